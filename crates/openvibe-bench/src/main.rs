@@ -1,0 +1,29 @@
+//! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
+
+mod primitives;
+
+type Group = (&'static str, fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>);
+
+const GROUPS: &[Group] = &[("primitives", || Box::pin(primitives::run()))];
+
+fn main() -> std::process::ExitCode {
+    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(unknown) = wanted.iter().find(|w| !GROUPS.iter().any(|(n, _)| n == w)) {
+        let names: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
+        eprintln!("unknown benchmark group `{unknown}`; groups: {}", names.join(", "));
+        return std::process::ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    for (name, run) in GROUPS {
+        if wanted.is_empty() || wanted.iter().any(|w| w == name) {
+            runtime.block_on(run());
+        }
+    }
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,4 @@
+//! Layer-1 benchmarks.
+
+/// Run the group.
+pub async fn run() {}

@@ -1,0 +1,4 @@
+//! Placeholder: replaced by the Anthropic provider implementation.
+/// Anthropic Messages API provider.
+#[derive(Debug)]
+pub struct AnthropicProvider;
