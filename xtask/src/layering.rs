@@ -1,0 +1,136 @@
+//! The layering check: a crate may depend (in normal dependencies) only on
+//! the crates of ours below it. Read from `cargo metadata`.
+
+use serde_json::Value;
+
+/// Our crates that sit at the top and may use anything (binaries, facade,
+/// benchmarks, automation).
+const UNRESTRICTED: &[&str] = &["openvibe", "openvibe-cli", "openvibe-bench", "xtask"];
+
+/// For each layered crate: the crates of ours it may depend on.
+const RULES: &[(&str, &[&str])] = &[
+    ("openvibe-protocols", &[]),
+    ("openvibe-macros", &[]),
+    ("openvibe-primitives", &["openvibe-protocols", "openvibe-macros"]),
+    ("openvibe-memory", &["openvibe-protocols", "openvibe-macros"]),
+    (
+        "openvibe-operators",
+        &["openvibe-primitives", "openvibe-protocols", "openvibe-macros"],
+    ),
+    (
+        "openvibe-roles",
+        &[
+            "openvibe-operators",
+            "openvibe-primitives",
+            "openvibe-memory",
+            "openvibe-protocols",
+            "openvibe-macros",
+        ],
+    ),
+    ("openvibe-postgres", &["openvibe-protocols", "openvibe-memory"]),
+];
+
+/// Run the check on this workspace.
+pub fn check() -> Result<(), String> {
+    let output = crate::cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .map_err(|e| format!("could not run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let metadata: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("cargo metadata printed invalid JSON: {e}"))?;
+    let violations = violations(&metadata)?;
+    if violations.is_empty() {
+        eprintln!("layering: ok");
+        Ok(())
+    } else {
+        Err(format!(
+            "layering check failed:\n  {}\n(see the invariants in docs/ARCHITECTURE.md)",
+            violations.join("\n  ")
+        ))
+    }
+}
+
+/// Every rule broken by the workspace described by `metadata`.
+fn violations(metadata: &Value) -> Result<Vec<String>, String> {
+    let packages = metadata["packages"]
+        .as_array()
+        .ok_or("cargo metadata has no `packages` array")?;
+    let ours: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let mut problems = Vec::new();
+    for package in packages {
+        let Some(name) = package["name"].as_str() else {
+            continue;
+        };
+        if UNRESTRICTED.contains(&name) {
+            continue;
+        }
+        let Some((_, allowed)) = RULES.iter().find(|(crate_name, _)| *crate_name == name) else {
+            problems.push(format!(
+                "`{name}` has no layering rule: add it to xtask/src/layering.rs and docs/ARCHITECTURE.md"
+            ));
+            continue;
+        };
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let Some(dep_name) = dep["name"].as_str() else {
+                continue;
+            };
+            // `kind` is null for normal dependencies, "dev" or "build" otherwise.
+            let normal = dep["kind"].is_null();
+            if normal && ours.contains(&dep_name) && !allowed.contains(&dep_name) {
+                problems.push(format!("`{name}` must not depend on `{dep_name}`"));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::violations;
+    use serde_json::json;
+
+    fn pkg(name: &str, deps: &[(&str, Option<&str>)]) -> serde_json::Value {
+        json!({
+            "name": name,
+            "dependencies": deps.iter().map(|(d, kind)| json!({"name": d, "kind": kind})).collect::<Vec<_>>(),
+        })
+    }
+
+    #[test]
+    fn allowed_edges_pass() {
+        let meta = json!({"packages": [
+            pkg("openvibe-protocols", &[("serde", None)]),
+            pkg("openvibe-primitives", &[("openvibe-protocols", None)]),
+            pkg("openvibe-memory", &[("openvibe-protocols", None), ("openvibe-primitives", Some("dev"))]),
+        ]});
+        assert_eq!(violations(&meta).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn upward_and_sideways_edges_fail() {
+        let meta = json!({"packages": [
+            pkg("openvibe-protocols", &[("openvibe-primitives", None)]),
+            pkg("openvibe-primitives", &[("openvibe-protocols", None)]),
+            pkg("openvibe-memory", &[("openvibe-primitives", None)]),
+        ]});
+        assert_eq!(
+            violations(&meta).unwrap(),
+            vec![
+                "`openvibe-protocols` must not depend on `openvibe-primitives`".to_string(),
+                "`openvibe-memory` must not depend on `openvibe-primitives`".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_crate_without_a_rule_fails() {
+        let meta = json!({"packages": [pkg("openvibe-new", &[])]});
+        assert_eq!(violations(&meta).unwrap().len(), 1);
+    }
+}
