@@ -1,12 +1,39 @@
-//! Project automation. `cargo xtask <task>`; see `cargo xtask help`.
+//! Project automation, run as `cargo xtask <task>`.
+//!
+//! - `test-all`: format check, clippy (warnings denied), the layering check,
+//!   every test (in-memory and Postgres) and the doc tests.
+//! - `layering`: only the layering check.
+//! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`.
+//! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
 
 mod db;
+mod layering;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  test-all              fmt --check, clippy -D warnings, layering check, all tests, doc tests
+  layering              check that crates only depend on the layers below them
+  bench [group...]      run benchmarks (groups: primitives, memory, ...), print BENCH lines
+  db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url";
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
-        Some("db") => db::main(&args[1..]),
-        _ => Err("usage: cargo xtask db <up|down|status|reset|migrate|url>".into()),
+        Some("test-all") => test_all(),
+        Some("layering") => layering::check(),
+        Some("bench") => bench(rest),
+        Some("db") => db::main(rest),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
+        None => Err(USAGE.to_owned()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -15,4 +42,87 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub(crate) fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or(manifest_dir)
+}
+
+/// `cargo` as invoked by the user (respects `$CARGO`).
+pub(crate) fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
+/// Run `cmd`, echoing it; an unsuccessful exit is an error naming the step.
+pub(crate) fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
+    eprintln!("==> {step}: {cmd:?}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("{step}: could not start {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{step} failed ({status})"))
+    }
+}
+
+fn test_all() -> Result<(), String> {
+    run("format check", cargo().args(["fmt", "--all", "--check"]))?;
+    run(
+        "clippy",
+        cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    eprintln!("==> layering check");
+    layering::check()?;
+    let mut tests = cargo();
+    tests.args(["test", "--workspace", "--all-features"]);
+    if let Some(url) = database_url_for_tests()? {
+        tests.env("DATABASE_URL", url);
+    }
+    // `cargo test` runs unit, integration and doc tests.
+    run("tests (unit, integration, doc)", &mut tests)?;
+    eprintln!("==> test-all: everything passed");
+    Ok(())
+}
+
+fn bench(groups: &[String]) -> Result<(), String> {
+    let mut cmd = cargo();
+    cmd.args(["run", "--quiet", "--release", "-p", "openvibe-bench", "--"]);
+    cmd.args(groups);
+    if groups.iter().any(|g| g == "pg")
+        && let Some(url) = database_url_for_tests()?
+    {
+        cmd.env("DATABASE_URL", url);
+    }
+    run("benchmarks", &mut cmd)
+}
+
+/// The database the Postgres tests use: `DATABASE_URL` when set; otherwise,
+/// once the workspace has a Postgres backend, a local server brought up by
+/// `cargo xtask db up`; otherwise none.
+fn database_url_for_tests() -> Result<Option<String>, String> {
+    if let Ok(url) = std::env::var("DATABASE_URL")
+        && !url.is_empty()
+    {
+        return Ok(Some(url));
+    }
+    if workspace_root().join("crates/openvibe-postgres").is_dir() {
+        return db::ensure_up().map(Some);
+    }
+    Ok(None)
 }
