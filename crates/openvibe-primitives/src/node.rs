@@ -328,6 +328,13 @@ macro_rules! spec_builders {
             self
         }
 
+        /// Replace the system prompt (e.g. with one loaded from configuration).
+        #[must_use]
+        pub fn prompt(mut self, system_prompt: impl Into<String>) -> Self {
+            self.spec.system_prompt = system_prompt.into();
+            self
+        }
+
         /// The node's system prompt (without memory context).
         pub fn system_prompt(&self) -> &str {
             &self.spec.system_prompt
