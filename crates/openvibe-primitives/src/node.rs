@@ -229,7 +229,7 @@ impl Spec {
                 ..
             } = prepared.scope;
             let episode = Episode {
-                id: format!("ep_{}", uuid::Uuid::new_v4().simple()),
+                id: new_episode_id(),
                 agent_id: String::new(),
                 operator_id: ctx.operator_id.clone(),
                 node_name: self.name.clone(),
@@ -259,6 +259,16 @@ impl Spec {
         }
         Ok(state)
     }
+}
+
+/// A unique episode id (`ep_` + a random v4 UUID). Drawn from a fast
+/// thread-local generator: ids need uniqueness, not unpredictability, and a
+/// system call per node run would dominate the node's own overhead.
+fn new_episode_id() -> String {
+    let mut bytes = [0u8; 16];
+    fastrand::fill(&mut bytes);
+    let id = uuid::Builder::from_random_bytes(bytes).into_uuid();
+    format!("ep_{}", id.simple())
 }
 
 struct Prepared {
