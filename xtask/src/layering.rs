@@ -11,11 +11,21 @@ const UNRESTRICTED: &[&str] = &["openvibe", "openvibe-cli", "openvibe-bench", "x
 const RULES: &[(&str, &[&str])] = &[
     ("openvibe-protocols", &[]),
     ("openvibe-macros", &[]),
-    ("openvibe-primitives", &["openvibe-protocols", "openvibe-macros"]),
-    ("openvibe-memory", &["openvibe-protocols", "openvibe-macros"]),
+    (
+        "openvibe-primitives",
+        &["openvibe-protocols", "openvibe-macros"],
+    ),
+    (
+        "openvibe-memory",
+        &["openvibe-protocols", "openvibe-macros"],
+    ),
     (
         "openvibe-operators",
-        &["openvibe-primitives", "openvibe-protocols", "openvibe-macros"],
+        &[
+            "openvibe-primitives",
+            "openvibe-protocols",
+            "openvibe-macros",
+        ],
     ),
     (
         "openvibe-roles",
@@ -27,7 +37,10 @@ const RULES: &[(&str, &[&str])] = &[
             "openvibe-macros",
         ],
     ),
-    ("openvibe-postgres", &["openvibe-protocols", "openvibe-memory"]),
+    (
+        "openvibe-postgres",
+        &["openvibe-protocols", "openvibe-memory"],
+    ),
 ];
 
 /// Run the check on this workspace.

@@ -31,7 +31,11 @@ pub async fn run() {
         )
         .output_key(format!("out_{i}"));
         graph = graph.add_node(node);
-        let next = if i + 1 < NODES { format!("step_{}", i + 1) } else { END.to_owned() };
+        let next = if i + 1 < NODES {
+            format!("step_{}", i + 1)
+        } else {
+            END.to_owned()
+        };
         graph = graph.add_edge(format!("step_{i}"), next);
     }
     let graph = match graph.set_entry_point("step_0").compile() {
@@ -66,5 +70,9 @@ pub async fn run() {
     }
     rounds.sort_unstable();
     let per_run = rounds.get(rounds.len() / 2).copied().unwrap_or_default();
-    report("graph_node_overhead_us", per_run.as_secs_f64() * 1e6 / NODES as f64, "us");
+    report(
+        "graph_node_overhead_us",
+        per_run.as_secs_f64() * 1e6 / NODES as f64,
+        "us",
+    );
 }

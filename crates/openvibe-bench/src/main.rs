@@ -1,19 +1,32 @@
 //! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
 
+mod graph;
 mod primitives;
 
-type Group = (&'static str, fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>);
+type Group = (
+    &'static str,
+    fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
+);
 
-const GROUPS: &[Group] = &[("primitives", || Box::pin(primitives::run()))];
+const GROUPS: &[Group] = &[
+    ("primitives", || Box::pin(primitives::run())),
+    ("graph", || Box::pin(graph::run())),
+];
 
 fn main() -> std::process::ExitCode {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     if let Some(unknown) = wanted.iter().find(|w| !GROUPS.iter().any(|(n, _)| n == w)) {
         let names: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
-        eprintln!("unknown benchmark group `{unknown}`; groups: {}", names.join(", "));
+        eprintln!(
+            "unknown benchmark group `{unknown}`; groups: {}",
+            names.join(", ")
+        );
         return std::process::ExitCode::FAILURE;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the async runtime: {e}");

@@ -51,9 +51,16 @@ pub async fn run() {
     )
     .model("sonnet")
     .output_key("score")
-    .memory_scope(ScopeSpec::new().domain("revenue").entity_from_key("company"));
+    .memory_scope(
+        ScopeSpec::new()
+            .domain("revenue")
+            .entity_from_key("company"),
+    );
     let mut input = State::new();
-    input.insert("lead", "Acme Corp, 200 employees, came from the logistics webinar");
+    input.insert(
+        "lead",
+        "Acme Corp, 200 employees, came from the logistics webinar",
+    );
     input.insert("company", "acme_corp");
 
     let one_call = || {
@@ -79,6 +86,8 @@ pub async fn run() {
     let samples = sample(1_000, 20_000, one_call).await;
     report("llm_node_overhead_p99_us", samples.quantile_us(0.99), "us");
     if sink.0.load(Ordering::Relaxed) == 0 {
-        eprintln!("warning: no episode reached the sink; the benchmark did not measure the episode path");
+        eprintln!(
+            "warning: no episode reached the sink; the benchmark did not measure the episode path"
+        );
     }
 }

@@ -211,20 +211,21 @@ fn apply<N: Tunable>(config: &OperatorConfig, mut node: N) -> N {
 /// resolve prompt files.
 pub fn parse(text: &str, path: &Path) -> Result<RuntimeConfig, Error> {
     let deserializer = yaml_serde::Deserializer::from_str(text);
-    let mut config: RuntimeConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let key = e.path().to_string();
-        let inner = e.into_inner();
-        let (line, column) = inner
-            .location()
-            .map_or((0, 0), |loc| (loc.line(), loc.column()));
-        Error::Config {
-            path: path.to_owned(),
-            line,
-            column,
-            key,
-            message: inner.to_string(),
-        }
-    })?;
+    let mut config: RuntimeConfig =
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let (line, column) = inner
+                .location()
+                .map_or((0, 0), |loc| (loc.line(), loc.column()));
+            Error::Config {
+                path: path.to_owned(),
+                line,
+                column,
+                key,
+                message: inner.to_string(),
+            }
+        })?;
     validate(&config, path)?;
     let base = path.parent().map(Path::to_owned).unwrap_or_default();
     for (op_index, op) in config.operators.iter_mut().enumerate() {
@@ -260,7 +261,10 @@ fn validate(config: &RuntimeConfig, path: &Path) -> Result<(), Error> {
     let mut seen_ops = std::collections::HashSet::new();
     for (i, op) in config.operators.iter().enumerate() {
         if op.id.trim().is_empty() {
-            return Err(problem(format!("operators[{i}].id"), "operator id is empty".into()));
+            return Err(problem(
+                format!("operators[{i}].id"),
+                "operator id is empty".into(),
+            ));
         }
         if !seen_ops.insert(op.id.as_str()) {
             return Err(problem(
@@ -274,7 +278,10 @@ fn validate(config: &RuntimeConfig, path: &Path) -> Result<(), Error> {
             if !seen_wf.insert(wf.id.as_str()) {
                 return Err(problem(
                     format!("operators[{i}].workflows[{j}].id"),
-                    format!("workflow id `{}` is used twice in operator `{}`", wf.id, op.id),
+                    format!(
+                        "workflow id `{}` is used twice in operator `{}`",
+                        wf.id, op.id
+                    ),
                 ));
             }
             for (k, t) in wf.triggers.iter().enumerate() {
@@ -282,7 +289,10 @@ fn validate(config: &RuntimeConfig, path: &Path) -> Result<(), Error> {
                 if !seen_tr.insert(t.id.as_str()) {
                     return Err(problem(
                         format!("{key}.id"),
-                        format!("trigger id `{}` is used twice in operator `{}`", t.id, op.id),
+                        format!(
+                            "trigger id `{}` is used twice in operator `{}`",
+                            t.id, op.id
+                        ),
                     ));
                 }
                 if t.kind == TriggerKind::Cron && t.schedule.as_deref().is_none_or(str::is_empty) {

@@ -47,7 +47,9 @@ pub enum Error {
         targets: Vec<String>,
     },
     /// The run went on for more steps than allowed (a cycle that never ends?).
-    #[error("graph: recursion limit of {limit} steps reached at node `{node}`; raise it with recursion_limit or check the routing")]
+    #[error(
+        "graph: recursion limit of {limit} steps reached at node `{node}`; raise it with recursion_limit or check the routing"
+    )]
     RecursionLimit {
         /// The limit.
         limit: u32,
@@ -59,9 +61,9 @@ pub enum Error {
     Node {
         /// The node.
         node: String,
-        /// Its error.
+        /// Its error (boxed: node errors are large and rare).
         #[source]
-        source: openvibe_primitives::Error,
+        source: Box<openvibe_primitives::Error>,
     },
     /// Saving or loading a checkpoint failed.
     #[error("checkpoint of run `{run_id}`: {source}")]

@@ -24,7 +24,10 @@ type Router = Arc<dyn Fn(&State) -> String + Send + Sync>;
 #[derive(Clone)]
 enum Edge {
     To(String),
-    Conditional { router: Router, targets: Vec<String> },
+    Conditional {
+        router: Router,
+        targets: Vec<String>,
+    },
 }
 
 /// A workflow under construction: nodes joined by edges.
@@ -192,7 +195,9 @@ impl StateGraph {
         while let Some(current) = queue.pop_front() {
             let next: Vec<&str> = match out.get(current) {
                 Some(Edge::To(to)) => vec![to.as_str()],
-                Some(Edge::Conditional { targets, .. }) => targets.iter().map(String::as_str).collect(),
+                Some(Edge::Conditional { targets, .. }) => {
+                    targets.iter().map(String::as_str).collect()
+                }
                 None => Vec::new(),
             };
             for n in next {
@@ -245,7 +250,11 @@ impl Node for FnNode {
         &self.name
     }
 
-    async fn run(&self, _ctx: &NodeContext, state: State) -> Result<State, openvibe_primitives::Error> {
+    async fn run(
+        &self,
+        _ctx: &NodeContext,
+        state: State,
+    ) -> Result<State, openvibe_primitives::Error> {
         (self.f)(state)
     }
 }
@@ -351,7 +360,8 @@ impl CompiledGraph {
     /// Run from the entry point to [`END`] under a fresh run id.
     pub async fn invoke(&self, ctx: &NodeContext, state: State) -> Result<State, Error> {
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
-        self.execute(ctx, &run_id, self.inner.entry.clone(), 0, state).await
+        self.execute(ctx, &run_id, self.inner.entry.clone(), 0, state)
+            .await
     }
 
     /// Run under `run_id`: when the checkpointer holds a checkpoint of that
@@ -412,7 +422,7 @@ impl CompiledGraph {
                 .await
                 .map_err(|source| Error::Node {
                     node: current.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             executed += 1;
             step += 1;
@@ -425,10 +435,12 @@ impl CompiledGraph {
                     next: next.clone(),
                     state: state.clone(),
                 };
-                cp.save(&checkpoint).await.map_err(|source| Error::Checkpoint {
-                    run_id: run_id.to_owned(),
-                    source,
-                })?;
+                cp.save(&checkpoint)
+                    .await
+                    .map_err(|source| Error::Checkpoint {
+                        run_id: run_id.to_owned(),
+                        source,
+                    })?;
             }
             if next == END {
                 return Ok(state);

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use openvibe_primitives::{Node, NodeContext};
-use openvibe_protocols::State;
+use openvibe_protocols::{State, TriggerConfig};
 
 use crate::{CompiledGraph, END, Error, StateGraph};
 
@@ -31,6 +31,7 @@ pub struct Operator {
     name: String,
     nodes: BTreeMap<String, Arc<dyn Node>>,
     workflows: BTreeMap<String, CompiledGraph>,
+    triggers: Vec<TriggerConfig>,
 }
 
 impl Operator {
@@ -42,7 +43,21 @@ impl Operator {
             id,
             nodes: BTreeMap::new(),
             workflows: BTreeMap::new(),
+            triggers: Vec::new(),
         }
+    }
+
+    /// Add a trigger (registered with the scheduler when a role runtime starts).
+    #[must_use]
+    pub fn trigger(mut self, mut trigger: TriggerConfig) -> Self {
+        trigger.operator_id = Some(self.id.clone());
+        self.triggers.push(trigger);
+        self
+    }
+
+    /// The triggers.
+    pub fn triggers(&self) -> &[TriggerConfig] {
+        &self.triggers
     }
 
     /// Its display name (defaults to the id).
@@ -180,7 +195,7 @@ impl BoundOperator {
             })?;
         n.run(&self.ctx, state).await.map_err(|source| Error::Node {
             node: node.to_owned(),
-            source,
+            source: Box::new(source),
         })
     }
 
@@ -192,7 +207,12 @@ impl BoundOperator {
             .ok_or_else(|| Error::UnknownWorkflow {
                 operator: self.operator.id.clone(),
                 workflow: workflow.to_owned(),
-                known: self.operator.workflow_ids().into_iter().map(str::to_owned).collect(),
+                known: self
+                    .operator
+                    .workflow_ids()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
             })?;
         graph.invoke(&self.ctx, state).await
     }

@@ -119,8 +119,10 @@ impl OperatorRuntime {
         if !config.workflows.iter().any(|w| w.id == workflow) {
             return Err(unknown_workflow(config, workflow));
         }
-        self.factories
-            .insert((operator.to_owned(), workflow.to_owned()), Arc::new(factory));
+        self.factories.insert(
+            (operator.to_owned(), workflow.to_owned()),
+            Arc::new(factory),
+        );
         Ok(())
     }
 
@@ -141,7 +143,10 @@ impl OperatorRuntime {
 
     /// Every trigger of every operator.
     pub fn triggers(&self) -> Vec<TriggerConfig> {
-        self.operators.values().flat_map(OperatorConfig::triggers).collect()
+        self.operators
+            .values()
+            .flat_map(OperatorConfig::triggers)
+            .collect()
     }
 
     /// Build the [`Operator`] with every registered workflow of `operator`
@@ -158,11 +163,19 @@ impl OperatorRuntime {
                 op = op.workflow(wf.id.clone(), factory(config)?);
             }
         }
+        for trigger in config.triggers() {
+            op = op.trigger(trigger);
+        }
         Ok(op)
     }
 
     /// Run the workflow that `trigger` of `operator` starts.
-    pub async fn activate(&self, operator: &str, trigger: &str, input: State) -> Result<State, Error> {
+    pub async fn activate(
+        &self,
+        operator: &str,
+        trigger: &str,
+        input: State,
+    ) -> Result<State, Error> {
         let config = self.operator_config(operator)?;
         let workflow = config
             .workflows

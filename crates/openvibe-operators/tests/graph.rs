@@ -1,11 +1,10 @@
 //! StateGraph: validation, routing, bounds, checkpoints and resume.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use openvibe_operators::{
-    Checkpointer, END, Error, InMemoryCheckpointer, Operator, StateGraph,
-};
+use openvibe_operators::{Checkpointer, END, Error, InMemoryCheckpointer, Operator, StateGraph};
 use openvibe_primitives::testing::ScriptedLlm;
 use openvibe_primitives::{LlmNode, NodeContext};
 use openvibe_protocols::{LlmError, LlmResponse, State};
@@ -20,7 +19,10 @@ fn ctx(llm: &ScriptedLlm) -> NodeContext {
 }
 
 /// A node that counts its runs and appends its name to `path`.
-fn step(name: &'static str, counter: Arc<AtomicUsize>) -> impl Fn(State) -> Result<State, openvibe_primitives::Error> + Send + Sync {
+fn step(
+    name: &'static str,
+    counter: Arc<AtomicUsize>,
+) -> impl Fn(State) -> Result<State, openvibe_primitives::Error> + Send + Sync {
     move |mut state: State| {
         counter.fetch_add(1, Ordering::SeqCst);
         let mut path: Vec<String> = state.get_as("path").unwrap().unwrap_or_default();
@@ -32,7 +34,11 @@ fn step(name: &'static str, counter: Arc<AtomicUsize>) -> impl Fn(State) -> Resu
 
 #[test]
 fn compile_rejects_a_missing_entry_point() {
-    let err = StateGraph::new().add_node(noop("a")).add_edge("a", END).compile().unwrap_err();
+    let err = StateGraph::new()
+        .add_node(noop("a"))
+        .add_edge("a", END)
+        .compile()
+        .unwrap_err();
     assert!(matches!(err, Error::MissingEntryPoint), "{err}");
 }
 
@@ -44,7 +50,10 @@ fn compile_rejects_unknown_nodes_everywhere() {
         .add_edge("a", END)
         .compile()
         .unwrap_err();
-    assert!(matches!(err, Error::UnknownNode { ref node, .. } if node == "b"), "{err}");
+    assert!(
+        matches!(err, Error::UnknownNode { ref node, .. } if node == "b"),
+        "{err}"
+    );
 
     let err = StateGraph::new()
         .add_node(noop("a"))
@@ -52,7 +61,10 @@ fn compile_rejects_unknown_nodes_everywhere() {
         .add_edge("a", "ghost")
         .compile()
         .unwrap_err();
-    assert_eq!(err.to_string(), "graph: unknown node `ghost` (edge from `a`)");
+    assert_eq!(
+        err.to_string(),
+        "graph: unknown node `ghost` (edge from `a`)"
+    );
 
     let err = StateGraph::new()
         .add_node(noop("a"))
@@ -60,7 +72,10 @@ fn compile_rejects_unknown_nodes_everywhere() {
         .add_conditional_edges("a", |_| END.to_string(), ["a", "phantom"])
         .compile()
         .unwrap_err();
-    assert!(matches!(err, Error::UnknownNode { ref node, .. } if node == "phantom"), "{err}");
+    assert!(
+        matches!(err, Error::UnknownNode { ref node, .. } if node == "phantom"),
+        "{err}"
+    );
 
     let err = StateGraph::new()
         .add_node(noop("a"))
@@ -69,7 +84,10 @@ fn compile_rejects_unknown_nodes_everywhere() {
         .add_edge("nobody", "a")
         .compile()
         .unwrap_err();
-    assert!(matches!(err, Error::UnknownNode { ref node, .. } if node == "nobody"), "{err}");
+    assert!(
+        matches!(err, Error::UnknownNode { ref node, .. } if node == "nobody"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -102,7 +120,10 @@ fn compile_rejects_dead_ends_duplicates_and_ambiguity() {
         .add_edge("a", "b")
         .compile()
         .unwrap_err();
-    assert!(matches!(err, Error::NoOutgoingEdge(ref n) if n == "b"), "{err}");
+    assert!(
+        matches!(err, Error::NoOutgoingEdge(ref n) if n == "b"),
+        "{err}"
+    );
 
     let err = StateGraph::new()
         .add_node(noop("a"))
@@ -111,7 +132,10 @@ fn compile_rejects_dead_ends_duplicates_and_ambiguity() {
         .add_edge("a", END)
         .compile()
         .unwrap_err();
-    assert!(matches!(err, Error::DuplicateNode(ref n) if n == "a"), "{err}");
+    assert!(
+        matches!(err, Error::DuplicateNode(ref n) if n == "a"),
+        "{err}"
+    );
 
     let err = StateGraph::new()
         .add_node(noop("a"))
@@ -120,7 +144,10 @@ fn compile_rejects_dead_ends_duplicates_and_ambiguity() {
         .add_conditional_edges("a", |_| END.to_string(), ["a"])
         .compile()
         .unwrap_err();
-    assert!(matches!(err, Error::AmbiguousEdges(ref n) if n == "a"), "{err}");
+    assert!(
+        matches!(err, Error::AmbiguousEdges(ref n) if n == "a"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -193,7 +220,10 @@ async fn a_router_choosing_an_undeclared_target_is_an_error() {
         .invoke(&ctx(&ScriptedLlm::default()), State::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::InvalidRoute { ref target, .. } if target == "c"), "{err}");
+    assert!(
+        matches!(err, Error::InvalidRoute { ref target, .. } if target == "c"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -210,7 +240,10 @@ async fn cycles_are_bounded_by_the_recursion_limit() {
         .invoke(&ctx(&ScriptedLlm::default()), State::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::RecursionLimit { limit: 7, .. }), "{err}");
+    assert!(
+        matches!(err, Error::RecursionLimit { limit: 7, .. }),
+        "{err}"
+    );
     assert_eq!(counter.load(Ordering::SeqCst), 7);
 }
 
@@ -236,7 +269,10 @@ async fn a_loop_that_exits_runs_the_right_number_of_times() {
         )
         .compile()
         .unwrap();
-    let out = graph.invoke(&ctx(&ScriptedLlm::default()), State::new()).await.unwrap();
+    let out = graph
+        .invoke(&ctx(&ScriptedLlm::default()), State::new())
+        .await
+        .unwrap();
     assert_eq!(out.get("n"), Some(&json!(5)));
 }
 
@@ -253,7 +289,10 @@ async fn node_errors_name_the_node() {
         .compile()
         .unwrap();
     let err = graph.invoke(&ctx(&llm), State::new()).await.unwrap_err();
-    assert!(matches!(err, Error::Node { ref node, .. } if node == "second"), "{err}");
+    assert!(
+        matches!(err, Error::Node { ref node, .. } if node == "second"),
+        "{err}"
+    );
     assert!(err.to_string().contains("model exploded"));
 }
 
@@ -290,10 +329,16 @@ async fn a_failed_run_resumes_from_the_node_that_failed() {
         .with_checkpointer(checkpoints.clone());
     let ctx = ctx(&ScriptedLlm::default());
 
-    let err = graph.invoke_run(&ctx, "run-1", State::new()).await.unwrap_err();
+    let err = graph
+        .invoke_run(&ctx, "run-1", State::new())
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Node { ref node, .. } if node == "flaky"));
     let saved = checkpoints.load("run-1").await.unwrap().unwrap();
-    assert_eq!((saved.step, saved.completed.as_str(), saved.next.as_str()), (2, "n2", "flaky"));
+    assert_eq!(
+        (saved.step, saved.completed.as_str(), saved.next.as_str()),
+        (2, "n2", "flaky")
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 
     // Resume: n1 and n2 are not run again; the given state is ignored.

@@ -1,4 +1,5 @@
 //! OperatorRuntime: YAML loading, error positions, activation.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -74,10 +75,19 @@ async fn activate_by_trigger_runs_the_workflow_with_configured_prompts_and_model
     assert_eq!(out.get_str("research"), Some("Acme makes anvils."));
     assert_eq!(out.get("analysis").unwrap()["verdict"], "buy");
     let reqs = llm.requests();
-    assert_eq!(reqs[0].system, "You are a research analyst.", "prompt from the file");
+    assert_eq!(
+        reqs[0].system, "You are a research analyst.",
+        "prompt from the file"
+    );
     assert_eq!(reqs[0].model, "haiku", "operator default beats the code");
-    assert_eq!(reqs[1].system, "You analyse research.", "no configured prompt: code's");
-    assert_eq!(reqs[1].model, "opus", "per-node override beats the operator default");
+    assert_eq!(
+        reqs[1].system, "You analyse research.",
+        "no configured prompt: code's"
+    );
+    assert_eq!(
+        reqs[1].model, "opus",
+        "per-node override beats the operator default"
+    );
     assert_eq!(reqs[1].temperature, Some(0.1));
     assert_eq!(reqs[1].max_tokens, 256);
 }
@@ -87,9 +97,15 @@ async fn unknown_operator_workflow_trigger_and_missing_pieces_are_typed_errors()
     let rt = runtime().with_llm(Arc::new(ScriptedLlm::default()));
     let err = rt.activate("nope", "t1", State::new()).await.unwrap_err();
     assert!(matches!(err, Error::UnknownOperator { .. }), "{err}");
-    assert!(err.to_string().contains("company_intel"), "lists known operators: {err}");
+    assert!(
+        err.to_string().contains("company_intel"),
+        "lists known operators: {err}"
+    );
 
-    let err = rt.activate("company_intel", "t9", State::new()).await.unwrap_err();
+    let err = rt
+        .activate("company_intel", "t9", State::new())
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::UnknownTrigger { .. }), "{err}");
     assert!(err.to_string().contains("t1, nightly, t2"), "{err}");
 
@@ -99,7 +115,10 @@ async fn unknown_operator_workflow_trigger_and_missing_pieces_are_typed_errors()
         .unwrap_err();
     assert!(matches!(err, Error::UnknownWorkflow { .. }), "{err}");
 
-    let err = rt.activate("company_intel", "t2", State::new()).await.unwrap_err();
+    let err = rt
+        .activate("company_intel", "t2", State::new())
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::NoFactory { .. }), "{err}");
 
     let mut rt2 = runtime();
@@ -132,6 +151,8 @@ fn the_runtime_builds_operators_for_roles() {
     let op = runtime().operator("company_intel").unwrap();
     assert_eq!(op.display_name(), "Company Intelligence");
     assert_eq!(op.workflow_ids(), vec!["research"]);
+    let triggers: Vec<&str> = op.triggers().iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(triggers, vec!["t1", "nightly", "t2"]);
 }
 
 fn config_error(yaml: &str) -> (usize, usize, String, String) {
@@ -153,9 +174,8 @@ fn config_error(yaml: &str) -> (usize, usize, String, String) {
 #[test]
 fn malformed_files_report_file_line_column_and_key() {
     // An unknown key.
-    let (line, column, key, message) = config_error(
-        "operators:\n  - id: a\n    workflows:\n      - id: w\n        trigers: []\n",
-    );
+    let (line, column, key, message) =
+        config_error("operators:\n  - id: a\n    workflows:\n      - id: w\n        trigers: []\n");
     assert_eq!((line, column), (5, 9), "{message}");
     assert!(key.starts_with("operators[0].workflows[0]"), "{key}");
     assert!(message.contains("trigers"), "{message}");

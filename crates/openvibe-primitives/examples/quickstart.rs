@@ -110,7 +110,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_episode_sink(episodes.clone());
 
     let mut state = State::new();
-    state.insert("lead", "Acme Corp, 200 employees, came from the logistics webinar");
+    state.insert(
+        "lead",
+        "Acme Corp, 200 employees, came from the logistics webinar",
+    );
     state.insert("company", "acme_corp");
 
     let state = qualify.run(&ctx, state).await?;

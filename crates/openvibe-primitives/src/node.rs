@@ -545,16 +545,19 @@ impl AgentNode {
                 outcome.answer = response.content;
                 return Ok(outcome);
             }
-            request
-                .messages
-                .push(Message::blocks(MessageRole::Assistant, assistant_blocks(&response)));
+            request.messages.push(Message::blocks(
+                MessageRole::Assistant,
+                assistant_blocks(&response),
+            ));
             let results = execute_calls(ctx, &index, &response.tool_calls).await;
             let mut blocks = Vec::with_capacity(results.len());
             for (block, record) in results {
                 blocks.push(block);
                 outcome.tool_log.push(record);
             }
-            request.messages.push(Message::blocks(MessageRole::User, blocks));
+            request
+                .messages
+                .push(Message::blocks(MessageRole::User, blocks));
         }
         Err(Error::MaxTurnsExceeded {
             node: self.spec.name.clone(),
@@ -582,11 +585,16 @@ fn assistant_blocks(response: &LlmResponse) -> Vec<ContentBlock> {
     if !response.content.is_empty() {
         blocks.push(ContentBlock::text(response.content.clone()));
     }
-    blocks.extend(response.tool_calls.iter().map(|call| ContentBlock::ToolUse {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        input: call.input.clone(),
-    }));
+    blocks.extend(
+        response
+            .tool_calls
+            .iter()
+            .map(|call| ContentBlock::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            }),
+    );
     blocks
 }
 
@@ -633,9 +641,11 @@ async fn execute_call(
                 false,
             )
         }
-        Some(tool) => run_tool(ctx, tool.as_ref(), call)
-            .instrument(tracing::info_span!("tool", tool = %call.name, id = %call.id))
-            .await,
+        Some(tool) => {
+            run_tool(ctx, tool.as_ref(), call)
+                .instrument(tracing::info_span!("tool", tool = %call.name, id = %call.id))
+                .await
+        }
     };
     let record = json!({
         "id": call.id,

@@ -66,7 +66,10 @@ mod tests {
     #[test]
     fn keeps_text_that_is_not_json() {
         assert_eq!(parse_output("{not json"), json!("{not json"));
-        assert_eq!(parse_output("```json\nnope\n```"), json!("```json\nnope\n```"));
+        assert_eq!(
+            parse_output("```json\nnope\n```"),
+            json!("```json\nnope\n```")
+        );
         assert_eq!(parse_output("trueish"), json!("trueish"));
         assert_eq!(parse_output(""), json!(""));
     }

@@ -55,7 +55,10 @@ impl ScopeSpec {
 
     /// The entity computed from the state.
     #[must_use]
-    pub fn entity_from(mut self, f: impl Fn(&State) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn entity_from(
+        mut self,
+        f: impl Fn(&State) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         self.entity = Some(Val::Fn(Arc::new(f)));
         self
     }
@@ -76,7 +79,10 @@ impl ScopeSpec {
 
     /// The domain computed from the state.
     #[must_use]
-    pub fn domain_from(mut self, f: impl Fn(&State) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn domain_from(
+        mut self,
+        f: impl Fn(&State) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         self.domain = Some(Val::Fn(Arc::new(f)));
         self
     }
@@ -90,7 +96,10 @@ impl ScopeSpec {
 
     /// The query computed from the state.
     #[must_use]
-    pub fn query_from(mut self, f: impl Fn(&State) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn query_from(
+        mut self,
+        f: impl Fn(&State) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         self.query = Some(Val::Fn(Arc::new(f)));
         self
     }

@@ -243,8 +243,8 @@ where
     }
 
     async fn call(&self, input: Value) -> Result<String, ToolError> {
-        let args: A =
-            serde_json::from_value(input).map_err(|e| ToolError::invalid_arguments(&self.name, e))?;
+        let args: A = serde_json::from_value(input)
+            .map_err(|e| ToolError::invalid_arguments(&self.name, e))?;
         match (self.f)(args).await {
             Ok(out) => tool_output(out),
             Err(e) => Err(ToolError::new(e.to_string())),
@@ -306,10 +306,16 @@ mod tests {
         })
         .action("compute");
         assert_eq!(t.call(json!({"n": 4})).await.unwrap(), r#"{"half":2}"#);
-        assert_eq!(t.call(json!({"n": 3})).await.unwrap_err().message, "3 is odd");
+        assert_eq!(
+            t.call(json!({"n": 3})).await.unwrap_err().message,
+            "3 is odd"
+        );
         let bad = t.call(json!({"n": "four"})).await.unwrap_err();
-        assert!(bad.message.starts_with("invalid arguments for tool `half`"), "{bad}");
-        assert_eq!(t.action(), Some("compute"));
+        assert!(
+            bad.message.starts_with("invalid arguments for tool `half`"),
+            "{bad}"
+        );
+        assert_eq!(Tool::action(&t), Some("compute"));
         assert_eq!(t.definition().name, "half");
     }
 

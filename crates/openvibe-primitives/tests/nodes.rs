@@ -1,4 +1,5 @@
 //! Behaviour of `LlmNode` and `AgentNode` (including the seed's memory-scope tests).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +36,11 @@ impl FakeAssembler {
         })
     }
     fn scope(&self) -> MemoryScope {
-        self.last_scope.lock().unwrap().clone().expect("assemble was called")
+        self.last_scope
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("assemble was called")
     }
 }
 
@@ -164,22 +169,34 @@ async fn empty_memory_context_leaves_the_prompt_alone() {
         .run(&ctx, state(&[("lead", "Acme")]))
         .await
         .unwrap();
-    assert_eq!(llm.last_request().unwrap().system, "You are a lead qualifier.");
+    assert_eq!(
+        llm.last_request().unwrap().system,
+        "You are a lead qualifier."
+    );
 }
 
 #[tokio::test]
 async fn no_memory_scope_backward_compat() {
     let llm = ScriptedLlm::new([text("done")]);
-    let node = LlmNode::new("process", "You are a processor.", |_| Ok("process this".into()))
-        .output_key("out");
+    let node = LlmNode::new("process", "You are a processor.", |_| {
+        Ok("process this".into())
+    })
+    .output_key("out");
     // An assembler is wired but the node has no scope: it must not be used.
     let assembler = FakeAssembler::with("SHOULD NOT APPEAR");
     let result = node
-        .run(&ctx(&llm).with_assembler(assembler.clone()), state(&[("input", "x")]))
+        .run(
+            &ctx(&llm).with_assembler(assembler.clone()),
+            state(&[("input", "x")]),
+        )
         .await
         .unwrap();
     assert_eq!(result.get("out"), Some(&json!("done")));
-    assert_eq!(result.get("input"), Some(&json!("x")), "other keys are kept");
+    assert_eq!(
+        result.get("input"),
+        Some(&json!("x")),
+        "other keys are kept"
+    );
     assert_eq!(llm.last_request().unwrap().system, "You are a processor.");
     assert!(assembler.last_scope.lock().unwrap().is_none());
 }
@@ -188,11 +205,17 @@ async fn no_memory_scope_backward_compat() {
 async fn no_assembler_memory_scope_ignored() {
     let llm = ScriptedLlm::new([text("output")]);
     let result = scoped_qualify()
-        .run(&ctx(&llm), state(&[("lead", "Acme"), ("company", "acme_corp")]))
+        .run(
+            &ctx(&llm),
+            state(&[("lead", "Acme"), ("company", "acme_corp")]),
+        )
         .await
         .unwrap();
     assert!(result.contains_key("score"));
-    assert_eq!(llm.last_request().unwrap().system, "You are a lead qualifier.");
+    assert_eq!(
+        llm.last_request().unwrap().system,
+        "You are a lead qualifier."
+    );
 }
 
 // ---------- llm_node: request, parsing, state ----------
@@ -200,11 +223,15 @@ async fn no_assembler_memory_scope_ignored() {
 #[tokio::test]
 async fn request_carries_model_temperature_and_user_message() {
     let llm = ScriptedLlm::new([text("x")]);
-    let node = LlmNode::new("n", "sys", |s: &State| Ok(format!("hello {}", s.require_str("who")?)))
-        .model("opus")
-        .temperature(0.2)
-        .max_tokens(512);
-    node.run(&ctx(&llm), state(&[("who", "bob")])).await.unwrap();
+    let node = LlmNode::new("n", "sys", |s: &State| {
+        Ok(format!("hello {}", s.require_str("who")?))
+    })
+    .model("opus")
+    .temperature(0.2)
+    .max_tokens(512);
+    node.run(&ctx(&llm), state(&[("who", "bob")]))
+        .await
+        .unwrap();
     let req = llm.last_request().unwrap();
     assert_eq!(req.model, "opus");
     assert_eq!(req.temperature, Some(0.2));
@@ -231,7 +258,10 @@ async fn defaults_follow_the_seed() {
 async fn output_is_parsed_as_json_fenced_json_or_text() {
     for (answer, expected) in [
         (r#"{"score": 85}"#, json!({"score": 85})),
-        ("Here you go:\n```json\n{\"score\": 90, \"tier\": \"A\"}\n```", json!({"score": 90, "tier": "A"})),
+        (
+            "Here you go:\n```json\n{\"score\": 90, \"tier\": \"A\"}\n```",
+            json!({"score": 90, "tier": "A"}),
+        ),
         ("[1, 2, 3]", json!([1, 2, 3])),
         ("A warm lead.", json!("A warm lead.")),
     ] {
@@ -263,7 +293,10 @@ async fn missing_state_key_is_a_typed_error_and_no_call_is_made() {
         .run(&ctx(&llm), state(&[("company", "acme")]))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::State { ref node, .. } if node == "qualify"), "{err:?}");
+    assert!(
+        matches!(err, Error::State { ref node, .. } if node == "qualify"),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("`lead`"), "{err}");
     assert_eq!(llm.call_count(), 0);
 }
@@ -316,7 +349,10 @@ async fn episode_auto_recorded() {
     assert_eq!(ep.tokens_out, 20);
     assert_eq!(ep.input_summary, "Score: Acme");
     assert_eq!(ep.output_summary, r#"{"score":85}"#);
-    assert_eq!(ep.outcome, json!({"output_key": "score", "value": {"score": 85}}));
+    assert_eq!(
+        ep.outcome,
+        json!({"output_key": "score", "value": {"score": 85}})
+    );
     assert!(ep.id.starts_with("ep_"));
 }
 
@@ -368,7 +404,10 @@ async fn episode_summaries_are_truncated_on_char_boundaries() {
 async fn no_recorder_no_error() {
     let llm = ScriptedLlm::new([text("x")]);
     scoped_qualify()
-        .run(&ctx(&llm), state(&[("lead", "Acme"), ("company", "acme_corp")]))
+        .run(
+            &ctx(&llm),
+            state(&[("lead", "Acme"), ("company", "acme_corp")]),
+        )
         .await
         .unwrap();
 }
@@ -403,7 +442,10 @@ async fn agent_node_memory_scope() {
     let llm = ScriptedLlm::new([text("research results")]);
     let assembler = FakeAssembler::with("## Insights\n- Agent insight");
     let result = agent_scoped()
-        .run(&ctx(&llm).with_assembler(assembler.clone()), state(&[("topic", "AI")]))
+        .run(
+            &ctx(&llm).with_assembler(assembler.clone()),
+            state(&[("topic", "AI")]),
+        )
         .await
         .unwrap();
     assert_eq!(assembler.scope().domain.as_deref(), Some("revenue"));
@@ -416,7 +458,10 @@ async fn agent_node_episode_recorded() {
     let llm = ScriptedLlm::new([text("done")]);
     let recorder = Arc::new(Recorder::default());
     agent_scoped()
-        .run(&ctx(&llm).with_episode_sink(recorder.clone()), state(&[("topic", "AI")]))
+        .run(
+            &ctx(&llm).with_episode_sink(recorder.clone()),
+            state(&[("topic", "AI")]),
+        )
         .await
         .unwrap();
     let episodes = recorder.all();
@@ -431,17 +476,21 @@ struct CityArgs {
 }
 
 fn weather_tool(calls: Arc<AtomicUsize>) -> impl Tool {
-    FnTool::new("weather", "Current weather in a city.", move |a: CityArgs| {
-        let calls = calls.clone();
-        async move {
-            calls.fetch_add(1, Ordering::SeqCst);
-            if a.city == "Atlantis" {
-                Err(format!("no weather station in {}", a.city))
-            } else {
-                Ok(json!({"city": a.city, "temp_c": 21}))
+    FnTool::new(
+        "weather",
+        "Current weather in a city.",
+        move |a: CityArgs| {
+            let calls = calls.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                if a.city == "Atlantis" {
+                    Err(format!("no weather station in {}", a.city))
+                } else {
+                    Ok(json!({"city": a.city, "temp_c": 21}))
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 #[tokio::test]
@@ -457,9 +506,11 @@ async fn two_tool_calls_in_one_turn_are_both_answered_in_order() {
         LlmResponse::text(r#"{"warmest": "Paris"}"#).with_usage(200, 5),
     ]);
     let recorder = Arc::new(Recorder::default());
-    let node = AgentNode::new("compare", "You compare weather.", |_| Ok("Paris or Oslo?".into()))
-        .tool(weather_tool(calls.clone()))
-        .output_key("answer");
+    let node = AgentNode::new("compare", "You compare weather.", |_| {
+        Ok("Paris or Oslo?".into())
+    })
+    .tool(weather_tool(calls.clone()))
+    .output_key("answer");
     let out = node
         .run(&ctx(&llm).with_episode_sink(recorder.clone()), State::new())
         .await
@@ -484,9 +535,16 @@ async fn two_tool_calls_in_one_turn_are_both_answered_in_order() {
     );
 
     let ep = &recorder.all()[0];
-    assert_eq!((ep.tokens_in, ep.tokens_out), (300, 15), "usage summed over turns");
+    assert_eq!(
+        (ep.tokens_in, ep.tokens_out),
+        (300, 15),
+        "usage summed over turns"
+    );
     assert_eq!(ep.outcome["agent"]["turns"], 2);
-    assert_eq!(ep.outcome["agent"]["tool_calls"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        ep.outcome["agent"]["tool_calls"].as_array().unwrap().len(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -507,14 +565,27 @@ async fn tool_errors_unknown_tools_and_bad_arguments_become_error_results() {
     assert_eq!(out.get("out"), Some(&json!("I could not find it.")));
     let results = tool_results(&llm.requests()[1].messages[2]);
     assert_eq!(results.len(), 3);
-    assert_eq!(results[0], ("a".into(), "no weather station in Atlantis".into(), true));
+    assert_eq!(
+        results[0],
+        ("a".into(), "no weather station in Atlantis".into(), true)
+    );
     assert_eq!(results[1].0, "b");
     assert!(results[1].2);
     assert!(results[1].1.contains("unknown tool `teleport`") && results[1].1.contains("weather"));
     assert_eq!(results[2].0, "c");
     assert!(results[2].2);
-    assert!(results[2].1.starts_with("invalid arguments for tool `weather`"), "{}", results[2].1);
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "only the valid call reached the tool");
+    assert!(
+        results[2]
+            .1
+            .starts_with("invalid arguments for tool `weather`"),
+        "{}",
+        results[2].1
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "only the valid call reached the tool"
+    );
 }
 
 #[tokio::test]
@@ -530,7 +601,10 @@ async fn max_turns_bounds_the_loop_with_a_clear_error() {
         .run(&ctx(&llm), State::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::MaxTurnsExceeded { max_turns: 3, .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::MaxTurnsExceeded { max_turns: 3, .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("raise max_turns"));
     assert_eq!(llm.call_count(), 3);
 }
@@ -551,7 +625,10 @@ async fn parallel_safe_tools_of_one_turn_run_concurrently() {
         }
     });
     let llm = ScriptedLlm::new([
-        LlmResponse::from_blocks(vec![tool_use("1", "meet", json!({})), tool_use("2", "meet", json!({}))]),
+        LlmResponse::from_blocks(vec![
+            tool_use("1", "meet", json!({})),
+            tool_use("2", "meet", json!({})),
+        ]),
         LlmResponse::text("done"),
     ]);
     let node = AgentNode::new("n", "s", |_| Ok("go".into())).tool(meet);
@@ -665,7 +742,11 @@ async fn the_tool_gate_decides_on_tools_that_declare_an_action() {
             assert_eq!(results[0], ("1".into(), "sent".into(), false));
             assert_eq!(log[0]["refused"], false);
         } else {
-            assert_eq!(sent.load(Ordering::SeqCst), 0, "a refused tool is not executed");
+            assert_eq!(
+                sent.load(Ordering::SeqCst),
+                0,
+                "a refused tool is not executed"
+            );
             assert!(results[0].2);
             assert!(results[0].1.contains("forbidden"), "{}", results[0].1);
             assert_eq!(log[0]["refused"], true, "the episode records the refusal");
@@ -746,12 +827,16 @@ async fn macro_tools_work_in_the_loop() {
         .unwrap();
     let results = tool_results(&llm.requests()[1].messages[2]);
     assert_eq!(results[0], ("1".into(), "200".into(), false));
-    assert_eq!(results[1], ("2".into(), "no company named Nope".into(), true));
+    assert_eq!(
+        results[1],
+        ("2".into(), "no company named Nope".into(), true)
+    );
 }
 
 #[tokio::test]
 async fn a_provider_without_raw_blocks_still_gets_a_valid_assistant_turn() {
-    let mut response = LlmResponse::from_blocks(vec![tool_use("z", "weather", json!({"city": "Rome"}))]);
+    let mut response =
+        LlmResponse::from_blocks(vec![tool_use("z", "weather", json!({"city": "Rome"}))]);
     response.raw_content.clear();
     let llm = ScriptedLlm::new([response, LlmResponse::text("done")]);
     AgentNode::new("n", "s", |_| Ok("go".into()))

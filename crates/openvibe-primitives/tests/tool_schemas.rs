@@ -1,4 +1,5 @@
 //! The schemas `#[tool]` produces are what Anthropic accepts as `input_schema`:
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! `type: object`, `properties`, and `required` (always present).
 
 use openvibe_primitives::{Tool, tool};
@@ -94,5 +95,8 @@ async fn generated_tools_call_the_function() {
         .await
         .unwrap_err();
     assert!(err.message.contains("schedule_follow_up"), "{err}");
-    assert_eq!(Today.call(serde_json::json!({})).await.unwrap(), "2026-11-22");
+    assert_eq!(
+        Today.call(serde_json::json!({})).await.unwrap(),
+        "2026-11-22"
+    );
 }

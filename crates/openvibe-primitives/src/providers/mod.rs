@@ -1,7 +1,17 @@
 //! LLM providers over HTTP: Anthropic's Messages API and OpenAI-compatible
 //! chat completions, with timeouts, retries and typed errors.
+//!
+//! - [`AnthropicProvider::from_env`] reads `ANTHROPIC_API_KEY` (required) and
+//!   `ANTHROPIC_BASE_URL` (optional).
+//! - [`OpenAiProvider::from_env`] reads `OPENAI_API_KEY` (optional) and
+//!   `OPENAI_BASE_URL` (optional, default `https://api.openai.com/v1`); use
+//!   [`OpenAiProvider::with_model`] to pin a local server's model.
+//!
+//! Both retry according to [`RetryPolicy`] and report failures as
+//! [`LlmError`](openvibe_protocols::LlmError) variants that say what to do.
 
 mod anthropic;
+mod http;
 mod openai;
 
 pub use anthropic::AnthropicProvider;

@@ -97,7 +97,9 @@ impl ScriptedLlm {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding this lock can only come from a test; the data
         // (a queue and a log) stays consistent, so keep going.
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
