@@ -1,6 +1,7 @@
 //! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
 
 mod graph;
+mod memory;
 mod primitives;
 
 type Group = (
@@ -11,6 +12,7 @@ type Group = (
 const GROUPS: &[Group] = &[
     ("primitives", || Box::pin(primitives::run())),
     ("graph", || Box::pin(graph::run())),
+    ("memory", || Box::pin(memory::run())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -249,6 +249,26 @@ pub fn parse(text: &str, path: &Path) -> Result<RuntimeConfig, Error> {
     Ok(config)
 }
 
+/// Deserialize YAML text into `T`; a malformed document is an
+/// [`Error::Config`] with `path`, line, column and the offending key.
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> Result<T, Error> {
+    let deserializer = yaml_serde::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner();
+        let (line, column) = inner
+            .location()
+            .map_or((0, 0), |loc| (loc.line(), loc.column()));
+        Error::Config {
+            path: path.to_owned(),
+            line,
+            column,
+            key,
+            message: inner.to_string(),
+        }
+    })
+}
+
 /// Semantic checks serde cannot do: unique ids, cron triggers with schedules.
 fn validate(config: &RuntimeConfig, path: &Path) -> Result<(), Error> {
     let problem = |key: String, message: String| Error::Config {

@@ -32,8 +32,11 @@ pub struct MemoryScope {
 #[async_trait]
 pub trait ContextAssembler: Send + Sync {
     /// Context for `scope`, at most `token_budget` tokens; empty when nothing applies.
-    async fn assemble(&self, scope: &MemoryScope, token_budget: usize)
-    -> Result<String, StoreError>;
+    async fn assemble(
+        &self,
+        scope: &MemoryScope,
+        token_budget: usize,
+    ) -> Result<String, StoreError>;
 }
 
 /// Receives the [`Episode`] of every node run (e.g. an agent's memory).

@@ -11,6 +11,7 @@
 //! | V1 key/value memory | [`MemoryProvider`] | [`StoreError`] |
 //! | memory context for a prompt | [`ContextAssembler`] | [`StoreError`] |
 //! | receiving node-run episodes | [`EpisodeSink`] | [`StoreError`] |
+//! | structured memory (facts, episodes, insights) | [`FactStore`], [`EpisodicStore`], [`InsightStore`] (each call takes a [`CallerContext`]) | [`StoreError`] |
 //! | schedules and triggers | [`ScheduleProvider`] | [`ScheduleError`] |
 //! | text embeddings | [`Embedder`] | [`EmbedError`] |
 //!
@@ -23,6 +24,7 @@ mod memory;
 mod records;
 mod schedule;
 mod state;
+mod store;
 
 pub use embed::{EmbedError, Embedder};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
@@ -32,8 +34,13 @@ pub use llm::{
 };
 pub use memory::{MemoryEntry, MemoryProvider, StoreError};
 pub use records::{Classification, Episode, ParseClassificationError, RecordMeta};
+pub use records::{Fact, Insight, InsightStatus, RetrievalTrace, TraceAction, content_hash};
 pub use schedule::{ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind};
 pub use state::{State, StateError};
+pub use store::{
+    CallerContext, Clearance, EpisodeQuery, EpisodicStore, FactQuery, FactStore, InsightQuery,
+    InsightStore, MAX_RECORD_ID_LEN, Principal, PrincipalKind, text_terms, validate_record_id,
+};
 
 /// Truncate `text` to at most `max_chars` characters, never splitting a
 /// UTF-8 character. Used for episode summaries and error excerpts.

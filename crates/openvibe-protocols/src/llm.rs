@@ -552,7 +552,8 @@ mod tests {
 
     #[test]
     fn message_content_is_text_or_blocks() {
-        let text: Message = serde_json::from_value(json!({"role": "user", "content": "hi"})).unwrap();
+        let text: Message =
+            serde_json::from_value(json!({"role": "user", "content": "hi"})).unwrap();
         assert_eq!(text, Message::user("hi"));
         let blocks: Message = serde_json::from_value(
             json!({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
@@ -602,7 +603,10 @@ mod tests {
             key_hint: "ANTHROPIC_API_KEY".into(),
         };
         let text = e.to_string();
-        assert!(text.contains("401") && text.contains("ANTHROPIC_API_KEY"), "{text}");
+        assert!(
+            text.contains("401") && text.contains("ANTHROPIC_API_KEY"),
+            "{text}"
+        );
         assert!(!e.is_transient());
         let t = LlmError::Timeout {
             provider: "openai".into(),

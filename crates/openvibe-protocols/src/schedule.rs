@@ -78,8 +78,11 @@ pub enum ScheduleError {
 #[async_trait]
 pub trait ScheduleProvider: Send + Sync {
     /// Register `trigger` for `role_id`; returns the schedule id.
-    async fn schedule(&self, role_id: &str, trigger: &TriggerConfig)
-    -> Result<String, ScheduleError>;
+    async fn schedule(
+        &self,
+        role_id: &str,
+        trigger: &TriggerConfig,
+    ) -> Result<String, ScheduleError>;
     /// Remove a schedule.
     async fn cancel(&self, schedule_id: &str) -> Result<(), ScheduleError>;
     /// Schedules registered for `role_id`.

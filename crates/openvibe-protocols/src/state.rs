@@ -109,13 +109,15 @@ impl State {
     pub fn get_as<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, StateError> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(value) => T::deserialize(value)
-                .map(Some)
-                .map_err(|source| StateError::WrongType {
-                    key: key.into(),
-                    expected: std::any::type_name::<T>(),
-                    source,
-                }),
+            Some(value) => {
+                T::deserialize(value)
+                    .map(Some)
+                    .map_err(|source| StateError::WrongType {
+                        key: key.into(),
+                        expected: std::any::type_name::<T>(),
+                        source,
+                    })
+            }
         }
     }
 
@@ -187,7 +189,11 @@ impl TryFrom<Value> for State {
 
 impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for State {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Self(iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+        Self(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
     }
 }
 
@@ -225,13 +231,19 @@ mod tests {
     #[test]
     fn from_value_rejects_non_objects() {
         let err = State::from_value(json!([1, 2])).unwrap_err();
-        assert_eq!(err.to_string(), "workflow state must be a JSON object, got an array");
+        assert_eq!(
+            err.to_string(),
+            "workflow state must be a JSON object, got an array"
+        );
     }
 
     #[test]
     fn state_is_a_transparent_json_object() {
         let state: State = [("a", json!(1)), ("b", json!("x"))].into_iter().collect();
-        assert_eq!(serde_json::to_value(&state).unwrap(), json!({"a": 1, "b": "x"}));
+        assert_eq!(
+            serde_json::to_value(&state).unwrap(),
+            json!({"a": 1, "b": "x"})
+        );
         assert_eq!(state.len(), 2);
     }
 }

@@ -92,6 +92,13 @@ impl RecordReplayProvider {
                 cassette.display()
             ))
         })?;
+        Self::replay_str(&text, cassette)
+    }
+
+    /// Replay a cassette given as text (e.g. embedded with `include_str!`);
+    /// `name` identifies it in error messages.
+    pub fn replay_str(text: &str, name: impl Into<PathBuf>) -> Result<Self, LlmError> {
+        let cassette = name.into();
         let mut answers: HashMap<String, Recorded> = HashMap::new();
         for (index, line) in text.lines().enumerate() {
             if line.trim().is_empty() {

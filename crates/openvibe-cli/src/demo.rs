@@ -1,0 +1,293 @@
+//! Running a role file: activations, reflection between them, and a report
+//! of what happened (states, prompts, episodes, insights, the memory tree).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use openvibe::memory::{MemoryFilesystem, ReflectOptions, WorkspaceMemory};
+use openvibe::primitives::testing::RecordReplayProvider;
+use openvibe::primitives::{AnthropicProvider, OpenAiProvider, ProviderConfig};
+use openvibe::protocols::{
+    EpisodeQuery, InsightQuery, LlmError, LlmProvider, LlmRequest, LlmResponse, State,
+};
+use openvibe::{Role, RoleRuntime};
+
+use crate::CliError;
+use crate::spec::{Files, RoleFile};
+use crate::standin::StandIn;
+
+/// The CRO example, compiled into the binary so `openvibe demo` runs anywhere.
+pub const DEMO_FILES: &[(&str, &str)] = &[
+    ("role.yaml", include_str!("../demo/cro/role.yaml")),
+    ("soul.md", include_str!("../demo/cro/soul.md")),
+    ("crm.json", include_str!("../demo/cro/crm.json")),
+];
+
+/// The demo's recorded model answers.
+pub const DEMO_CASSETTE: &str = include_str!("../demo/cro/cassette.jsonl");
+
+/// Which model answers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LlmChoice {
+    /// A recorded cassette (the demo's own by default): offline, deterministic.
+    #[default]
+    Replay,
+    /// The deterministic stand-in model the demo cassette was recorded from.
+    StandIn,
+    /// Anthropic's API (`ANTHROPIC_API_KEY`).
+    Anthropic,
+    /// An OpenAI-compatible server (`OPENAI_BASE_URL` or `--base-url`, optional `OPENAI_API_KEY`).
+    OpenAi,
+}
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The model.
+    pub llm: LlmChoice,
+    /// Base URL of the model server.
+    pub base_url: Option<String>,
+    /// Force this model name (OpenAI-compatible servers).
+    pub model: Option<String>,
+    /// Replay this cassette instead of the demo's.
+    pub cassette: Option<PathBuf>,
+    /// Record every exchange to this cassette.
+    pub record: Option<PathBuf>,
+    /// Reflect (and publish insights) after every run but the last.
+    pub reflect: bool,
+}
+
+/// Build the model `options` asks for.
+pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
+    let llm: Arc<dyn LlmProvider> = match options.llm {
+        LlmChoice::Replay => Arc::new(match &options.cassette {
+            Some(path) => RecordReplayProvider::replay(path.clone())?,
+            None => RecordReplayProvider::replay_str(DEMO_CASSETTE, "demo/cro/cassette.jsonl")?,
+        }),
+        LlmChoice::StandIn => Arc::new(StandIn),
+        LlmChoice::Anthropic => Arc::new(match &options.base_url {
+            Some(url) => {
+                let mut config = ProviderConfig::new(url.clone());
+                config.api_key = std::env::var("ANTHROPIC_API_KEY").ok();
+                AnthropicProvider::new(config)?
+            }
+            None => AnthropicProvider::from_env()?,
+        }),
+        LlmChoice::OpenAi => {
+            let provider = match &options.base_url {
+                Some(url) => {
+                    let mut config = ProviderConfig::new(url.clone());
+                    config.api_key = std::env::var("OPENAI_API_KEY")
+                        .ok()
+                        .filter(|k| !k.is_empty());
+                    OpenAiProvider::new(config)?
+                }
+                None => OpenAiProvider::from_env()?,
+            };
+            Arc::new(match &options.model {
+                Some(model) => provider.with_model(model.clone()),
+                None => provider,
+            })
+        }
+    };
+    Ok(match &options.record {
+        Some(path) => Arc::new(RecordReplayProvider::record(llm, path.clone())),
+        None => llm,
+    })
+}
+
+/// Remembers every request it forwards (to show the prompts the role built).
+struct Transcript {
+    inner: Arc<dyn LlmProvider>,
+    requests: Mutex<Vec<LlmRequest>>,
+}
+
+impl Transcript {
+    fn len(&self) -> usize {
+        self.requests.lock().map(|r| r.len()).unwrap_or(0)
+    }
+
+    fn get(&self, index: usize) -> Option<LlmRequest> {
+        self.requests
+            .lock()
+            .ok()
+            .and_then(|r| r.get(index).cloned())
+    }
+}
+
+#[async_trait]
+impl LlmProvider for Transcript {
+    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        if let Ok(mut log) = self.requests.lock() {
+            log.push(request.clone());
+        }
+        self.inner.call(request).await
+    }
+}
+
+/// Run every activation of `file` and print what happened to `out`.
+pub async fn execute(
+    file: &RoleFile,
+    files: &Files,
+    options: &Options,
+    llm_label: &str,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let transcript = Arc::new(Transcript {
+        inner: make_llm(options)?,
+        requests: Mutex::new(Vec::new()),
+    });
+    let workspace = WorkspaceMemory::new();
+    file.seed_workspace(&workspace).await?;
+    let role = file.build_role(files)?;
+    let role_id = role.role_id().to_owned();
+    let runtime = RoleRuntime::new(transcript.clone())
+        .with_workspace(workspace)
+        .role(role)?;
+    let role = runtime.get_role(&role_id)?;
+
+    writeln!(out, "== role `{role_id}` · model: {llm_label}")?;
+    writeln!(
+        out,
+        "   operators: {} · memory: {}",
+        role.operator_ids().join(", "),
+        if role.agent_memory().is_some() {
+            "structured (episodes, insights, workspace)"
+        } else {
+            "none (the role declares no clearance)"
+        }
+    )?;
+    let last = file.runs.len().saturating_sub(1);
+    for (index, run) in file.runs.iter().enumerate() {
+        let input = State::from(run.input.clone());
+        writeln!(
+            out,
+            "\n== run {}: {}/{}",
+            index + 1,
+            run.operator,
+            run.workflow
+        )?;
+        writeln!(out, "input: {}", serde_json::to_string(&input)?)?;
+        let first_request = transcript.len();
+        let state = runtime
+            .activate(&role_id, &run.operator, &run.workflow, input)
+            .await?;
+        if let Some(request) = transcript.get(first_request) {
+            writeln!(out, "system prompt of the first model call:")?;
+            for line in request.system.lines() {
+                writeln!(out, "  | {line}")?;
+            }
+        }
+        writeln!(
+            out,
+            "final state:\n{}",
+            indent(&serde_json::to_string_pretty(&state)?)
+        )?;
+        if options.reflect && index < last {
+            reflect(role, transcript.as_ref(), out).await?;
+        }
+    }
+    report_memory(role, out).await
+}
+
+/// Reflect on the episodes so far and publish confident insights.
+async fn reflect(role: &Role, llm: &dyn LlmProvider, out: &mut dyn Write) -> Result<(), CliError> {
+    let Some(memory) = role.agent_memory() else {
+        writeln!(
+            out,
+            "\n== reflection skipped: the role has no structured memory"
+        )?;
+        return Ok(());
+    };
+    let options = ReflectOptions {
+        role_context: role.soul_text()?,
+        ..ReflectOptions::default()
+    };
+    let report = memory.reflect_with(llm, &options).await?;
+    let published = memory.publish_to_workspace(0.75).await?;
+    writeln!(
+        out,
+        "\n== reflection over {} episode(s): {} new insight(s), {} strengthened, {} published to the workspace",
+        report.episodes_considered,
+        report.created.len(),
+        report.strengthened.len(),
+        published.len()
+    )?;
+    for insight in report.insights() {
+        writeln!(out, "- ({:.2}) {}", insight.confidence, insight.content)?;
+    }
+    for skipped in &report.skipped {
+        writeln!(out, "  skipped: {skipped}")?;
+    }
+    Ok(())
+}
+
+async fn report_memory(role: &Role, out: &mut dyn Write) -> Result<(), CliError> {
+    let Some(memory) = role.agent_memory() else {
+        return Ok(());
+    };
+    let mut episodes = memory
+        .recall_episodes(EpisodeQuery::new().limit(100))
+        .await?;
+    episodes.reverse();
+    writeln!(out, "\n== episodes ({}, oldest first)", episodes.len())?;
+    for ep in &episodes {
+        writeln!(
+            out,
+            "- {}/{} [domain={} entity={}] tokens {} in / {} out",
+            ep.operator_id, ep.node_name, ep.domain, ep.entity, ep.tokens_in, ep.tokens_out
+        )?;
+        writeln!(out, "    in:  {}", ep.input_summary)?;
+        writeln!(out, "    out: {}", ep.output_summary)?;
+    }
+    let insights = memory
+        .recall_insights(InsightQuery::new().limit(100))
+        .await?;
+    writeln!(out, "\n== insights ({})", insights.len())?;
+    for i in &insights {
+        writeln!(
+            out,
+            "- ({:.2}, evidence {}) [{}] {}",
+            i.confidence, i.evidence_count, i.domain, i.content
+        )?;
+    }
+    if let Some(fs) = role.filesystem()? {
+        writeln!(out, "\n== memory tree")?;
+        tree(&fs, out).await?;
+    }
+    Ok(())
+}
+
+/// Print the memory filesystem: directories, then each file's first line.
+async fn tree(fs: &MemoryFilesystem, out: &mut dyn Write) -> Result<(), CliError> {
+    for top in fs.browse("/").await? {
+        writeln!(out, "/{top}/")?;
+        let nested = matches!(top.as_str(), "knowledge" | "references");
+        for entry in fs.browse(&format!("/{top}/")).await? {
+            if nested {
+                writeln!(out, "  {entry}/")?;
+                for file in fs.browse(&format!("/{top}/{entry}/")).await? {
+                    let text = fs.read(&format!("/{top}/{entry}/{file}")).await?;
+                    writeln!(out, "    {file}: {}", first_line(&text))?;
+                }
+            } else {
+                let text = fs.read(&format!("/{top}/{entry}")).await?;
+                writeln!(out, "  {entry}: {}", first_line(&text))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

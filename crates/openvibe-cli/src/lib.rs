@@ -1,0 +1,52 @@
+//! The `openvibe` command line, as a library (so its behaviour is testable).
+//!
+//! - `openvibe demo`: the CRO example end to end, offline by default.
+//! - `openvibe run <role.yaml>`: any role file (see [`spec`]).
+
+pub mod demo;
+pub mod spec;
+pub mod standin;
+pub mod template;
+pub mod tools;
+
+use std::path::PathBuf;
+
+/// What can go wrong in the command line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// A role or the role runtime failed.
+    #[error(transparent)]
+    Role(#[from] openvibe::roles::Error),
+    /// An operator or workflow failed.
+    #[error(transparent)]
+    Operator(#[from] openvibe::operators::Error),
+    /// A memory operation failed.
+    #[error(transparent)]
+    Memory(#[from] openvibe::memory::MemoryError),
+    /// The model could not be set up or called.
+    #[error(transparent)]
+    Llm(#[from] openvibe::protocols::LlmError),
+    /// A role file is inconsistent.
+    #[error("{}: {message}", path.display())]
+    Spec {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file could not be read.
+    #[error("cannot read {}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// Writing the report failed.
+    #[error("writing output: {0}")]
+    Output(#[from] std::io::Error),
+    /// A value could not be printed as JSON.
+    #[error("printing JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}

@@ -1,0 +1,147 @@
+//! The demo end to end (snapshot), the shipped cassette kept in sync with
+//! the stand-in model, and role files from disk.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use openvibe_cli::CliError;
+use openvibe_cli::demo::{DEMO_FILES, LlmChoice, Options, execute};
+use openvibe_cli::spec::{Files, RoleFile};
+use openvibe_cli::standin::VP_INSIGHT;
+
+fn demo_file() -> RoleFile {
+    let text = DEMO_FILES
+        .iter()
+        .find(|(n, _)| *n == "role.yaml")
+        .unwrap()
+        .1;
+    RoleFile::parse(text, Path::new("demo/cro/role.yaml")).unwrap()
+}
+
+async fn run_demo(llm: LlmChoice) -> String {
+    let options = Options {
+        llm,
+        reflect: true,
+        ..Options::default()
+    };
+    let mut out = Vec::new();
+    execute(
+        &demo_file(),
+        &Files::Embedded(DEMO_FILES),
+        &options,
+        "replay of demo/cro/cassette.jsonl",
+        &mut out,
+    )
+    .await
+    .unwrap();
+    redact_ids(&String::from_utf8(out).unwrap())
+}
+
+/// Record ids are random: `ins_<32 hex>` → `ins_<id>`, same for `ep_`.
+fn redact_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let next = ["ins_", "ep_"]
+            .iter()
+            .filter_map(|p| rest.find(p).map(|i| (i, *p)))
+            .min();
+        let Some((i, prefix)) = next else {
+            out.push_str(rest);
+            break;
+        };
+        let after = &rest[i + prefix.len()..];
+        let hex = after.chars().take_while(char::is_ascii_hexdigit).count();
+        out.push_str(&rest[..i + prefix.len()]);
+        if hex == 32 {
+            out.push_str("<id>");
+            rest = &after[32..];
+        } else {
+            rest = after;
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_demo_runs_offline_and_the_second_run_uses_what_the_first_taught() {
+    let output = run_demo(LlmChoice::Replay).await;
+    let (run1, run2) = output.split_once("== run 2").unwrap();
+    let prompt2 = run2.split("final state:").next().unwrap();
+    assert!(
+        !run1.contains(&format!("- {VP_INSIGHT}")),
+        "run 1 knows nothing yet"
+    );
+    assert!(prompt2.contains("## Insights"), "{prompt2}");
+    assert!(
+        prompt2.contains(VP_INSIGHT),
+        "run 2's prompt carries the insight:\n{prompt2}"
+    );
+    assert!(
+        run2.contains("applying a learned insight"),
+        "and the model used it"
+    );
+    assert!(
+        !output.contains("Board-only"),
+        "restricted facts stay out of the role's view"
+    );
+    insta::assert_snapshot!(output);
+}
+
+#[tokio::test]
+async fn the_shipped_cassette_matches_the_stand_in_model() {
+    // If prompts change, the cassette must be re-recorded:
+    //   cargo run -p openvibe-cli -- demo --llm standin --record crates/openvibe-cli/demo/cro/cassette.jsonl
+    assert_eq!(
+        run_demo(LlmChoice::StandIn).await,
+        run_demo(LlmChoice::Replay).await
+    );
+}
+
+#[tokio::test]
+async fn role_files_run_from_disk() {
+    let dir = std::env::temp_dir().join(format!("openvibe-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in DEMO_FILES {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let (file, files) = RoleFile::load(&dir.join("role.yaml")).unwrap();
+    let options = Options {
+        llm: LlmChoice::StandIn,
+        ..Options::default()
+    };
+    let mut out = Vec::new();
+    execute(&file, &files, &options, "stand-in", &mut out)
+        .await
+        .unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("== run 2"));
+    assert!(!out.contains("== reflection"), "no reflection unless asked");
+    std::fs::remove_file(dir.join("crm.json")).unwrap();
+    let (file, files) = RoleFile::load(&dir.join("role.yaml")).unwrap();
+    let err = execute(&file, &files, &options, "stand-in", &mut Vec::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CliError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("crm.json"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn inconsistent_role_files_are_reported() {
+    let base = "role: { id: r }\noperators:\n  - id: op\n    nodes:\n      - { name: a, kind: llm, prompt: p, user: u }\n";
+    let cases = [
+        (format!("{base}    workflows: [{{ id: w, nodes: [a, ghost] }}]\n"), "node `ghost`"),
+        (format!("{base}runs: [{{ operator: nope, workflow: w }}]\n"), "operator `nope`"),
+        (
+            "role: { id: r }\noperators:\n  - id: op\n    nodes:\n      - { name: a, kind: llm, prompt: p, user: u, tools: [t] }\n".to_string(),
+            "tool `t`",
+        ),
+    ];
+    for (yaml, expected) in cases {
+        let err = RoleFile::parse(&yaml, Path::new("r.yaml")).unwrap_err();
+        assert!(err.to_string().contains(expected), "{err}");
+    }
+    let err = RoleFile::parse("role: { id: r, sol: x }\n", Path::new("r.yaml")).unwrap_err();
+    assert!(err.to_string().starts_with("r.yaml:1:"), "{err}");
+}

@@ -1,0 +1,582 @@
+//! Agent memory: an agent's episodes (L2) and insights (L3), reflection
+//! (L2 → L3 with an LLM), publishing insights to the workspace, and V1
+//! key/value compatibility.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use openvibe_protocols::{
+    CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, Insight, InsightQuery,
+    InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry, MemoryProvider, StoreError,
+    content_hash, truncate_chars,
+};
+use serde_json::Value;
+
+use crate::error::MemoryError;
+use crate::in_memory::{InMemoryEpisodicStore, InMemoryInsightStore};
+use crate::workspace::WorkspaceMemory;
+
+/// Confidence threshold `publish_to_workspace` is usually called with.
+pub const DEFAULT_PUBLISH_CONFIDENCE: f64 = 0.5;
+
+/// At most this many insights are published by one `publish_to_workspace` call
+/// (the most confident first).
+pub const PUBLISH_LIMIT: usize = 1000;
+
+/// How `reflect` asks the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReflectOptions {
+    /// Text put before the reflection instructions (e.g. the role's soul).
+    pub role_context: String,
+    /// Model name or alias (default `sonnet`).
+    pub model: String,
+    /// Sampling temperature (default 0.3).
+    pub temperature: f32,
+    /// How many recent episodes the prompt shows (default 50).
+    pub episode_limit: usize,
+}
+
+impl Default for ReflectOptions {
+    fn default() -> Self {
+        Self {
+            role_context: String::new(),
+            model: "sonnet".to_owned(),
+            temperature: 0.3,
+            episode_limit: 50,
+        }
+    }
+}
+
+/// What one `reflect` call did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReflectionReport {
+    /// Episodes shown to the model (0: the model was not called).
+    pub episodes_considered: usize,
+    /// New insights, as stored.
+    pub created: Vec<Insight>,
+    /// Existing insights a similar new one strengthened, as updated.
+    pub strengthened: Vec<Insight>,
+    /// Items of the model's list that were not usable, with the reason.
+    pub skipped: Vec<String>,
+}
+
+impl ReflectionReport {
+    /// Created and strengthened insights together.
+    pub fn insights(&self) -> impl Iterator<Item = &Insight> {
+        self.created.iter().chain(&self.strengthened)
+    }
+}
+
+/// One agent's memory over an episodic and an insight store, optionally
+/// connected to a workspace.
+///
+/// Cheap to clone (stores are shared). Every store call is made with the
+/// agent's [`CallerContext`] (by default `CallerContext::agent(agent_id)`),
+/// so the agent owns what it writes.
+#[derive(Clone)]
+pub struct AgentMemory {
+    agent_id: String,
+    ctx: CallerContext,
+    workspace: Option<WorkspaceMemory>,
+    episodes: Arc<dyn EpisodicStore>,
+    insights: Arc<dyn InsightStore>,
+}
+
+impl std::fmt::Debug for AgentMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentMemory")
+            .field("agent_id", &self.agent_id)
+            .field("ctx", &self.ctx)
+            .field("workspace", &self.workspace.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentMemory {
+    /// Memory of `agent_id` over fresh in-memory stores, without a workspace.
+    pub fn new(agent_id: impl Into<String>) -> Self {
+        let agent_id = agent_id.into();
+        Self {
+            ctx: CallerContext::agent(agent_id.clone()),
+            agent_id,
+            workspace: None,
+            episodes: Arc::new(InMemoryEpisodicStore::new()),
+            insights: Arc::new(InMemoryInsightStore::new()),
+        }
+    }
+
+    /// Connect a workspace (for publishing, references and assembly).
+    #[must_use]
+    pub fn with_workspace(mut self, workspace: WorkspaceMemory) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// Use these stores (e.g. a Postgres backend's).
+    #[must_use]
+    pub fn with_stores(
+        mut self,
+        episodes: Arc<dyn EpisodicStore>,
+        insights: Arc<dyn InsightStore>,
+    ) -> Self {
+        self.episodes = episodes;
+        self.insights = insights;
+        self
+    }
+
+    /// Call the stores as `ctx` (tenant, project, clearance of the agent).
+    #[must_use]
+    pub fn with_context(mut self, ctx: CallerContext) -> Self {
+        self.ctx = ctx;
+        self
+    }
+
+    /// The agent's id.
+    pub fn agent_id(&self) -> &str {
+        &self.agent_id
+    }
+
+    /// The context store calls are made with.
+    pub fn context(&self) -> &CallerContext {
+        &self.ctx
+    }
+
+    /// The connected workspace.
+    pub fn workspace(&self) -> Option<&WorkspaceMemory> {
+        self.workspace.as_ref()
+    }
+
+    /// The episodic store.
+    pub fn episodic_store(&self) -> &Arc<dyn EpisodicStore> {
+        &self.episodes
+    }
+
+    /// The insight store.
+    pub fn insight_store(&self) -> &Arc<dyn InsightStore> {
+        &self.insights
+    }
+
+    // --- L2: episodes ---
+
+    /// Record an episode of this agent (`agent_id` is set; the namespace
+    /// defaults to the agent id).
+    pub async fn record_episode(&self, mut episode: Episode) -> Result<Episode, MemoryError> {
+        episode.agent_id.clone_from(&self.agent_id);
+        if episode.meta.namespace.is_empty() {
+            episode.meta.namespace.clone_from(&self.agent_id);
+        }
+        Ok(self.episodes.store(&self.ctx, episode).await?)
+    }
+
+    /// This agent's episodes matching `query` (its `agent_id` is forced), newest first.
+    pub async fn recall_episodes(&self, query: EpisodeQuery) -> Result<Vec<Episode>, MemoryError> {
+        let query = query.agent(self.agent_id.clone());
+        Ok(self.episodes.query(&self.ctx, &query).await?)
+    }
+
+    /// One of this agent's episodes.
+    pub async fn get_episode(&self, id: &str) -> Result<Option<Episode>, MemoryError> {
+        let found = self.episodes.get(&self.ctx, id).await?;
+        Ok(found.filter(|e| e.agent_id == self.agent_id))
+    }
+
+    // --- L3: insights ---
+
+    /// Store (insert or replace) an insight of this agent (`agent_id` is set).
+    pub async fn store_insight(&self, mut insight: Insight) -> Result<Insight, MemoryError> {
+        insight.agent_id.clone_from(&self.agent_id);
+        if insight.meta.namespace.is_empty() {
+            insight.meta.namespace.clone_from(&self.agent_id);
+        }
+        Ok(self.insights.store(&self.ctx, insight).await?)
+    }
+
+    /// This agent's insights matching `query` (its `agent_id` is forced),
+    /// most confident first.
+    pub async fn recall_insights(&self, query: InsightQuery) -> Result<Vec<Insight>, MemoryError> {
+        let query = query.agent(self.agent_id.clone());
+        Ok(self.insights.query(&self.ctx, &query).await?)
+    }
+
+    /// One of this agent's insights.
+    pub async fn get_insight(&self, id: &str) -> Result<Option<Insight>, MemoryError> {
+        let found = self.insights.get(&self.ctx, id).await?;
+        Ok(found.filter(|i| i.agent_id == self.agent_id))
+    }
+
+    // --- Reflection: L2 → L3 ---
+
+    /// [`AgentMemory::reflect_with`] with default options.
+    pub async fn reflect(&self, llm: &dyn LlmProvider) -> Result<ReflectionReport, MemoryError> {
+        self.reflect_with(llm, &ReflectOptions::default()).await
+    }
+
+    /// Show the model the agent's recent episodes and store the insights it
+    /// names. An insight similar to an existing one (see
+    /// `InsightStore::find_similar`) strengthens it instead: confidence
+    /// + 0.1 (at most 1.0), evidence + 1, `last_confirmed` = now.
+    ///
+    /// No episodes: the model is not called and the report is empty.
+    /// Output that is not a JSON list (bare or in a ```json fence) is
+    /// [`MemoryError::MalformedReflection`] and nothing is stored; unusable
+    /// items of a list are listed in [`ReflectionReport::skipped`].
+    pub async fn reflect_with(
+        &self,
+        llm: &dyn LlmProvider,
+        options: &ReflectOptions,
+    ) -> Result<ReflectionReport, MemoryError> {
+        let recent = self
+            .recall_episodes(EpisodeQuery::new().limit(options.episode_limit))
+            .await?;
+        let mut report = ReflectionReport {
+            episodes_considered: recent.len(),
+            ..ReflectionReport::default()
+        };
+        if recent.is_empty() {
+            return Ok(report);
+        }
+        let episodes_text: Vec<String> = recent
+            .iter()
+            .map(|e| format!("- [{}] {}: {}", e.domain, e.action, e.output_summary))
+            .collect();
+        let system = format!(
+            "{}\nYou are reflecting on recent work experiences.\n\
+             Extract patterns and insights as a JSON array:\n\
+             [{{\"content\": \"...\", \"confidence\": 0.0-1.0, \"domain\": \"...\", \"entity\": \"...\", \"tags\": [...]}}]",
+            options.role_context
+        );
+        let user = format!(
+            "Recent episodes:\n{}\n\nWhat patterns do you see?",
+            episodes_text.join("\n")
+        );
+        let request = LlmRequest::new(options.model.clone(), user)
+            .system(system)
+            .temperature(options.temperature);
+        let response = llm.call(&request).await?;
+        let items = parse_reflection(&response.content)?;
+        let source_ids: Vec<String> = recent.iter().map(|e| e.id.clone()).collect();
+        for (index, item) in items.iter().enumerate() {
+            let candidate = match insight_from_item(item) {
+                Ok(insight) => insight,
+                Err(reason) => {
+                    report.skipped.push(format!("item {index}: {reason}"));
+                    continue;
+                }
+            };
+            let similar = self
+                .insights
+                .find_similar(&self.ctx, &self.agent_id, &candidate.content)
+                .await?;
+            match similar {
+                Some(mut existing) => {
+                    existing.confidence = (existing.confidence + 0.1).min(1.0);
+                    existing.evidence_count = existing.evidence_count.saturating_add(1);
+                    existing.last_confirmed = Some(Utc::now());
+                    for id in &source_ids {
+                        if !existing.source_episode_ids.contains(id) {
+                            existing.source_episode_ids.push(id.clone());
+                        }
+                    }
+                    let updated = self.insights.update(&self.ctx, existing).await?;
+                    report.strengthened.push(updated);
+                }
+                None => {
+                    let insight = Insight {
+                        id: format!("ins_{}", uuid::Uuid::new_v4().simple()),
+                        source_episode_ids: source_ids.clone(),
+                        ..candidate
+                    };
+                    let stored = self.store_insight(insight).await?;
+                    report.created.push(stored);
+                }
+            }
+        }
+        tracing::debug!(
+            agent = %self.agent_id,
+            created = report.created.len(),
+            strengthened = report.strengthened.len(),
+            skipped = report.skipped.len(),
+            "reflected"
+        );
+        Ok(report)
+    }
+
+    // --- Sync: agent → workspace ---
+
+    /// Publish this agent's active insights with at least `min_confidence`
+    /// to the workspace as facts (most confident first, at most
+    /// [`PUBLISH_LIMIT`]). Idempotent: the fact of insight `i` has id
+    /// `pub_<i>` and lineage `external_id = i`, so publishing again updates
+    /// it instead of adding a copy. No workspace: nothing is published.
+    pub async fn publish_to_workspace(
+        &self,
+        min_confidence: f64,
+    ) -> Result<Vec<Fact>, MemoryError> {
+        let Some(workspace) = &self.workspace else {
+            return Ok(Vec::new());
+        };
+        let insights = self
+            .recall_insights(
+                InsightQuery::new()
+                    .min_confidence(min_confidence)
+                    .status(InsightStatus::Active)
+                    .limit(PUBLISH_LIMIT),
+            )
+            .await?;
+        let mut published = Vec::with_capacity(insights.len());
+        for insight in insights {
+            let mut fact = Fact::new(format!("pub_{}", insight.id), insight.content)
+                .source(self.agent_id.clone())
+                .confidence(insight.confidence)
+                .importance(insight.importance)
+                .entity(insight.entity)
+                .domain(insight.domain)
+                .tags(insight.tags)
+                .classification(insight.meta.classification)
+                .external_id(insight.id);
+            fact.meta.namespace = WorkspaceMemory::NAMESPACE.to_owned();
+            published.push(workspace.store_fact_as(&self.ctx, fact).await?);
+        }
+        Ok(published)
+    }
+}
+
+/// Find the JSON list in a model's reflection output: the whole text, the
+/// first fenced block (```json or ```), or the outermost `[...]`.
+fn parse_reflection(text: &str) -> Result<Vec<Value>, MemoryError> {
+    let trimmed = text.trim();
+    let mut candidates: Vec<&str> = vec![trimmed];
+    if let Some(start) = trimmed.find("```") {
+        let after = &trimmed[start + 3..];
+        let body = after.find('\n').map_or(after, |nl| &after[nl + 1..]);
+        let body = body.find("```").map_or(body, |end| &body[..end]);
+        candidates.push(body.trim());
+    }
+    if let (Some(start), Some(end)) = (trimmed.find('['), trimmed.rfind(']'))
+        && start < end
+    {
+        candidates.push(&trimmed[start..=end]);
+    }
+    let mut reason = String::from("no JSON found");
+    for candidate in candidates {
+        match serde_json::from_str::<Value>(candidate) {
+            Ok(Value::Array(items)) => return Ok(items),
+            Ok(Value::Object(mut map)) => match map.remove("insights") {
+                Some(Value::Array(items)) => return Ok(items),
+                _ => reason = "a JSON object, not a list".to_owned(),
+            },
+            Ok(other) => reason = format!("JSON {}, not a list", json_kind(&other)),
+            Err(e) => {
+                if reason == "no JSON found" {
+                    reason = e.to_string();
+                }
+            }
+        }
+    }
+    Err(MemoryError::MalformedReflection {
+        reason,
+        excerpt: truncate_chars(trimmed, 120).to_owned(),
+    })
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn insight_from_item(item: &Value) -> Result<Insight, String> {
+    let Value::Object(map) = item else {
+        return Err(format!("{} instead of an object", json_kind(item)));
+    };
+    let content = match map.get("content") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+        Some(_) => return Err("`content` is not a non-empty string".to_owned()),
+        None => return Err("no `content`".to_owned()),
+    };
+    let confidence = match map.get("confidence") {
+        None | Some(Value::Null) => 0.5,
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(0.5),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("`confidence` {s:?} is not a number"))?,
+        Some(other) => return Err(format!("`confidence` is {}", json_kind(other))),
+    };
+    if !confidence.is_finite() {
+        return Err("`confidence` is not finite".to_owned());
+    }
+    let text = |key: &str| match map.get(key) {
+        Some(Value::String(s)) => s.trim().to_owned(),
+        _ => String::new(),
+    };
+    let tags = match map.get("tags") {
+        Some(Value::Array(tags)) => tags
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(Insight {
+        content,
+        confidence: confidence.clamp(0.0, 1.0),
+        evidence_count: 1,
+        domain: text("domain"),
+        entity: text("entity"),
+        tags,
+        ..Insight::default()
+    })
+}
+
+/// The id V1 entries are stored under: deterministic per (namespace, key)
+/// and always a valid record id.
+fn v1_id(namespace: &str, key: &str) -> String {
+    let hash = content_hash(&format!("{namespace}\u{0}{key}"));
+    format!("v1_{}", hash.trim_start_matches("fnv1a64:"))
+}
+
+/// V1 key/value memory over the insight store: an entry is an insight of
+/// agent `namespace` with confidence 1.0 whose `external_id` is the key.
+#[async_trait]
+impl MemoryProvider for AgentMemory {
+    async fn store(&self, namespace: &str, key: &str, content: &str) -> Result<(), StoreError> {
+        let mut insight = Insight::new(v1_id(namespace, key), namespace, content, 1.0);
+        insight.external_id = Some(key.to_owned());
+        insight.meta.namespace = namespace.to_owned();
+        self.insights.store(&self.ctx, insight).await?;
+        Ok(())
+    }
+
+    async fn recall(
+        &self,
+        namespace: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<MemoryEntry>, StoreError> {
+        let found = self
+            .insights
+            .query(
+                &self.ctx,
+                &InsightQuery::for_agent(namespace).text(query).limit(limit),
+            )
+            .await?;
+        Ok(found
+            .into_iter()
+            .map(|i| MemoryEntry {
+                key: i.external_id.unwrap_or(i.id),
+                content: i.content,
+                namespace: namespace.to_owned(),
+                created_at: i.meta.created_at,
+            })
+            .collect())
+    }
+
+    async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {
+        match self
+            .insights
+            .delete(&self.ctx, &v1_id(namespace, key))
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(StoreError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Nodes send their episodes here; `agent_id` is set to this agent's.
+#[async_trait]
+impl EpisodeSink for AgentMemory {
+    async fn record(&self, episode: Episode) -> Result<(), StoreError> {
+        self.record_episode(episode).await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bare_fenced_and_wrapped_lists() {
+        assert_eq!(parse_reflection(r#"[{"content": "a"}]"#).unwrap().len(), 1);
+        let fenced =
+            "Here you go:\n```json\n[{\"content\": \"a\"}, {\"content\": \"b\"}]\n```\nDone.";
+        assert_eq!(parse_reflection(fenced).unwrap().len(), 2);
+        let plain_fence = "```\n[]\n```";
+        assert!(parse_reflection(plain_fence).unwrap().is_empty());
+        assert_eq!(
+            parse_reflection(r#"{"insights": [{"content": "x"}]}"#)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(
+            parse_reflection("Patterns: [{\"content\": \"x\"}] hope it helps")
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn malformed_output_is_a_typed_error() {
+        for bad in [
+            "not json at all",
+            "{\"content\": \"x\"}",
+            "42",
+            "```json\n[{\"content\": \n```",
+            "",
+        ] {
+            match parse_reflection(bad) {
+                Err(MemoryError::MalformedReflection { .. }) => {}
+                other => panic!("{bad:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn items_are_validated() {
+        let ok = insight_from_item(&serde_json::json!({
+            "content": " c ", "confidence": 1.7, "domain": "d", "tags": ["t", 3, ""]
+        }))
+        .unwrap();
+        assert_eq!(ok.content, "c");
+        assert_eq!(ok.confidence, 1.0);
+        assert_eq!(ok.tags, vec!["t"]);
+        assert_eq!(
+            insight_from_item(&serde_json::json!({"content": "x"}))
+                .unwrap()
+                .confidence,
+            0.5
+        );
+        assert_eq!(
+            insight_from_item(&serde_json::json!({"content": "x", "confidence": "0.7"}))
+                .unwrap()
+                .confidence,
+            0.7
+        );
+        assert!(insight_from_item(&serde_json::json!({"confidence": 0.7})).is_err());
+        assert!(insight_from_item(&serde_json::json!({"content": ""})).is_err());
+        assert!(insight_from_item(&serde_json::json!("text")).is_err());
+        assert!(
+            insight_from_item(&serde_json::json!({"content": "x", "confidence": [1]})).is_err()
+        );
+    }
+
+    #[test]
+    fn v1_ids_are_valid_and_distinct() {
+        let a = v1_id("cro", "a/b");
+        assert!(openvibe_protocols::validate_record_id(&a).is_ok());
+        assert_ne!(v1_id("cro", "k"), v1_id("cmo", "k"));
+        assert_eq!(v1_id("cro", "k"), v1_id("cro", "k"));
+    }
+}

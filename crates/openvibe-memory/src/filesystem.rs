@@ -1,0 +1,551 @@
+//! The memory filesystem: a virtual tree over an agent's memory that an
+//! LLM (or a person) can browse, read, search and write.
+//!
+//! ```text
+//! /identity/soul.md                      the role's soul (read-only)
+//! /knowledge/<domain>/[<tag>/...]<id>    the agent's insights ("_" = no domain)
+//! /experience/[<folder>/...]<id>         the agent's episodes (folders are labels)
+//! /references/<domain>/<id>              workspace facts the role's clearance can read (read-only)
+//! ```
+//!
+//! Paths are validated before anything is read or written: a leading `/` is
+//! optional and a trailing `/` marks a directory, but `.`/`..` segments,
+//! empty segments (`a//b`), control characters, segments longer than
+//! [`MAX_RECORD_ID_LEN`] bytes and paths longer than [`MAX_PATH_LEN`] bytes
+//! are rejected with [`MemoryError::InvalidPath`]. A rejected or failed
+//! operation records no trace and writes nothing.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use chrono::Utc;
+use openvibe_protocols::{
+    CallerContext, Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN,
+    RetrievalTrace, TraceAction, truncate_chars,
+};
+use serde_json::json;
+
+use crate::access::ClearanceProfile;
+use crate::agent::AgentMemory;
+use crate::assembler::approx_tokens;
+use crate::error::MemoryError;
+
+/// Longest path accepted, in bytes.
+pub const MAX_PATH_LEN: usize = 1024;
+
+/// How many entries a directory listing returns at most.
+pub const BROWSE_LIMIT: usize = 1000;
+
+/// How many hits each kind of record contributes to a search at most.
+pub const SEARCH_LIMIT: usize = 10;
+
+/// Path segment standing for "no domain".
+const NO_DOMAIN: &str = "_";
+
+const ROOT_DIRS: [&str; 4] = ["identity", "knowledge", "experience", "references"];
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// Where it lives (readable with `read`).
+    pub path: String,
+    /// Its text.
+    pub content: String,
+    /// Its confidence, for insights and facts.
+    pub confidence: Option<f64>,
+}
+
+/// Extra fields for [`MemoryFilesystem::write_with`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriteOptions {
+    /// Confidence of a knowledge write (default 0.5).
+    pub confidence: Option<f64>,
+    /// Operator of an experience write.
+    pub operator_id: String,
+    /// Node of an experience write.
+    pub node_name: String,
+    /// Domain of an experience write.
+    pub domain: String,
+    /// Entity of either.
+    pub entity: String,
+}
+
+/// A validated path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MemPath {
+    segments: Vec<String>,
+    dir: bool,
+}
+
+impl MemPath {
+    fn parse(raw: &str) -> Result<Self, MemoryError> {
+        let invalid = |reason: String| MemoryError::InvalidPath {
+            path: truncate_chars(raw, 80).to_owned(),
+            reason,
+        };
+        if raw.len() > MAX_PATH_LEN {
+            return Err(invalid(format!("longer than {MAX_PATH_LEN} bytes")));
+        }
+        if raw.chars().any(char::is_control) {
+            return Err(invalid("contains control characters".to_owned()));
+        }
+        let rest = raw.strip_prefix('/').unwrap_or(raw);
+        if rest.is_empty() {
+            return Ok(Self {
+                segments: Vec::new(),
+                dir: true,
+            });
+        }
+        let dir = rest.ends_with('/');
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let mut segments = Vec::new();
+        for segment in rest.split('/') {
+            match segment {
+                "" => return Err(invalid("contains an empty segment (`//`)".to_owned())),
+                "." | ".." => return Err(invalid(format!("contains a `{segment}` segment"))),
+                s if s.len() > MAX_RECORD_ID_LEN => {
+                    return Err(invalid(format!(
+                        "has a segment longer than {MAX_RECORD_ID_LEN} bytes"
+                    )));
+                }
+                s => segments.push(s.to_owned()),
+            }
+        }
+        Ok(Self { segments, dir })
+    }
+
+    fn segs(&self) -> Vec<&str> {
+        self.segments.iter().map(String::as_str).collect()
+    }
+
+    /// `/a/b` (with a trailing `/` when `dir`).
+    fn display(&self, dir: bool) -> String {
+        let mut out = String::from("/");
+        out.push_str(&self.segments.join("/"));
+        if dir && !self.segments.is_empty() {
+            out.push('/');
+        }
+        out
+    }
+}
+
+fn domain_from_segment(segment: &str) -> &str {
+    if segment == NO_DOMAIN { "" } else { segment }
+}
+
+fn domain_segment(domain: &str) -> &str {
+    if domain.is_empty() { NO_DOMAIN } else { domain }
+}
+
+fn elapsed_ms(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// A virtual filesystem over one role's memory; every successful access is
+/// recorded as a [`RetrievalTrace`].
+#[derive(Debug)]
+pub struct MemoryFilesystem {
+    role_id: String,
+    memory: AgentMemory,
+    soul: String,
+    clearance: ClearanceProfile,
+    traces: Mutex<Vec<RetrievalTrace>>,
+}
+
+impl MemoryFilesystem {
+    /// A filesystem over `memory` for `role_id`, with no soul and public-only
+    /// clearance for references.
+    pub fn new(role_id: impl Into<String>, memory: AgentMemory) -> Self {
+        let role_id = role_id.into();
+        Self {
+            clearance: ClearanceProfile::new(role_id.clone()),
+            role_id,
+            memory,
+            soul: String::new(),
+            traces: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Set the soul shown at `/identity/soul.md`.
+    #[must_use]
+    pub fn with_soul(mut self, soul: impl Into<String>) -> Self {
+        self.soul = soul.into();
+        self
+    }
+
+    /// Set the clearance `/references/` is read with.
+    #[must_use]
+    pub fn with_clearance(mut self, clearance: ClearanceProfile) -> Self {
+        self.clearance = clearance;
+        self
+    }
+
+    /// The recorded traces, oldest first.
+    pub fn traces(&self) -> Vec<RetrievalTrace> {
+        self.traces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Forget the recorded traces.
+    pub fn clear_traces(&self) {
+        self.traces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
+    fn trace(&self, mut trace: RetrievalTrace, start: Instant) {
+        let ctx = self.memory.context();
+        trace.id = format!("tr_{}", uuid::Uuid::new_v4().simple());
+        trace.meta.tenant_id.clone_from(&ctx.tenant_id);
+        trace.meta.project_id.clone_from(&ctx.project_id);
+        trace.meta.owner = ctx.owner_key();
+        trace.meta.namespace.clone_from(&self.role_id);
+        trace.meta.source = "memory_filesystem".to_owned();
+        trace.duration_ms = elapsed_ms(start);
+        self.traces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(trace);
+    }
+
+    /// The context references are read with: the agent's own, with the
+    /// role's clearance.
+    fn reader(&self) -> CallerContext {
+        self.memory
+            .context()
+            .clone()
+            .with_clearance(self.clearance.clearance())
+    }
+
+    /// List the entries under `path`. Unknown directories list nothing.
+    pub async fn browse(&self, path: &str) -> Result<Vec<String>, MemoryError> {
+        let start = Instant::now();
+        let parsed = MemPath::parse(path)?;
+        let entries = match parsed.segs().as_slice() {
+            [] => ROOT_DIRS.iter().map(|d| (*d).to_owned()).collect(),
+            ["identity"] => {
+                if self.soul.is_empty() {
+                    Vec::new()
+                } else {
+                    vec!["soul.md".to_owned()]
+                }
+            }
+            ["knowledge"] => {
+                let insights = self
+                    .memory
+                    .recall_insights(InsightQuery::new().limit(BROWSE_LIMIT))
+                    .await?;
+                sorted_domains(insights.iter().map(|i| i.domain.as_str()))
+            }
+            ["knowledge", domain, ..] => self
+                .insights_in(domain, BROWSE_LIMIT, None)
+                .await?
+                .into_iter()
+                .map(|i| i.id)
+                .collect(),
+            ["experience", ..] => self
+                .memory
+                .recall_episodes(EpisodeQuery::new().limit(BROWSE_LIMIT))
+                .await?
+                .into_iter()
+                .map(|e| e.id)
+                .collect(),
+            ["references"] => match self.memory.workspace() {
+                Some(ws) => {
+                    let facts = ws
+                        .store()
+                        .query(&self.reader(), &FactQuery::new().limit(BROWSE_LIMIT))
+                        .await?;
+                    sorted_domains(facts.iter().map(|f| f.domain.as_str()))
+                }
+                None => Vec::new(),
+            },
+            ["references", domain, ..] => match self.memory.workspace() {
+                Some(ws) => {
+                    let wanted = domain_from_segment(domain);
+                    let facts = ws
+                        .store()
+                        .query(
+                            &self.reader(),
+                            &FactQuery::new().domain(wanted).limit(BROWSE_LIMIT),
+                        )
+                        .await?;
+                    facts
+                        .into_iter()
+                        .filter(|f| f.domain == wanted)
+                        .map(|f| f.id)
+                        .collect()
+                }
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        let trace = RetrievalTrace {
+            results_count: count(entries.len()),
+            ..RetrievalTrace::new(TraceAction::Browse, parsed.display(true))
+        };
+        self.trace(trace, start);
+        Ok(entries)
+    }
+
+    /// The agent's insights in the domain named by `segment`, most confident first.
+    async fn insights_in(
+        &self,
+        segment: &str,
+        limit: usize,
+        text: Option<&str>,
+    ) -> Result<Vec<Insight>, MemoryError> {
+        let domain = domain_from_segment(segment);
+        let mut query = InsightQuery::new().domain(domain).limit(limit);
+        if let Some(text) = text {
+            query = query.text(text);
+        }
+        let found = self.memory.recall_insights(query).await?;
+        Ok(found.into_iter().filter(|i| i.domain == domain).collect())
+    }
+
+    /// The text at `path`; `""` when nothing is there.
+    pub async fn read(&self, path: &str) -> Result<String, MemoryError> {
+        let start = Instant::now();
+        let parsed = MemPath::parse(path)?;
+        let segs = parsed.segs();
+        let content = match segs.as_slice() {
+            ["identity", "soul.md"] => self.soul.clone(),
+            ["knowledge", domain, .., id] => match self.memory.get_insight(id).await? {
+                Some(i) if i.domain == domain_from_segment(domain) => format!(
+                    "{}\n\nConfidence: {}\nEvidence: {}",
+                    i.content, i.confidence, i.evidence_count
+                ),
+                _ => String::new(),
+            },
+            ["experience", .., id] => match self.memory.get_episode(id).await? {
+                Some(e) => format!(
+                    "Action: {}\nInput: {}\nOutput: {}\nDuration: {}ms",
+                    e.action, e.input_summary, e.output_summary, e.duration_ms
+                ),
+                None => String::new(),
+            },
+            ["references", domain, .., id] => match self.memory.workspace() {
+                Some(ws) => {
+                    let reader = self.reader();
+                    match ws.store().get(&reader, id).await? {
+                        Some(f) if f.domain == domain_from_segment(domain) => {
+                            ws.store()
+                                .touch(&reader, std::slice::from_ref(&f.id))
+                                .await?;
+                            format!(
+                                "{}\n\nConfidence: {}\nSource: {}\nClassification: {}",
+                                f.content, f.confidence, f.meta.source, f.meta.classification
+                            )
+                        }
+                        _ => String::new(),
+                    }
+                }
+                None => String::new(),
+            },
+            _ => String::new(),
+        };
+        let trace = RetrievalTrace {
+            tokens_loaded: count(approx_tokens(&content)),
+            ..RetrievalTrace::new(TraceAction::Read, parsed.display(parsed.dir))
+        };
+        self.trace(trace, start);
+        Ok(content)
+    }
+
+    /// Records under `scope` (`/` for everything) whose text contains every
+    /// term of `query`: insights, then references, then episodes.
+    pub async fn search(&self, query: &str, scope: &str) -> Result<Vec<SearchHit>, MemoryError> {
+        let start = Instant::now();
+        let parsed = MemPath::parse(scope)?;
+        let segs = parsed.segs();
+        let root = segs.first().copied();
+        let mut hits = Vec::new();
+        if matches!(root, None | Some("knowledge")) {
+            let insights = match segs.get(1) {
+                Some(domain) => self.insights_in(domain, SEARCH_LIMIT, Some(query)).await?,
+                None => {
+                    self.memory
+                        .recall_insights(InsightQuery::new().text(query).limit(SEARCH_LIMIT))
+                        .await?
+                }
+            };
+            hits.extend(insights.into_iter().map(|i| SearchHit {
+                path: format!("/knowledge/{}/{}", domain_segment(&i.domain), i.id),
+                content: i.content,
+                confidence: Some(i.confidence),
+            }));
+        }
+        if matches!(root, None | Some("references"))
+            && let Some(ws) = self.memory.workspace()
+        {
+            let wanted = segs.get(1).map(|d| domain_from_segment(d));
+            let mut q = FactQuery::new().text(query).limit(SEARCH_LIMIT);
+            if let Some(domain) = wanted {
+                q = q.domain(domain);
+            }
+            let facts = ws.store().query(&self.reader(), &q).await?;
+            hits.extend(
+                facts
+                    .into_iter()
+                    .filter(|f| wanted.is_none_or(|d| f.domain == d))
+                    .map(|f| SearchHit {
+                        path: format!("/references/{}/{}", domain_segment(&f.domain), f.id),
+                        content: f.content,
+                        confidence: Some(f.confidence),
+                    }),
+            );
+        }
+        if matches!(root, None | Some("experience")) {
+            let episodes = self
+                .memory
+                .recall_episodes(EpisodeQuery::new().text(query).limit(SEARCH_LIMIT))
+                .await?;
+            hits.extend(episodes.into_iter().map(|e| SearchHit {
+                path: format!("/experience/{}", e.id),
+                content: e.output_summary,
+                confidence: None,
+            }));
+        }
+        let trace = RetrievalTrace {
+            query: query.to_owned(),
+            results_count: count(hits.len()),
+            tokens_loaded: count(hits.iter().map(|h| approx_tokens(&h.content)).sum()),
+            ..RetrievalTrace::new(TraceAction::Search, parsed.display(true))
+        };
+        self.trace(trace, start);
+        Ok(hits)
+    }
+
+    /// [`MemoryFilesystem::write_with`] with default options.
+    pub async fn write(&self, path: &str, content: &str) -> Result<(), MemoryError> {
+        self.write_with(path, content, &WriteOptions::default())
+            .await
+    }
+
+    /// Write `content` at `path`:
+    ///
+    /// - `/knowledge/<domain>/[<tag>/...]<id>` stores an insight (`_` = no
+    ///   domain; `/knowledge/<domain>` alone gets a generated id);
+    /// - `/experience/[<folder>/...]<id>` records an episode whose action is `<id>`.
+    ///
+    /// Other paths are read-only ([`MemoryError::ReadOnlyPath`]).
+    pub async fn write_with(
+        &self,
+        path: &str,
+        content: &str,
+        options: &WriteOptions,
+    ) -> Result<(), MemoryError> {
+        let start = Instant::now();
+        let parsed = MemPath::parse(path)?;
+        let shown = parsed.display(false);
+        if parsed.dir {
+            return Err(MemoryError::InvalidPath {
+                path: shown,
+                reason: "names a directory; write to an entry".to_owned(),
+            });
+        }
+        let segs = parsed.segs();
+        match segs.as_slice() {
+            ["knowledge", domain, rest @ ..] => {
+                let (id, tags) = match rest {
+                    [] => (format!("ins_{}", uuid::Uuid::new_v4().simple()), Vec::new()),
+                    [tags @ .., id] => (
+                        (*id).to_owned(),
+                        tags.iter().map(|t| (*t).to_owned()).collect(),
+                    ),
+                };
+                let insight = Insight {
+                    id,
+                    agent_id: self.role_id.clone(),
+                    content: content.to_owned(),
+                    confidence: options.confidence.unwrap_or(0.5),
+                    evidence_count: 1,
+                    domain: domain_from_segment(domain).to_owned(),
+                    entity: options.entity.clone(),
+                    tags,
+                    ..Insight::default()
+                };
+                self.memory.store_insight(insight).await?;
+            }
+            ["experience", .., id] => {
+                let episode = Episode {
+                    id: (*id).to_owned(),
+                    agent_id: self.role_id.clone(),
+                    operator_id: options.operator_id.clone(),
+                    node_name: options.node_name.clone(),
+                    timestamp: Utc::now(),
+                    action: (*id).to_owned(),
+                    output_summary: truncate_chars(content, 200).to_owned(),
+                    outcome: json!({ "content": content }),
+                    domain: options.domain.clone(),
+                    entity: options.entity.clone(),
+                    ..Episode::default()
+                };
+                self.memory.record_episode(episode).await?;
+            }
+            ["knowledge"] | ["experience"] => {
+                return Err(MemoryError::InvalidPath {
+                    path: shown,
+                    reason: "needs a name below the directory".to_owned(),
+                });
+            }
+            _ => {
+                return Err(MemoryError::ReadOnlyPath {
+                    path: shown,
+                    reason: "only /knowledge/ and /experience/ can be written".to_owned(),
+                });
+            }
+        }
+        self.trace(RetrievalTrace::new(TraceAction::Write, shown), start);
+        Ok(())
+    }
+}
+
+fn sorted_domains<'a>(domains: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let set: std::collections::BTreeSet<&str> = domains.map(domain_segment).collect();
+    set.into_iter().map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_normalised_and_validated() {
+        let p = MemPath::parse("/knowledge/revenue/").unwrap();
+        assert_eq!(p.segments, vec!["knowledge", "revenue"]);
+        assert!(p.dir);
+        assert_eq!(p.display(true), "/knowledge/revenue/");
+        assert_eq!(
+            MemPath::parse("identity/soul.md").unwrap().display(false),
+            "/identity/soul.md"
+        );
+        assert!(MemPath::parse("/").unwrap().segments.is_empty());
+        assert!(MemPath::parse("").unwrap().segments.is_empty());
+        for bad in [
+            "/knowledge/../identity",
+            "/knowledge/./x",
+            "/knowledge//x",
+            "//",
+            "/a\u{0}b",
+            "/a\nb",
+        ] {
+            assert!(
+                matches!(MemPath::parse(bad), Err(MemoryError::InvalidPath { .. })),
+                "{bad:?}"
+            );
+        }
+        let long = format!("/knowledge/{}", "x".repeat(MAX_PATH_LEN));
+        assert!(MemPath::parse(&long).is_err());
+        let long_segment = format!("/knowledge/d/{}", "x".repeat(MAX_RECORD_ID_LEN + 1));
+        assert!(MemPath::parse(&long_segment).is_err());
+    }
+}

@@ -1,0 +1,714 @@
+//! In-memory stores: the embedded default backend.
+//!
+//! Each store keeps one indexed table per tenant behind a `RwLock` (see the
+//! `index` module for how queries use the indexes). Writes take the write
+//! lock for their whole read-check-modify sequence, so concurrent writers
+//! never lose updates. A poisoned lock is reported as
+//! [`StoreError::Backend`], never a panic.
+
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use openvibe_protocols::{
+    CallerContext, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery, FactStore, Insight,
+    InsightQuery, InsightStatus, InsightStore, RecordMeta, StoreError, content_hash,
+    validate_record_id,
+};
+
+use crate::index::{ConfidenceOrder, Filter, Indexed, Score, Table, WalkBy, entity_filter, opt};
+
+fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            field,
+            format!("{value} is not within 0.0..=1.0"),
+        ))
+    }
+}
+
+fn check_importance(value: f64) -> Result<(), StoreError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            "importance",
+            format!("{value} is not a finite number >= 0"),
+        ))
+    }
+}
+
+fn check_content(content: &str) -> Result<(), StoreError> {
+    if content.trim().is_empty() {
+        Err(StoreError::invalid("content", "must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+impl Indexed for Fact {
+    const KIND: &'static str = "fact";
+    type Order = ConfidenceOrder;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn set_id(&mut self, id: String) {
+        self.id = id;
+    }
+    fn meta(&self) -> &RecordMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut RecordMeta {
+        &mut self.meta
+    }
+    fn entity(&self) -> &str {
+        &self.entity
+    }
+    fn domain(&self) -> &str {
+        &self.domain
+    }
+    fn tags(&self) -> &[String] {
+        &self.tags
+    }
+    fn agent_id(&self) -> Option<&str> {
+        None
+    }
+    fn search_text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.content)
+    }
+    fn order_key(&self) -> ConfidenceOrder {
+        (
+            Reverse(Score(self.confidence)),
+            Reverse(self.meta.created_at),
+            self.id.clone(),
+        )
+    }
+    fn confidence(&self) -> f64 {
+        self.confidence
+    }
+    fn time(&self) -> DateTime<Utc> {
+        self.meta.created_at
+    }
+    const WALK: WalkBy = WalkBy::Confidence;
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_record_id(&self.id)?;
+        check_content(&self.content)?;
+        check_unit("confidence", self.confidence)?;
+        check_importance(self.importance)
+    }
+    fn prepare_new(&mut self) {
+        self.access_count = 0;
+        self.last_accessed = None;
+        self.content_hash = Some(content_hash(&self.content));
+    }
+    fn keep_from(&mut self, old: &Self) {
+        self.access_count = old.access_count;
+        self.last_accessed = old.last_accessed;
+        self.content_hash = Some(content_hash(&self.content));
+    }
+    fn record_access(&mut self, now: DateTime<Utc>) {
+        self.access_count = self.access_count.saturating_add(1);
+        self.last_accessed = Some(now);
+    }
+    fn shared_fields(&mut self, visit: &mut dyn FnMut(&mut String)) {
+        visit(&mut self.meta.tenant_id);
+        visit(&mut self.meta.namespace);
+        visit(&mut self.meta.owner);
+        visit(&mut self.meta.source);
+        visit(&mut self.entity);
+        visit(&mut self.domain);
+    }
+}
+
+impl Indexed for Insight {
+    const KIND: &'static str = "insight";
+    type Order = ConfidenceOrder;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn set_id(&mut self, id: String) {
+        self.id = id;
+    }
+    fn meta(&self) -> &RecordMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut RecordMeta {
+        &mut self.meta
+    }
+    fn entity(&self) -> &str {
+        &self.entity
+    }
+    fn domain(&self) -> &str {
+        &self.domain
+    }
+    fn tags(&self) -> &[String] {
+        &self.tags
+    }
+    fn agent_id(&self) -> Option<&str> {
+        Some(&self.agent_id)
+    }
+    fn search_text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.content)
+    }
+    fn order_key(&self) -> ConfidenceOrder {
+        (
+            Reverse(Score(self.confidence)),
+            Reverse(self.meta.created_at),
+            self.id.clone(),
+        )
+    }
+    fn confidence(&self) -> f64 {
+        self.confidence
+    }
+    fn time(&self) -> DateTime<Utc> {
+        self.meta.created_at
+    }
+    const WALK: WalkBy = WalkBy::Confidence;
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_record_id(&self.id)?;
+        check_content(&self.content)?;
+        check_unit("confidence", self.confidence)?;
+        check_importance(self.importance)
+    }
+    fn prepare_new(&mut self) {
+        self.access_count = 0;
+        self.last_accessed = None;
+        self.content_hash = Some(content_hash(&self.content));
+    }
+    fn keep_from(&mut self, old: &Self) {
+        self.access_count = old.access_count;
+        self.last_accessed = old.last_accessed;
+        self.content_hash = Some(content_hash(&self.content));
+    }
+    fn record_access(&mut self, now: DateTime<Utc>) {
+        self.access_count = self.access_count.saturating_add(1);
+        self.last_accessed = Some(now);
+    }
+    fn shared_fields(&mut self, visit: &mut dyn FnMut(&mut String)) {
+        visit(&mut self.meta.tenant_id);
+        visit(&mut self.meta.namespace);
+        visit(&mut self.meta.owner);
+        visit(&mut self.meta.source);
+        visit(&mut self.entity);
+        visit(&mut self.domain);
+        visit(&mut self.agent_id);
+    }
+}
+
+impl Indexed for Episode {
+    const KIND: &'static str = "episode";
+    type Order = (Reverse<DateTime<Utc>>, String);
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn set_id(&mut self, id: String) {
+        self.id = id;
+    }
+    fn meta(&self) -> &RecordMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut RecordMeta {
+        &mut self.meta
+    }
+    fn entity(&self) -> &str {
+        &self.entity
+    }
+    fn domain(&self) -> &str {
+        &self.domain
+    }
+    fn tags(&self) -> &[String] {
+        &self.tags
+    }
+    fn agent_id(&self) -> Option<&str> {
+        Some(&self.agent_id)
+    }
+    fn search_text(&self) -> Cow<'_, str> {
+        Cow::Owned(self.searchable_text())
+    }
+    fn order_key(&self) -> Self::Order {
+        (Reverse(self.timestamp), self.id.clone())
+    }
+    fn confidence(&self) -> f64 {
+        1.0
+    }
+    fn time(&self) -> DateTime<Utc> {
+        self.timestamp
+    }
+    const WALK: WalkBy = WalkBy::Time;
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_record_id(&self.id)?;
+        check_importance(self.importance)
+    }
+    fn prepare_new(&mut self) {
+        self.content_hash = Some(content_hash(&self.searchable_text()));
+    }
+    fn keep_from(&mut self, _old: &Self) {
+        self.content_hash = Some(content_hash(&self.searchable_text()));
+    }
+    fn record_access(&mut self, _now: DateTime<Utc>) {}
+    fn shared_fields(&mut self, visit: &mut dyn FnMut(&mut String)) {
+        visit(&mut self.meta.tenant_id);
+        visit(&mut self.meta.namespace);
+        visit(&mut self.meta.owner);
+        visit(&mut self.meta.source);
+        visit(&mut self.entity);
+        visit(&mut self.domain);
+        visit(&mut self.agent_id);
+        visit(&mut self.operator_id);
+        visit(&mut self.node_name);
+        visit(&mut self.action);
+    }
+}
+
+/// Whether a write may create a record or must find an existing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Upsert,
+    Update,
+}
+
+/// Per-tenant tables of one record type behind one lock.
+struct Tables<R: Indexed> {
+    inner: RwLock<HashMap<String, Table<R>>>,
+}
+
+impl<R: Indexed> Default for Tables<R> {
+    fn default() -> Self {
+        Self {
+            inner: RwLock::new(HashMap::new()),
+        }
+    }
+}
+
+fn poisoned(kind: &str) -> StoreError {
+    StoreError::Backend(format!(
+        "the in-memory {kind} store's lock is poisoned (a writer panicked); recreate the store"
+    ))
+}
+
+impl<R: Indexed> Tables<R> {
+    fn read(&self) -> Result<RwLockReadGuard<'_, HashMap<String, Table<R>>>, StoreError> {
+        self.inner.read().map_err(|_| poisoned(R::KIND))
+    }
+
+    fn write(&self) -> Result<RwLockWriteGuard<'_, HashMap<String, Table<R>>>, StoreError> {
+        self.inner.write().map_err(|_| poisoned(R::KIND))
+    }
+
+    fn not_found(id: &str) -> StoreError {
+        StoreError::NotFound {
+            kind: R::KIND,
+            id: id.to_owned(),
+        }
+    }
+
+    fn write_record(&self, ctx: &CallerContext, mut rec: R, mode: Mode) -> Result<R, StoreError> {
+        if rec.id().is_empty() && mode == Mode::Upsert {
+            rec.set_id(uuid::Uuid::new_v4().simple().to_string());
+        }
+        rec.validate()?;
+        let now = Utc::now();
+        let mut guard = self.write()?;
+        let table = guard.entry(ctx.tenant_id.clone()).or_default();
+        match table.slot(rec.id()) {
+            Some(slot) => {
+                let old = table
+                    .materialize(slot)
+                    .ok_or_else(|| Self::not_found(rec.id()))?;
+                let old = &old;
+                if !ctx.can_read(old.meta(), old.domain()) {
+                    return Err(match mode {
+                        Mode::Update => Self::not_found(rec.id()),
+                        Mode::Upsert => ctx.unauthorized(
+                            format!("store {} {}", R::KIND, rec.id()),
+                            "a record with this id exists and belongs to someone else",
+                        ),
+                    });
+                }
+                if !ctx.can_modify(old.meta()) {
+                    return Err(ctx.unauthorized(
+                        format!("change {} {}", R::KIND, rec.id()),
+                        format!("it is owned by {}", old.meta().owner),
+                    ));
+                }
+                // Placement, ownership and creation time are fixed at insert.
+                let (owner, tenant, project, created) = {
+                    let m = old.meta();
+                    (
+                        m.owner.clone(),
+                        m.tenant_id.clone(),
+                        m.project_id.clone(),
+                        m.created_at,
+                    )
+                };
+                rec.keep_from(old);
+                let meta = rec.meta_mut();
+                meta.owner = owner;
+                meta.tenant_id = tenant;
+                meta.project_id = project;
+                meta.created_at = created;
+                meta.updated_at = now;
+                table.replace(slot, rec.clone());
+            }
+            None if mode == Mode::Update => return Err(Self::not_found(rec.id())),
+            None => {
+                rec.prepare_new();
+                let meta = rec.meta_mut();
+                meta.owner = ctx.owner_key();
+                meta.tenant_id = ctx.tenant_id.clone();
+                meta.project_id = ctx.project_id.clone();
+                meta.updated_at = now;
+                table.insert(rec.clone())?;
+            }
+        }
+        Ok(rec)
+    }
+
+    fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<R>, StoreError> {
+        let guard = self.read()?;
+        Ok(guard
+            .get(&ctx.tenant_id)
+            .and_then(|t| t.slot(id).and_then(|s| t.materialize(s)))
+            .filter(|r| ctx.can_read(r.meta(), r.domain())))
+    }
+
+    fn query(
+        &self,
+        ctx: &CallerContext,
+        filter: &Filter<'_, R>,
+        track_access: bool,
+    ) -> Result<Vec<R>, StoreError> {
+        if track_access {
+            let mut guard = self.write()?;
+            let Some(table) = guard.get_mut(&ctx.tenant_id) else {
+                return Ok(Vec::new());
+            };
+            let slots = table.query(ctx, filter);
+            let now = Utc::now();
+            let mut out = Vec::with_capacity(slots.len());
+            for slot in slots {
+                if let Some(rec) = table.rec_mut(slot) {
+                    rec.record_access(now);
+                }
+                out.extend(table.materialize(slot));
+            }
+            Ok(out)
+        } else {
+            let guard = self.read()?;
+            let Some(table) = guard.get(&ctx.tenant_id) else {
+                return Ok(Vec::new());
+            };
+            let slots = table.query(ctx, filter);
+            let mut out = Vec::with_capacity(slots.len());
+            out.extend(slots.into_iter().filter_map(|slot| table.materialize(slot)));
+            Ok(out)
+        }
+    }
+
+    fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        let mut guard = self.write()?;
+        let table = guard
+            .get_mut(&ctx.tenant_id)
+            .ok_or_else(|| Self::not_found(id))?;
+        let slot = table.slot(id).ok_or_else(|| Self::not_found(id))?;
+        let rec = table.materialize(slot).ok_or_else(|| Self::not_found(id))?;
+        if !ctx.can_read(rec.meta(), rec.domain()) {
+            return Err(Self::not_found(id));
+        }
+        if !ctx.can_modify(rec.meta()) {
+            return Err(ctx.unauthorized(
+                format!("delete {} {id}", R::KIND),
+                format!("it is owned by {}", rec.meta().owner),
+            ));
+        }
+        table.remove(slot);
+        Ok(())
+    }
+
+    fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
+        let mut guard = self.write()?;
+        let Some(table) = guard.get_mut(&ctx.tenant_id) else {
+            return Ok(0);
+        };
+        let now = Utc::now();
+        let mut touched = 0;
+        for id in ids {
+            let Some(slot) = table.slot(id) else { continue };
+            if !table.readable(ctx, slot) {
+                continue;
+            }
+            if let Some(rec) = table.rec_mut(slot) {
+                rec.record_access(now);
+                touched += 1;
+            }
+        }
+        Ok(touched)
+    }
+
+    fn len(&self) -> Result<usize, StoreError> {
+        Ok(self.read()?.values().map(Table::len).sum())
+    }
+}
+
+/// In-memory [`FactStore`], indexed by entity, domain, tag, text term and
+/// (confidence, recency) per tenant.
+#[derive(Default)]
+pub struct InMemoryFactStore {
+    tables: Tables<Fact>,
+}
+
+impl InMemoryFactStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of facts over all tenants.
+    pub fn len(&self) -> Result<usize, StoreError> {
+        self.tables.len()
+    }
+
+    /// Whether the store holds no facts at all.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self.len()? == 0)
+    }
+}
+
+impl std::fmt::Debug for InMemoryFactStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryFactStore").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl FactStore for InMemoryFactStore {
+    async fn store(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
+        self.tables.write_record(ctx, fact, Mode::Upsert)
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Fact>, StoreError> {
+        self.tables.get(ctx, id)
+    }
+
+    async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
+        let filter = Filter {
+            entity: entity_filter(&q.entity, q.general),
+            domain: opt(&q.domain),
+            tags: &q.tags,
+            min_confidence: q.min_confidence,
+            since: q.since,
+            ..Filter::new(q.limit)
+        }
+        .text(q.text.as_deref());
+        let filter = Filter {
+            relevance: !filter.terms.is_empty(),
+            ..filter
+        };
+        self.tables.query(ctx, &filter, q.track_access)
+    }
+
+    async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
+        self.tables.write_record(ctx, fact, Mode::Update)
+    }
+
+    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        self.tables.delete(ctx, id)
+    }
+
+    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
+        self.tables.touch(ctx, ids)
+    }
+}
+
+/// In-memory [`EpisodicStore`], indexed by agent, entity, domain, tag, text
+/// term and time per tenant.
+#[derive(Default)]
+pub struct InMemoryEpisodicStore {
+    tables: Tables<Episode>,
+}
+
+impl InMemoryEpisodicStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of episodes over all tenants.
+    pub fn len(&self) -> Result<usize, StoreError> {
+        self.tables.len()
+    }
+
+    /// Whether the store holds no episodes at all.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self.len()? == 0)
+    }
+}
+
+impl std::fmt::Debug for InMemoryEpisodicStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryEpisodicStore")
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl EpisodicStore for InMemoryEpisodicStore {
+    async fn store(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
+        self.tables.write_record(ctx, episode, Mode::Upsert)
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Episode>, StoreError> {
+        self.tables.get(ctx, id)
+    }
+
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        q: &EpisodeQuery,
+    ) -> Result<Vec<Episode>, StoreError> {
+        let filter = Filter {
+            agent_id: opt(&q.agent_id),
+            entity: opt(&q.entity),
+            domain: opt(&q.domain),
+            tags: &q.tags,
+            since: q.since,
+            ..Filter::new(q.limit)
+        }
+        .text(q.text.as_deref());
+        self.tables.query(ctx, &filter, false)
+    }
+
+    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        self.tables.delete(ctx, id)
+    }
+}
+
+/// In-memory [`InsightStore`], indexed by agent, entity, domain, tag, text
+/// term and (confidence, recency) per tenant.
+#[derive(Default)]
+pub struct InMemoryInsightStore {
+    tables: Tables<Insight>,
+}
+
+impl InMemoryInsightStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of insights over all tenants.
+    pub fn len(&self) -> Result<usize, StoreError> {
+        self.tables.len()
+    }
+
+    /// Whether the store holds no insights at all.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self.len()? == 0)
+    }
+}
+
+impl std::fmt::Debug for InMemoryInsightStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryInsightStore")
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl InsightStore for InMemoryInsightStore {
+    async fn store(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
+        self.tables.write_record(ctx, insight, Mode::Upsert)
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError> {
+        self.tables.get(ctx, id)
+    }
+
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        q: &InsightQuery,
+    ) -> Result<Vec<Insight>, StoreError> {
+        let status = q.status;
+        let by_status = move |i: &Insight| status.is_none_or(|s| i.status == s);
+        let filter = Filter {
+            agent_id: opt(&q.agent_id),
+            entity: entity_filter(&q.entity, q.general),
+            domain: opt(&q.domain),
+            tags: &q.tags,
+            min_confidence: q.min_confidence,
+            since: q.since,
+            extra: if status.is_some() {
+                Some(&by_status)
+            } else {
+                None
+            },
+            ..Filter::new(q.limit)
+        }
+        .text(q.text.as_deref());
+        self.tables.query(ctx, &filter, q.track_access)
+    }
+
+    async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
+        self.tables.write_record(ctx, insight, Mode::Update)
+    }
+
+    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        self.tables.delete(ctx, id)
+    }
+
+    async fn find_similar(
+        &self,
+        ctx: &CallerContext,
+        agent_id: &str,
+        content: &str,
+    ) -> Result<Option<Insight>, StoreError> {
+        let guard = self.tables.read()?;
+        let Some(table) = guard.get(&ctx.tenant_id) else {
+            return Ok(None);
+        };
+        Ok(table.most_similar(ctx, content, |i: &Insight| {
+            i.agent_id == agent_id && i.status == InsightStatus::Active
+        }))
+    }
+
+    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
+        self.tables.touch(ctx, ids)
+    }
+}
+
+/// One set of stores, as a backend provides them.
+#[derive(Clone)]
+pub struct Stores {
+    /// Workspace facts.
+    pub facts: Arc<dyn FactStore>,
+    /// Episodes.
+    pub episodes: Arc<dyn EpisodicStore>,
+    /// Insights.
+    pub insights: Arc<dyn InsightStore>,
+}
+
+impl Stores {
+    /// Fresh, empty in-memory stores.
+    pub fn in_memory() -> Self {
+        Self {
+            facts: Arc::new(InMemoryFactStore::new()),
+            episodes: Arc::new(InMemoryEpisodicStore::new()),
+            insights: Arc::new(InMemoryInsightStore::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores").finish_non_exhaustive()
+    }
+}

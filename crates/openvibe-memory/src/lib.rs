@@ -1,0 +1,64 @@
+//! # openvibe-memory — the memory core
+//!
+//! Structured, governed memory for agents, over the store traits of
+//! [`openvibe_protocols`]:
+//!
+//! | part | what it does |
+//! |---|---|
+//! | [`InMemoryFactStore`], [`InMemoryEpisodicStore`], [`InMemoryInsightStore`] | the embedded default backend: indexed, tenant-isolated, clearance applied inside queries |
+//! | [`ClearanceProfile`], [`AccessFilter`], [`CLASSIFICATION_RANK`] | who may read which classification in which domain |
+//! | [`WorkspaceMemory`] | shared, classified facts of the organisation |
+//! | [`AgentMemory`] | one agent's episodes (L2) and insights (L3); `reflect` (L2 → L3 with an LLM); publishing insights as workspace facts; V1 [`MemoryProvider`](openvibe_protocols::MemoryProvider) and [`EpisodeSink`](openvibe_protocols::EpisodeSink) |
+//! | [`MemoryFilesystem`] | a browsable, searchable, writable virtual tree over one role's memory, with traces |
+//! | [`MemoryAssembler`] | a [`ContextAssembler`](openvibe_protocols::ContextAssembler): scope → prompt context within a token budget |
+//! | `conformance` (feature `conformance`) | the store-trait test suite every backend runs |
+//!
+//! Every store call carries a [`CallerContext`](openvibe_protocols::CallerContext);
+//! see `docs/memory.md` for the flow of a record and the ordering guarantees.
+//!
+//! ```
+//! # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! # rt.block_on(async {
+//! use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, WorkspaceMemory};
+//! use openvibe_protocols::{Classification, ContextAssembler, Fact, MemoryScope};
+//!
+//! let workspace = WorkspaceMemory::new();
+//! workspace
+//!     .store_fact(Fact::new("f1", "Acme has 200 employees").entity("acme").classification(Classification::Public))
+//!     .await?;
+//! let memory = AgentMemory::new("cro").with_workspace(workspace);
+//! let assembler = MemoryAssembler::new(memory, ClearanceProfile::new("cro"));
+//! let scope = MemoryScope { entity: Some("acme".into()), ..MemoryScope::default() };
+//! let context = assembler.assemble(&scope, 200).await?;
+//! assert_eq!(context, "## Context\n- Acme has 200 employees");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+mod access;
+mod agent;
+mod assembler;
+mod error;
+mod filesystem;
+mod in_memory;
+mod index;
+mod workspace;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use access::{
+    AccessFilter, CLASSIFICATION_RANK, ClassificationRanks, ClearanceProfile, Governed,
+};
+pub use agent::{
+    AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, PUBLISH_LIMIT, ReflectOptions, ReflectionReport,
+};
+pub use assembler::{
+    ApproxTokenCounter, AssemblyLimits, MemoryAssembler, TokenCounter, approx_tokens,
+};
+pub use error::MemoryError;
+pub use filesystem::{
+    BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,
+};
+pub use in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, Stores};
+pub use workspace::WorkspaceMemory;

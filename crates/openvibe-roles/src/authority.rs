@@ -1,0 +1,264 @@
+//! Authority: what a role may do on its own, with approval, or never —
+//! enforced on tool calls, not only reported.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use openvibe_primitives::{ToolDecision, ToolGate};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How a role may perform an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Authority {
+    /// On its own.
+    Autonomous,
+    /// Only when an approver says yes.
+    NeedsApproval,
+    /// Never.
+    Forbidden,
+}
+
+impl Authority {
+    /// The snake_case name (`"needs_approval"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Autonomous => "autonomous",
+            Self::NeedsApproval => "needs_approval",
+            Self::Forbidden => "forbidden",
+        }
+    }
+}
+
+impl fmt::Display for Authority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which actions a role may take, and how.
+///
+/// ```
+/// use openvibe_roles::{Authority, AuthorityConfig};
+/// let auth = AuthorityConfig::new()
+///     .autonomous(["qualify_lead", "trigger_nurture"])
+///     .needs_approval(["change_pricing"])
+///     .forbidden(["sign_contracts"]);
+/// assert_eq!(auth.can_act("qualify_lead"), Authority::Autonomous);
+/// assert_eq!(auth.can_act("change_pricing"), Authority::NeedsApproval);
+/// assert_eq!(auth.can_act("sign_contracts"), Authority::Forbidden);
+/// assert_eq!(auth.can_act("unknown_action"), Authority::NeedsApproval);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorityConfig {
+    /// Actions taken on the role's own authority.
+    #[serde(default)]
+    pub autonomous: Vec<String>,
+    /// Actions that need an approver.
+    #[serde(default)]
+    pub needs_approval: Vec<String>,
+    /// Actions never taken.
+    #[serde(default)]
+    pub forbidden: Vec<String>,
+}
+
+impl AuthorityConfig {
+    /// Nothing allowed autonomously: every action needs approval.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add autonomous actions.
+    #[must_use]
+    pub fn autonomous<I: IntoIterator<Item = S>, S: Into<String>>(mut self, actions: I) -> Self {
+        self.autonomous.extend(actions.into_iter().map(Into::into));
+        self
+    }
+
+    /// Add actions that need approval.
+    #[must_use]
+    pub fn needs_approval<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        actions: I,
+    ) -> Self {
+        self.needs_approval
+            .extend(actions.into_iter().map(Into::into));
+        self
+    }
+
+    /// Add forbidden actions.
+    #[must_use]
+    pub fn forbidden<I: IntoIterator<Item = S>, S: Into<String>>(mut self, actions: I) -> Self {
+        self.forbidden.extend(actions.into_iter().map(Into::into));
+        self
+    }
+
+    /// How `action` may be taken: forbidden > needs approval > autonomous;
+    /// an action not listed needs approval.
+    pub fn can_act(&self, action: &str) -> Authority {
+        let listed = |list: &[String]| list.iter().any(|a| a == action);
+        if listed(&self.forbidden) {
+            Authority::Forbidden
+        } else if listed(&self.needs_approval) {
+            Authority::NeedsApproval
+        } else if listed(&self.autonomous) {
+            Authority::Autonomous
+        } else {
+            Authority::NeedsApproval
+        }
+    }
+}
+
+/// One tool call waiting for approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The role asking.
+    pub role_id: String,
+    /// The tool to run.
+    pub tool: String,
+    /// The action it performs.
+    pub action: String,
+    /// Its arguments.
+    pub input: Value,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalDecision {
+    /// Go ahead.
+    Approved,
+    /// Do not; the reason reaches the model.
+    Denied(String),
+}
+
+/// Decides on `needs_approval` actions (a person in a UI, a policy engine...).
+#[async_trait]
+pub trait ApprovalHook: Send + Sync {
+    /// Approve or deny one call.
+    async fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision;
+}
+
+/// The default approver: denies everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyAll;
+
+#[async_trait]
+impl ApprovalHook for DenyAll {
+    async fn decide(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        ApprovalDecision::Denied("no approver is configured".into())
+    }
+}
+
+/// An approver that approves everything (for tests and trusted setups).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveAll;
+
+#[async_trait]
+impl ApprovalHook for ApproveAll {
+    async fn decide(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        ApprovalDecision::Approved
+    }
+}
+
+/// The [`ToolGate`] a role puts in front of its tools.
+#[derive(Clone)]
+pub(crate) struct AuthorityGate {
+    pub(crate) role_id: String,
+    pub(crate) authority: Option<AuthorityConfig>,
+    pub(crate) approver: Arc<dyn ApprovalHook>,
+}
+
+#[async_trait]
+impl ToolGate for AuthorityGate {
+    async fn check(&self, tool: &str, action: &str, input: &Value) -> ToolDecision {
+        let authority = self
+            .authority
+            .as_ref()
+            .map_or(Authority::Autonomous, |a| a.can_act(action));
+        match authority {
+            Authority::Autonomous => ToolDecision::Allow,
+            Authority::Forbidden => ToolDecision::Deny(format!(
+                "action `{action}` is forbidden for role `{}`",
+                self.role_id
+            )),
+            Authority::NeedsApproval => {
+                let request = ApprovalRequest {
+                    role_id: self.role_id.clone(),
+                    tool: tool.to_owned(),
+                    action: action.to_owned(),
+                    input: input.clone(),
+                };
+                match self.approver.decide(&request).await {
+                    ApprovalDecision::Approved => {
+                        tracing::info!(role = %self.role_id, tool, action, "action approved");
+                        ToolDecision::Allow
+                    }
+                    ApprovalDecision::Denied(reason) => ToolDecision::Deny(format!(
+                        "action `{action}` needs approval for role `{}` and was not approved: {reason}",
+                        self.role_id
+                    )),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The seed's test_authority.py.
+    #[test]
+    fn autonomous_action() {
+        let auth = AuthorityConfig::new()
+            .autonomous(["qualify_lead", "trigger_nurture"])
+            .needs_approval(["change_pricing"])
+            .forbidden(["sign_contracts"]);
+        assert_eq!(auth.can_act("qualify_lead"), Authority::Autonomous);
+    }
+
+    #[test]
+    fn needs_approval_action() {
+        let auth = AuthorityConfig::new()
+            .autonomous(["qualify_lead"])
+            .needs_approval(["change_pricing"]);
+        assert_eq!(auth.can_act("change_pricing"), Authority::NeedsApproval);
+    }
+
+    #[test]
+    fn forbidden_action() {
+        let auth = AuthorityConfig::new().forbidden(["sign_contracts"]);
+        assert_eq!(auth.can_act("sign_contracts"), Authority::Forbidden);
+    }
+
+    #[test]
+    fn unknown_defaults_to_needs_approval() {
+        let auth = AuthorityConfig::new().autonomous(["qualify_lead"]);
+        assert_eq!(auth.can_act("unknown_action"), Authority::NeedsApproval);
+    }
+
+    #[test]
+    fn forbidden_takes_priority() {
+        let auth = AuthorityConfig::new()
+            .autonomous(["do_thing"])
+            .needs_approval(["do_thing"])
+            .forbidden(["do_thing"]);
+        assert_eq!(auth.can_act("do_thing"), Authority::Forbidden);
+        let auth = AuthorityConfig::new()
+            .autonomous(["do_thing"])
+            .needs_approval(["do_thing"]);
+        assert_eq!(auth.can_act("do_thing"), Authority::NeedsApproval);
+    }
+
+    #[test]
+    fn authority_parses_from_yaml() {
+        let auth: AuthorityConfig =
+            yaml_serde::from_str("autonomous: [a]\nforbidden: [b]\n").unwrap();
+        assert_eq!(auth.can_act("a"), Authority::Autonomous);
+        assert_eq!(auth.can_act("b"), Authority::Forbidden);
+        assert!(yaml_serde::from_str::<AuthorityConfig>("autonomus: [a]\n").is_err());
+    }
+}

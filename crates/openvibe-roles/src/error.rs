@@ -1,0 +1,65 @@
+//! The error type of this crate.
+
+use std::path::PathBuf;
+
+use openvibe_protocols::ScheduleError;
+
+/// What can go wrong with roles and the role runtime.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No role with this id.
+    #[error("unknown role `{role}` (known: {})", known.join(", "))]
+    UnknownRole {
+        /// What was asked for.
+        role: String,
+        /// What exists.
+        known: Vec<String>,
+    },
+    /// The role has no operator with this id.
+    #[error("role `{role}` has no operator `{operator}` (it has: {})", known.join(", "))]
+    UnknownOperator {
+        /// The role.
+        role: String,
+        /// What was asked for.
+        operator: String,
+        /// What it has.
+        known: Vec<String>,
+    },
+    /// Two roles with the same id were given to a runtime.
+    #[error("role `{0}` is registered twice")]
+    DuplicateRole(String),
+    /// The role has no LLM (build it through a `RoleRuntime` or call `with_llm`).
+    #[error("role `{0}` has no LLM; build it through a RoleRuntime or call with_llm")]
+    NoLlm(String),
+    /// `start` was called without a scheduler.
+    #[error(
+        "no scheduler configured: pass one with RoleRuntime::with_scheduler, or use activate() for manual runs"
+    )]
+    NoScheduler,
+    /// The soul file could not be loaded.
+    #[error("soul of role `{role}` ({}): {message}", path.display())]
+    Soul {
+        /// The role.
+        role: String,
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// An operator or workflow failed.
+    #[error(transparent)]
+    Operator(#[from] openvibe_operators::Error),
+    /// A memory operation failed.
+    #[error(transparent)]
+    Memory(#[from] openvibe_memory::MemoryError),
+    /// The scheduler refused a trigger.
+    #[error("scheduling role `{role}`: {source}")]
+    Schedule {
+        /// The role.
+        role: String,
+        /// The scheduler's error.
+        #[source]
+        source: ScheduleError,
+    },
+}

@@ -1,0 +1,26 @@
+//! # openvibe-roles — layer 3
+//!
+//! - [`Role`]: identity ([soul](Role::soul)), operators, [authority](AuthorityConfig)
+//!   (autonomous / needs approval / forbidden — enforced on tool calls through
+//!   an [`ApprovalHook`], deny by default), [clearance](openvibe_memory::ClearanceProfile)
+//!   and memory. [`Role::get_operator`] binds an operator to the role: a
+//!   [`RoleAwareLlm`] that injects the soul (and V1 memories when the role has
+//!   no agent memory), the memory assembler, the episode recorder and the
+//!   authority gate.
+//! - [`RoleRuntime`]: roles built with the shared LLM, memory, workspace and
+//!   scheduler; `activate(role, operator, workflow, input)`; `start()`.
+
+mod authority;
+mod error;
+mod role;
+mod runtime;
+mod soul;
+
+pub use authority::{
+    ApprovalDecision, ApprovalHook, ApprovalRequest, ApproveAll, Authority, AuthorityConfig,
+    DenyAll,
+};
+pub use error::Error;
+pub use role::{DEFAULT_RECALL_LIMIT, Role, RoleAwareLlm};
+pub use runtime::RoleRuntime;
+pub use soul::Soul;

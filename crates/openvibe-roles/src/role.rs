@@ -1,0 +1,334 @@
+//! `Role`: who the agent is (soul), what it may do (authority), what it may
+//! read (clearance), what it remembers (memory), and the operators it owns.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, MemoryFilesystem};
+use openvibe_operators::{BoundOperator, Operator};
+use openvibe_primitives::NodeContext;
+use openvibe_protocols::{LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider};
+
+use crate::Error;
+use crate::authority::{ApprovalHook, Authority, AuthorityConfig, AuthorityGate, DenyAll};
+use crate::soul::Soul;
+
+/// How many V1 memories the role-aware LLM recalls into a prompt.
+pub const DEFAULT_RECALL_LIMIT: usize = 10;
+
+/// A role.
+///
+/// ```
+/// use openvibe_memory::ClearanceProfile;
+/// use openvibe_protocols::Classification;
+/// use openvibe_roles::{Authority, AuthorityConfig, Role};
+///
+/// let cro = Role::new("cro")
+///     .soul("You are the CRO. Data-driven.")
+///     .authority(AuthorityConfig::new().autonomous(["qualify_lead"]).forbidden(["sign_contracts"]))
+///     .clearance(ClearanceProfile::new("cro").with_domain("revenue", Classification::Confidential));
+/// assert_eq!(cro.can_act("qualify_lead"), Authority::Autonomous);
+/// assert_eq!(cro.can_act("sign_contracts"), Authority::Forbidden);
+/// assert_eq!(cro.can_act("anything_else"), Authority::NeedsApproval);
+/// assert_eq!(Role::new("free").can_act("anything"), Authority::Autonomous);
+/// ```
+#[derive(Clone)]
+pub struct Role {
+    role_id: String,
+    soul: Soul,
+    operators: Vec<Operator>,
+    authority: Option<AuthorityConfig>,
+    clearance: Option<ClearanceProfile>,
+    llm: Option<Arc<dyn LlmProvider>>,
+    memory: Option<Arc<dyn MemoryProvider>>,
+    agent_memory: Option<AgentMemory>,
+    approver: Arc<dyn ApprovalHook>,
+    recall_limit: usize,
+}
+
+impl Role {
+    /// A role with no soul, operators, authority, clearance or memory.
+    pub fn new(role_id: impl Into<String>) -> Self {
+        Self {
+            role_id: role_id.into(),
+            soul: Soul::None,
+            operators: Vec::new(),
+            authority: None,
+            clearance: None,
+            llm: None,
+            memory: None,
+            agent_memory: None,
+            approver: Arc::new(DenyAll),
+            recall_limit: DEFAULT_RECALL_LIMIT,
+        }
+    }
+
+    /// The soul: inline text, or the path of a `.md`/`.yaml` file.
+    #[must_use]
+    pub fn soul(mut self, soul: impl Into<String>) -> Self {
+        self.soul = Soul::from_value(soul);
+        self
+    }
+
+    /// The soul from a file, whatever its name.
+    #[must_use]
+    pub fn soul_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.soul = Soul::File(path.into());
+        self
+    }
+
+    /// Add an operator.
+    #[must_use]
+    pub fn operator(mut self, operator: Operator) -> Self {
+        self.operators.push(operator);
+        self
+    }
+
+    /// What the role may do. Without it, every action is autonomous.
+    #[must_use]
+    pub fn authority(mut self, authority: AuthorityConfig) -> Self {
+        self.authority = Some(authority);
+        self
+    }
+
+    /// What the role may read. A role with a clearance gets an
+    /// [`AgentMemory`] from the [`RoleRuntime`](crate::RoleRuntime).
+    #[must_use]
+    pub fn clearance(mut self, clearance: ClearanceProfile) -> Self {
+        self.clearance = Some(clearance);
+        self
+    }
+
+    /// Who decides on `needs_approval` actions (default: [`DenyAll`]).
+    #[must_use]
+    pub fn approver(mut self, approver: impl ApprovalHook + 'static) -> Self {
+        self.approver = Arc::new(approver);
+        self
+    }
+
+    /// The LLM its operators use.
+    #[must_use]
+    pub fn with_llm(mut self, llm: Arc<dyn LlmProvider>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// V1 key/value memory, recalled into prompts when the role has no agent memory.
+    #[must_use]
+    pub fn with_memory(mut self, memory: Arc<dyn MemoryProvider>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Structured memory: episodes are recorded in it and its insights,
+    /// workspace facts and recent episodes are assembled into prompts.
+    #[must_use]
+    pub fn with_agent_memory(mut self, memory: AgentMemory) -> Self {
+        self.agent_memory = Some(memory);
+        self
+    }
+
+    /// How many V1 memories are recalled into a prompt (default 10).
+    #[must_use]
+    pub fn recall_limit(mut self, limit: usize) -> Self {
+        self.recall_limit = limit;
+        self
+    }
+
+    /// The role id.
+    pub fn role_id(&self) -> &str {
+        &self.role_id
+    }
+
+    /// How the role may perform `action`: forbidden > needs approval >
+    /// autonomous, unknown actions need approval; without an authority
+    /// configuration everything is autonomous.
+    pub fn can_act(&self, action: &str) -> Authority {
+        self.authority
+            .as_ref()
+            .map_or(Authority::Autonomous, |a| a.can_act(action))
+    }
+
+    /// The authority configuration.
+    pub fn authority_config(&self) -> Option<&AuthorityConfig> {
+        self.authority.as_ref()
+    }
+
+    /// The clearance.
+    pub fn clearance_profile(&self) -> Option<&ClearanceProfile> {
+        self.clearance.as_ref()
+    }
+
+    /// The structured memory.
+    pub fn agent_memory(&self) -> Option<&AgentMemory> {
+        self.agent_memory.as_ref()
+    }
+
+    /// The V1 memory.
+    pub fn memory(&self) -> Option<&Arc<dyn MemoryProvider>> {
+        self.memory.as_ref()
+    }
+
+    /// The soul's text (a soul file is read now).
+    pub fn soul_text(&self) -> Result<String, Error> {
+        self.soul.load(&self.role_id)
+    }
+
+    /// The operators.
+    pub fn operators(&self) -> &[Operator] {
+        &self.operators
+    }
+
+    /// Operator ids, in the order they were added.
+    pub fn operator_ids(&self) -> Vec<&str> {
+        self.operators.iter().map(Operator::id).collect()
+    }
+
+    /// The effective clearance (no clearance: public only).
+    fn effective_clearance(&self) -> ClearanceProfile {
+        self.clearance
+            .clone()
+            .unwrap_or_else(|| ClearanceProfile::new(self.role_id.clone()))
+    }
+
+    /// The operator `operator_id`, bound to this role: its LLM injects the
+    /// soul (and V1 memories when there is no agent memory), its memory
+    /// scopes are assembled from the agent memory within the role's
+    /// clearance, its episodes go to the agent memory, and its tools are
+    /// gated by the role's authority.
+    pub fn get_operator(&self, operator_id: &str) -> Result<BoundOperator, Error> {
+        let operator = self
+            .operators
+            .iter()
+            .find(|o| o.id() == operator_id)
+            .ok_or_else(|| Error::UnknownOperator {
+                role: self.role_id.clone(),
+                operator: operator_id.to_owned(),
+                known: self.operator_ids().into_iter().map(str::to_owned).collect(),
+            })?;
+        let inner = self
+            .llm
+            .clone()
+            .ok_or_else(|| Error::NoLlm(self.role_id.clone()))?;
+        let llm = RoleAwareLlm::new(self, inner)?;
+        let mut ctx = NodeContext::new(Arc::new(llm)).with_tool_gate(Arc::new(AuthorityGate {
+            role_id: self.role_id.clone(),
+            authority: self.authority.clone(),
+            approver: self.approver.clone(),
+        }));
+        if let Some(memory) = &self.agent_memory {
+            ctx = ctx
+                .with_assembler(Arc::new(MemoryAssembler::new(
+                    memory.clone(),
+                    self.effective_clearance(),
+                )))
+                .with_episode_sink(Arc::new(memory.clone()));
+        }
+        Ok(operator.bind(ctx))
+    }
+
+    /// The role's memory as a browsable filesystem (when it has agent memory).
+    pub fn filesystem(&self) -> Result<Option<MemoryFilesystem>, Error> {
+        let Some(memory) = &self.agent_memory else {
+            return Ok(None);
+        };
+        Ok(Some(
+            MemoryFilesystem::new(self.role_id.clone(), memory.clone())
+                .with_soul(self.soul_text()?)
+                .with_clearance(self.effective_clearance()),
+        ))
+    }
+}
+
+impl fmt::Debug for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Role")
+            .field("role_id", &self.role_id)
+            .field("soul", &self.soul)
+            .field("operators", &self.operator_ids())
+            .field("authority", &self.authority)
+            .field("clearance", &self.clearance)
+            .field("llm", &self.llm.is_some())
+            .field("memory", &self.memory.is_some())
+            .field("agent_memory", &self.agent_memory.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The LLM a role's operators talk to: it puts the soul before every system
+/// prompt and, for roles without agent memory, appends the role's V1
+/// memories under `## Relevant Memories`.
+pub struct RoleAwareLlm {
+    role_id: String,
+    soul: String,
+    memory: Option<Arc<dyn MemoryProvider>>,
+    recall_limit: usize,
+    inner: Arc<dyn LlmProvider>,
+}
+
+impl RoleAwareLlm {
+    /// Wrap `inner` for `role`.
+    pub fn new(role: &Role, inner: Arc<dyn LlmProvider>) -> Result<Self, Error> {
+        Ok(Self {
+            role_id: role.role_id.clone(),
+            soul: role.soul_text()?,
+            memory: if role.agent_memory.is_none() {
+                role.memory.clone()
+            } else {
+                None
+            },
+            recall_limit: role.recall_limit,
+            inner,
+        })
+    }
+}
+
+#[async_trait]
+impl LlmProvider for RoleAwareLlm {
+    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let mut request = request.clone();
+        if !self.soul.is_empty() {
+            request.system = if request.system.is_empty() {
+                self.soul.clone()
+            } else {
+                format!("{}\n\n{}", self.soul, request.system)
+            };
+        }
+        if let Some(memory) = &self.memory {
+            // V1 memories are a role's short notes: all of them (newest
+            // first, up to the limit) go into every prompt.
+            let recalled = memory
+                .recall(&self.role_id, "", self.recall_limit)
+                .await
+                .map_err(|e| {
+                    LlmError::Other(format!(
+                        "recalling the memories of role `{}` failed: {e}",
+                        self.role_id
+                    ))
+                })?;
+            if !recalled.is_empty() {
+                let mut section = String::from("## Relevant Memories");
+                for entry in &recalled {
+                    section.push_str("\n- ");
+                    section.push_str(&entry.content);
+                }
+                if !request.system.is_empty() {
+                    request.system.push_str("\n\n");
+                }
+                request.system.push_str(&section);
+            }
+        }
+        self.inner.call(&request).await
+    }
+}
+
+impl fmt::Debug for RoleAwareLlm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RoleAwareLlm")
+            .field("role_id", &self.role_id)
+            .field("v1_memory", &self.memory.is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,195 @@
+//! `RoleRuntime`: roles wired to the shared LLM, memory, workspace and scheduler.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use openvibe_memory::{AgentMemory, WorkspaceMemory};
+use openvibe_protocols::{LlmProvider, MemoryProvider, RecordMeta, ScheduleProvider, State};
+use tracing::Instrument;
+
+use crate::{Error, Role};
+
+/// Roles plus the infrastructure they share.
+///
+/// ```
+/// use std::sync::Arc;
+/// use openvibe_memory::{ClearanceProfile, WorkspaceMemory};
+/// use openvibe_operators::Operator;
+/// use openvibe_primitives::{LlmNode, testing::ScriptedLlm};
+/// use openvibe_protocols::{LlmResponse, State};
+/// use openvibe_roles::{Role, RoleRuntime};
+///
+/// let ops = Operator::new("revenue_ops")
+///     .node(LlmNode::new("qualify", "You qualify leads.", |s: &State| {
+///         Ok(format!("Score: {}", s.require_str("lead")?))
+///     }).output_key("score"))
+///     .sequence("qualify", ["qualify"]).unwrap();
+/// let cro = Role::new("cro").soul("You are the CRO.").operator(ops).clearance(ClearanceProfile::new("cro"));
+/// let llm = ScriptedLlm::new([LlmResponse::text(r#"{"score": 85}"#)]);
+/// let runtime = RoleRuntime::new(Arc::new(llm.clone()))
+///     .with_workspace(WorkspaceMemory::new())
+///     .role(cro).unwrap();
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let out = runtime.activate("cro", "revenue_ops", "qualify", [("lead", "Acme")].into_iter().collect()).await.unwrap();
+/// assert_eq!(out.get("score").unwrap()["score"], 85);
+/// assert_eq!(llm.requests()[0].system, "You are the CRO.\n\nYou qualify leads.");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct RoleRuntime {
+    llm: Arc<dyn LlmProvider>,
+    memory: Option<Arc<dyn MemoryProvider>>,
+    workspace: Option<WorkspaceMemory>,
+    scheduler: Option<Arc<dyn ScheduleProvider>>,
+    tenant_id: String,
+    roles: BTreeMap<String, Role>,
+}
+
+impl RoleRuntime {
+    /// A runtime whose roles use `llm`.
+    pub fn new(llm: Arc<dyn LlmProvider>) -> Self {
+        Self {
+            llm,
+            memory: None,
+            workspace: None,
+            scheduler: None,
+            tenant_id: RecordMeta::DEFAULT_TENANT.to_owned(),
+            roles: BTreeMap::new(),
+        }
+    }
+
+    /// V1 key/value memory shared by roles that do not bring their own.
+    #[must_use]
+    pub fn with_memory(mut self, memory: Arc<dyn MemoryProvider>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The workspace the roles' agent memories publish to and read from.
+    #[must_use]
+    pub fn with_workspace(mut self, workspace: WorkspaceMemory) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// The scheduler `start` registers triggers with.
+    #[must_use]
+    pub fn with_scheduler(mut self, scheduler: Arc<dyn ScheduleProvider>) -> Self {
+        self.scheduler = Some(scheduler);
+        self
+    }
+
+    /// The tenant the roles' agent memories act in (default `default`).
+    /// Set it before adding roles.
+    #[must_use]
+    pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Self {
+        self.tenant_id = tenant_id.into();
+        self
+    }
+
+    /// Add a role, wired to the shared LLM and memory; a role that declares
+    /// a clearance and has no agent memory gets one (connected to the workspace).
+    pub fn role(mut self, role: Role) -> Result<Self, Error> {
+        let id = role.role_id().to_owned();
+        if self.roles.contains_key(&id) {
+            return Err(Error::DuplicateRole(id));
+        }
+        let mut role = role.with_llm(self.llm.clone());
+        if role.memory().is_none()
+            && let Some(memory) = &self.memory
+        {
+            role = role.with_memory(memory.clone());
+        }
+        if role.agent_memory().is_none()
+            && let Some(clearance) = role.clearance_profile()
+        {
+            let mut memory =
+                AgentMemory::new(id.clone()).with_context(clearance.context(&self.tenant_id));
+            if let Some(workspace) = &self.workspace {
+                memory = memory.with_workspace(workspace.clone());
+            }
+            role = role.with_agent_memory(memory);
+        }
+        self.roles.insert(id, role);
+        Ok(self)
+    }
+
+    /// A role by id.
+    pub fn get_role(&self, role_id: &str) -> Result<&Role, Error> {
+        self.roles.get(role_id).ok_or_else(|| Error::UnknownRole {
+            role: role_id.to_owned(),
+            known: self.roles.keys().cloned().collect(),
+        })
+    }
+
+    /// Every role, by id.
+    pub fn list_roles(&self) -> Vec<&Role> {
+        self.roles.values().collect()
+    }
+
+    /// The shared workspace.
+    pub fn workspace(&self) -> Option<&WorkspaceMemory> {
+        self.workspace.as_ref()
+    }
+
+    /// The shared LLM (without any role's soul).
+    pub fn llm(&self) -> &Arc<dyn LlmProvider> {
+        &self.llm
+    }
+
+    /// Run `workflow` of `operator` as `role`: role → operator → workflow → final state.
+    pub async fn activate(
+        &self,
+        role_id: &str,
+        operator_id: &str,
+        workflow_id: &str,
+        input: State,
+    ) -> Result<State, Error> {
+        let span = tracing::info_span!(
+            "activate",
+            role = role_id,
+            operator = operator_id,
+            workflow = workflow_id
+        );
+        let operator = self.get_role(role_id)?.get_operator(operator_id)?;
+        Ok(operator
+            .run_workflow(workflow_id, input)
+            .instrument(span)
+            .await?)
+    }
+
+    /// Register every trigger of every role's operators with the scheduler;
+    /// returns the schedule ids. Fails without a scheduler.
+    pub async fn start(&self) -> Result<Vec<String>, Error> {
+        let scheduler = self.scheduler.as_ref().ok_or(Error::NoScheduler)?;
+        let mut ids = Vec::new();
+        for role in self.roles.values() {
+            for operator in role.operators() {
+                for trigger in operator.triggers() {
+                    let id =
+                        scheduler
+                            .schedule(role.role_id(), trigger)
+                            .await
+                            .map_err(|source| Error::Schedule {
+                                role: role.role_id().to_owned(),
+                                source,
+                            })?;
+                    ids.push(id);
+                }
+            }
+        }
+        Ok(ids)
+    }
+}
+
+impl fmt::Debug for RoleRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RoleRuntime")
+            .field("roles", &self.roles.keys().collect::<Vec<_>>())
+            .field("memory", &self.memory.is_some())
+            .field("workspace", &self.workspace.is_some())
+            .field("scheduler", &self.scheduler.is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,113 @@
+//! # openvibe
+//!
+//! LLM agents that *remember*: roles with identity and authority, operators
+//! with workflows, and a governed multi-agent memory.
+//!
+//! This crate re-exports the layered crates; depend on them directly to take
+//! only a part (say, [`memory`] and a backend).
+//!
+//! | layer | crate | re-exported as |
+//! |---|---|---|
+//! | L3 | `openvibe-roles` | [`roles`]: [`Role`], [`RoleRuntime`], [`AuthorityConfig`] |
+//! | L2 | `openvibe-operators` | [`operators`]: [`Operator`], [`OperatorRuntime`], [`StateGraph`] |
+//! | L1 | `openvibe-primitives` | [`primitives`]: [`LlmNode`] ([`llm_node`]), [`AgentNode`] ([`agent_node`]), [`tool`] |
+//! | memory | `openvibe-memory` | [`memory`]: [`AgentMemory`], [`WorkspaceMemory`], [`MemoryFilesystem`], [`ClearanceProfile`] |
+//! | L0 | `openvibe-protocols` | [`protocols`]: [`Fact`], [`Episode`], [`Insight`], [`Classification`], traits |
+//!
+//! ```
+//! use std::sync::Arc;
+//! use openvibe::{
+//!     llm_node, AgentMemory, Classification, ClearanceProfile, Fact, Operator, Role,
+//!     RoleRuntime, ScopeSpec, State, WorkspaceMemory,
+//! };
+//! use openvibe::primitives::testing::ScriptedLlm;
+//! use openvibe::protocols::LlmResponse;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! // Layer 1 + 2: an operator with one LLM step.
+//! let qualify = llm_node("qualify_lead", "You are a lead qualification specialist.", |s: &State| {
+//!     Ok(format!("Score this lead: {}", s.require_str("lead")?))
+//! })
+//! .model("sonnet")
+//! .output_key("score")
+//! .memory_scope(ScopeSpec::new().domain("revenue").entity_from_key("company"));
+//! let revenue_ops = Operator::new("revenue_ops").node(qualify).sequence("qualify", ["qualify_lead"])?;
+//!
+//! // Layer 3: a role with a soul and clearance; memory shared through a workspace.
+//! let cro = Role::new("cro")
+//!     .soul("You are the CRO. Data-driven.")
+//!     .operator(revenue_ops)
+//!     .clearance(ClearanceProfile::new("cro").with_domain("revenue", Classification::Confidential));
+//! let workspace = WorkspaceMemory::new();
+//! workspace
+//!     .store_fact(Fact::new("f1", "Acme renewed twice").entity("acme").domain("revenue"))
+//!     .await?;
+//!
+//! let llm = ScriptedLlm::new([LlmResponse::text(r#"{"score": 88}"#)]);
+//! let runtime = RoleRuntime::new(Arc::new(llm.clone())).with_workspace(workspace).role(cro)?;
+//! let input: State = [("lead", "Acme Corp"), ("company", "acme")].into_iter().collect();
+//! let out = runtime.activate("cro", "revenue_ops", "qualify", input).await?;
+//!
+//! assert_eq!(out.get("score").unwrap()["score"], 88);
+//! let system = &llm.requests()[0].system;
+//! assert!(system.starts_with("You are the CRO. Data-driven."));
+//! assert!(system.contains("Acme renewed twice")); // recalled from the workspace
+//! let memory: &AgentMemory = runtime.get_role("cro")?.agent_memory().unwrap();
+//! assert_eq!(memory.recall_episodes(Default::default()).await?.len(), 1); // the run was remembered
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+pub use openvibe_memory as memory;
+pub use openvibe_operators as operators;
+pub use openvibe_primitives as primitives;
+pub use openvibe_protocols as protocols;
+pub use openvibe_roles as roles;
+
+// Layer 3
+pub use openvibe_roles::{Authority, AuthorityConfig, Role, RoleRuntime};
+// Layer 2
+pub use openvibe_operators::{END, Operator, OperatorRuntime, StateGraph};
+// Layer 1
+pub use openvibe_primitives::{AgentNode, LlmNode, ScopeSpec, Tool, tool};
+// Memory
+pub use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryFilesystem, WorkspaceMemory};
+// Layer 0
+pub use openvibe_protocols::{Classification, Episode, Fact, Insight, State};
+
+use openvibe_protocols::StateError;
+
+/// An [`LlmNode`]: one LLM call (the seed's `@llm_node`).
+pub fn llm_node(
+    name: impl Into<String>,
+    system_prompt: impl Into<String>,
+    user_message: impl Fn(&State) -> Result<String, StateError> + Send + Sync + 'static,
+) -> LlmNode {
+    LlmNode::new(name, system_prompt, user_message)
+}
+
+/// An [`AgentNode`]: a bounded tool-use loop (the seed's `@agent_node`).
+pub fn agent_node(
+    name: impl Into<String>,
+    system_prompt: impl Into<String>,
+    user_message: impl Fn(&State) -> Result<String, StateError> + Send + Sync + 'static,
+) -> AgentNode {
+    AgentNode::new(name, system_prompt, user_message)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The seed's V2 summary: fifteen exports.
+    #[test]
+    fn v2_public_api_exports() {
+        #[allow(unused_imports)]
+        use crate::{
+            AgentMemory, AuthorityConfig, Classification, ClearanceProfile, Episode, Fact, Insight,
+            MemoryFilesystem, Operator, OperatorRuntime, Role, RoleRuntime, WorkspaceMemory,
+            agent_node, llm_node,
+        };
+        let a = llm_node("a", "s", |_| Ok("u".into()));
+        let b = agent_node("b", "s", |_| Ok("u".into()));
+        assert_eq!((a.get_model(), b.get_model()), ("haiku", "haiku"));
+    }
+}
