@@ -407,6 +407,87 @@ fn non_empty(value: impl Into<String>) -> Option<String> {
     (!value.is_empty()).then_some(value)
 }
 
+/// Builder methods the query types share, by group.
+macro_rules! query_builders {
+    (common) => {
+        /// Filter by entity.
+        #[must_use]
+        pub fn entity(mut self, entity: impl Into<String>) -> Self {
+            self.entity = non_empty(entity);
+            self
+        }
+
+        /// Filter by domain.
+        #[must_use]
+        pub fn domain(mut self, domain: impl Into<String>) -> Self {
+            self.domain = non_empty(domain);
+            self
+        }
+
+        /// Filter by tags (any of them).
+        #[must_use]
+        pub fn tags<I, S>(mut self, tags: I) -> Self
+        where
+            I: IntoIterator<Item = S>,
+            S: Into<String>,
+        {
+            self.tags = tags.into_iter().map(Into::into).collect();
+            self
+        }
+
+        /// Filter by text (every term must occur).
+        #[must_use]
+        pub fn text(mut self, text: impl Into<String>) -> Self {
+            self.text = non_empty(text);
+            self
+        }
+
+        /// Only records from this time on.
+        #[must_use]
+        pub fn since(mut self, since: DateTime<Utc>) -> Self {
+            self.since = Some(since);
+            self
+        }
+
+        /// Set the limit.
+        #[must_use]
+        pub fn limit(mut self, limit: usize) -> Self {
+            self.limit = limit;
+            self
+        }
+    };
+    (agent) => {
+        /// Filter by agent.
+        #[must_use]
+        pub fn agent(mut self, agent_id: impl Into<String>) -> Self {
+            self.agent_id = non_empty(agent_id);
+            self
+        }
+    };
+    (scored) => {
+        /// Only records that name no entity (see the `general` field).
+        #[must_use]
+        pub fn general(mut self) -> Self {
+            self.general = true;
+            self
+        }
+
+        /// Filter by minimum confidence.
+        #[must_use]
+        pub fn min_confidence(mut self, min_confidence: f64) -> Self {
+            self.min_confidence = min_confidence;
+            self
+        }
+
+        /// Set access tracking.
+        #[must_use]
+        pub fn track_access(mut self, track: bool) -> Self {
+            self.track_access = track;
+            self
+        }
+    };
+}
+
 /// Filters of [`FactStore::query`]. Empty strings mean "no filter".
 ///
 /// Results are ordered by relevance when `text` is given (each query term
@@ -471,72 +552,8 @@ impl FactQuery {
         }
     }
 
-    /// Only records that name no entity (see the `general` field).
-    #[must_use]
-    pub fn general(mut self) -> Self {
-        self.general = true;
-        self
-    }
-
-    /// Filter by entity.
-    #[must_use]
-    pub fn entity(mut self, entity: impl Into<String>) -> Self {
-        self.entity = non_empty(entity);
-        self
-    }
-
-    /// Filter by domain.
-    #[must_use]
-    pub fn domain(mut self, domain: impl Into<String>) -> Self {
-        self.domain = non_empty(domain);
-        self
-    }
-
-    /// Filter by tags (any of them).
-    #[must_use]
-    pub fn tags<I, S>(mut self, tags: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Filter by text.
-    #[must_use]
-    pub fn text(mut self, text: impl Into<String>) -> Self {
-        self.text = non_empty(text);
-        self
-    }
-
-    /// Filter by minimum confidence.
-    #[must_use]
-    pub fn min_confidence(mut self, min_confidence: f64) -> Self {
-        self.min_confidence = min_confidence;
-        self
-    }
-
-    /// Filter by creation time.
-    #[must_use]
-    pub fn since(mut self, since: DateTime<Utc>) -> Self {
-        self.since = Some(since);
-        self
-    }
-
-    /// Set the limit.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Set access tracking.
-    #[must_use]
-    pub fn track_access(mut self, track: bool) -> Self {
-        self.track_access = track;
-        self
-    }
+    query_builders!(common);
+    query_builders!(scored);
 }
 
 /// Filters of [`EpisodicStore::query`]. Empty strings mean "no filter".
@@ -586,58 +603,8 @@ impl EpisodeQuery {
         Self::default().agent(agent_id)
     }
 
-    /// Filter by agent.
-    #[must_use]
-    pub fn agent(mut self, agent_id: impl Into<String>) -> Self {
-        self.agent_id = non_empty(agent_id);
-        self
-    }
-
-    /// Filter by entity.
-    #[must_use]
-    pub fn entity(mut self, entity: impl Into<String>) -> Self {
-        self.entity = non_empty(entity);
-        self
-    }
-
-    /// Filter by domain.
-    #[must_use]
-    pub fn domain(mut self, domain: impl Into<String>) -> Self {
-        self.domain = non_empty(domain);
-        self
-    }
-
-    /// Filter by tags (any of them).
-    #[must_use]
-    pub fn tags<I, S>(mut self, tags: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Filter by text.
-    #[must_use]
-    pub fn text(mut self, text: impl Into<String>) -> Self {
-        self.text = non_empty(text);
-        self
-    }
-
-    /// Filter by time.
-    #[must_use]
-    pub fn since(mut self, since: DateTime<Utc>) -> Self {
-        self.since = Some(since);
-        self
-    }
-
-    /// Set the limit.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
+    query_builders!(common);
+    query_builders!(agent);
 }
 
 /// Filters of [`InsightStore::query`]. Empty strings mean "no filter".
@@ -702,59 +669,6 @@ impl InsightQuery {
         Self::default().agent(agent_id)
     }
 
-    /// Filter by agent.
-    #[must_use]
-    pub fn agent(mut self, agent_id: impl Into<String>) -> Self {
-        self.agent_id = non_empty(agent_id);
-        self
-    }
-
-    /// Only records that name no entity (see the `general` field).
-    #[must_use]
-    pub fn general(mut self) -> Self {
-        self.general = true;
-        self
-    }
-
-    /// Filter by entity.
-    #[must_use]
-    pub fn entity(mut self, entity: impl Into<String>) -> Self {
-        self.entity = non_empty(entity);
-        self
-    }
-
-    /// Filter by domain.
-    #[must_use]
-    pub fn domain(mut self, domain: impl Into<String>) -> Self {
-        self.domain = non_empty(domain);
-        self
-    }
-
-    /// Filter by tags (any of them).
-    #[must_use]
-    pub fn tags<I, S>(mut self, tags: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Filter by text.
-    #[must_use]
-    pub fn text(mut self, text: impl Into<String>) -> Self {
-        self.text = non_empty(text);
-        self
-    }
-
-    /// Filter by minimum confidence.
-    #[must_use]
-    pub fn min_confidence(mut self, min_confidence: f64) -> Self {
-        self.min_confidence = min_confidence;
-        self
-    }
-
     /// Filter by status.
     #[must_use]
     pub fn status(mut self, status: InsightStatus) -> Self {
@@ -762,26 +676,9 @@ impl InsightQuery {
         self
     }
 
-    /// Filter by creation time.
-    #[must_use]
-    pub fn since(mut self, since: DateTime<Utc>) -> Self {
-        self.since = Some(since);
-        self
-    }
-
-    /// Set the limit.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Set access tracking.
-    #[must_use]
-    pub fn track_access(mut self, track: bool) -> Self {
-        self.track_access = track;
-        self
-    }
+    query_builders!(common);
+    query_builders!(agent);
+    query_builders!(scored);
 }
 
 /// Shared, classified facts (workspace memory).
