@@ -291,6 +291,50 @@ impl Default for Fact {
     }
 }
 
+/// Builder methods the record types share.
+macro_rules! record_builders {
+    () => {
+        /// Set the entity.
+        #[must_use]
+        pub fn entity(mut self, entity: impl Into<String>) -> Self {
+            self.entity = entity.into();
+            self
+        }
+
+        /// Set the domain.
+        #[must_use]
+        pub fn domain(mut self, domain: impl Into<String>) -> Self {
+            self.domain = domain.into();
+            self
+        }
+
+        /// Set the tags.
+        #[must_use]
+        pub fn tags<I, S>(mut self, tags: I) -> Self
+        where
+            I: IntoIterator<Item = S>,
+            S: Into<String>,
+        {
+            self.tags = tags.into_iter().map(Into::into).collect();
+            self
+        }
+
+        /// Set the classification.
+        #[must_use]
+        pub fn classification(mut self, classification: Classification) -> Self {
+            self.meta.classification = classification;
+            self
+        }
+
+        /// Set the creation time (which orders records of equal rank).
+        #[must_use]
+        pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
+            self.meta.created_at = at;
+            self
+        }
+    };
+}
+
 impl Fact {
     /// A fact with defaults everywhere else (internal, confidence 1.0).
     pub fn new(id: impl Into<String>, content: impl Into<String>) -> Self {
@@ -299,38 +343,6 @@ impl Fact {
             content: content.into(),
             ..Self::default()
         }
-    }
-
-    /// Set the entity.
-    #[must_use]
-    pub fn entity(mut self, entity: impl Into<String>) -> Self {
-        self.entity = entity.into();
-        self
-    }
-
-    /// Set the domain.
-    #[must_use]
-    pub fn domain(mut self, domain: impl Into<String>) -> Self {
-        self.domain = domain.into();
-        self
-    }
-
-    /// Set the tags.
-    #[must_use]
-    pub fn tags<I, S>(mut self, tags: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Set the classification.
-    #[must_use]
-    pub fn classification(mut self, classification: Classification) -> Self {
-        self.meta.classification = classification;
-        self
     }
 
     /// Set the source.
@@ -375,12 +387,7 @@ impl Fact {
         self
     }
 
-    /// Set the creation time (which orders facts of equal relevance and confidence).
-    #[must_use]
-    pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
-        self.meta.created_at = at;
-        self
-    }
+    record_builders!();
 }
 
 /// Lifecycle of an [`Insight`].
@@ -517,31 +524,6 @@ impl Insight {
         }
     }
 
-    /// Set the entity.
-    #[must_use]
-    pub fn entity(mut self, entity: impl Into<String>) -> Self {
-        self.entity = entity.into();
-        self
-    }
-
-    /// Set the domain.
-    #[must_use]
-    pub fn domain(mut self, domain: impl Into<String>) -> Self {
-        self.domain = domain.into();
-        self
-    }
-
-    /// Set the tags.
-    #[must_use]
-    pub fn tags<I, S>(mut self, tags: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.tags = tags.into_iter().map(Into::into).collect();
-        self
-    }
-
     /// Set the evidence count.
     #[must_use]
     pub fn evidence(mut self, evidence_count: u64) -> Self {
@@ -549,19 +531,7 @@ impl Insight {
         self
     }
 
-    /// Set the classification.
-    #[must_use]
-    pub fn classification(mut self, classification: Classification) -> Self {
-        self.meta.classification = classification;
-        self
-    }
-
-    /// Set the creation time (which orders insights of equal confidence).
-    #[must_use]
-    pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
-        self.meta.created_at = at;
-        self
-    }
+    record_builders!();
 }
 
 /// What a [`RetrievalTrace`] records.
