@@ -580,3 +580,59 @@ mod tests {
         assert_eq!(v1_id("cro", "k"), v1_id("cro", "k"));
     }
 }
+
+/// V1 key/value memory in process (the source design's `InMemoryStore`):
+/// namespaced entries, recalled by text terms (every term must occur; an
+/// empty query recalls everything), newest first.
+///
+/// It is [`AgentMemory`]'s V1 implementation over its own in-memory stores,
+/// so both recall alike.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use openvibe_memory::InMemoryStore;
+/// use openvibe_protocols::MemoryProvider;
+///
+/// let memory = InMemoryStore::new();
+/// memory.store("cro", "m1", "Webinar leads convert 2x").await?;
+/// assert_eq!(memory.recall("cro", "webinar", 10).await?.len(), 1);
+/// assert!(memory.recall("cmo", "", 10).await?.is_empty());
+/// assert!(memory.delete("cro", "m1").await?);
+/// # Ok::<(), openvibe_protocols::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct InMemoryStore(AgentMemory);
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self(AgentMemory::new("v1_memory"))
+    }
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait]
+impl MemoryProvider for InMemoryStore {
+    async fn store(&self, namespace: &str, key: &str, content: &str) -> Result<(), StoreError> {
+        self.0.store(namespace, key, content).await
+    }
+
+    async fn recall(
+        &self,
+        namespace: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<MemoryEntry>, StoreError> {
+        self.0.recall(namespace, query, limit).await
+    }
+
+    async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {
+        self.0.delete(namespace, key).await
+    }
+}

@@ -55,64 +55,64 @@ fn check_content(content: &str) -> Result<(), StoreError> {
 /// confidence, then recency, then id, and validated and tracked alike.
 macro_rules! confidence_ordered {
     () => {
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn set_id(&mut self, id: String) {
-        self.id = id;
-    }
-    fn meta(&self) -> &RecordMeta {
-        &self.meta
-    }
-    fn meta_mut(&mut self) -> &mut RecordMeta {
-        &mut self.meta
-    }
-    fn entity(&self) -> &str {
-        &self.entity
-    }
-    fn domain(&self) -> &str {
-        &self.domain
-    }
-    fn tags(&self) -> &[String] {
-        &self.tags
-    }
-    fn search_text(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.content)
-    }
-    fn order_key(&self) -> ConfidenceOrder {
-        (
-            Reverse(Score(self.confidence)),
-            Reverse(self.meta.created_at),
-            self.id.clone(),
-        )
-    }
-    fn confidence(&self) -> f64 {
-        self.confidence
-    }
-    fn time(&self) -> DateTime<Utc> {
-        self.meta.created_at
-    }
-    const WALK: WalkBy = WalkBy::Confidence;
-    fn validate(&self) -> Result<(), StoreError> {
-        validate_record_id(&self.id)?;
-        check_content(&self.content)?;
-        check_unit("confidence", self.confidence)?;
-        check_importance(self.importance)
-    }
-    fn prepare_new(&mut self) {
-        self.access_count = 0;
-        self.last_accessed = None;
-        self.content_hash = Some(content_hash(&self.content));
-    }
-    fn keep_from(&mut self, old: &Self) {
-        self.access_count = old.access_count;
-        self.last_accessed = old.last_accessed;
-        self.content_hash = Some(content_hash(&self.content));
-    }
-    fn record_access(&mut self, now: DateTime<Utc>) {
-        self.access_count = self.access_count.saturating_add(1);
-        self.last_accessed = Some(now);
-    }
+        fn id(&self) -> &str {
+            &self.id
+        }
+        fn set_id(&mut self, id: String) {
+            self.id = id;
+        }
+        fn meta(&self) -> &RecordMeta {
+            &self.meta
+        }
+        fn meta_mut(&mut self) -> &mut RecordMeta {
+            &mut self.meta
+        }
+        fn entity(&self) -> &str {
+            &self.entity
+        }
+        fn domain(&self) -> &str {
+            &self.domain
+        }
+        fn tags(&self) -> &[String] {
+            &self.tags
+        }
+        fn search_text(&self) -> Cow<'_, str> {
+            Cow::Borrowed(&self.content)
+        }
+        fn order_key(&self) -> ConfidenceOrder {
+            (
+                Reverse(Score(self.confidence)),
+                Reverse(self.meta.created_at),
+                self.id.clone(),
+            )
+        }
+        fn confidence(&self) -> f64 {
+            self.confidence
+        }
+        fn time(&self) -> DateTime<Utc> {
+            self.meta.created_at
+        }
+        const WALK: WalkBy = WalkBy::Confidence;
+        fn validate(&self) -> Result<(), StoreError> {
+            validate_record_id(&self.id)?;
+            check_content(&self.content)?;
+            check_unit("confidence", self.confidence)?;
+            check_importance(self.importance)
+        }
+        fn prepare_new(&mut self) {
+            self.access_count = 0;
+            self.last_accessed = None;
+            self.content_hash = Some(content_hash(&self.content));
+        }
+        fn keep_from(&mut self, old: &Self) {
+            self.access_count = old.access_count;
+            self.last_accessed = old.last_accessed;
+            self.content_hash = Some(content_hash(&self.content));
+        }
+        fn record_access(&mut self, now: DateTime<Utc>) {
+            self.access_count = self.access_count.saturating_add(1);
+            self.last_accessed = Some(now);
+        }
     };
 }
 

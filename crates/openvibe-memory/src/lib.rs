@@ -51,7 +51,8 @@ pub use access::{
     AccessFilter, CLASSIFICATION_RANK, ClassificationRanks, ClearanceProfile, Governed,
 };
 pub use agent::{
-    AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, PUBLISH_LIMIT, ReflectOptions, ReflectionReport,
+    AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, InMemoryStore, PUBLISH_LIMIT, ReflectOptions,
+    ReflectionReport,
 };
 pub use assembler::{
     ApproxTokenCounter, AssemblyLimits, MemoryAssembler, TokenCounter, approx_tokens,

@@ -2,19 +2,18 @@
 //! enforcement on tool calls, and the role runtime.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use openvibe_memory::{AgentMemory, ClearanceProfile, WorkspaceMemory};
+use openvibe_memory::{AgentMemory, ClearanceProfile, InMemoryStore, WorkspaceMemory};
 use openvibe_operators::Operator;
 use openvibe_primitives::testing::ScriptedLlm;
 use openvibe_primitives::{AgentNode, FnTool, LlmNode, ScopeSpec};
 use openvibe_protocols::{
-    Classification, ContentBlock, EpisodeQuery, Fact, Insight, LlmResponse, MemoryEntry,
-    MemoryProvider, MessageContent, ScheduleError, ScheduleInfo, ScheduleProvider, State,
-    StoreError, TriggerConfig, TriggerKind,
+    Classification, ContentBlock, EpisodeQuery, Fact, Insight, LlmResponse, MemoryProvider,
+    MessageContent, ScheduleError, ScheduleInfo, ScheduleProvider, State, TriggerConfig,
+    TriggerKind,
 };
 use openvibe_roles::{
     ApprovalDecision, ApprovalHook, ApprovalRequest, ApproveAll, Authority, AuthorityConfig, Error,
@@ -63,50 +62,6 @@ fn cro() -> Role {
 
 fn text(s: &str) -> LlmResponse {
     LlmResponse::text(s).with_usage(10, 20)
-}
-
-/// A V1 key/value store (the seed's InMemoryStore).
-#[derive(Default)]
-struct KvStore(Mutex<BTreeMap<(String, String), String>>);
-
-#[async_trait]
-impl MemoryProvider for KvStore {
-    async fn store(&self, namespace: &str, key: &str, content: &str) -> Result<(), StoreError> {
-        self.0
-            .lock()
-            .unwrap()
-            .insert((namespace.into(), key.into()), content.into());
-        Ok(())
-    }
-    async fn recall(
-        &self,
-        namespace: &str,
-        _query: &str,
-        limit: usize,
-    ) -> Result<Vec<MemoryEntry>, StoreError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|((ns, _), _)| ns == namespace)
-            .take(limit)
-            .map(|((ns, key), content)| MemoryEntry {
-                key: key.clone(),
-                content: content.clone(),
-                namespace: ns.clone(),
-                created_at: chrono::Utc::now(),
-            })
-            .collect())
-    }
-    async fn delete(&self, namespace: &str, key: &str) -> Result<bool, StoreError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .remove(&(namespace.into(), key.into()))
-            .is_some())
-    }
 }
 
 // ---------- seed: authority ----------
@@ -183,7 +138,7 @@ async fn memory_scope_assembled_via_role() {
 #[tokio::test]
 async fn role_aware_llm_soul_only_with_agent_memory() {
     let llm = ScriptedLlm::new([text("output")]);
-    let v1 = Arc::new(KvStore::default());
+    let v1 = Arc::new(InMemoryStore::new());
     v1.store("cro", "m1", "Webinar leads convert 2x")
         .await
         .unwrap();
@@ -205,7 +160,7 @@ async fn role_aware_llm_soul_only_with_agent_memory() {
 #[tokio::test]
 async fn v1_memory_still_works() {
     let llm = ScriptedLlm::new([text("output")]);
-    let v1 = Arc::new(KvStore::default());
+    let v1 = Arc::new(InMemoryStore::new());
     v1.store("cro", "m1", "Webinar leads convert 2x")
         .await
         .unwrap();
