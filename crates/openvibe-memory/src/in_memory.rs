@@ -256,6 +256,19 @@ impl<R: Indexed> Tables<R> {
         self.inner.write().map_err(|_| poisoned(R::KIND))
     }
 
+    /// A `tracing` span for one store operation (cheap when nobody listens).
+    fn span(op: &'static str, ctx: &CallerContext) -> tracing::span::EnteredSpan {
+        tracing::debug_span!(
+            "store",
+            backend = "memory",
+            kind = R::KIND,
+            op,
+            tenant = %ctx.tenant_id,
+            principal = %ctx.principal.id,
+        )
+        .entered()
+    }
+
     fn not_found(id: &str) -> StoreError {
         StoreError::NotFound {
             kind: R::KIND,
@@ -264,6 +277,7 @@ impl<R: Indexed> Tables<R> {
     }
 
     fn write_record(&self, ctx: &CallerContext, mut rec: R, mode: Mode) -> Result<R, StoreError> {
+        let _span = Self::span("write_record", ctx);
         if rec.id().is_empty() && mode == Mode::Upsert {
             rec.set_id(uuid::Uuid::new_v4().simple().to_string());
         }
@@ -326,6 +340,7 @@ impl<R: Indexed> Tables<R> {
     }
 
     fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<R>, StoreError> {
+        let _span = Self::span("get", ctx);
         let guard = self.read()?;
         Ok(guard
             .get(&ctx.tenant_id)
@@ -339,6 +354,7 @@ impl<R: Indexed> Tables<R> {
         filter: &Filter<'_, R>,
         track_access: bool,
     ) -> Result<Vec<R>, StoreError> {
+        let _span = Self::span("query", ctx);
         if track_access {
             let mut guard = self.write()?;
             let Some(table) = guard.get_mut(&ctx.tenant_id) else {
@@ -367,6 +383,7 @@ impl<R: Indexed> Tables<R> {
     }
 
     fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        let _span = Self::span("delete", ctx);
         let mut guard = self.write()?;
         let table = guard
             .get_mut(&ctx.tenant_id)
@@ -387,6 +404,7 @@ impl<R: Indexed> Tables<R> {
     }
 
     fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
+        let _span = Self::span("touch", ctx);
         let mut guard = self.write()?;
         let Some(table) = guard.get_mut(&ctx.tenant_id) else {
             return Ok(0);
