@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use openvibe_memory::{AgentMemory, WorkspaceMemory};
-use openvibe_protocols::{LlmProvider, MemoryProvider, RecordMeta, ScheduleProvider, State};
+use openvibe_memory::{AgentMemory, Stores, WorkspaceMemory};
+use openvibe_protocols::{
+    CallerContext, LlmProvider, MemoryProvider, RecordMeta, ScheduleProvider, State,
+};
 use tracing::Instrument;
 
 use crate::{Error, Role};
@@ -41,6 +43,7 @@ pub struct RoleRuntime {
     llm: Arc<dyn LlmProvider>,
     memory: Option<Arc<dyn MemoryProvider>>,
     workspace: Option<WorkspaceMemory>,
+    stores: Option<Stores>,
     scheduler: Option<Arc<dyn ScheduleProvider>>,
     tenant_id: String,
     roles: BTreeMap<String, Role>,
@@ -53,6 +56,7 @@ impl RoleRuntime {
             llm,
             memory: None,
             workspace: None,
+            stores: None,
             scheduler: None,
             tenant_id: RecordMeta::DEFAULT_TENANT.to_owned(),
             roles: BTreeMap::new(),
@@ -70,6 +74,23 @@ impl RoleRuntime {
     #[must_use]
     pub fn with_workspace(mut self, workspace: WorkspaceMemory) -> Self {
         self.workspace = Some(workspace);
+        self
+    }
+
+    /// Keep the roles' memory in these stores (the in-memory backend, or a
+    /// database's): agent memories record episodes and insights in them and,
+    /// unless a workspace was given, the workspace keeps its facts there.
+    /// Swapping backends is this one call. Set it after `with_tenant` and
+    /// before adding roles.
+    #[must_use]
+    pub fn with_stores(mut self, stores: Stores) -> Self {
+        if self.workspace.is_none() {
+            self.workspace = Some(
+                WorkspaceMemory::with_store(stores.facts.clone())
+                    .with_context(CallerContext::system().with_tenant(self.tenant_id.clone())),
+            );
+        }
+        self.stores = Some(stores);
         self
     }
 
@@ -106,6 +127,9 @@ impl RoleRuntime {
         {
             let mut memory =
                 AgentMemory::new(id.clone()).with_context(clearance.context(&self.tenant_id));
+            if let Some(stores) = &self.stores {
+                memory = memory.with_stores(stores.episodes.clone(), stores.insights.clone());
+            }
             if let Some(workspace) = &self.workspace {
                 memory = memory.with_workspace(workspace.clone());
             }
@@ -189,6 +213,7 @@ impl fmt::Debug for RoleRuntime {
             .field("roles", &self.roles.keys().collect::<Vec<_>>())
             .field("memory", &self.memory.is_some())
             .field("workspace", &self.workspace.is_some())
+            .field("stores", &self.stores.is_some())
             .field("scheduler", &self.scheduler.is_some())
             .finish_non_exhaustive()
     }

@@ -664,3 +664,58 @@ async fn clearance_limits_what_the_role_sees_in_its_prompt() {
     );
     assert!(!system.contains("brand guide"), "no clearance in marketing");
 }
+
+#[tokio::test]
+async fn with_stores_puts_agent_memory_and_workspace_in_the_given_backend() {
+    use openvibe_memory::Stores;
+    use openvibe_protocols::{CallerContext, EpisodeQuery as Q, FactQuery, InsightQuery};
+    let stores = Stores::in_memory();
+    let llm = ScriptedLlm::always(text("ok"));
+    let runtime = RoleRuntime::new(Arc::new(llm))
+        .with_stores(stores.clone())
+        .role(cro())
+        .unwrap();
+    runtime
+        .activate(
+            "cro",
+            "revenue_ops",
+            "qualify",
+            [("lead", "Acme")].into_iter().collect(),
+        )
+        .await
+        .unwrap();
+    let memory = runtime.get_role("cro").unwrap().agent_memory().unwrap();
+    memory
+        .store_insight(Insight::new("i1", "cro", "Learned", 0.9))
+        .await
+        .unwrap();
+    memory.publish_to_workspace(0.5).await.unwrap();
+    let admin = CallerContext::system();
+    assert_eq!(
+        stores
+            .episodes
+            .query(&admin, &Q::new())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        stores
+            .insights
+            .query(&admin, &InsightQuery::new())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        stores
+            .facts
+            .query(&admin, &FactQuery::new())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
