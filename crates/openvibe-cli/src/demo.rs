@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use openvibe::memory::{MemoryFilesystem, ReflectOptions, WorkspaceMemory};
+use openvibe::memory::{MemoryFilesystem, ReflectOptions, Stores};
 use openvibe::primitives::testing::RecordReplayProvider;
 use openvibe::primitives::{AnthropicProvider, OpenAiProvider, ProviderConfig};
 use openvibe::protocols::{
-    EpisodeQuery, InsightQuery, LlmError, LlmProvider, LlmRequest, LlmResponse, State,
+    EpisodeQuery, InsightQuery, LlmError, LlmProvider, LlmRequest, LlmResponse, RecordMeta, State,
 };
 use openvibe::{Role, RoleRuntime};
 
@@ -57,6 +57,8 @@ pub struct Options {
     pub record: Option<PathBuf>,
     /// Reflect (and publish insights) after every run but the last.
     pub reflect: bool,
+    /// Keep memory in this PostgreSQL database instead of in process.
+    pub database_url: Option<String>,
 }
 
 /// Build the model `options` asks for.
@@ -96,6 +98,24 @@ pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
         Some(path) => Arc::new(RecordReplayProvider::record(llm, path.clone())),
         None => llm,
     })
+}
+
+/// The memory backend: in process by default, PostgreSQL with a database URL
+/// (each run then gets a fresh tenant, so runs never see each other's memory).
+async fn make_stores(options: &Options) -> Result<(Stores, String, String), CliError> {
+    match &options.database_url {
+        None => Ok((
+            Stores::in_memory(),
+            RecordMeta::DEFAULT_TENANT.to_owned(),
+            "in-memory".to_owned(),
+        )),
+        Some(url) => {
+            let _ = url;
+            Err(CliError::Usage(
+                "the PostgreSQL backend is not available in this build".to_owned(),
+            ))
+        }
+    }
 }
 
 /// Remembers every request it forwards (to show the prompts the role built).
@@ -139,16 +159,22 @@ pub async fn execute(
         inner: make_llm(options)?,
         requests: Mutex::new(Vec::new()),
     });
-    let workspace = WorkspaceMemory::new();
-    file.seed_workspace(&workspace).await?;
+    let (stores, tenant, backend) = make_stores(options).await?;
     let role = file.build_role(files)?;
     let role_id = role.role_id().to_owned();
     let runtime = RoleRuntime::new(transcript.clone())
-        .with_workspace(workspace)
+        .with_tenant(tenant)
+        .with_stores(stores)
         .role(role)?;
+    if let Some(workspace) = runtime.workspace() {
+        file.seed_workspace(workspace).await?;
+    }
     let role = runtime.get_role(&role_id)?;
 
-    writeln!(out, "== role `{role_id}` · model: {llm_label}")?;
+    writeln!(
+        out,
+        "== role `{role_id}` · model: {llm_label} · memory backend: {backend}"
+    )?;
     writeln!(
         out,
         "   operators: {} · memory: {}",

@@ -46,6 +46,9 @@ pub enum CliError {
     /// Writing the report failed.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
+    /// The command line was used wrongly.
+    #[error("{0}")]
+    Usage(String),
     /// A value could not be printed as JSON.
     #[error("printing JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -44,6 +44,9 @@ struct LlmArgs {
     /// Record every model exchange to this cassette file.
     #[arg(long)]
     record: Option<PathBuf>,
+    /// Keep memory in this PostgreSQL database (e.g. the URL `cargo xtask db up` prints).
+    #[arg(long, env = "OPENVIBE_DATABASE_URL")]
+    database_url: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -99,6 +102,7 @@ fn options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, String) {
         cassette: args.cassette.clone(),
         record: args.record.clone(),
         reflect,
+        database_url: args.database_url.clone(),
     };
     (options, label)
 }
