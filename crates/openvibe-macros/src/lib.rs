@@ -100,6 +100,30 @@ fn parse_options(attr: TokenStream2) -> syn::Result<Options> {
     Ok(opts)
 }
 
+/// The path of `openvibe_primitives` as the calling crate sees it: its own
+/// dependency (possibly renamed), or the `openvibe` facade's re-export.
+fn primitives_path() -> syn::Path {
+    use proc_macro_crate::{FoundCrate, crate_name};
+    let ident = |name: &str| syn::Ident::new(name, proc_macro2::Span::call_site());
+    match crate_name("openvibe-primitives") {
+        // Inside the crate itself, generated code only appears in its tests,
+        // examples and doc tests, which see it as an external crate.
+        Ok(FoundCrate::Itself) => return syn::parse_quote!(::openvibe_primitives),
+        Ok(FoundCrate::Name(name)) => {
+            let name = ident(&name);
+            return syn::parse_quote!(::#name);
+        }
+        Err(_) => {}
+    }
+    match crate_name("openvibe") {
+        Ok(FoundCrate::Name(name)) => {
+            let name = ident(&name);
+            syn::parse_quote!(::#name::primitives)
+        }
+        _ => syn::parse_quote!(::openvibe_primitives),
+    }
+}
+
 fn doc_comment(func: &ItemFn) -> String {
     let lines: Vec<String> = func
         .attrs
@@ -207,10 +231,7 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         })
         .collect();
 
-    let krate = opts
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::openvibe_primitives));
+    let krate = opts.krate.clone().unwrap_or_else(primitives_path);
     let fn_ident = &sig.ident;
     let vis = &func.vis;
     let tool_name = opts.name.clone().unwrap_or_else(|| fn_ident.to_string());
@@ -305,5 +326,183 @@ mod tests {
         assert_eq!(pascal_case("search_crm"), "SearchCrm");
         assert_eq!(pascal_case("web__search_"), "WebSearch");
         assert_eq!(pascal_case("x"), "X");
+    }
+}
+
+/// Turn a function that builds the user message into an `LlmNode`
+/// constructor; the doc comment is the system prompt.
+///
+/// ```ignore
+/// /// You are a lead qualification specialist.
+/// #[llm_node(model = "sonnet", output_key = "score", temperature = 0.3,
+///            memory_scope(domain = "revenue", entity_key = "company"))]
+/// fn qualify_lead(state: &State) -> Result<String, StateError> {
+///     Ok(format!("Score this lead: {}", state.require_str("lead")?))
+/// }
+/// // `qualify_lead()` now returns the `LlmNode` named "qualify_lead".
+/// ```
+///
+/// Options: `name`, `model`, `temperature`, `max_tokens`, `output_key`,
+/// `token_budget`, `action`, `memory_scope(domain, entity, entity_key, query, tags = [...])`,
+/// `crate = "path"`. The function takes `&State` and returns `String` or
+/// `Result<String, StateError>`.
+#[proc_macro_attribute]
+pub fn llm_node(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match node::expand(node::Kind::Llm, attr.into(), item.into()) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+/// Like [`llm_node`](macro@llm_node), for an `AgentNode`: also
+/// `tools = [ToolA, ToolB]` (values implementing `Tool`) and `max_turns`.
+#[proc_macro_attribute]
+pub fn agent_node(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match node::expand(node::Kind::Agent, attr.into(), item.into()) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+mod node {
+    //! Expansion of `#[llm_node]` and `#[agent_node]`.
+
+    use proc_macro2::TokenStream as TokenStream2;
+    use quote::{format_ident, quote};
+    use syn::parse::Parser;
+    use syn::punctuated::Punctuated;
+    use syn::{Expr, ItemFn, Meta, Token};
+
+    use super::{doc_comment, lit_str, returns_result};
+
+    /// Which node the function becomes.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub enum Kind {
+        Llm,
+        Agent,
+    }
+
+    pub fn expand(kind: Kind, attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+        let mut func: ItemFn = syn::parse2(item)?;
+        let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
+        let mut krate: syn::Path = super::primitives_path();
+        let mut name = func.sig.ident.to_string();
+        let mut calls = Vec::new();
+        let mut scope_calls = Vec::new();
+        for meta in metas {
+            match &meta {
+                Meta::NameValue(nv) => {
+                    let key = nv
+                        .path
+                        .get_ident()
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    let value = &nv.value;
+                    match key.as_str() {
+                        "crate" => krate = syn::parse_str(&lit_str(value)?)?,
+                        "name" => name = lit_str(value)?,
+                        "model" | "output_key" | "action" => {
+                            let method = format_ident!("{}", key);
+                            calls.push(quote!(.#method(#value)));
+                        }
+                        "temperature" | "max_tokens" | "token_budget" => {
+                            let method = format_ident!("{}", key);
+                            calls.push(quote!(.#method(#value)));
+                        }
+                        "max_turns" if kind == Kind::Agent => {
+                            calls.push(quote!(.max_turns(#value)))
+                        }
+                        "tools" if kind == Kind::Agent => {
+                            let Expr::Array(array) = value else {
+                                return Err(syn::Error::new_spanned(
+                                    value,
+                                    "expected `tools = [ToolA, ToolB]`",
+                                ));
+                            };
+                            for tool in &array.elems {
+                                calls.push(quote!(.tool(#tool)));
+                            }
+                        }
+                        _ => {
+                            return Err(syn::Error::new_spanned(
+                                &nv.path,
+                                "unknown option; see the documentation of #[llm_node] / #[agent_node]",
+                            ));
+                        }
+                    }
+                }
+                Meta::List(list) if list.path.is_ident("memory_scope") => {
+                    let inner = Punctuated::<syn::MetaNameValue, Token![,]>::parse_terminated
+                        .parse2(list.tokens.clone())?;
+                    for nv in inner {
+                        let key = nv
+                            .path
+                            .get_ident()
+                            .map(ToString::to_string)
+                            .unwrap_or_default();
+                        let value = &nv.value;
+                        let method = match key.as_str() {
+                            "domain" | "entity" | "query" | "entity_from_key" | "tags" => {
+                                format_ident!("{}", key)
+                            }
+                            "entity_key" => format_ident!("entity_from_key"),
+                            _ => {
+                                return Err(syn::Error::new_spanned(
+                                    &nv.path,
+                                    "memory_scope takes domain, entity, entity_key, query and tags",
+                                ));
+                            }
+                        };
+                        scope_calls.push(quote!(.#method(#value)));
+                    }
+                }
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        "unknown option; see the documentation of #[llm_node] / #[agent_node]",
+                    ));
+                }
+            }
+        }
+        let prompt = doc_comment(&func);
+        if prompt.is_empty() {
+            return Err(syn::Error::new_spanned(
+                &func.sig.ident,
+                "the node's doc comment is its system prompt; add one",
+            ));
+        }
+        if func.sig.inputs.len() != 1 {
+            return Err(syn::Error::new_spanned(
+                &func.sig.inputs,
+                "a node function takes one argument: the state (`state: &State`)",
+            ));
+        }
+        let vis = func.vis.clone();
+        let outer = func.sig.ident.clone();
+        let node_type = match kind {
+            Kind::Llm => quote!(#krate::LlmNode),
+            Kind::Agent => quote!(#krate::AgentNode),
+        };
+        func.sig.ident = format_ident!("__user_message");
+        func.attrs.retain(|a| !a.path().is_ident("doc"));
+        func.vis = syn::Visibility::Inherited;
+        let user = if returns_result(&func.sig.output) {
+            quote!(__user_message)
+        } else {
+            quote!(|state: &#krate::protocols::State| ::core::result::Result::Ok(__user_message(state)))
+        };
+        let scope = if scope_calls.is_empty() {
+            quote!()
+        } else {
+            quote!(.memory_scope(#krate::ScopeSpec::new() #(#scope_calls)*))
+        };
+        let doc = format!("The `{name}` node (system prompt: its doc comment).");
+        Ok(quote! {
+            #[doc = #doc]
+            #vis fn #outer() -> #node_type {
+                #func
+                #node_type::new(#name, #prompt, #user) #(#calls)* #scope
+            }
+        })
     }
 }

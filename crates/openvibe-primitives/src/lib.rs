@@ -40,6 +40,31 @@ pub use tool::{FnTool, Tool, ToolDecision, ToolError, ToolGate, input_schema_for
 /// schema. See the [`Tool`] docs for an example.
 pub use openvibe_macros::tool;
 
+/// `#[llm_node]`: a function building the user message becomes an
+/// [`LlmNode`] constructor; its doc comment is the system prompt.
+///
+/// ```
+/// use openvibe_primitives::{llm_node, Node};
+/// use openvibe_protocols::{State, StateError};
+///
+/// /// You are a lead qualification specialist.
+/// #[llm_node(model = "sonnet", output_key = "score", temperature = 0.3,
+///            memory_scope(domain = "revenue", entity_key = "company"))]
+/// fn qualify_lead(state: &State) -> Result<String, StateError> {
+///     Ok(format!("Score this lead: {}", state.require_str("lead")?))
+/// }
+///
+/// let node = qualify_lead();
+/// assert_eq!(node.name(), "qualify_lead");
+/// assert_eq!(node.system_prompt(), "You are a lead qualification specialist.");
+/// assert_eq!(node.get_model(), "sonnet");
+/// ```
+pub use openvibe_macros::llm_node;
+
+/// `#[agent_node]`: like [`llm_node`](macro@llm_node) for an [`AgentNode`],
+/// with `tools = [...]` and `max_turns`.
+pub use openvibe_macros::agent_node;
+
 pub use openvibe_protocols as protocols;
 
 #[doc(hidden)]

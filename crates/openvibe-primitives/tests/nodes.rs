@@ -850,3 +850,47 @@ async fn a_provider_without_raw_blocks_still_gets_a_valid_assistant_turn() {
         MessageContent::Blocks(vec![tool_use("z", "weather", json!({"city": "Rome"}))])
     );
 }
+
+/// You research companies with the tools you have.
+#[openvibe_primitives::agent_node(
+    tools = [Headcount],
+    max_turns = 3,
+    output_key = "research",
+    model = "opus",
+    memory_scope(domain = "revenue", entity_key = "company", tags = ["research"])
+)]
+fn research(state: &State) -> String {
+    format!("Research {}", state.get_str("company").unwrap_or("nobody"))
+}
+
+#[tokio::test]
+async fn agent_node_attribute_builds_a_working_node() {
+    let llm = ScriptedLlm::new([
+        LlmResponse::from_blocks(vec![tool_use("1", "headcount", json!({"name": "Acme"}))]),
+        LlmResponse::text("Acme: 200 people"),
+    ]);
+    let assembler = FakeAssembler::with("");
+    let node = research();
+    assert_eq!(node.name(), "research");
+    assert_eq!(
+        node.system_prompt(),
+        "You research companies with the tools you have."
+    );
+    assert_eq!(node.tools().len(), 1);
+    let out = node
+        .run(
+            &ctx(&llm).with_assembler(assembler.clone()),
+            state(&[("company", "Acme")]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.get("research"), Some(&json!("Acme: 200 people")));
+    let first = &llm.requests()[0];
+    assert_eq!(first.model, "opus");
+    assert_eq!(first.first_user_text(), "Research Acme");
+    let scope = assembler.scope();
+    assert_eq!(scope.entity.as_deref(), Some("Acme"));
+    assert_eq!(scope.tags, vec!["research".to_string()]);
+    let results = tool_results(&llm.requests()[1].messages[2]);
+    assert_eq!(results[0], ("1".into(), "200".into(), false));
+}

@@ -70,6 +70,9 @@ pub use openvibe_roles::{Authority, AuthorityConfig, Role, RoleRuntime};
 pub use openvibe_operators::{END, Operator, OperatorRuntime, StateGraph};
 // Layer 1
 pub use openvibe_primitives::{AgentNode, LlmNode, ScopeSpec, Tool, tool};
+/// Attribute forms of [`llm_node()`] and [`agent_node()`] (doc comment →
+/// system prompt); see [`primitives::llm_node`](macro@primitives::llm_node).
+pub use openvibe_primitives::{agent_node, llm_node};
 // Memory
 pub use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryFilesystem, WorkspaceMemory};
 // Layer 0
