@@ -45,7 +45,7 @@ usage: cargo xtask db <command>
   url      print the app URL (DATABASE_URL if set)
   psql     open the bundled psql as openvibe_app (`psql --admin` for the superuser);
            further arguments go to psql
-  migrate  apply migrations (arrives with the openvibe-postgres crate)
+  migrate  apply migrations/ (through openvibe-postgres's openvibe-migrate binary)
 
 environment: DATABASE_URL (use an existing server), OPENVIBE_PG_DIR (state dir),
              OPENVIBE_PG_PORT (default 54329), OPENVIBE_ADMIN_DATABASE_URL (superuser
@@ -132,12 +132,24 @@ pub fn admin_url() -> Result<String, String> {
     Ok(server::admin_url(current_port(&layout)))
 }
 
-/// Apply the database migrations. Not wired yet.
+/// Apply the database migrations (`migrations/`, embedded in
+/// `openvibe-postgres`) to the database `up` provides (or `DATABASE_URL`):
+/// runs that crate's `openvibe-migrate` binary, so xtask needs no database
+/// driver. Idempotent: applied migrations are skipped.
 pub fn migrate() -> Result<(), String> {
-    Err(
-        "`cargo xtask db migrate` is not available yet: migrations arrive with the \
-         openvibe-postgres crate. `cargo xtask db up` already provides the database."
-            .into(),
+    let url = ensure_up()?;
+    crate::run(
+        "migrate",
+        crate::cargo()
+            .args([
+                "run",
+                "--quiet",
+                "-p",
+                "openvibe-postgres",
+                "--bin",
+                "openvibe-migrate",
+            ])
+            .env("DATABASE_URL", url),
     )
 }
 

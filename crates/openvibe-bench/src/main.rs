@@ -2,6 +2,7 @@
 
 mod graph;
 mod memory;
+mod pg;
 mod primitives;
 
 type Group = (
@@ -13,6 +14,7 @@ const GROUPS: &[Group] = &[
     ("primitives", || Box::pin(primitives::run())),
     ("graph", || Box::pin(graph::run())),
     ("memory", || Box::pin(memory::run())),
+    ("pg", || Box::pin(pg::run())),
 ];
 
 fn main() -> std::process::ExitCode {

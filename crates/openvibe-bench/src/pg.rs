@@ -1,0 +1,375 @@
+//! PostgreSQL backend benchmarks (group `pg`, needs `DATABASE_URL`;
+//! `cargo xtask bench pg` provides it):
+//!
+//! - `pg_episode_insert_per_s`: batched episode inserts (`store_batch`,
+//!   1,000 per statement) into a table that already holds the data set;
+//! - `pg_fact_query_p50_us` / `_p99_us`: entity + domain + clearance,
+//!   limit 10, over 1,000,000 facts;
+//! - `pg_assemble_p50_us`: one `MemoryAssembler::assemble` over the
+//!   Postgres stores (1,000,000 facts, insights and episodes each).
+//!
+//! The data set lives in the schema `openvibe_bench`, loaded once with
+//! batched inserts and reused by later runs (a marker row records it).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{Duration, TimeZone, Utc};
+use openvibe_bench::{report, sample};
+use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, WorkspaceMemory};
+use openvibe_postgres::{PgStores, connect_options, migrate, pool_options};
+use openvibe_protocols::{
+    CallerContext, Classification, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, Fact,
+    FactQuery, FactStore, Insight, MemoryScope,
+};
+use sqlx::{Executor, PgPool};
+
+const SCHEMA: &str = "openvibe_bench";
+const TENANT: &str = "bench";
+/// Bump when the generated data changes, to reload.
+const DATASET: &str = "v1";
+const RECORDS: u32 = 1_000_000;
+const ENTITIES: u32 = 500;
+const DOMAINS: u32 = 10;
+const LOAD_BATCH: u32 = 10_000;
+const INSERT_BATCH: u32 = 1_000;
+const INSERT_BATCHES: u32 = 50;
+
+/// A small deterministic generator (same data every run).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        u32::try_from(self.0 >> 33).unwrap_or(0)
+    }
+
+    fn unit(&mut self) -> f64 {
+        f64::from(self.next() % 1000) / 1000.0
+    }
+}
+
+fn entity(i: u32) -> String {
+    format!("entity{}", i % ENTITIES)
+}
+
+fn domain(i: u32) -> String {
+    format!("domain{}", (i / ENTITIES) % DOMAINS)
+}
+
+/// Reads `domain0..2` up to confidential, `domain3..5` up to internal,
+/// the rest public only (as the in-memory benchmark).
+fn clearance() -> ClearanceProfile {
+    (0..DOMAINS).fold(ClearanceProfile::new("cro"), |p, d| match d {
+        0..=2 => p.with_domain(format!("domain{d}"), Classification::Confidential),
+        3..=5 => p.with_domain(format!("domain{d}"), Classification::Internal),
+        _ => p,
+    })
+}
+
+fn start() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or_default()
+}
+
+fn episode(i: u32, rng: &mut Lcg) -> Episode {
+    Episode {
+        id: format!("ep{i:07}"),
+        agent_id: "cro".into(),
+        operator_id: "revenue_ops".into(),
+        node_name: "qualify".into(),
+        timestamp: start() + Duration::seconds(i64::from(i)),
+        action: "qualify_lead".into(),
+        input_summary: format!("Score lead {}", entity(i)),
+        output_summary: format!("{{\"score\": {}}}", rng.next() % 100),
+        entity: entity(i),
+        domain: domain(i),
+        tokens_in: 120,
+        tokens_out: 40,
+        duration_ms: 450,
+        ..Episode::default()
+    }
+}
+
+async fn bench_pool(url: &str) -> Result<PgPool, String> {
+    let admin = pool_options(1)
+        .connect_with(connect_options(url).map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "CREATE SCHEMA IF NOT EXISTS {SCHEMA}"
+        )))
+        .await
+        .map_err(|e| e.to_string())?;
+    admin.close().await;
+    let options = connect_options(url)
+        .map_err(|e| e.to_string())?
+        .options([("search_path", format!("{SCHEMA},public"))]);
+    let pool = pool_options(4)
+        .connect_with(options)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    migrate(&pool).await.map_err(|e| e.to_string())?;
+    pool.execute(
+        "CREATE TABLE IF NOT EXISTS bench_dataset (name text PRIMARY KEY, loaded_at timestamptz)",
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(pool)
+}
+
+/// Load 1,000,000 facts, insights and episodes unless already there.
+async fn ensure_loaded(pool: &PgPool, pg: &PgStores) -> Result<(), String> {
+    let loaded: Option<String> =
+        sqlx::query_scalar("SELECT name FROM bench_dataset WHERE name = $1")
+            .bind(DATASET)
+            .fetch_optional(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    if loaded.is_some() {
+        eprintln!("pg: reusing the {RECORDS}-record data set in schema {SCHEMA}");
+        return Ok(());
+    }
+    eprintln!("pg: loading {RECORDS} facts, insights and episodes into schema {SCHEMA} (once)");
+    let t0 = Instant::now();
+    for table in ["facts", "insights", "episodes"] {
+        // A half-loaded earlier attempt: start over.
+        let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
+        sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
+            .bind(TENANT)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| e.to_string())?;
+        tx.execute(sqlx::AssertSqlSafe(format!("DELETE FROM {table}")))
+            .await
+            .map_err(|e| e.to_string())?;
+        tx.commit().await.map_err(|e| e.to_string())?;
+    }
+    let system = CallerContext::system().with_tenant(TENANT);
+    let cro = CallerContext::agent("cro").with_tenant(TENANT);
+    let mut rng = Lcg(42);
+    let mut i = 0;
+    while i < RECORDS {
+        let end = (i + LOAD_BATCH).min(RECORDS);
+        let facts: Vec<Fact> = (i..end)
+            .map(|k| {
+                Fact::new(
+                    format!("f{k:07}"),
+                    format!(
+                        "{} fact {k} about the pipeline and renewal terms",
+                        entity(k)
+                    ),
+                )
+                .entity(entity(k))
+                .domain(domain(k))
+                .tags([format!("tag{}", k % 37)])
+                .classification(Classification::ALL[(rng.next() % 4) as usize])
+                .confidence(rng.unit())
+                .created_at(start() + Duration::seconds(i64::from(k)))
+            })
+            .collect();
+        pg.facts()
+            .store_batch(&system, facts)
+            .await
+            .map_err(|e| e.to_string())?;
+        let insights: Vec<Insight> = (i..end)
+            .map(|k| {
+                Insight::new(
+                    format!("ins{k:07}"),
+                    "cro",
+                    format!(
+                        "Leads like {} convert when a VP sponsor joins early ({k})",
+                        entity(k)
+                    ),
+                    rng.unit(),
+                )
+                .entity(entity(k))
+                .domain(domain(k))
+                .created_at(start() + Duration::seconds(i64::from(k)))
+            })
+            .collect();
+        pg.insights()
+            .store_batch(&cro, insights)
+            .await
+            .map_err(|e| e.to_string())?;
+        let episodes: Vec<Episode> = (i..end).map(|k| episode(k, &mut rng)).collect();
+        pg.episodes()
+            .store_batch(&cro, episodes)
+            .await
+            .map_err(|e| e.to_string())?;
+        i = end;
+        if i % 100_000 == 0 {
+            eprintln!(
+                "pg:   {i} of each loaded ({:.0}s)",
+                t0.elapsed().as_secs_f64()
+            );
+        }
+    }
+    for table in ["facts", "insights", "episodes"] {
+        pool.execute(sqlx::AssertSqlSafe(format!("VACUUM (ANALYZE) {table}")))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    sqlx::query("INSERT INTO bench_dataset (name, loaded_at) VALUES ($1, now())")
+        .bind(DATASET)
+        .execute(pool)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!("pg: loaded in {:.0}s", t0.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Batched inserts into a scratch tenant of the loaded table, then removed.
+async fn episode_inserts(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
+    let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default();
+    let tenant = format!("ins{nanos}");
+    let ctx = CallerContext::agent("cro").with_tenant(tenant.clone());
+    let mut rng = Lcg(7);
+    let batches: Vec<Vec<Episode>> = (0..INSERT_BATCHES)
+        .map(|b| {
+            (b * INSERT_BATCH..(b + 1) * INSERT_BATCH)
+                .map(|i| episode(i, &mut rng))
+                .collect()
+        })
+        .collect();
+    let t0 = Instant::now();
+    let mut inserted = 0u64;
+    for batch in batches {
+        inserted += pg
+            .episodes()
+            .store_batch(&ctx, batch)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
+    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
+        .bind(&tenant)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| e.to_string())?;
+    tx.execute("DELETE FROM episodes")
+        .await
+        .map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| e.to_string())?;
+    Ok(inserted as f64 / secs.max(1e-9))
+}
+
+async fn run_inner(url: &str) -> Result<(), String> {
+    let pool = bench_pool(url).await?;
+    let pg = PgStores::from_pool(pool.clone());
+    ensure_loaded(&pool, &pg).await?;
+
+    // --- batched episode inserts ---
+    let per_s = episode_inserts(&pool, &pg).await?;
+    report("pg_episode_insert_per_s", per_s, "per_s");
+
+    // --- fact query: entity + domain + clearance, limit 10, over 1M facts ---
+    let profile = clearance();
+    let reader = profile.context(TENANT);
+    let pairs: Vec<FactQuery> = (0..1000u32)
+        .map(|k| {
+            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
+            FactQuery::new()
+                .entity(entity(i))
+                .domain(domain(i))
+                .limit(10)
+        })
+        .collect();
+    let facts = pg.facts();
+    if let Some(q) = pairs.get(1) {
+        match facts.explain_query(&reader, q).await {
+            Ok(plan) => eprintln!("pg: plan of the fact query ({q:?}):\n{plan}"),
+            Err(e) => eprintln!("pg: explain failed: {e}"),
+        }
+    }
+    let mut next = 0usize;
+    let empty = std::cell::Cell::new(0usize);
+    let samples = sample(1_000, 5_000, || {
+        let query = &pairs[next % pairs.len()];
+        next += 1;
+        let facts = &facts;
+        let reader = &reader;
+        let empty = &empty;
+        async move {
+            match facts.query(reader, query).await {
+                Ok(found) if found.is_empty() => empty.set(empty.get() + 1),
+                Ok(found) => {
+                    black_box(found.len());
+                }
+                Err(e) => eprintln!("query failed: {e}"),
+            }
+        }
+    })
+    .await;
+    if empty.get() > 0 {
+        eprintln!("warning: {} fact queries were empty", empty.get());
+    }
+    report("pg_fact_query_p50_us", samples.quantile_us(0.50), "us");
+    report("pg_fact_query_p99_us", samples.quantile_us(0.99), "us");
+
+    // --- one assembly over the Postgres stores ---
+    let stores = pg.stores();
+    let workspace = WorkspaceMemory::with_store(stores.facts.clone() as Arc<dyn FactStore>);
+    let memory = AgentMemory::new("cro")
+        .with_stores(stores.episodes.clone(), stores.insights.clone())
+        .with_workspace(workspace)
+        .with_context(CallerContext::agent("cro").with_tenant(TENANT));
+    let assembler = MemoryAssembler::new(memory, profile);
+    let scopes: Vec<MemoryScope> = (0..1000u32)
+        .map(|k| {
+            let i = k.wrapping_mul(7919) % RECORDS;
+            MemoryScope {
+                entity: Some(entity(i)),
+                domain: Some(domain(i)),
+                ..MemoryScope::default()
+            }
+        })
+        .collect();
+    let mut next = 0usize;
+    let empty = std::cell::Cell::new(0usize);
+    let samples = sample(200, 2_000, || {
+        let scope = &scopes[next % scopes.len()];
+        next += 1;
+        let assembler = &assembler;
+        let empty = &empty;
+        async move {
+            match assembler.assemble(scope, DEFAULT_TOKEN_BUDGET).await {
+                Ok(text) if text.is_empty() => empty.set(empty.get() + 1),
+                Ok(text) => {
+                    black_box(text);
+                }
+                Err(e) => eprintln!("assemble failed: {e}"),
+            }
+        }
+    })
+    .await;
+    if empty.get() > 0 {
+        eprintln!("warning: {} assemblies were empty", empty.get());
+    }
+    report("pg_assemble_p50_us", samples.quantile_us(0.50), "us");
+    pool.close().await;
+    Ok(())
+}
+
+/// Run the group.
+pub async fn run() {
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!(
+            "pg: skipped: DATABASE_URL is not set (run `cargo xtask bench pg`, which provides it)"
+        );
+        return;
+    };
+    if let Err(e) = run_inner(&url).await {
+        eprintln!("pg: benchmark failed: {e}");
+    }
+}

@@ -1,0 +1,407 @@
+//! [`EpisodicStore`] on PostgreSQL, with a batched insert.
+
+use async_trait::async_trait;
+use openvibe_protocols::{
+    CallerContext, Episode, EpisodeQuery, EpisodicStore, StoreError, content_hash,
+    validate_record_id,
+};
+use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use tracing::Instrument;
+
+use crate::error::store_error;
+use crate::facts::{at_index, check_caller, check_meta, decode_meta};
+use crate::query::{BY_TIME, Filters, opt, select};
+use crate::records::{self, Mode, Record, refusal, span};
+use crate::sql::{
+    Sql, begin, check_importance, check_json, check_label, check_opt_label, check_text, col,
+    columns, count_col, joined_terms, new_id, push_changeable, record_terms, text_filter, to_i64,
+};
+
+const COLS: &[&str] = &[
+    "tenant_id",
+    "id",
+    "namespace",
+    "project_id",
+    "owner",
+    "classification",
+    "domain",
+    "entity",
+    "tags",
+    "source",
+    "created_at",
+    "updated_at",
+    "agent_id",
+    "operator_id",
+    "node_name",
+    "\"timestamp\"",
+    "action",
+    "input_summary",
+    "output_summary",
+    "outcome",
+    "duration_ms",
+    "tokens_in",
+    "tokens_out",
+    "importance",
+    "external_id",
+    "content_hash",
+];
+
+const FIXED: &str = "tenant_id, id, project_id, owner, created_at";
+const MUTABLE: &str = "namespace, classification, domain, entity, tags, source, updated_at, \
+     agent_id, operator_id, node_name, \"timestamp\", action, input_summary, output_summary, \
+     outcome, duration_ms, tokens_in, tokens_out, importance, external_id, content_hash, search";
+
+impl Record for Episode {
+    const KIND: &'static str = "episode";
+    const TABLE: &'static str = "episodes";
+    const COLS: &'static [&'static str] = COLS;
+    const TRACKED: bool = false;
+
+    fn decode(row: &PgRow) -> Result<Self, StoreError> {
+        let id: String = col(row, "id")?;
+        Ok(Episode {
+            meta: decode_meta("episode", &id, row)?,
+            agent_id: col(row, "agent_id")?,
+            operator_id: col(row, "operator_id")?,
+            node_name: col(row, "node_name")?,
+            timestamp: col(row, "timestamp")?,
+            action: col(row, "action")?,
+            input_summary: col(row, "input_summary")?,
+            output_summary: col(row, "output_summary")?,
+            outcome: col(row, "outcome")?,
+            duration_ms: count_col(row, "duration_ms")?,
+            tokens_in: count_col(row, "tokens_in")?,
+            tokens_out: count_col(row, "tokens_out")?,
+            entity: col(row, "entity")?,
+            domain: col(row, "domain")?,
+            tags: col(row, "tags")?,
+            importance: col(row, "importance")?,
+            external_id: col(row, "external_id")?,
+            content_hash: col(row, "content_hash")?,
+            id,
+        })
+    }
+}
+
+struct Prepared {
+    episode: Episode,
+    terms: Vec<String>,
+    hash: String,
+    counts: [i64; 3],
+}
+
+fn prepare(ctx: &CallerContext, mut episode: Episode) -> Result<Prepared, StoreError> {
+    if episode.id.is_empty() {
+        episode.id = new_id();
+    }
+    validate_record_id(&episode.id)?;
+    check_caller(ctx)?;
+    check_importance(episode.importance)?;
+    let e = &episode;
+    check_meta(&e.meta, &e.entity, &e.domain, &e.tags)?;
+    check_label("agent_id", &e.agent_id)?;
+    check_label("operator_id", &e.operator_id)?;
+    check_label("node_name", &e.node_name)?;
+    check_text("action", &e.action)?;
+    check_text("input_summary", &e.input_summary)?;
+    check_text("output_summary", &e.output_summary)?;
+    check_json("outcome", &e.outcome)?;
+    check_opt_label("external_id", e.external_id.as_deref())?;
+    let counts = [
+        to_i64("duration_ms", e.duration_ms)?,
+        to_i64("tokens_in", e.tokens_in)?,
+        to_i64("tokens_out", e.tokens_out)?,
+    ];
+    let text = e.searchable_text();
+    let terms = record_terms("text", &text)?;
+    let hash = content_hash(&text);
+    Ok(Prepared {
+        episode,
+        terms,
+        hash,
+        counts,
+    })
+}
+
+fn push_mutable(sql: &mut Sql, p: &Prepared) {
+    let e = &p.episode;
+    sql.bind(e.meta.namespace.clone())
+        .push(", ")
+        .bind(e.meta.classification.as_str())
+        .push(", ")
+        .bind(e.domain.clone())
+        .push(", ")
+        .bind(e.entity.clone())
+        .push(", ")
+        .bind(e.tags.clone())
+        .push("::text[], ")
+        .bind(e.meta.source.clone())
+        .push(", now(), ")
+        .bind(e.agent_id.clone())
+        .push(", ")
+        .bind(e.operator_id.clone())
+        .push(", ")
+        .bind(e.node_name.clone())
+        .push(", ")
+        .bind(e.timestamp)
+        .push(", ")
+        .bind(e.action.clone())
+        .push(", ")
+        .bind(e.input_summary.clone())
+        .push(", ")
+        .bind(e.output_summary.clone())
+        .push(", ")
+        .bind(e.outcome.clone())
+        .push("::jsonb, ")
+        .bind(p.counts[0])
+        .push(", ")
+        .bind(p.counts[1])
+        .push(", ")
+        .bind(p.counts[2])
+        .push(", ")
+        .bind(e.importance)
+        .push(", ")
+        .bind(e.external_id.clone())
+        .push(", ")
+        .bind(p.hash.clone())
+        .push(", array_to_tsvector(")
+        .bind(p.terms.clone())
+        .push("::text[])");
+}
+
+/// [`EpisodicStore`] over a PostgreSQL pool, plus [`PgEpisodicStore::store_batch`].
+#[derive(Debug, Clone)]
+pub struct PgEpisodicStore {
+    pool: PgPool,
+}
+
+impl PgEpisodicStore {
+    /// A store over `pool` (migrated: see [`crate::migrate`]).
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    async fn write(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
+        let p = prepare(ctx, episode)?;
+        let id = p.episode.id.clone();
+        let mut sql = Sql::new(&format!(
+            "INSERT INTO episodes AS f ({FIXED}, {MUTABLE}) VALUES ("
+        ));
+        sql.bind(ctx.tenant_id.clone())
+            .push(", ")
+            .bind(id.clone())
+            .push(", ")
+            .bind(ctx.project_id.clone())
+            .push(", ")
+            .bind(ctx.owner_key())
+            .push(", ")
+            .bind(p.episode.meta.created_at)
+            .push(", ");
+        push_mutable(&mut sql, &p);
+        sql.push(&format!(
+            ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({MUTABLE}) = ({}) WHERE ",
+            MUTABLE
+                .split(", ")
+                .map(|c| format!("EXCLUDED.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        push_changeable(&mut sql, ctx, "f.");
+        sql.push(&format!(" RETURNING {}", columns(COLS, "f.")));
+        let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+        match records::fetch_optional::<Episode>(&mut tx, sql).await? {
+            Some(stored) => {
+                tx.commit().await.map_err(store_error)?;
+                Ok(stored)
+            }
+            None => {
+                let e = refusal::<Episode>(&mut tx, ctx, &id, "store", Mode::Upsert).await;
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Insert new episodes in one transaction (one statement): all or none.
+    /// Owner, tenant and project come from `ctx`, empty ids are generated,
+    /// and an id that already exists fails the whole batch with
+    /// [`StoreError::Conflict`]. Returns how many were inserted.
+    pub async fn store_batch(
+        &self,
+        ctx: &CallerContext,
+        episodes: Vec<Episode>,
+    ) -> Result<u64, StoreError> {
+        async {
+            if episodes.is_empty() {
+                return Ok(0);
+            }
+            let n = episodes.len();
+            let mut ids = Vec::with_capacity(n);
+            let mut namespaces = Vec::with_capacity(n);
+            let mut classifications = Vec::with_capacity(n);
+            let mut domains = Vec::with_capacity(n);
+            let mut entities = Vec::with_capacity(n);
+            let mut tags = Vec::with_capacity(n);
+            let mut sources = Vec::with_capacity(n);
+            let mut created = Vec::with_capacity(n);
+            let mut agents = Vec::with_capacity(n);
+            let mut operators = Vec::with_capacity(n);
+            let mut nodes = Vec::with_capacity(n);
+            let mut times = Vec::with_capacity(n);
+            let mut actions = Vec::with_capacity(n);
+            let mut inputs = Vec::with_capacity(n);
+            let mut outputs = Vec::with_capacity(n);
+            let mut outcomes = Vec::with_capacity(n);
+            let mut durations = Vec::with_capacity(n);
+            let mut tokens_in = Vec::with_capacity(n);
+            let mut tokens_out = Vec::with_capacity(n);
+            let mut importances = Vec::with_capacity(n);
+            let mut external_ids = Vec::with_capacity(n);
+            let mut hashes = Vec::with_capacity(n);
+            let mut searches = Vec::with_capacity(n);
+            for (i, episode) in episodes.into_iter().enumerate() {
+                let p = prepare(ctx, episode).map_err(|e| at_index(i, e))?;
+                let e = p.episode;
+                ids.push(e.id);
+                namespaces.push(e.meta.namespace);
+                classifications.push(e.meta.classification.as_str());
+                domains.push(e.domain);
+                entities.push(e.entity);
+                tags.push(serde_json::Value::from(e.tags).to_string());
+                sources.push(e.meta.source);
+                created.push(e.meta.created_at);
+                agents.push(e.agent_id);
+                operators.push(e.operator_id);
+                nodes.push(e.node_name);
+                times.push(e.timestamp);
+                actions.push(e.action);
+                inputs.push(e.input_summary);
+                outputs.push(e.output_summary);
+                outcomes.push(e.outcome.to_string());
+                durations.push(p.counts[0]);
+                tokens_in.push(p.counts[1]);
+                tokens_out.push(p.counts[2]);
+                importances.push(e.importance);
+                external_ids.push(e.external_id);
+                hashes.push(p.hash);
+                searches.push(joined_terms(&p.terms));
+            }
+            let mut sql = Sql::new(&format!(
+                "INSERT INTO episodes ({FIXED}, {MUTABLE}) SELECT "
+            ));
+            sql.bind(ctx.tenant_id.clone())
+                .push(", u.id, ")
+                .bind(ctx.project_id.clone())
+                .push(", ")
+                .bind(ctx.owner_key())
+                .push(
+                    ", u.created_at, u.namespace, u.classification, u.domain, u.entity, \
+                     ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
+                     u.agent_id, u.operator_id, u.node_name, u.ts, u.action, u.input_summary, \
+                     u.output_summary, u.outcome::jsonb, u.duration_ms, u.tokens_in, u.tokens_out, \
+                     u.importance, u.external_id, u.content_hash, \
+                     array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
+                )
+                .bind(ids)
+                .push("::text[], ")
+                .bind(namespaces)
+                .push("::text[], ")
+                .bind(classifications)
+                .push("::text[], ")
+                .bind(domains)
+                .push("::text[], ")
+                .bind(entities)
+                .push("::text[], ")
+                .bind(tags)
+                .push("::text[], ")
+                .bind(sources)
+                .push("::text[], ")
+                .bind(created)
+                .push("::timestamptz[], ")
+                .bind(agents)
+                .push("::text[], ")
+                .bind(operators)
+                .push("::text[], ")
+                .bind(nodes)
+                .push("::text[], ")
+                .bind(times)
+                .push("::timestamptz[], ")
+                .bind(actions)
+                .push("::text[], ")
+                .bind(inputs)
+                .push("::text[], ")
+                .bind(outputs)
+                .push("::text[], ")
+                .bind(outcomes)
+                .push("::text[], ")
+                .bind(durations)
+                .push("::int8[], ")
+                .bind(tokens_in)
+                .push("::int8[], ")
+                .bind(tokens_out)
+                .push("::int8[], ")
+                .bind(importances)
+                .push("::float8[], ")
+                .bind(external_ids)
+                .push("::text[], ")
+                .bind(hashes)
+                .push("::text[], ")
+                .bind(searches)
+                .push(
+                    "::text[]) AS u(id, namespace, classification, domain, entity, tags, source, \
+                     created_at, agent_id, operator_id, node_name, ts, action, input_summary, \
+                     output_summary, outcome, duration_ms, tokens_in, tokens_out, importance, \
+                     external_id, content_hash, search)",
+                );
+            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(done.rows_affected())
+        }
+        .instrument(span("episode", "store_batch", ctx))
+        .await
+    }
+}
+
+#[async_trait]
+impl EpisodicStore for PgEpisodicStore {
+    async fn store(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
+        self.write(ctx, episode)
+            .instrument(span("episode", "store", ctx))
+            .await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Episode>, StoreError> {
+        records::get(&self.pool, ctx, id).await
+    }
+
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        q: &EpisodeQuery,
+    ) -> Result<Vec<Episode>, StoreError> {
+        let filters = Filters {
+            agent_id: opt(&q.agent_id),
+            entity: opt(&q.entity),
+            domain: opt(&q.domain),
+            tags: &q.tags,
+            text: text_filter(q.text.as_deref()),
+            min_confidence: 0.0,
+            since: q.since,
+            status: None,
+            limit: q.limit,
+            relevance: false,
+        };
+        let Some(sql) = select::<Episode>(ctx, &filters, &BY_TIME, false) else {
+            return Ok(Vec::new());
+        };
+        records::read(&self.pool, ctx, sql, false)
+            .instrument(span("episode", "query", ctx))
+            .await
+    }
+
+    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        records::delete::<Episode>(&self.pool, ctx, id).await
+    }
+}

@@ -1,0 +1,448 @@
+//! [`FactStore`] on PostgreSQL.
+
+use async_trait::async_trait;
+use openvibe_protocols::{
+    CallerContext, Classification, Fact, FactQuery, FactStore, RecordMeta, StoreError,
+    content_hash, validate_record_id,
+};
+use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use tracing::Instrument;
+
+use crate::error::{corrupt, store_error};
+use crate::query::{BY_CONFIDENCE, Filters, entity_filter, opt, select};
+use crate::records::{self, Mode, Record, refusal, span};
+use crate::sql::{
+    Sql, begin, check_content, check_importance, check_label, check_opt_label, check_tags,
+    check_text, check_unit, col, columns, count_col, joined_terms, new_id, push_changeable,
+    record_terms, text_filter,
+};
+
+const COLS: &[&str] = &[
+    "tenant_id",
+    "id",
+    "namespace",
+    "project_id",
+    "owner",
+    "classification",
+    "domain",
+    "entity",
+    "tags",
+    "source",
+    "created_at",
+    "updated_at",
+    "content",
+    "confidence",
+    "importance",
+    "access_count",
+    "last_accessed",
+    "supersedes",
+    "external_id",
+    "content_hash",
+];
+
+/// Set when a fact is inserted, never changed afterwards.
+const FIXED: &str = "tenant_id, id, project_id, owner, created_at, access_count, last_accessed";
+/// Replaced by `store` over an existing id and by `update`.
+const MUTABLE: &str = "namespace, classification, domain, entity, tags, source, updated_at, \
+     content, confidence, importance, supersedes, external_id, content_hash, search";
+
+pub(crate) fn parse_classification(
+    kind: &str,
+    id: &str,
+    value: &str,
+) -> Result<Classification, StoreError> {
+    value.parse().map_err(|e| corrupt(kind, id, e))
+}
+
+/// The governance columns every record table has.
+pub(crate) fn decode_meta(kind: &str, id: &str, row: &PgRow) -> Result<RecordMeta, StoreError> {
+    let classification: String = col(row, "classification")?;
+    Ok(RecordMeta {
+        tenant_id: col(row, "tenant_id")?,
+        namespace: col(row, "namespace")?,
+        project_id: col(row, "project_id")?,
+        owner: col(row, "owner")?,
+        classification: parse_classification(kind, id, &classification)?,
+        source: col(row, "source")?,
+        created_at: col(row, "created_at")?,
+        updated_at: col(row, "updated_at")?,
+    })
+}
+
+/// Input checks shared by every record's governance fields.
+pub(crate) fn check_meta(
+    meta: &RecordMeta,
+    entity: &str,
+    domain: &str,
+    tags: &[String],
+) -> Result<(), StoreError> {
+    check_label("namespace", &meta.namespace)?;
+    check_label("source", &meta.source)?;
+    check_label("entity", entity)?;
+    check_label("domain", domain)?;
+    check_tags("tags", tags)
+}
+
+/// The caller's identity fields, checked.
+pub(crate) fn check_caller(ctx: &CallerContext) -> Result<(), StoreError> {
+    check_label("tenant_id", &ctx.tenant_id)?;
+    check_label("owner", &ctx.owner_key())?;
+    check_opt_label("project_id", ctx.project_id.as_deref())
+}
+
+impl Record for Fact {
+    const KIND: &'static str = "fact";
+    const TABLE: &'static str = "facts";
+    const COLS: &'static [&'static str] = COLS;
+    const TRACKED: bool = true;
+
+    fn decode(row: &PgRow) -> Result<Self, StoreError> {
+        let id: String = col(row, "id")?;
+        Ok(Fact {
+            meta: decode_meta("fact", &id, row)?,
+            content: col(row, "content")?,
+            entity: col(row, "entity")?,
+            domain: col(row, "domain")?,
+            tags: col(row, "tags")?,
+            confidence: col(row, "confidence")?,
+            importance: col(row, "importance")?,
+            access_count: count_col(row, "access_count")?,
+            last_accessed: col(row, "last_accessed")?,
+            supersedes: col(row, "supersedes")?,
+            external_id: col(row, "external_id")?,
+            content_hash: col(row, "content_hash")?,
+            id,
+        })
+    }
+}
+
+/// A fact checked and prepared for writing.
+struct Prepared {
+    fact: Fact,
+    terms: Vec<String>,
+    hash: String,
+}
+
+fn prepare(ctx: &CallerContext, mut fact: Fact, mode: Mode) -> Result<Prepared, StoreError> {
+    if fact.id.is_empty() && mode == Mode::Upsert {
+        fact.id = new_id();
+    }
+    validate_record_id(&fact.id)?;
+    check_caller(ctx)?;
+    check_content(&fact.content)?;
+    check_unit("confidence", fact.confidence)?;
+    check_importance(fact.importance)?;
+    check_meta(&fact.meta, &fact.entity, &fact.domain, &fact.tags)?;
+    check_opt_label("supersedes", fact.supersedes.as_deref())?;
+    check_opt_label("external_id", fact.external_id.as_deref())?;
+    check_text("content", &fact.content)?;
+    let terms = record_terms("content", &fact.content)?;
+    let hash = content_hash(&fact.content);
+    Ok(Prepared { fact, terms, hash })
+}
+
+/// `(namespace, …, search)` values of [`MUTABLE`].
+fn push_mutable(sql: &mut Sql, p: &Prepared) {
+    let f = &p.fact;
+    sql.bind(f.meta.namespace.clone())
+        .push(", ")
+        .bind(f.meta.classification.as_str())
+        .push(", ")
+        .bind(f.domain.clone())
+        .push(", ")
+        .bind(f.entity.clone())
+        .push(", ")
+        .bind(f.tags.clone())
+        .push("::text[], ")
+        .bind(f.meta.source.clone())
+        .push(", now(), ")
+        .bind(f.content.clone())
+        .push(", ")
+        .bind(f.confidence)
+        .push(", ")
+        .bind(f.importance)
+        .push(", ")
+        .bind(f.supersedes.clone())
+        .push(", ")
+        .bind(f.external_id.clone())
+        .push(", ")
+        .bind(p.hash.clone())
+        .push(", array_to_tsvector(")
+        .bind(p.terms.clone())
+        .push("::text[])");
+}
+
+/// [`FactStore`] over a PostgreSQL pool. Clearance, tenancy, projects,
+/// ordering and limits are applied in SQL; the tables carry row-level
+/// security on the transaction's tenant.
+#[derive(Debug, Clone)]
+pub struct PgFactStore {
+    pool: PgPool,
+}
+
+impl PgFactStore {
+    /// A store over `pool` (migrated: see [`crate::migrate`]).
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    async fn write(&self, ctx: &CallerContext, fact: Fact, mode: Mode) -> Result<Fact, StoreError> {
+        let p = prepare(ctx, fact, mode)?;
+        let id = p.fact.id.clone();
+        let cols = columns(COLS, "f.");
+        let mut sql;
+        match mode {
+            Mode::Upsert => {
+                sql = Sql::new(&format!(
+                    "INSERT INTO facts AS f ({FIXED}, {MUTABLE}) VALUES ("
+                ));
+                sql.bind(ctx.tenant_id.clone())
+                    .push(", ")
+                    .bind(id.clone())
+                    .push(", ")
+                    .bind(ctx.project_id.clone())
+                    .push(", ")
+                    .bind(ctx.owner_key())
+                    .push(", ")
+                    .bind(p.fact.meta.created_at)
+                    .push(", 0, NULL, ");
+                push_mutable(&mut sql, &p);
+                sql.push(&format!(
+                    ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({MUTABLE}) = ({}) WHERE ",
+                    MUTABLE
+                        .split(", ")
+                        .map(|c| format!("EXCLUDED.{c}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            Mode::Update => {
+                sql = Sql::new(&format!("UPDATE facts AS f SET ({MUTABLE}) = ("));
+                push_mutable(&mut sql, &p);
+                sql.push(") WHERE f.tenant_id = ")
+                    .bind(ctx.tenant_id.clone())
+                    .push(" AND f.id = ")
+                    .bind(id.clone())
+                    .push(" AND ");
+            }
+        }
+        push_changeable(&mut sql, ctx, "f.");
+        sql.push(&format!(" RETURNING {cols}"));
+        let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+        match records::fetch_optional::<Fact>(&mut tx, sql).await? {
+            Some(stored) => {
+                tx.commit().await.map_err(store_error)?;
+                Ok(stored)
+            }
+            None => {
+                let op = if mode == Mode::Upsert {
+                    "store"
+                } else {
+                    "change"
+                };
+                let e = refusal::<Fact>(&mut tx, ctx, &id, op, mode).await;
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The plan of [`FactStore::query`] for `q` as `ctx`, executed:
+    /// `EXPLAIN (ANALYZE, BUFFERS)` of the exact statement the store runs
+    /// (without access tracking). For tuning and the benchmark report.
+    pub async fn explain_query(
+        &self,
+        ctx: &CallerContext,
+        q: &FactQuery,
+    ) -> Result<String, StoreError> {
+        let filters = fact_filters(q);
+        let Some(select) = select::<Fact>(ctx, &filters, &BY_CONFIDENCE, false) else {
+            return Ok("(nothing to run: limit 0 or an impossible term)".to_owned());
+        };
+        let mut sql = Sql::new("EXPLAIN (ANALYZE, BUFFERS) ");
+        sql.append(select);
+        let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+        let rows = sql
+            .build()?
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        let lines: Result<Vec<String>, StoreError> =
+            rows.iter().map(|r| col(r, "QUERY PLAN")).collect();
+        Ok(lines?.join("\n"))
+    }
+
+    /// Insert new facts in one transaction (one statement): all or none.
+    /// Owner, tenant and project come from `ctx`, empty ids are generated,
+    /// and an id that already exists fails the whole batch with
+    /// [`StoreError::Conflict`]. Returns how many were inserted.
+    pub async fn store_batch(
+        &self,
+        ctx: &CallerContext,
+        facts: Vec<Fact>,
+    ) -> Result<u64, StoreError> {
+        async {
+            if facts.is_empty() {
+                return Ok(0);
+            }
+            let n = facts.len();
+            let mut ids = Vec::with_capacity(n);
+            let mut namespaces = Vec::with_capacity(n);
+            let mut classifications = Vec::with_capacity(n);
+            let mut domains = Vec::with_capacity(n);
+            let mut entities = Vec::with_capacity(n);
+            let mut tags = Vec::with_capacity(n);
+            let mut sources = Vec::with_capacity(n);
+            let mut created = Vec::with_capacity(n);
+            let mut contents = Vec::with_capacity(n);
+            let mut confidences = Vec::with_capacity(n);
+            let mut importances = Vec::with_capacity(n);
+            let mut supersedes = Vec::with_capacity(n);
+            let mut external_ids = Vec::with_capacity(n);
+            let mut hashes = Vec::with_capacity(n);
+            let mut searches = Vec::with_capacity(n);
+            for (i, fact) in facts.into_iter().enumerate() {
+                let p = prepare(ctx, fact, Mode::Upsert).map_err(|e| at_index(i, e))?;
+                let f = p.fact;
+                ids.push(f.id);
+                namespaces.push(f.meta.namespace);
+                classifications.push(f.meta.classification.as_str());
+                domains.push(f.domain);
+                entities.push(f.entity);
+                tags.push(serde_json::Value::from(f.tags).to_string());
+                sources.push(f.meta.source);
+                created.push(f.meta.created_at);
+                contents.push(f.content);
+                confidences.push(f.confidence);
+                importances.push(f.importance);
+                supersedes.push(f.supersedes);
+                external_ids.push(f.external_id);
+                hashes.push(p.hash);
+                searches.push(joined_terms(&p.terms));
+            }
+            let mut sql = Sql::new(&format!(
+                "INSERT INTO facts ({FIXED}, {MUTABLE}) SELECT "
+            ));
+            sql.bind(ctx.tenant_id.clone())
+                .push(", u.id, ")
+                .bind(ctx.project_id.clone())
+                .push(", ")
+                .bind(ctx.owner_key())
+                .push(
+                    ", u.created_at, 0, NULL, u.namespace, u.classification, u.domain, u.entity, \
+                     ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
+                     u.content, u.confidence, u.importance, u.supersedes, u.external_id, \
+                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
+                )
+                .bind(ids)
+                .push("::text[], ")
+                .bind(namespaces)
+                .push("::text[], ")
+                .bind(classifications)
+                .push("::text[], ")
+                .bind(domains)
+                .push("::text[], ")
+                .bind(entities)
+                .push("::text[], ")
+                .bind(tags)
+                .push("::text[], ")
+                .bind(sources)
+                .push("::text[], ")
+                .bind(created)
+                .push("::timestamptz[], ")
+                .bind(contents)
+                .push("::text[], ")
+                .bind(confidences)
+                .push("::float8[], ")
+                .bind(importances)
+                .push("::float8[], ")
+                .bind(supersedes)
+                .push("::text[], ")
+                .bind(external_ids)
+                .push("::text[], ")
+                .bind(hashes)
+                .push("::text[], ")
+                .bind(searches)
+                .push(
+                    "::text[]) AS u(id, namespace, classification, domain, entity, tags, source, \
+                     created_at, content, confidence, importance, supersedes, external_id, \
+                     content_hash, search)",
+                );
+            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let done = sql
+                .build()?
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(done.rows_affected())
+        }
+        .instrument(span("fact", "store_batch", ctx))
+        .await
+    }
+}
+
+fn fact_filters(q: &FactQuery) -> Filters<'_> {
+    Filters {
+        agent_id: None,
+        entity: entity_filter(&q.entity, q.general),
+        domain: opt(&q.domain),
+        tags: &q.tags,
+        text: text_filter(q.text.as_deref()),
+        min_confidence: q.min_confidence,
+        since: q.since,
+        status: None,
+        limit: q.limit,
+        relevance: true,
+    }
+}
+
+/// Name the batch item an error is about.
+pub(crate) fn at_index(i: usize, e: StoreError) -> StoreError {
+    match e {
+        StoreError::InvalidInput { field, reason } => StoreError::InvalidInput {
+            field: format!("[{i}].{field}"),
+            reason,
+        },
+        other => other,
+    }
+}
+
+#[async_trait]
+impl FactStore for PgFactStore {
+    async fn store(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
+        self.write(ctx, fact, Mode::Upsert)
+            .instrument(span("fact", "store", ctx))
+            .await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Fact>, StoreError> {
+        records::get(&self.pool, ctx, id).await
+    }
+
+    async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
+        let filters = fact_filters(q);
+        let Some(sql) = select::<Fact>(ctx, &filters, &BY_CONFIDENCE, q.track_access) else {
+            return Ok(Vec::new());
+        };
+        records::read(&self.pool, ctx, sql, q.track_access)
+            .instrument(span("fact", "query", ctx))
+            .await
+    }
+
+    async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
+        self.write(ctx, fact, Mode::Update)
+            .instrument(span("fact", "update", ctx))
+            .await
+    }
+
+    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        records::delete::<Fact>(&self.pool, ctx, id).await
+    }
+
+    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
+        records::touch::<Fact>(&self.pool, ctx, ids).await
+    }
+}

@@ -1,0 +1,472 @@
+//! [`InsightStore`] on PostgreSQL.
+
+use async_trait::async_trait;
+use openvibe_protocols::{
+    CallerContext, Insight, InsightQuery, InsightStatus, InsightStore, StoreError, content_hash,
+    validate_record_id,
+};
+use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use tracing::Instrument;
+
+use crate::error::{corrupt, store_error};
+use crate::facts::{at_index, check_caller, check_meta, decode_meta};
+use crate::query::{BY_CONFIDENCE, Filters, entity_filter, opt, select};
+use crate::records::{self, Mode, Record, refusal, span};
+use crate::sql::{
+    Sql, begin, check_content, check_importance, check_label, check_opt_label, check_tags,
+    check_unit, col, columns, count_col, joined_terms, new_id, push_changeable, push_readable,
+    record_terms, text_filter, to_i64, word_queries,
+};
+
+const COLS: &[&str] = &[
+    "tenant_id",
+    "id",
+    "namespace",
+    "project_id",
+    "owner",
+    "classification",
+    "domain",
+    "entity",
+    "tags",
+    "source",
+    "created_at",
+    "updated_at",
+    "agent_id",
+    "content",
+    "confidence",
+    "evidence_count",
+    "source_episode_ids",
+    "last_confirmed",
+    "status",
+    "importance",
+    "access_count",
+    "last_accessed",
+    "supersedes",
+    "external_id",
+    "content_hash",
+];
+
+const FIXED: &str = "tenant_id, id, project_id, owner, created_at, access_count, last_accessed";
+const MUTABLE: &str = "namespace, classification, domain, entity, tags, source, updated_at, \
+     agent_id, content, confidence, evidence_count, source_episode_ids, last_confirmed, status, \
+     importance, supersedes, external_id, content_hash, search";
+
+fn parse_status(id: &str, value: &str) -> Result<InsightStatus, StoreError> {
+    match value {
+        "active" => Ok(InsightStatus::Active),
+        "superseded" => Ok(InsightStatus::Superseded),
+        "archived" => Ok(InsightStatus::Archived),
+        other => Err(corrupt(
+            "insight",
+            id,
+            format!("`{other}` is not an insight status"),
+        )),
+    }
+}
+
+impl Record for Insight {
+    const KIND: &'static str = "insight";
+    const TABLE: &'static str = "insights";
+    const COLS: &'static [&'static str] = COLS;
+    const TRACKED: bool = true;
+
+    fn decode(row: &PgRow) -> Result<Self, StoreError> {
+        let id: String = col(row, "id")?;
+        let status: String = col(row, "status")?;
+        Ok(Insight {
+            meta: decode_meta("insight", &id, row)?,
+            agent_id: col(row, "agent_id")?,
+            content: col(row, "content")?,
+            confidence: col(row, "confidence")?,
+            evidence_count: count_col(row, "evidence_count")?,
+            source_episode_ids: col(row, "source_episode_ids")?,
+            last_confirmed: col(row, "last_confirmed")?,
+            status: parse_status(&id, &status)?,
+            entity: col(row, "entity")?,
+            domain: col(row, "domain")?,
+            tags: col(row, "tags")?,
+            importance: col(row, "importance")?,
+            access_count: count_col(row, "access_count")?,
+            last_accessed: col(row, "last_accessed")?,
+            supersedes: col(row, "supersedes")?,
+            external_id: col(row, "external_id")?,
+            content_hash: col(row, "content_hash")?,
+            id,
+        })
+    }
+}
+
+struct Prepared {
+    insight: Insight,
+    terms: Vec<String>,
+    hash: String,
+    evidence: i64,
+}
+
+fn prepare(ctx: &CallerContext, mut insight: Insight, mode: Mode) -> Result<Prepared, StoreError> {
+    if insight.id.is_empty() && mode == Mode::Upsert {
+        insight.id = new_id();
+    }
+    validate_record_id(&insight.id)?;
+    check_caller(ctx)?;
+    let i = &insight;
+    check_content(&i.content)?;
+    check_unit("confidence", i.confidence)?;
+    check_importance(i.importance)?;
+    check_meta(&i.meta, &i.entity, &i.domain, &i.tags)?;
+    check_label("agent_id", &i.agent_id)?;
+    check_tags("source_episode_ids", &i.source_episode_ids)?;
+    check_opt_label("supersedes", i.supersedes.as_deref())?;
+    check_opt_label("external_id", i.external_id.as_deref())?;
+    let evidence = to_i64("evidence_count", i.evidence_count)?;
+    let terms = record_terms("content", &i.content)?;
+    let hash = content_hash(&i.content);
+    Ok(Prepared {
+        insight,
+        terms,
+        hash,
+        evidence,
+    })
+}
+
+fn push_mutable(sql: &mut Sql, p: &Prepared) {
+    let i = &p.insight;
+    sql.bind(i.meta.namespace.clone())
+        .push(", ")
+        .bind(i.meta.classification.as_str())
+        .push(", ")
+        .bind(i.domain.clone())
+        .push(", ")
+        .bind(i.entity.clone())
+        .push(", ")
+        .bind(i.tags.clone())
+        .push("::text[], ")
+        .bind(i.meta.source.clone())
+        .push(", now(), ")
+        .bind(i.agent_id.clone())
+        .push(", ")
+        .bind(i.content.clone())
+        .push(", ")
+        .bind(i.confidence)
+        .push(", ")
+        .bind(p.evidence)
+        .push(", ")
+        .bind(i.source_episode_ids.clone())
+        .push("::text[], ")
+        .bind(i.last_confirmed)
+        .push(", ")
+        .bind(i.status.as_str())
+        .push(", ")
+        .bind(i.importance)
+        .push(", ")
+        .bind(i.supersedes.clone())
+        .push(", ")
+        .bind(i.external_id.clone())
+        .push(", ")
+        .bind(p.hash.clone())
+        .push(", array_to_tsvector(")
+        .bind(p.terms.clone())
+        .push("::text[])");
+}
+
+/// [`InsightStore`] over a PostgreSQL pool.
+#[derive(Debug, Clone)]
+pub struct PgInsightStore {
+    pool: PgPool,
+}
+
+impl PgInsightStore {
+    /// A store over `pool` (migrated: see [`crate::migrate`]).
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    async fn write(
+        &self,
+        ctx: &CallerContext,
+        insight: Insight,
+        mode: Mode,
+    ) -> Result<Insight, StoreError> {
+        let p = prepare(ctx, insight, mode)?;
+        let id = p.insight.id.clone();
+        let mut sql;
+        match mode {
+            Mode::Upsert => {
+                sql = Sql::new(&format!(
+                    "INSERT INTO insights AS f ({FIXED}, {MUTABLE}) VALUES ("
+                ));
+                sql.bind(ctx.tenant_id.clone())
+                    .push(", ")
+                    .bind(id.clone())
+                    .push(", ")
+                    .bind(ctx.project_id.clone())
+                    .push(", ")
+                    .bind(ctx.owner_key())
+                    .push(", ")
+                    .bind(p.insight.meta.created_at)
+                    .push(", 0, NULL, ");
+                push_mutable(&mut sql, &p);
+                sql.push(&format!(
+                    ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({MUTABLE}) = ({}) WHERE ",
+                    MUTABLE
+                        .split(", ")
+                        .map(|c| format!("EXCLUDED.{c}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            Mode::Update => {
+                sql = Sql::new(&format!("UPDATE insights AS f SET ({MUTABLE}) = ("));
+                push_mutable(&mut sql, &p);
+                sql.push(") WHERE f.tenant_id = ")
+                    .bind(ctx.tenant_id.clone())
+                    .push(" AND f.id = ")
+                    .bind(id.clone())
+                    .push(" AND ");
+            }
+        }
+        push_changeable(&mut sql, ctx, "f.");
+        sql.push(&format!(" RETURNING {}", columns(COLS, "f.")));
+        let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+        match records::fetch_optional::<Insight>(&mut tx, sql).await? {
+            Some(stored) => {
+                tx.commit().await.map_err(store_error)?;
+                Ok(stored)
+            }
+            None => {
+                let op = if mode == Mode::Upsert {
+                    "store"
+                } else {
+                    "change"
+                };
+                let e = refusal::<Insight>(&mut tx, ctx, &id, op, mode).await;
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Insert new insights in one transaction (one statement): all or none.
+    /// Owner, tenant and project come from `ctx`, empty ids are generated,
+    /// and an id that already exists fails the whole batch with
+    /// [`StoreError::Conflict`]. Returns how many were inserted.
+    pub async fn store_batch(
+        &self,
+        ctx: &CallerContext,
+        insights: Vec<Insight>,
+    ) -> Result<u64, StoreError> {
+        async {
+            if insights.is_empty() {
+                return Ok(0);
+            }
+            let n = insights.len();
+            let mut ids = Vec::with_capacity(n);
+            let mut namespaces = Vec::with_capacity(n);
+            let mut classifications = Vec::with_capacity(n);
+            let mut domains = Vec::with_capacity(n);
+            let mut entities = Vec::with_capacity(n);
+            let mut tags = Vec::with_capacity(n);
+            let mut sources = Vec::with_capacity(n);
+            let mut created = Vec::with_capacity(n);
+            let mut agents = Vec::with_capacity(n);
+            let mut contents = Vec::with_capacity(n);
+            let mut confidences = Vec::with_capacity(n);
+            let mut evidence = Vec::with_capacity(n);
+            let mut episode_ids = Vec::with_capacity(n);
+            let mut confirmed = Vec::with_capacity(n);
+            let mut statuses = Vec::with_capacity(n);
+            let mut importances = Vec::with_capacity(n);
+            let mut supersedes = Vec::with_capacity(n);
+            let mut external_ids = Vec::with_capacity(n);
+            let mut hashes = Vec::with_capacity(n);
+            let mut searches = Vec::with_capacity(n);
+            for (k, insight) in insights.into_iter().enumerate() {
+                let p = prepare(ctx, insight, Mode::Upsert).map_err(|e| at_index(k, e))?;
+                let i = p.insight;
+                ids.push(i.id);
+                namespaces.push(i.meta.namespace);
+                classifications.push(i.meta.classification.as_str());
+                domains.push(i.domain);
+                entities.push(i.entity);
+                tags.push(serde_json::Value::from(i.tags).to_string());
+                sources.push(i.meta.source);
+                created.push(i.meta.created_at);
+                agents.push(i.agent_id);
+                contents.push(i.content);
+                confidences.push(i.confidence);
+                evidence.push(p.evidence);
+                episode_ids.push(serde_json::Value::from(i.source_episode_ids).to_string());
+                confirmed.push(i.last_confirmed);
+                statuses.push(i.status.as_str());
+                importances.push(i.importance);
+                supersedes.push(i.supersedes);
+                external_ids.push(i.external_id);
+                hashes.push(p.hash);
+                searches.push(joined_terms(&p.terms));
+            }
+            let mut sql = Sql::new(&format!(
+                "INSERT INTO insights ({FIXED}, {MUTABLE}) SELECT "
+            ));
+            sql.bind(ctx.tenant_id.clone())
+                .push(", u.id, ")
+                .bind(ctx.project_id.clone())
+                .push(", ")
+                .bind(ctx.owner_key())
+                .push(
+                    ", u.created_at, 0, NULL, u.namespace, u.classification, u.domain, u.entity, \
+                     ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
+                     u.agent_id, u.content, u.confidence, u.evidence_count, \
+                     ARRAY(SELECT jsonb_array_elements_text(u.source_episode_ids::jsonb)), \
+                     u.last_confirmed, u.status, u.importance, u.supersedes, u.external_id, \
+                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
+                )
+                .bind(ids)
+                .push("::text[], ")
+                .bind(namespaces)
+                .push("::text[], ")
+                .bind(classifications)
+                .push("::text[], ")
+                .bind(domains)
+                .push("::text[], ")
+                .bind(entities)
+                .push("::text[], ")
+                .bind(tags)
+                .push("::text[], ")
+                .bind(sources)
+                .push("::text[], ")
+                .bind(created)
+                .push("::timestamptz[], ")
+                .bind(agents)
+                .push("::text[], ")
+                .bind(contents)
+                .push("::text[], ")
+                .bind(confidences)
+                .push("::float8[], ")
+                .bind(evidence)
+                .push("::int8[], ")
+                .bind(episode_ids)
+                .push("::text[], ")
+                .bind(confirmed)
+                .push("::timestamptz[], ")
+                .bind(statuses)
+                .push("::text[], ")
+                .bind(importances)
+                .push("::float8[], ")
+                .bind(supersedes)
+                .push("::text[], ")
+                .bind(external_ids)
+                .push("::text[], ")
+                .bind(hashes)
+                .push("::text[], ")
+                .bind(searches)
+                .push(
+                    "::text[]) AS u(id, namespace, classification, domain, entity, tags, source, \
+                     created_at, agent_id, content, confidence, evidence_count, \
+                     source_episode_ids, last_confirmed, status, importance, supersedes, \
+                     external_id, content_hash, search)",
+                );
+            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let done = sql
+                .build()?
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(done.rows_affected())
+        }
+        .instrument(span("insight", "store_batch", ctx))
+        .await
+    }
+}
+
+#[async_trait]
+impl InsightStore for PgInsightStore {
+    async fn store(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
+        self.write(ctx, insight, Mode::Upsert)
+            .instrument(span("insight", "store", ctx))
+            .await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError> {
+        records::get(&self.pool, ctx, id).await
+    }
+
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        q: &InsightQuery,
+    ) -> Result<Vec<Insight>, StoreError> {
+        let filters = Filters {
+            agent_id: opt(&q.agent_id),
+            entity: entity_filter(&q.entity, q.general),
+            domain: opt(&q.domain),
+            tags: &q.tags,
+            text: text_filter(q.text.as_deref()),
+            min_confidence: q.min_confidence,
+            since: q.since,
+            status: q.status.map(InsightStatus::as_str),
+            limit: q.limit,
+            relevance: false,
+        };
+        let Some(sql) = select::<Insight>(ctx, &filters, &BY_CONFIDENCE, q.track_access) else {
+            return Ok(Vec::new());
+        };
+        records::read(&self.pool, ctx, sql, q.track_access)
+            .instrument(span("insight", "query", ctx))
+            .await
+    }
+
+    async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
+        self.write(ctx, insight, Mode::Update)
+            .instrument(span("insight", "update", ctx))
+            .await
+    }
+
+    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        records::delete::<Insight>(&self.pool, ctx, id).await
+    }
+
+    async fn find_similar(
+        &self,
+        ctx: &CallerContext,
+        agent_id: &str,
+        content: &str,
+    ) -> Result<Option<Insight>, StoreError> {
+        let (words, total) = word_queries(content);
+        if words.is_empty() {
+            return Ok(None);
+        }
+        let threshold = i64::try_from(total.min(3)).unwrap_or(3);
+        // Candidates share at least one whole word (`any`); the overlap is
+        // the number of the content's words each has as a whole word.
+        let any = words.join(" | ");
+        let mut sql = Sql::new(&format!(
+            "SELECT {} FROM (SELECT f.*, (SELECT count(*) FROM unnest(",
+            columns(COLS, "s.")
+        ));
+        sql.bind(words)
+            .push(
+                "::text[]) AS w(x) WHERE f.search @@ w.x::tsquery) AS overlap \
+                 FROM insights f WHERE f.tenant_id = ",
+            )
+            .bind(ctx.tenant_id.clone())
+            .push(" AND f.agent_id = ")
+            .bind(agent_id.to_owned())
+            .push(" AND f.status = 'active' AND f.search @@ ")
+            .bind(any)
+            .push("::tsquery AND ");
+        push_readable(&mut sql, ctx, "f.", None);
+        sql.push(") s WHERE s.overlap >= ")
+            .bind(threshold)
+            .push(" ORDER BY s.overlap DESC, s.confidence DESC, s.id LIMIT 1");
+        let found: Vec<Insight> = records::read(&self.pool, ctx, sql, false)
+            .instrument(span("insight", "find_similar", ctx))
+            .await?;
+        Ok(found.into_iter().next())
+    }
+
+    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
+        records::touch::<Insight>(&self.pool, ctx, ids).await
+    }
+}

@@ -1,0 +1,171 @@
+//! # openvibe-postgres — the PostgreSQL + pgvector memory backend
+//!
+//! Implements [`FactStore`], [`EpisodicStore`], [`InsightStore`] and the V1
+//! [`MemoryProvider`](openvibe_protocols::MemoryProvider) on an
+//! [`sqlx::PgPool`], with the same semantics as the in-memory stores of
+//! `openvibe-memory` (it runs the same conformance suite):
+//!
+//! - every filter, the clearance rule (domain clearance, public records,
+//!   owner reads own, project isolation, tenant), the order and the limit
+//!   are evaluated **in SQL**; no rows are fetched to be filtered in Rust;
+//! - every statement runs in a transaction that first sets the
+//!   transaction-local `openvibe.tenant_id`, which the tables' row-level
+//!   security policies (`FORCE`d, so they bind the owning app role too)
+//!   compare with each row's `tenant_id`;
+//! - access tracking is one `UPDATE … RETURNING`, never read-modify-write;
+//! - text queries use a `tsvector` of the record's [`text_terms`](openvibe_protocols::text_terms)
+//!   with prefix queries (`'term':*`), so matching agrees with every backend.
+//!
+//! Swapping the in-memory backend is one line:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use openvibe_memory::{AgentMemory, WorkspaceMemory};
+//! let pg = openvibe_postgres::PgStores::connect("postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe").await?;
+//! let stores = pg.stores(); // openvibe_memory::Stores, like Stores::in_memory()
+//! let workspace = WorkspaceMemory::with_store(stores.facts.clone());
+//! let memory = AgentMemory::new("cro")
+//!     .with_stores(stores.episodes.clone(), stores.insights.clone())
+//!     .with_workspace(workspace);
+//! # let _ = memory; Ok(()) }
+//! ```
+//!
+//! The schema lives in the workspace's top-level `migrations/` and is
+//! embedded here ([`MIGRATOR`]); [`PgStores::connect`] applies it, and so
+//! does `cargo xtask db migrate`.
+
+mod episodes;
+mod error;
+mod facts;
+mod insights;
+mod kv;
+mod query;
+mod records;
+mod sql;
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use openvibe_memory::Stores;
+use openvibe_protocols::{CallerContext, EpisodicStore, FactStore, InsightStore};
+use sqlx::PgPool;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+pub use episodes::PgEpisodicStore;
+pub use error::PgError;
+pub use facts::PgFactStore;
+pub use insights::PgInsightStore;
+pub use kv::PgMemoryProvider;
+pub use sql::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
+
+/// The workspace's `migrations/`, embedded at build time.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
+
+/// Apply the pending migrations to `pool`'s database (in the first schema
+/// of its `search_path`). Idempotent: applied migrations are skipped.
+pub async fn migrate(pool: &PgPool) -> Result<(), PgError> {
+    MIGRATOR
+        .run(pool)
+        .await
+        .map_err(|e| PgError::Migrate(e.to_string()))
+}
+
+/// Default pool size of [`PgStores::connect`].
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+
+/// Pool options the stores are tuned for: no liveness ping before every
+/// acquire (a broken connection surfaces as a `Backend` error and is
+/// dropped by the pool), and `max_connections` connections.
+pub fn pool_options(max_connections: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .test_before_acquire(false)
+}
+
+/// Connection options from a URL, with a statement cache large enough for
+/// every filter combination the stores prepare.
+pub fn connect_options(url: &str) -> Result<PgConnectOptions, PgError> {
+    PgConnectOptions::from_str(url)
+        .map(|o| o.statement_cache_capacity(512))
+        .map_err(|e| PgError::Config(e.to_string()))
+}
+
+/// Every store on one pool. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PgStores {
+    pool: PgPool,
+    facts: Arc<PgFactStore>,
+    episodes: Arc<PgEpisodicStore>,
+    insights: Arc<PgInsightStore>,
+}
+
+impl PgStores {
+    /// Connect to `url` (e.g. `postgres://openvibe_app:…@127.0.0.1:54329/openvibe`)
+    /// with [`DEFAULT_MAX_CONNECTIONS`] connections and apply the pending
+    /// migrations.
+    pub async fn connect(url: &str) -> Result<Self, PgError> {
+        let pool = pool_options(DEFAULT_MAX_CONNECTIONS)
+            .connect_with(connect_options(url)?)
+            .await
+            .map_err(|e| PgError::Connect(e.to_string()))?;
+        migrate(&pool).await?;
+        Ok(Self::from_pool(pool))
+    }
+
+    /// Stores on an existing pool, as it is (no migration: see [`migrate`]).
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self {
+            facts: Arc::new(PgFactStore::new(pool.clone())),
+            episodes: Arc::new(PgEpisodicStore::new(pool.clone())),
+            insights: Arc::new(PgInsightStore::new(pool.clone())),
+            pool,
+        }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The three stores as `openvibe_memory::Stores` (what
+    /// `Stores::in_memory()` returns for the in-memory backend).
+    pub fn stores(&self) -> Stores {
+        Stores {
+            facts: self.facts.clone() as Arc<dyn FactStore>,
+            episodes: self.episodes.clone() as Arc<dyn EpisodicStore>,
+            insights: self.insights.clone() as Arc<dyn InsightStore>,
+        }
+    }
+
+    /// The fact store.
+    pub fn facts(&self) -> Arc<PgFactStore> {
+        self.facts.clone()
+    }
+
+    /// The episodic store (with its batched insert).
+    pub fn episodes(&self) -> Arc<PgEpisodicStore> {
+        self.episodes.clone()
+    }
+
+    /// The insight store.
+    pub fn insights(&self) -> Arc<PgInsightStore> {
+        self.insights.clone()
+    }
+
+    /// V1 key/value memory used as the system of the default tenant.
+    pub fn memory_provider(&self) -> PgMemoryProvider {
+        self.memory_provider_as(CallerContext::system())
+    }
+
+    /// V1 key/value memory used as `ctx`.
+    pub fn memory_provider_as(&self, ctx: CallerContext) -> PgMemoryProvider {
+        PgMemoryProvider::new(self.pool.clone(), ctx)
+    }
+}
+
+impl From<PgStores> for Stores {
+    fn from(pg: PgStores) -> Self {
+        pg.stores()
+    }
+}

@@ -1,0 +1,168 @@
+//! Query statements: every filter, the read rule, the order and the limit
+//! in one SQL statement; with access tracking, one `UPDATE … RETURNING`.
+
+use chrono::{DateTime, Utc};
+use openvibe_protocols::CallerContext;
+
+use crate::records::Record;
+use crate::sql::{Sql, TextFilter, columns, push_readable};
+
+/// The filters of one query, normalised (empty strings are no filter).
+pub(crate) struct Filters<'a> {
+    pub agent_id: Option<&'a str>,
+    pub entity: Option<&'a str>,
+    pub domain: Option<&'a str>,
+    pub tags: &'a [String],
+    pub text: TextFilter,
+    pub min_confidence: f64,
+    pub since: Option<DateTime<Utc>>,
+    pub status: Option<&'static str>,
+    pub limit: usize,
+    /// Order by text relevance first (facts).
+    pub relevance: bool,
+}
+
+/// Treat empty strings as "no filter".
+pub(crate) fn opt(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
+/// The entity filter: the entity, else "no entity" for `general` queries.
+pub(crate) fn entity_filter(entity: &Option<String>, general: bool) -> Option<&str> {
+    match opt(entity) {
+        Some(e) => Some(e),
+        None if general => Some(""),
+        None => None,
+    }
+}
+
+/// How a record type is ordered and filtered by time.
+pub(crate) struct Ordering {
+    /// Result order after relevance, on alias `{a}`, e.g.
+    /// `{a}confidence DESC, {a}created_at DESC, {a}id`.
+    pub order: &'static str,
+    /// The column `since` compares with.
+    pub time: &'static str,
+    /// Whether the record has a confidence column.
+    pub confidence: bool,
+}
+
+pub(crate) const BY_CONFIDENCE: Ordering = Ordering {
+    order: "{a}confidence DESC, {a}created_at DESC, {a}id",
+    time: "created_at",
+    confidence: true,
+};
+
+pub(crate) const BY_TIME: Ordering = Ordering {
+    order: "{a}\"timestamp\" DESC, {a}id",
+    time: "\"timestamp\"",
+    confidence: false,
+};
+
+fn order_on(ordering: &Ordering, a: &str) -> String {
+    ordering.order.replace("{a}", a)
+}
+
+/// `WHERE …` of a query on alias `f.`.
+fn push_where(sql: &mut Sql, ctx: &CallerContext, f: &Filters<'_>, ordering: &Ordering) {
+    sql.push(" WHERE f.tenant_id = ")
+        .bind(ctx.tenant_id.clone());
+    if let Some(agent) = f.agent_id {
+        sql.push(" AND f.agent_id = ").bind(agent.to_owned());
+    }
+    if let Some(entity) = f.entity {
+        sql.push(" AND f.entity = ").bind(entity.to_owned());
+    }
+    if let Some(domain) = f.domain {
+        sql.push(" AND f.domain = ").bind(domain.to_owned());
+    }
+    if !f.tags.is_empty() {
+        sql.push(" AND f.tags && ")
+            .bind(f.tags.to_vec())
+            .push("::text[]");
+    }
+    if let TextFilter::Terms { all, .. } = &f.text {
+        sql.push(" AND f.search @@ ")
+            .bind(all.clone())
+            .push("::tsquery");
+    }
+    if ordering.confidence && f.min_confidence > 0.0 {
+        sql.push(" AND f.confidence >= ").bind(f.min_confidence);
+    }
+    if let Some(since) = f.since {
+        sql.push(&format!(" AND f.{} >= ", ordering.time))
+            .bind(since);
+    }
+    if let Some(status) = f.status {
+        sql.push(" AND f.status = ").bind(status);
+    }
+    sql.push(" AND ");
+    push_readable(sql, ctx, "f.", f.domain);
+}
+
+/// The statement of a query, or `None` when it cannot return anything
+/// (limit 0, a term no record can contain).
+pub(crate) fn select<R: Record>(
+    ctx: &CallerContext,
+    f: &Filters<'_>,
+    ordering: &Ordering,
+    track_access: bool,
+) -> Option<Sql> {
+    if f.limit == 0 || matches!(f.text, TextFilter::Impossible) {
+        return None;
+    }
+    let limit = i64::try_from(f.limit).unwrap_or(i64::MAX);
+    let relevance = match (&f.text, f.relevance) {
+        (TextFilter::Terms { exact, .. }, true) => Some(exact.clone()),
+        _ => None,
+    };
+    let mut sql = if track_access && R::TRACKED {
+        Sql::new("WITH picked AS (SELECT f.id")
+    } else {
+        Sql::new(&format!("SELECT {}", columns(R::COLS, "f.")))
+    };
+    // Relevance: how many terms match a whole word (every term matches at
+    // least a word prefix, so this orders exactly like 2 per whole word and
+    // 1 per prefix).
+    if let Some(exact) = &relevance {
+        sql.push(", (SELECT count(*) FROM unnest(")
+            .bind(exact.clone())
+            .push("::text[]) AS q(x) WHERE f.search @@ q.x::tsquery) AS relevance");
+    }
+    sql.push(&format!(" FROM {} f", R::TABLE));
+    push_where(&mut sql, ctx, f, ordering);
+    let order = order_on(ordering, "f.");
+    if relevance.is_some() {
+        sql.push(&format!(" ORDER BY relevance DESC, {order}"));
+    } else {
+        sql.push(&format!(" ORDER BY {order}"));
+    }
+    sql.push(" LIMIT ").bind(limit);
+    if track_access && R::TRACKED {
+        // One statement: pick the ids in order, count the access, return
+        // the updated rows in the same order.
+        let rel = if relevance.is_some() {
+            ", p.relevance"
+        } else {
+            ""
+        };
+        sql.push(&format!(
+            "), upd AS (UPDATE {} u SET access_count = u.access_count + 1, last_accessed = now() \
+             FROM picked p WHERE u.tenant_id = ",
+            R::TABLE
+        ))
+        .bind(ctx.tenant_id.clone())
+        .push(&format!(
+            " AND u.id = p.id RETURNING {}{rel}) SELECT {} FROM upd ORDER BY {}{}",
+            columns(R::COLS, "u."),
+            columns(R::COLS, ""),
+            if relevance.is_some() {
+                "relevance DESC, "
+            } else {
+                ""
+            },
+            order_on(ordering, "")
+        ));
+    }
+    Some(sql)
+}

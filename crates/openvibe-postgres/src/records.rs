@@ -1,0 +1,242 @@
+//! Operations every record table shares: get, delete, touch, running a
+//! query, and explaining a change that matched no row.
+
+use openvibe_protocols::{CallerContext, StoreError};
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Postgres, Row, Transaction};
+use tracing::Instrument;
+
+use crate::error::store_error;
+use crate::sql::{Sql, begin, columns, push_changeable, push_readable};
+
+/// A record type stored in one table keyed by `(tenant_id, id)`.
+pub(crate) trait Record: Sized + Send + Unpin + 'static {
+    /// Record kind for errors (`fact`, `episode`, `insight`).
+    const KIND: &'static str;
+    /// Its table.
+    const TABLE: &'static str;
+    /// The columns a record is read from.
+    const COLS: &'static [&'static str];
+    /// Whether it has access statistics (`access_count`, `last_accessed`).
+    const TRACKED: bool;
+    /// Decode one row (selected with [`Record::COLS`]).
+    fn decode(row: &PgRow) -> Result<Self, StoreError>;
+}
+
+/// Whether a write may create a record or must find an existing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `store`: insert, or replace a record the caller may change.
+    Upsert,
+    /// `update`: replace an existing record only.
+    Update,
+}
+
+/// A span for one store call.
+pub(crate) fn span(kind: &'static str, op: &'static str, ctx: &CallerContext) -> tracing::Span {
+    tracing::debug_span!(
+        "openvibe_postgres",
+        kind,
+        op,
+        tenant = %ctx.tenant_id,
+        principal = %ctx.principal
+    )
+}
+
+pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
+    StoreError::NotFound {
+        kind,
+        id: id.to_owned(),
+    }
+}
+
+/// Run `sql` in `tx` and decode every row, in the order the SQL gives.
+pub(crate) async fn fetch_all<R: Record>(
+    tx: &mut Transaction<'static, Postgres>,
+    sql: Sql,
+) -> Result<Vec<R>, StoreError> {
+    let rows = sql
+        .build()?
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    rows.iter().map(R::decode).collect()
+}
+
+/// Run `sql` in `tx` and decode the row it returns, if any.
+pub(crate) async fn fetch_optional<R: Record>(
+    tx: &mut Transaction<'static, Postgres>,
+    sql: Sql,
+) -> Result<Option<R>, StoreError> {
+    let row = sql
+        .build()?
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    row.as_ref().map(R::decode).transpose()
+}
+
+/// End a transaction that only read: dropping it queues a `ROLLBACK`
+/// that sqlx sends ahead of the connection's next statement, so a read
+/// costs two round trips (begin + statement), not three.
+pub(crate) fn end_read(tx: Transaction<'static, Postgres>) {
+    drop(tx);
+}
+
+/// Run a statement confined to the caller's tenant and decode its rows;
+/// `writes`: it changes rows (access tracking), so commit.
+pub(crate) async fn read<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    sql: Sql,
+    writes: bool,
+) -> Result<Vec<R>, StoreError> {
+    let mut tx = begin(pool, &ctx.tenant_id).await?;
+    let found = fetch_all(&mut tx, sql).await?;
+    if writes {
+        tx.commit().await.map_err(store_error)?;
+    } else {
+        end_read(tx);
+    }
+    Ok(found)
+}
+
+/// The record `id`, when the caller may read it.
+pub(crate) async fn get<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    id: &str,
+) -> Result<Option<R>, StoreError> {
+    async {
+        let mut sql = Sql::new(&format!(
+            "SELECT {} FROM {} f WHERE f.tenant_id = ",
+            columns(R::COLS, "f."),
+            R::TABLE
+        ));
+        sql.bind(ctx.tenant_id.clone())
+            .push(" AND f.id = ")
+            .bind(id.to_owned())
+            .push(" AND ");
+        push_readable(&mut sql, ctx, "f.", None);
+        let mut tx = begin(pool, &ctx.tenant_id).await?;
+        let found = fetch_optional(&mut tx, sql).await?;
+        end_read(tx);
+        Ok(found)
+    }
+    .instrument(span(R::KIND, "get", ctx))
+    .await
+}
+
+/// Why a change of `id` matched no row: `NotFound` when it does not exist
+/// or is unreadable (and, for `store`, does not exist), else `Unauthorized`.
+pub(crate) async fn refusal<R: Record>(
+    tx: &mut Transaction<'static, Postgres>,
+    ctx: &CallerContext,
+    id: &str,
+    operation: &str,
+    mode: Mode,
+) -> StoreError {
+    let mut sql = Sql::new("SELECT f.owner, ");
+    push_readable(&mut sql, ctx, "f.", None);
+    sql.push(&format!(
+        " AS readable FROM {} f WHERE f.tenant_id = ",
+        R::TABLE
+    ))
+    .bind(ctx.tenant_id.clone())
+    .push(" AND f.id = ")
+    .bind(id.to_owned());
+    let row = match sql.build() {
+        Ok(q) => q.fetch_optional(&mut **tx).await.map_err(store_error),
+        Err(e) => Err(e),
+    };
+    let (owner, readable) = match row {
+        Err(e) => return e,
+        Ok(None) => return not_found(R::KIND, id),
+        Ok(Some(row)) => (
+            row.try_get::<String, _>("owner").unwrap_or_default(),
+            row.try_get::<bool, _>("readable").unwrap_or(false),
+        ),
+    };
+    match (readable, mode) {
+        (false, Mode::Update) => not_found(R::KIND, id),
+        (false, Mode::Upsert) => ctx.unauthorized(
+            format!("{operation} {} {id}", R::KIND),
+            "a record with this id exists and belongs to someone else",
+        ),
+        (true, _) => ctx.unauthorized(
+            format!("{operation} {} {id}", R::KIND),
+            format!("it is owned by {owner}"),
+        ),
+    }
+}
+
+/// Delete `id` when the caller may read and change it.
+pub(crate) async fn delete<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    id: &str,
+) -> Result<(), StoreError> {
+    async {
+        let mut sql = Sql::new(&format!("DELETE FROM {} f WHERE f.tenant_id = ", R::TABLE));
+        sql.bind(ctx.tenant_id.clone())
+            .push(" AND f.id = ")
+            .bind(id.to_owned())
+            .push(" AND ");
+        push_changeable(&mut sql, ctx, "f.");
+        sql.push(" RETURNING f.id");
+        let mut tx = begin(pool, &ctx.tenant_id).await?;
+        let deleted = sql
+            .build()?
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        if deleted.is_none() {
+            let e = refusal::<R>(&mut tx, ctx, id, "delete", Mode::Update).await;
+            // Nothing changed; the transaction only read.
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+        tx.commit().await.map_err(store_error)
+    }
+    .instrument(span(R::KIND, "delete", ctx))
+    .await
+}
+
+/// Count the readable records among `ids` as accessed (an id listed twice
+/// counts twice); returns how many accesses were counted.
+pub(crate) async fn touch<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    ids: &[String],
+) -> Result<usize, StoreError> {
+    if ids.is_empty() || !R::TRACKED {
+        return Ok(0);
+    }
+    async {
+        let mut sql = Sql::new("WITH c AS (SELECT u.id, count(*) AS n FROM unnest(");
+        sql.bind(ids.to_vec())
+            .push(&format!(
+                "::text[]) AS u(id) GROUP BY u.id), \
+                 t AS (UPDATE {} f SET access_count = f.access_count + c.n, last_accessed = now() \
+                 FROM c WHERE f.tenant_id = ",
+                R::TABLE
+            ))
+            .bind(ctx.tenant_id.clone())
+            .push(" AND f.id = c.id AND ");
+        push_readable(&mut sql, ctx, "f.", None);
+        sql.push(" RETURNING c.n) SELECT COALESCE(sum(n), 0)::bigint AS touched FROM t");
+        let mut tx = begin(pool, &ctx.tenant_id).await?;
+        let row = sql
+            .build()?
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        let touched: i64 = row
+            .try_get("touched")
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        Ok(usize::try_from(touched).unwrap_or(0))
+    }
+    .instrument(span(R::KIND, "touch", ctx))
+    .await
+}

@@ -1,0 +1,438 @@
+//! SQL building blocks shared by the stores: a statement builder with
+//! typed binds, tenant-confined transactions, the read and modify rules as
+//! SQL predicates, text-search terms, input validation and row decoding.
+
+use std::fmt::Write as _;
+
+use openvibe_protocols::{CallerContext, Classification, StoreError, text_terms};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+use sqlx::{Arguments, AssertSqlSafe, Encode, PgPool, Postgres, Row, Transaction, Type};
+
+use crate::error::store_error;
+
+/// Longest value of a short, indexed text field (tenant, namespace, entity,
+/// domain, tag, agent, owner, project, source, ...), in bytes. Longer values
+/// would not fit a b-tree index entry; they are `InvalidInput`.
+pub const MAX_LABEL_LEN: usize = 1024;
+
+/// Longest word of searchable text, in bytes (PostgreSQL's tsvector
+/// lexeme limit is 2047). A longer word is `InvalidInput`.
+pub const MAX_WORD_LEN: usize = 2046;
+
+/// Most bytes of distinct words one record's searchable text may hold
+/// (a tsvector holds at most 1 MiB of lexemes).
+pub const MAX_SEARCH_BYTES: usize = 1_000_000;
+
+/// A statement under construction: SQL text plus its binds, numbered as
+/// they are added. A bind that cannot be encoded is reported when the
+/// statement is built, never as a panic.
+pub(crate) struct Sql {
+    text: String,
+    args: PgArguments,
+    count: usize,
+    error: Option<String>,
+}
+
+impl Sql {
+    pub(crate) fn new(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            args: PgArguments::default(),
+            count: 0,
+            error: None,
+        }
+    }
+
+    /// Append SQL text.
+    pub(crate) fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Append a placeholder (`$n`) bound to `value`.
+    pub(crate) fn bind<'q, T>(&mut self, value: T) -> &mut Self
+    where
+        T: Encode<'q, Postgres> + Type<Postgres> + 'q,
+    {
+        match self.args.add(value) {
+            Ok(()) => {
+                self.count += 1;
+                let _ = write!(self.text, "${}", self.count);
+            }
+            Err(e) => {
+                self.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        self
+    }
+
+    /// Append another statement, renumbering nothing: only valid when
+    /// `self` has no binds yet (e.g. an `EXPLAIN` prefix).
+    pub(crate) fn append(&mut self, other: Sql) -> &mut Self {
+        if self.count == 0 && self.error.is_none() {
+            self.text.push_str(&other.text);
+            self.args = other.args;
+            self.count = other.count;
+            self.error = other.error;
+        } else {
+            self.error
+                .get_or_insert_with(|| "cannot append to a statement with binds".to_owned());
+        }
+        self
+    }
+
+    /// The statement, ready to run (prepared and cached per connection).
+    pub(crate) fn build(self) -> Result<Query<'static, Postgres, PgArguments>, StoreError> {
+        if let Some(e) = self.error {
+            return Err(StoreError::invalid("value", e));
+        }
+        Ok(sqlx::query_with(AssertSqlSafe(self.text), self.args))
+    }
+}
+
+/// `s` as an SQL string literal that means `s` whatever
+/// `standard_conforming_strings` says (an `E'...'` literal).
+fn literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 3);
+    out.push_str("E'");
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Begin a transaction confined to `tenant`: `BEGIN` and the
+/// transaction-local `openvibe.tenant_id` setting the row-level security
+/// policies read, sent together in one round trip. The setting ends with
+/// the transaction, so a pooled connection never carries it over.
+pub(crate) async fn begin(
+    pool: &PgPool,
+    tenant: &str,
+) -> Result<Transaction<'static, Postgres>, StoreError> {
+    check_label("tenant_id", tenant)?;
+    let statement = format!(
+        "BEGIN; SELECT set_config('openvibe.tenant_id', {}, true)",
+        literal(tenant)
+    );
+    pool.begin_with(AssertSqlSafe(statement))
+        .await
+        .map_err(store_error)
+}
+
+/// Classifications readable with `level` (public always).
+fn readable_classes(level: Option<Classification>) -> Vec<&'static str> {
+    Classification::ALL
+        .into_iter()
+        .filter(|c| *c == Classification::Public || level.is_some_and(|l| *c <= l))
+        .map(Classification::as_str)
+        .collect()
+}
+
+/// `CallerContext::sees_project` on `{a}project_id`.
+fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
+    match &ctx.project_id {
+        None => {
+            sql.push(&format!("{a}project_id IS NULL"));
+        }
+        Some(p) => {
+            sql.push(&format!("({a}project_id IS NULL OR {a}project_id = "))
+                .bind(p.clone())
+                .push(")");
+        }
+    }
+}
+
+/// `CallerContext::can_read` (minus the tenant, which the caller's
+/// statement pins) as a predicate on the row aliased `a` (`"f."`).
+/// `domain`: the query's domain filter, when it has one (the clearance
+/// then reduces to one list of classifications).
+pub(crate) fn push_readable(sql: &mut Sql, ctx: &CallerContext, a: &str, domain: Option<&str>) {
+    sql.push("(");
+    push_project(sql, ctx, a);
+    sql.push(&format!(" AND ({a}owner = "))
+        .bind(ctx.owner_key())
+        .push(&format!(" OR {a}classification = ANY("));
+    match domain {
+        Some(d) => {
+            sql.bind(readable_classes(ctx.clearance.level_for(d)))
+                .push(")");
+        }
+        None => {
+            let everywhere = ctx.clearance.everywhere;
+            sql.bind(readable_classes(everywhere)).push(")");
+            // Per-domain grants above the everywhere level: (domain, class) pairs.
+            let mut domains = Vec::new();
+            let mut classes = Vec::new();
+            for (d, level) in &ctx.clearance.domains {
+                for c in Classification::ALL {
+                    if c > Classification::Public && c <= *level && everywhere.is_none_or(|e| c > e)
+                    {
+                        domains.push(d.clone());
+                        classes.push(c.as_str());
+                    }
+                }
+            }
+            if !domains.is_empty() {
+                sql.push(" OR EXISTS (SELECT 1 FROM unnest(")
+                    .bind(domains)
+                    .push("::text[], ")
+                    .bind(classes)
+                    .push(&format!(
+                        "::text[]) AS g(d, c) WHERE g.d = {a}domain AND g.c = {a}classification)"
+                    ));
+            }
+        }
+    }
+    sql.push("))");
+}
+
+/// `CallerContext::can_read && can_modify` on the row aliased `a`: what an
+/// update, upsert or delete requires.
+pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str) {
+    push_readable(sql, ctx, a, None);
+    if !ctx.privileged {
+        sql.push(&format!(" AND {a}owner = ")).bind(ctx.owner_key());
+    }
+}
+
+/// A text filter, resolved.
+pub(crate) enum TextFilter {
+    /// No terms: no filter.
+    None,
+    /// Every term as a prefix query (`'a':* & 'b':*`) and each term as an
+    /// exact (whole-word) query, for relevance.
+    Terms { all: String, exact: Vec<String> },
+    /// A term longer than any stored word: nothing can match.
+    Impossible,
+}
+
+fn quoted(term: &str) -> String {
+    let mut out = String::with_capacity(term.len() + 2);
+    out.push('\'');
+    for c in term.chars() {
+        if c == '\'' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
+/// The text filter of a query string (see `text_terms`).
+pub(crate) fn text_filter(text: Option<&str>) -> TextFilter {
+    let terms = text.map(text_terms).unwrap_or_default();
+    if terms.is_empty() {
+        return TextFilter::None;
+    }
+    if terms.iter().any(|t| t.len() > MAX_WORD_LEN) {
+        return TextFilter::Impossible;
+    }
+    let exact: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
+    let all = exact
+        .iter()
+        .map(|q| format!("{q}:*"))
+        .collect::<Vec<_>>()
+        .join(" & ");
+    TextFilter::Terms { all, exact }
+}
+
+/// Whole-word queries for `content` (for `find_similar`): the quoted
+/// words that can match, and how many words `content` has in total.
+pub(crate) fn word_queries(content: &str) -> (Vec<String>, usize) {
+    let words = text_terms(content);
+    let total = words.len();
+    let queries = words
+        .iter()
+        .filter(|w| w.len() <= MAX_WORD_LEN)
+        .map(|w| quoted(w))
+        .collect();
+    (queries, total)
+}
+
+/// The words a record is found by, checked against the tsvector limits.
+pub(crate) fn record_terms(field: &str, text: &str) -> Result<Vec<String>, StoreError> {
+    let terms = text_terms(text);
+    let mut bytes = 0usize;
+    for term in &terms {
+        if term.len() > MAX_WORD_LEN {
+            return Err(StoreError::invalid(
+                field,
+                format!("contains a word longer than {MAX_WORD_LEN} bytes"),
+            ));
+        }
+        bytes += term.len();
+    }
+    if bytes > MAX_SEARCH_BYTES {
+        return Err(StoreError::invalid(
+            field,
+            format!("its distinct words exceed {MAX_SEARCH_BYTES} bytes"),
+        ));
+    }
+    Ok(terms)
+}
+
+/// Space-separated terms (terms never contain spaces), for batch binds.
+pub(crate) fn joined_terms(terms: &[String]) -> String {
+    terms.join(" ")
+}
+
+/// A short, indexed text field: at most [`MAX_LABEL_LEN`] bytes, no NUL.
+pub(crate) fn check_label(field: &str, value: &str) -> Result<(), StoreError> {
+    if value.len() > MAX_LABEL_LEN {
+        return Err(StoreError::invalid(
+            field,
+            format!("longer than {MAX_LABEL_LEN} bytes"),
+        ));
+    }
+    check_text(field, value)
+}
+
+/// Any text field: PostgreSQL text cannot hold NUL.
+pub(crate) fn check_text(field: &str, value: &str) -> Result<(), StoreError> {
+    if value.contains('\0') {
+        return Err(StoreError::invalid(field, "contains a NUL character"));
+    }
+    Ok(())
+}
+
+/// Optional label.
+pub(crate) fn check_opt_label(field: &str, value: Option<&str>) -> Result<(), StoreError> {
+    value.map_or(Ok(()), |v| check_label(field, v))
+}
+
+/// Tags: labels.
+pub(crate) fn check_tags(field: &str, tags: &[String]) -> Result<(), StoreError> {
+    tags.iter().try_for_each(|t| check_label(field, t))
+}
+
+/// JSON stored as jsonb: no NUL in any string or key.
+pub(crate) fn check_json(field: &str, value: &serde_json::Value) -> Result<(), StoreError> {
+    match value {
+        serde_json::Value::String(s) => check_text(field, s),
+        serde_json::Value::Array(items) => items.iter().try_for_each(|v| check_json(field, v)),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .try_for_each(|(k, v)| check_text(field, k).and_then(|()| check_json(field, v))),
+        _ => Ok(()),
+    }
+}
+
+/// `0.0..=1.0`.
+pub(crate) fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            field,
+            format!("{value} is not within 0.0..=1.0"),
+        ))
+    }
+}
+
+/// Finite and `>= 0`.
+pub(crate) fn check_importance(value: f64) -> Result<(), StoreError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            "importance",
+            format!("{value} is not a finite number >= 0"),
+        ))
+    }
+}
+
+/// Not blank.
+pub(crate) fn check_content(content: &str) -> Result<(), StoreError> {
+    if content.trim().is_empty() {
+        Err(StoreError::invalid("content", "must not be empty"))
+    } else {
+        check_text("content", content)
+    }
+}
+
+/// A count as `bigint`.
+pub(crate) fn to_i64(field: &str, value: u64) -> Result<i64, StoreError> {
+    i64::try_from(value)
+        .map_err(|_| StoreError::invalid(field, format!("{value} exceeds {}", i64::MAX)))
+}
+
+/// Typed column access; a mismatch is a `Backend` error naming the column.
+pub(crate) fn col<'r, T>(row: &'r PgRow, name: &str) -> Result<T, StoreError>
+where
+    T: sqlx::Decode<'r, Postgres> + Type<Postgres>,
+{
+    row.try_get(name)
+        .map_err(|e| StoreError::Backend(format!("cannot read column `{name}`: {e}")))
+}
+
+/// A `bigint` count column as `u64`.
+pub(crate) fn count_col(row: &PgRow, name: &str) -> Result<u64, StoreError> {
+    let v: i64 = col(row, name)?;
+    u64::try_from(v)
+        .map_err(|_| StoreError::Backend(format!("column `{name}` holds a negative count {v}")))
+}
+
+/// The column list `a` + each of `cols`, comma-separated.
+pub(crate) fn columns(cols: &[&str], a: &str) -> String {
+    cols.iter()
+        .map(|c| format!("{a}{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A fresh record id (as the in-memory store makes them).
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_escape_quotes_and_backslashes() {
+        assert_eq!(literal("t1"), "E't1'");
+        assert_eq!(literal("a'b\\c"), "E'a\\'b\\\\c'");
+    }
+
+    #[test]
+    fn text_filters_quote_terms() {
+        match text_filter(Some("VP sponsor, vp")) {
+            TextFilter::Terms { all, exact } => {
+                assert_eq!(all, "'vp':* & 'sponsor':*");
+                assert_eq!(exact, vec!["'vp'", "'sponsor'"]);
+            }
+            _ => panic!("expected terms"),
+        }
+        assert!(matches!(text_filter(Some("  ")), TextFilter::None));
+        assert!(matches!(
+            text_filter(Some(&"x".repeat(MAX_WORD_LEN + 1))),
+            TextFilter::Impossible
+        ));
+    }
+
+    #[test]
+    fn classes_up_to_a_level() {
+        assert_eq!(readable_classes(None), vec!["public"]);
+        assert_eq!(
+            readable_classes(Some(Classification::Confidential)),
+            vec!["public", "internal", "confidential"]
+        );
+    }
+
+    #[test]
+    fn record_terms_enforce_tsvector_limits() {
+        assert!(record_terms("content", "fine words").is_ok());
+        assert!(record_terms("content", &"y".repeat(MAX_WORD_LEN + 1)).is_err());
+        assert!(check_label("entity", &"e".repeat(MAX_LABEL_LEN + 1)).is_err());
+        assert!(check_text("content", "a\0b").is_err());
+        assert!(check_json("outcome", &serde_json::json!({"k": ["a\u{0}"]})).is_err());
+    }
+}

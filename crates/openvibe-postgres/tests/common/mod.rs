@@ -1,0 +1,104 @@
+//! Test support: a fresh, migrated schema per test on `DATABASE_URL`.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use openvibe_postgres::{PgStores, connect_options, migrate, pool_options};
+use sqlx::{Connection, Executor, PgConnection, PgPool, Row};
+
+/// Test schemas older than this are dropped by the next test run.
+const STALE_SECS: u64 = 1800;
+
+/// `DATABASE_URL`; `None` (after saying so) when `OPENVIBE_SKIP_PG=1`;
+/// otherwise a missing URL fails the test with what to do.
+pub fn database_url() -> Option<String> {
+    if let Ok(url) = std::env::var("DATABASE_URL")
+        && !url.trim().is_empty()
+    {
+        return Some(url);
+    }
+    if std::env::var("OPENVIBE_SKIP_PG").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: OPENVIBE_SKIP_PG=1 and DATABASE_URL is unset; Postgres not tested");
+        return None;
+    }
+    panic!(
+        "DATABASE_URL is not set. The Postgres tests need a database: run \
+         `cargo xtask db up` and `export DATABASE_URL=<the URL it prints>` \
+         (postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe), or run \
+         `cargo xtask test-all`, which does both. Set OPENVIBE_SKIP_PG=1 to skip them explicitly."
+    );
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+static CLEANED: AtomicBool = AtomicBool::new(false);
+
+/// Drop the test schemas of earlier runs (once per test binary).
+async fn drop_stale_schemas(conn: &mut PgConnection) {
+    if CLEANED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let rows = sqlx::query(
+        "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'ovt\\_%' AND \
+         pg_get_userbyid(nspowner) = current_user",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let now = now_secs();
+    for row in rows {
+        let name: String = row.get(0);
+        let born: u64 = name
+            .split('_')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if now.saturating_sub(born) > STALE_SECS {
+            let _ = conn
+                .execute(sqlx::AssertSqlSafe(format!(
+                    "DROP SCHEMA IF EXISTS {name} CASCADE"
+                )))
+                .await;
+        }
+    }
+}
+
+/// A new empty schema (not migrated); returns its name.
+pub async fn new_schema(url: &str) -> String {
+    let mut conn = PgConnection::connect(url).await.unwrap();
+    drop_stale_schemas(&mut conn).await;
+    let name = format!("ovt_{}_{:016x}", now_secs(), fastrand::u64(..));
+    conn.execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    name
+}
+
+/// A pool whose connections use `schema` (then `public`, for `vector`).
+pub async fn pool_in(url: &str, schema: &str, max: u32) -> PgPool {
+    let options = connect_options(url)
+        .unwrap()
+        .options([("search_path", format!("{schema},public"))]);
+    pool_options(max).connect_with(options).await.unwrap()
+}
+
+/// A fresh schema, migrated, and a pool on it.
+pub async fn fresh_pool(url: &str, max: u32) -> PgPool {
+    let schema = new_schema(url).await;
+    let pool = pool_in(url, &schema, max).await;
+    migrate(&pool).await.unwrap();
+    pool
+}
+
+/// Fresh, empty Postgres stores, or `None` when skipping.
+pub async fn fresh_stores() -> Option<PgStores> {
+    let url = database_url()?;
+    Some(PgStores::from_pool(fresh_pool(&url, 3).await))
+}
