@@ -110,10 +110,14 @@ async fn make_stores(options: &Options) -> Result<(Stores, String, String), CliE
             "in-memory".to_owned(),
         )),
         Some(url) => {
-            let _ = url;
-            Err(CliError::Usage(
-                "the PostgreSQL backend is not available in this build".to_owned(),
-            ))
+            let stores = openvibe::postgres::PgStores::connect(url).await?;
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default();
+            let tenant = format!("cli_{stamp}");
+            let backend = format!("PostgreSQL (tenant {tenant})");
+            Ok((stores.stores(), tenant, backend))
         }
     }
 }

@@ -46,9 +46,9 @@ pub enum CliError {
     /// Writing the report failed.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
-    /// The command line was used wrongly.
-    #[error("{0}")]
-    Usage(String),
+    /// The database could not be reached or migrated.
+    #[error("database: {0}")]
+    Database(#[from] openvibe::postgres::PgError),
     /// A value could not be printed as JSON.
     #[error("printing JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -19,9 +19,14 @@ fn demo_file() -> RoleFile {
 }
 
 async fn run_demo(llm: LlmChoice) -> String {
+    run_demo_on(llm, None).await
+}
+
+async fn run_demo_on(llm: LlmChoice, database_url: Option<String>) -> String {
     let options = Options {
         llm,
         reflect: true,
+        database_url,
         ..Options::default()
     };
     let mut out = Vec::new();
@@ -144,4 +149,34 @@ fn inconsistent_role_files_are_reported() {
     }
     let err = RoleFile::parse("role: { id: r, sol: x }\n", Path::new("r.yaml")).unwrap_err();
     assert!(err.to_string().starts_with("r.yaml:1:"), "{err}");
+}
+
+#[tokio::test]
+async fn the_demo_on_postgres_gives_the_same_output() {
+    let url = match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ if std::env::var("OPENVIBE_SKIP_PG").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED: OPENVIBE_SKIP_PG=1 and DATABASE_URL is unset");
+            return;
+        }
+        _ => panic!(
+            "DATABASE_URL is not set: run `cargo xtask db up` and export the URL it prints, \
+             or run `cargo xtask test-all` (OPENVIBE_SKIP_PG=1 skips this test explicitly)"
+        ),
+    };
+    let on_postgres = run_demo_on(LlmChoice::Replay, Some(url)).await;
+    let in_memory = run_demo(LlmChoice::Replay).await;
+    let body = |text: &str| {
+        text.split_once('\n')
+            .map(|(_, rest)| rest.to_owned())
+            .unwrap_or_default()
+    };
+    assert!(
+        on_postgres
+            .lines()
+            .next()
+            .unwrap()
+            .contains("memory backend: PostgreSQL (tenant cli_")
+    );
+    assert_eq!(body(&on_postgres), body(&in_memory));
 }

@@ -60,6 +60,10 @@
 
 pub use openvibe_memory as memory;
 pub use openvibe_operators as operators;
+/// The PostgreSQL + pgvector backend (feature `postgres`):
+/// `RoleRuntime::with_stores(PgStores::connect(url).await?.stores())`.
+#[cfg(feature = "postgres")]
+pub use openvibe_postgres as postgres;
 pub use openvibe_primitives as primitives;
 pub use openvibe_protocols as protocols;
 pub use openvibe_roles as roles;
