@@ -104,7 +104,8 @@ fn bench(groups: &[String]) -> Result<(), String> {
     let mut cmd = cargo();
     cmd.args(["run", "--quiet", "--release", "-p", "openvibe-bench", "--"]);
     cmd.args(groups);
-    if groups.iter().any(|g| g == "pg")
+    // Every group runs when none is named, the Postgres one included.
+    if (groups.is_empty() || groups.iter().any(|g| g == "pg"))
         && let Some(url) = database_url_for_tests()?
     {
         cmd.env("DATABASE_URL", url);
