@@ -12,10 +12,10 @@ use tracing::Instrument;
 use crate::error::store_error;
 use crate::facts::{at_index, check_caller, check_meta, decode_meta};
 use crate::query::{BY_TIME, Filters, opt, select};
-use crate::records::{self, Mode, Record, refusal, span};
+use crate::records::{self, Mode, Record, span};
 use crate::sql::{
     Sql, begin, check_importance, check_json, check_label, check_opt_label, check_text, col,
-    columns, count_col, joined_terms, new_id, push_changeable, record_terms, text_filter, to_i64,
+    count_col, joined_terms, new_id, record_terms, text_filter, to_i64,
 };
 
 const COLS: &[&str] = &[
@@ -57,6 +57,8 @@ impl Record for Episode {
     const TABLE: &'static str = "episodes";
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = false;
+    const FIXED: &'static str = FIXED;
+    const MUTABLE: &'static str = MUTABLE;
 
     fn decode(row: &PgRow) -> Result<Self, StoreError> {
         let id: String = col(row, "id")?;
@@ -185,42 +187,11 @@ impl PgEpisodicStore {
     async fn write(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
         let p = prepare(ctx, episode)?;
         let id = p.episode.id.clone();
-        let mut sql = Sql::new(&format!(
-            "INSERT INTO episodes AS f ({FIXED}, {MUTABLE}) VALUES ("
-        ));
-        sql.bind(ctx.tenant_id.clone())
-            .push(", ")
-            .bind(id.clone())
-            .push(", ")
-            .bind(ctx.project_id.clone())
-            .push(", ")
-            .bind(ctx.owner_key())
-            .push(", ")
-            .bind(p.episode.meta.created_at)
-            .push(", ");
-        push_mutable(&mut sql, &p);
-        sql.push(&format!(
-            ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({MUTABLE}) = ({}) WHERE ",
-            MUTABLE
-                .split(", ")
-                .map(|c| format!("EXCLUDED.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        push_changeable(&mut sql, ctx, "f.");
-        sql.push(&format!(" RETURNING {}", columns(COLS, "f.")));
-        let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
-        match records::fetch_optional::<Episode>(&mut tx, sql).await? {
-            Some(stored) => {
-                tx.commit().await.map_err(store_error)?;
-                Ok(stored)
-            }
-            None => {
-                let e = refusal::<Episode>(&mut tx, ctx, &id, "store", Mode::Upsert).await;
-                let _ = tx.rollback().await;
-                Err(e)
-            }
-        }
+        let created_at = p.episode.meta.created_at;
+        records::write(&self.pool, ctx, id, created_at, Mode::Upsert, |sql| {
+            push_mutable(sql, &p)
+        })
+        .await
     }
 
     /// Insert new episodes in one transaction (one statement): all or none.

@@ -12,11 +12,11 @@ use tracing::Instrument;
 use crate::error::{corrupt, store_error};
 use crate::facts::{at_index, check_caller, check_meta, decode_meta};
 use crate::query::{BY_CONFIDENCE, Filters, entity_filter, opt, select};
-use crate::records::{self, Mode, Record, refusal, span};
+use crate::records::{self, Mode, Record, span};
 use crate::sql::{
     Sql, begin, check_content, check_importance, check_label, check_opt_label, check_tags,
-    check_unit, col, columns, count_col, joined_terms, new_id, push_changeable, push_readable,
-    record_terms, text_filter, to_i64, word_queries,
+    check_unit, col, columns, count_col, joined_terms, new_id, push_readable, record_terms,
+    text_filter, to_i64, word_queries,
 };
 
 const COLS: &[&str] = &[
@@ -70,6 +70,8 @@ impl Record for Insight {
     const TABLE: &'static str = "insights";
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = true;
+    const FIXED: &'static str = FIXED;
+    const MUTABLE: &'static str = MUTABLE;
 
     fn decode(row: &PgRow) -> Result<Self, StoreError> {
         let id: String = col(row, "id")?;
@@ -190,61 +192,11 @@ impl PgInsightStore {
     ) -> Result<Insight, StoreError> {
         let p = prepare(ctx, insight, mode)?;
         let id = p.insight.id.clone();
-        let mut sql;
-        match mode {
-            Mode::Upsert => {
-                sql = Sql::new(&format!(
-                    "INSERT INTO insights AS f ({FIXED}, {MUTABLE}) VALUES ("
-                ));
-                sql.bind(ctx.tenant_id.clone())
-                    .push(", ")
-                    .bind(id.clone())
-                    .push(", ")
-                    .bind(ctx.project_id.clone())
-                    .push(", ")
-                    .bind(ctx.owner_key())
-                    .push(", ")
-                    .bind(p.insight.meta.created_at)
-                    .push(", 0, NULL, ");
-                push_mutable(&mut sql, &p);
-                sql.push(&format!(
-                    ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({MUTABLE}) = ({}) WHERE ",
-                    MUTABLE
-                        .split(", ")
-                        .map(|c| format!("EXCLUDED.{c}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            Mode::Update => {
-                sql = Sql::new(&format!("UPDATE insights AS f SET ({MUTABLE}) = ("));
-                push_mutable(&mut sql, &p);
-                sql.push(") WHERE f.tenant_id = ")
-                    .bind(ctx.tenant_id.clone())
-                    .push(" AND f.id = ")
-                    .bind(id.clone())
-                    .push(" AND ");
-            }
-        }
-        push_changeable(&mut sql, ctx, "f.");
-        sql.push(&format!(" RETURNING {}", columns(COLS, "f.")));
-        let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
-        match records::fetch_optional::<Insight>(&mut tx, sql).await? {
-            Some(stored) => {
-                tx.commit().await.map_err(store_error)?;
-                Ok(stored)
-            }
-            None => {
-                let op = if mode == Mode::Upsert {
-                    "store"
-                } else {
-                    "change"
-                };
-                let e = refusal::<Insight>(&mut tx, ctx, &id, op, mode).await;
-                let _ = tx.rollback().await;
-                Err(e)
-            }
-        }
+        let created_at = p.insight.meta.created_at;
+        records::write(&self.pool, ctx, id, created_at, mode, |sql| {
+            push_mutable(sql, &p)
+        })
+        .await
     }
 
     /// Insert new insights in one transaction (one statement): all or none.

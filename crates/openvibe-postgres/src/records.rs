@@ -1,6 +1,7 @@
 //! Operations every record table shares: get, delete, touch, running a
 //! query, and explaining a change that matched no row.
 
+use chrono::{DateTime, Utc};
 use openvibe_protocols::{CallerContext, StoreError};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
@@ -19,6 +20,12 @@ pub(crate) trait Record: Sized + Send + Unpin + 'static {
     const COLS: &'static [&'static str];
     /// Whether it has access statistics (`access_count`, `last_accessed`).
     const TRACKED: bool;
+    /// The columns fixed at insert (identity, placement, owner, creation
+    /// time, and access statistics when tracked), comma-separated.
+    const FIXED: &'static str;
+    /// The columns a write sets from the record (all but identity, owner,
+    /// placement, creation time and access statistics), comma-separated.
+    const MUTABLE: &'static str;
     /// Decode one row (selected with [`Record::COLS`]).
     fn decode(row: &PgRow) -> Result<Self, StoreError>;
 }
@@ -125,6 +132,81 @@ pub(crate) async fn get<R: Record>(
     }
     .instrument(span(R::KIND, "get", ctx))
     .await
+}
+
+/// Write one record in one statement: `store` (upsert) or `update`. Tenant,
+/// id, project, owner and creation time come from the caller and are fixed
+/// at insert; `push_mutable` binds the values of [`Record::MUTABLE`]. Only a
+/// record the caller may change is replaced; when nothing matched, the
+/// transaction is rolled back and [`refusal`] says why.
+pub(crate) async fn write<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    id: String,
+    created_at: DateTime<Utc>,
+    mode: Mode,
+    push_mutable: impl FnOnce(&mut Sql),
+) -> Result<R, StoreError> {
+    let mutable = R::MUTABLE;
+    let mut sql = match mode {
+        Mode::Upsert => {
+            // Access statistics start at zero.
+            let stats = if R::TRACKED { ", 0, NULL, " } else { ", " };
+            let mut sql = Sql::new(&format!(
+                "INSERT INTO {} AS f ({}, {mutable}) VALUES (",
+                R::TABLE,
+                R::FIXED
+            ));
+            sql.bind(ctx.tenant_id.clone())
+                .push(", ")
+                .bind(id.clone())
+                .push(", ")
+                .bind(ctx.project_id.clone())
+                .push(", ")
+                .bind(ctx.owner_key())
+                .push(", ")
+                .bind(created_at)
+                .push(stats);
+            push_mutable(&mut sql);
+            let excluded: Vec<String> = mutable
+                .split(", ")
+                .map(|c| format!("EXCLUDED.{c}"))
+                .collect();
+            sql.push(&format!(
+                ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({mutable}) = ({}) WHERE ",
+                excluded.join(", ")
+            ));
+            sql
+        }
+        Mode::Update => {
+            let mut sql = Sql::new(&format!("UPDATE {} AS f SET ({mutable}) = (", R::TABLE));
+            push_mutable(&mut sql);
+            sql.push(") WHERE f.tenant_id = ")
+                .bind(ctx.tenant_id.clone())
+                .push(" AND f.id = ")
+                .bind(id.clone())
+                .push(" AND ");
+            sql
+        }
+    };
+    push_changeable(&mut sql, ctx, "f.");
+    sql.push(&format!(" RETURNING {}", columns(R::COLS, "f.")));
+    let mut tx = begin(pool, &ctx.tenant_id).await?;
+    match fetch_optional::<R>(&mut tx, sql).await? {
+        Some(stored) => {
+            tx.commit().await.map_err(store_error)?;
+            Ok(stored)
+        }
+        None => {
+            let op = match mode {
+                Mode::Upsert => "store",
+                Mode::Update => "change",
+            };
+            let e = refusal::<R>(&mut tx, ctx, &id, op, mode).await;
+            let _ = tx.rollback().await;
+            Err(e)
+        }
+    }
 }
 
 /// Why a change of `id` matched no row: `NotFound` when it does not exist
