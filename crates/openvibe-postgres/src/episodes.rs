@@ -14,8 +14,9 @@ use crate::facts::{at_index, check_caller, check_meta, decode_meta};
 use crate::query::{BY_TIME, Filters, opt, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    Sql, begin, check_importance, check_json, check_label, check_opt_label, check_text, col,
-    count_col, joined_terms, new_id, record_terms, text_filter, to_i64,
+    GovernedColumns, Sql, begin, check_importance, check_json, check_label, check_opt_label,
+    check_text, col, count_col, joined_terms, new_id, push_governed, record_terms, text_filter,
+    to_i64,
 };
 
 const COLS: &[&str] = &[
@@ -128,19 +129,8 @@ fn prepare(ctx: &CallerContext, mut episode: Episode) -> Result<Prepared, StoreE
 
 fn push_mutable(sql: &mut Sql, p: &Prepared) {
     let e = &p.episode;
-    sql.bind(e.meta.namespace.clone())
-        .push(", ")
-        .bind(e.meta.classification.as_str())
-        .push(", ")
-        .bind(e.domain.clone())
-        .push(", ")
-        .bind(e.entity.clone())
-        .push(", ")
-        .bind(e.tags.clone())
-        .push("::text[], ")
-        .bind(e.meta.source.clone())
-        .push(", now(), ")
-        .bind(e.agent_id.clone())
+    push_governed(sql, &e.meta, &e.domain, &e.entity, &e.tags);
+    sql.bind(e.agent_id.clone())
         .push(", ")
         .bind(e.operator_id.clone())
         .push(", ")
@@ -208,14 +198,7 @@ impl PgEpisodicStore {
                 return Ok(0);
             }
             let n = episodes.len();
-            let mut ids = Vec::with_capacity(n);
-            let mut namespaces = Vec::with_capacity(n);
-            let mut classifications = Vec::with_capacity(n);
-            let mut domains = Vec::with_capacity(n);
-            let mut entities = Vec::with_capacity(n);
-            let mut tags = Vec::with_capacity(n);
-            let mut sources = Vec::with_capacity(n);
-            let mut created = Vec::with_capacity(n);
+            let mut governed = GovernedColumns::with_capacity(n);
             let mut agents = Vec::with_capacity(n);
             let mut operators = Vec::with_capacity(n);
             let mut nodes = Vec::with_capacity(n);
@@ -234,14 +217,7 @@ impl PgEpisodicStore {
             for (i, episode) in episodes.into_iter().enumerate() {
                 let p = prepare(ctx, episode).map_err(|e| at_index(i, e))?;
                 let e = p.episode;
-                ids.push(e.id);
-                namespaces.push(e.meta.namespace);
-                classifications.push(e.meta.classification.as_str());
-                domains.push(e.domain);
-                entities.push(e.entity);
-                tags.push(serde_json::Value::from(e.tags).to_string());
-                sources.push(e.meta.source);
-                created.push(e.meta.created_at);
+                governed.push(e.id, e.meta, e.domain, e.entity, e.tags);
                 agents.push(e.agent_id);
                 operators.push(e.operator_id);
                 nodes.push(e.node_name);
@@ -273,24 +249,9 @@ impl PgEpisodicStore {
                      u.output_summary, u.outcome::jsonb, u.duration_ms, u.tokens_in, u.tokens_out, \
                      u.importance, u.external_id, u.content_hash, \
                      array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
-                )
-                .bind(ids)
-                .push("::text[], ")
-                .bind(namespaces)
-                .push("::text[], ")
-                .bind(classifications)
-                .push("::text[], ")
-                .bind(domains)
-                .push("::text[], ")
-                .bind(entities)
-                .push("::text[], ")
-                .bind(tags)
-                .push("::text[], ")
-                .bind(sources)
-                .push("::text[], ")
-                .bind(created)
-                .push("::timestamptz[], ")
-                .bind(agents)
+                );
+            governed.bind(&mut sql);
+            sql.bind(agents)
                 .push("::text[], ")
                 .bind(operators)
                 .push("::text[], ")

@@ -13,8 +13,9 @@ use crate::error::{corrupt, store_error};
 use crate::query::{BY_CONFIDENCE, Filters, entity_filter, opt, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    Sql, begin, check_content, check_importance, check_label, check_opt_label, check_tags,
-    check_text, check_unit, col, count_col, joined_terms, new_id, record_terms, text_filter,
+    GovernedColumns, Sql, begin, check_content, check_importance, check_label, check_opt_label,
+    check_tags, check_text, check_unit, col, count_col, joined_terms, new_id, push_governed,
+    record_terms, text_filter,
 };
 
 const COLS: &[&str] = &[
@@ -146,19 +147,8 @@ fn prepare(ctx: &CallerContext, mut fact: Fact, mode: Mode) -> Result<Prepared, 
 /// `(namespace, …, search)` values of [`MUTABLE`].
 fn push_mutable(sql: &mut Sql, p: &Prepared) {
     let f = &p.fact;
-    sql.bind(f.meta.namespace.clone())
-        .push(", ")
-        .bind(f.meta.classification.as_str())
-        .push(", ")
-        .bind(f.domain.clone())
-        .push(", ")
-        .bind(f.entity.clone())
-        .push(", ")
-        .bind(f.tags.clone())
-        .push("::text[], ")
-        .bind(f.meta.source.clone())
-        .push(", now(), ")
-        .bind(f.content.clone())
+    push_governed(sql, &f.meta, &f.domain, &f.entity, &f.tags);
+    sql.bind(f.content.clone())
         .push(", ")
         .bind(f.confidence)
         .push(", ")
@@ -238,14 +228,7 @@ impl PgFactStore {
                 return Ok(0);
             }
             let n = facts.len();
-            let mut ids = Vec::with_capacity(n);
-            let mut namespaces = Vec::with_capacity(n);
-            let mut classifications = Vec::with_capacity(n);
-            let mut domains = Vec::with_capacity(n);
-            let mut entities = Vec::with_capacity(n);
-            let mut tags = Vec::with_capacity(n);
-            let mut sources = Vec::with_capacity(n);
-            let mut created = Vec::with_capacity(n);
+            let mut governed = GovernedColumns::with_capacity(n);
             let mut contents = Vec::with_capacity(n);
             let mut confidences = Vec::with_capacity(n);
             let mut importances = Vec::with_capacity(n);
@@ -256,14 +239,7 @@ impl PgFactStore {
             for (i, fact) in facts.into_iter().enumerate() {
                 let p = prepare(ctx, fact, Mode::Upsert).map_err(|e| at_index(i, e))?;
                 let f = p.fact;
-                ids.push(f.id);
-                namespaces.push(f.meta.namespace);
-                classifications.push(f.meta.classification.as_str());
-                domains.push(f.domain);
-                entities.push(f.entity);
-                tags.push(serde_json::Value::from(f.tags).to_string());
-                sources.push(f.meta.source);
-                created.push(f.meta.created_at);
+                governed.push(f.id, f.meta, f.domain, f.entity, f.tags);
                 contents.push(f.content);
                 confidences.push(f.confidence);
                 importances.push(f.importance);
@@ -285,23 +261,9 @@ impl PgFactStore {
                      ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
                      u.content, u.confidence, u.importance, u.supersedes, u.external_id, \
                      u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
-                )
-                .bind(ids)
-                .push("::text[], ")
-                .bind(namespaces)
-                .push("::text[], ")
-                .bind(classifications)
-                .push("::text[], ")
-                .bind(domains)
-                .push("::text[], ")
-                .bind(entities)
-                .push("::text[], ")
-                .bind(tags)
-                .push("::text[], ")
-                .bind(sources)
-                .push("::text[], ")
-                .bind(created)
-                .push("::timestamptz[], ")
+                );
+            governed.bind(&mut sql);
+            sql
                 .bind(contents)
                 .push("::text[], ")
                 .bind(confidences)

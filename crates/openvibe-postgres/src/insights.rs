@@ -14,9 +14,9 @@ use crate::facts::{at_index, check_caller, check_meta, decode_meta};
 use crate::query::{BY_CONFIDENCE, Filters, entity_filter, opt, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    Sql, begin, check_content, check_importance, check_label, check_opt_label, check_tags,
-    check_unit, col, columns, count_col, joined_terms, new_id, push_readable, record_terms,
-    text_filter, to_i64, word_queries,
+    GovernedColumns, Sql, begin, check_content, check_importance, check_label, check_opt_label,
+    check_tags, check_unit, col, columns, count_col, joined_terms, new_id, push_governed,
+    push_readable, record_terms, text_filter, to_i64, word_queries,
 };
 
 const COLS: &[&str] = &[
@@ -134,19 +134,8 @@ fn prepare(ctx: &CallerContext, mut insight: Insight, mode: Mode) -> Result<Prep
 
 fn push_mutable(sql: &mut Sql, p: &Prepared) {
     let i = &p.insight;
-    sql.bind(i.meta.namespace.clone())
-        .push(", ")
-        .bind(i.meta.classification.as_str())
-        .push(", ")
-        .bind(i.domain.clone())
-        .push(", ")
-        .bind(i.entity.clone())
-        .push(", ")
-        .bind(i.tags.clone())
-        .push("::text[], ")
-        .bind(i.meta.source.clone())
-        .push(", now(), ")
-        .bind(i.agent_id.clone())
+    push_governed(sql, &i.meta, &i.domain, &i.entity, &i.tags);
+    sql.bind(i.agent_id.clone())
         .push(", ")
         .bind(i.content.clone())
         .push(", ")
@@ -213,14 +202,7 @@ impl PgInsightStore {
                 return Ok(0);
             }
             let n = insights.len();
-            let mut ids = Vec::with_capacity(n);
-            let mut namespaces = Vec::with_capacity(n);
-            let mut classifications = Vec::with_capacity(n);
-            let mut domains = Vec::with_capacity(n);
-            let mut entities = Vec::with_capacity(n);
-            let mut tags = Vec::with_capacity(n);
-            let mut sources = Vec::with_capacity(n);
-            let mut created = Vec::with_capacity(n);
+            let mut governed = GovernedColumns::with_capacity(n);
             let mut agents = Vec::with_capacity(n);
             let mut contents = Vec::with_capacity(n);
             let mut confidences = Vec::with_capacity(n);
@@ -236,14 +218,7 @@ impl PgInsightStore {
             for (k, insight) in insights.into_iter().enumerate() {
                 let p = prepare(ctx, insight, Mode::Upsert).map_err(|e| at_index(k, e))?;
                 let i = p.insight;
-                ids.push(i.id);
-                namespaces.push(i.meta.namespace);
-                classifications.push(i.meta.classification.as_str());
-                domains.push(i.domain);
-                entities.push(i.entity);
-                tags.push(serde_json::Value::from(i.tags).to_string());
-                sources.push(i.meta.source);
-                created.push(i.meta.created_at);
+                governed.push(i.id, i.meta, i.domain, i.entity, i.tags);
                 agents.push(i.agent_id);
                 contents.push(i.content);
                 confidences.push(i.confidence);
@@ -272,23 +247,9 @@ impl PgInsightStore {
                      ARRAY(SELECT jsonb_array_elements_text(u.source_episode_ids::jsonb)), \
                      u.last_confirmed, u.status, u.importance, u.supersedes, u.external_id, \
                      u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
-                )
-                .bind(ids)
-                .push("::text[], ")
-                .bind(namespaces)
-                .push("::text[], ")
-                .bind(classifications)
-                .push("::text[], ")
-                .bind(domains)
-                .push("::text[], ")
-                .bind(entities)
-                .push("::text[], ")
-                .bind(tags)
-                .push("::text[], ")
-                .bind(sources)
-                .push("::text[], ")
-                .bind(created)
-                .push("::timestamptz[], ")
+                );
+            governed.bind(&mut sql);
+            sql
                 .bind(agents)
                 .push("::text[], ")
                 .bind(contents)

@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use openvibe_protocols::{CallerContext, Classification, StoreError, text_terms};
+use chrono::{DateTime, Utc};
+use openvibe_protocols::{CallerContext, Classification, RecordMeta, StoreError, text_terms};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{Arguments, AssertSqlSafe, Encode, PgPool, Postgres, Row, Transaction, Type};
@@ -434,5 +435,99 @@ mod tests {
         assert!(check_label("entity", &"e".repeat(MAX_LABEL_LEN + 1)).is_err());
         assert!(check_text("content", "a\0b").is_err());
         assert!(check_json("outcome", &serde_json::json!({"k": ["a\u{0}"]})).is_err());
+    }
+}
+
+/// Bind the values of the governance columns every record table starts its
+/// mutable columns with: `namespace, classification, domain, entity, tags,
+/// source, updated_at` (the last is `now()`), followed by `", "`.
+pub(crate) fn push_governed(
+    sql: &mut Sql,
+    meta: &RecordMeta,
+    domain: &str,
+    entity: &str,
+    tags: &[String],
+) {
+    sql.bind(meta.namespace.clone())
+        .push(", ")
+        .bind(meta.classification.as_str())
+        .push(", ")
+        .bind(domain.to_owned())
+        .push(", ")
+        .bind(entity.to_owned())
+        .push(", ")
+        .bind(tags.to_vec())
+        .push("::text[], ")
+        .bind(meta.source.clone())
+        .push(", now(), ");
+}
+
+/// The columns every batch insert starts its `unnest` arrays with:
+/// `id, namespace, classification, domain, entity, tags (JSON text), source,
+/// created_at`, in that order.
+#[derive(Default)]
+pub(crate) struct GovernedColumns {
+    ids: Vec<String>,
+    namespaces: Vec<String>,
+    classifications: Vec<&'static str>,
+    domains: Vec<String>,
+    entities: Vec<String>,
+    tags: Vec<String>,
+    sources: Vec<String>,
+    created: Vec<DateTime<Utc>>,
+}
+
+impl GovernedColumns {
+    /// Columns for `n` records.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Self {
+            ids: Vec::with_capacity(n),
+            namespaces: Vec::with_capacity(n),
+            classifications: Vec::with_capacity(n),
+            domains: Vec::with_capacity(n),
+            entities: Vec::with_capacity(n),
+            tags: Vec::with_capacity(n),
+            sources: Vec::with_capacity(n),
+            created: Vec::with_capacity(n),
+        }
+    }
+
+    /// Add one record's values.
+    pub(crate) fn push(
+        &mut self,
+        id: String,
+        meta: RecordMeta,
+        domain: String,
+        entity: String,
+        tags: Vec<String>,
+    ) {
+        self.ids.push(id);
+        self.namespaces.push(meta.namespace);
+        self.classifications.push(meta.classification.as_str());
+        self.domains.push(domain);
+        self.entities.push(entity);
+        self.tags.push(serde_json::Value::from(tags).to_string());
+        self.sources.push(meta.source);
+        self.created.push(meta.created_at);
+    }
+
+    /// Bind the eight arrays, each followed by its cast and `", "`.
+    pub(crate) fn bind(self, sql: &mut Sql) {
+        sql.bind(self.ids)
+            .push("::text[], ")
+            .bind(self.namespaces)
+            .push("::text[], ")
+            .bind(self.classifications)
+            .push("::text[], ")
+            .bind(self.domains)
+            .push("::text[], ")
+            .bind(self.entities)
+            .push("::text[], ")
+            .bind(self.tags)
+            .push("::text[], ")
+            .bind(self.sources)
+            .push("::text[], ")
+            .bind(self.created)
+            .push("::timestamptz[], ");
     }
 }
