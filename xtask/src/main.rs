@@ -45,8 +45,15 @@ fn main() -> std::process::ExitCode {
 }
 
 /// The workspace root (the parent of this crate's directory).
+///
+/// Read at run time: `cargo run` sets `CARGO_MANIFEST_DIR` for the program.
+/// The compile-time value would be wrong when several checkouts share one
+/// target directory (as CI's clones do): the binary built in one checkout
+/// would then drive another.
 pub(crate) fn workspace_root() -> PathBuf {
-    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     manifest_dir
         .parent()
         .map(PathBuf::from)
