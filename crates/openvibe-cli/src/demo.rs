@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use openvibe::memory::{MemoryFilesystem, ReflectOptions, Stores};
+use openvibe::memory::{MemoryFilesystem, ReflectOptions, Stores, in_memory_stores};
 use openvibe::primitives::testing::RecordReplayProvider;
 use openvibe::primitives::{AnthropicProvider, OpenAiProvider, ProviderConfig};
 use openvibe::protocols::{
@@ -105,7 +105,7 @@ pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
 async fn make_stores(options: &Options) -> Result<(Stores, String, String), CliError> {
     match &options.database_url {
         None => Ok((
-            Stores::in_memory(),
+            in_memory_stores(),
             RecordMeta::DEFAULT_TENANT.to_owned(),
             "in-memory".to_owned(),
         )),

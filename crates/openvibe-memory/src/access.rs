@@ -1,15 +1,17 @@
-//! Access control: clearance profiles and filtering by classification.
+//! Clearance profiles and filtering records already in hand by clearance.
 //!
-//! Stores apply clearance inside their queries (see
-//! [`CallerContext::can_read`]); [`AccessFilter`] is for records already in
-//! hand, e.g. from an outside source.
+//! The access rule itself is the contract's
+//! ([`openvibe_protocols::read_allowed`], [`Classification::readable_at`]);
+//! stores apply it inside their queries. [`AccessFilter`] is for records
+//! already in hand, e.g. from an outside source.
 
 use std::collections::BTreeMap;
 use std::ops::Index;
 
-use openvibe_protocols::{
-    CallerContext, Classification, Clearance, Episode, Fact, Insight, Principal, RecordMeta,
-};
+pub use openvibe_protocols::Governed;
+use openvibe_protocols::{CallerContext, Classification, Clearance, Principal};
+
+use crate::gateway::caller_context;
 
 /// Classification ranks: public 0, internal 1, confidential 2, restricted 3.
 /// Index it with a [`Classification`] (`CLASSIFICATION_RANK[Classification::Internal] == 1`).
@@ -19,41 +21,20 @@ pub const CLASSIFICATION_RANK: ClassificationRanks = ClassificationRanks;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassificationRanks;
 
-const RANKS: [u8; 4] = [0, 1, 2, 3];
+/// [`Classification::rank`] of each classification, in rank order.
+const RANKS: [u8; 4] = [
+    Classification::Public.rank(),
+    Classification::Internal.rank(),
+    Classification::Confidential.rank(),
+    Classification::Restricted.rank(),
+];
 
 impl Index<Classification> for ClassificationRanks {
     type Output = u8;
     fn index(&self, c: Classification) -> &u8 {
-        match c {
-            Classification::Public => &RANKS[0],
-            Classification::Internal => &RANKS[1],
-            Classification::Confidential => &RANKS[2],
-            Classification::Restricted => &RANKS[3],
-        }
+        &RANKS[usize::from(c.rank())]
     }
 }
-
-/// A record that carries governance metadata and a domain.
-pub trait Governed {
-    /// The record's governance metadata.
-    fn meta(&self) -> &RecordMeta;
-    /// The record's domain.
-    fn domain(&self) -> &str;
-}
-
-macro_rules! governed {
-    ($($t:ty),*) => {$(
-        impl Governed for $t {
-            fn meta(&self) -> &RecordMeta {
-                &self.meta
-            }
-            fn domain(&self) -> &str {
-                &self.domain
-            }
-        }
-    )*};
-}
-governed!(Fact, Insight, Episode);
 
 /// Per-agent (or per-person) read permissions: the highest classification
 /// readable in each domain. Public records are readable by everyone.
@@ -81,15 +62,11 @@ impl ClearanceProfile {
         self
     }
 
-    /// Whether this profile may read `record`.
+    /// Whether this profile's clearance reaches `record`
+    /// ([`Classification::readable_at`] its level in the record's domain).
     pub fn can_access(&self, record: &impl Governed) -> bool {
-        let classification = record.meta().classification;
-        if classification == Classification::Public {
-            return true;
-        }
-        self.domain_clearance
-            .get(record.domain())
-            .is_some_and(|level| CLASSIFICATION_RANK[*level] >= CLASSIFICATION_RANK[classification])
+        let level = self.domain_clearance.get(record.domain()).copied();
+        record.meta().classification.readable_at(level)
     }
 
     /// The profile as a protocol [`Clearance`].
@@ -97,10 +74,19 @@ impl ClearanceProfile {
         Clearance::from(self.domain_clearance.clone())
     }
 
-    /// A caller context for this profile's agent in `tenant_id`.
+    /// A caller context for this profile's agent in `tenant_id` (no project).
     pub fn context(&self, tenant_id: &str) -> CallerContext {
-        CallerContext::new(tenant_id, Principal::agent(self.agent_id.clone()))
-            .with_clearance(self.clearance())
+        self.context_in(tenant_id, None)
+    }
+
+    /// A caller context for this profile's agent in `tenant_id` and `project_id`.
+    pub fn context_in(&self, tenant_id: &str, project_id: Option<&str>) -> CallerContext {
+        caller_context(
+            tenant_id,
+            project_id,
+            Principal::agent(self.agent_id.clone()),
+            self.clearance(),
+        )
     }
 }
 
@@ -129,6 +115,7 @@ impl AccessFilter {
 mod tests {
     //! Ported from the seed's tests/test_access_control.py.
     use super::*;
+    use openvibe_protocols::Fact;
     use std::collections::BTreeSet;
 
     #[test]
@@ -210,14 +197,14 @@ mod tests {
         let profile =
             ClearanceProfile::new("cro").with_domain("revenue", Classification::Confidential);
         let ctx = profile.context("t1");
-        assert_eq!(ctx.tenant_id, "t1");
+        assert_eq!(ctx.tenant_id(), "t1");
         assert_eq!(ctx.owner_key(), "agent:cro");
         for domain in ["revenue", "marketing", ""] {
             for c in Classification::ALL {
                 let fact = Fact::new("f", "x").domain(domain).classification(c);
                 assert_eq!(
                     profile.can_access(&fact),
-                    ctx.clearance.allows(domain, c),
+                    ctx.clearance().allows(domain, c),
                     "{domain} {c}"
                 );
             }

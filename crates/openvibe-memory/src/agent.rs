@@ -7,12 +7,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::Utc;
 use openvibe_protocols::{
-    CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, Insight, InsightQuery,
+    CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
+    InsightQuery,
     InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry, MemoryProvider, StoreError,
     content_hash, truncate_chars,
 };
 use serde_json::Value;
 
+use crate::access::ClearanceProfile;
 use crate::error::MemoryError;
 use crate::in_memory::{InMemoryEpisodicStore, InMemoryInsightStore};
 use crate::workspace::WorkspaceMemory;
@@ -132,6 +134,14 @@ impl AgentMemory {
         self
     }
 
+    /// Read with `clearance` (replacing the context's clearance; the
+    /// principal, tenant and project stay).
+    #[must_use]
+    pub fn with_clearance(mut self, clearance: &ClearanceProfile) -> Self {
+        self.ctx = self.ctx.with_clearance(clearance.clearance());
+        self
+    }
+
     /// The agent's id.
     pub fn agent_id(&self) -> &str {
         &self.agent_id
@@ -155,6 +165,34 @@ impl AgentMemory {
     /// The insight store.
     pub fn insight_store(&self) -> &Arc<dyn InsightStore> {
         &self.insights
+    }
+
+    // --- the workspace, as this agent ---
+
+    /// Workspace facts this agent can read matching `query` (access is
+    /// counted only when the query asks for it). No workspace: none.
+    pub async fn workspace_facts(&self, query: &FactQuery) -> Result<Vec<Fact>, MemoryError> {
+        match &self.workspace {
+            Some(ws) => ws.search_as(&self.ctx, query).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// One workspace fact, if this agent can read it.
+    pub async fn workspace_fact(&self, id: &str) -> Result<Option<Fact>, MemoryError> {
+        match &self.workspace {
+            Some(ws) => ws.get_as(&self.ctx, id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Count the workspace facts among `ids` this agent can read as
+    /// accessed; returns how many were.
+    pub async fn touch_workspace_facts(&self, ids: &[String]) -> Result<usize, MemoryError> {
+        match &self.workspace {
+            Some(ws) => ws.touch_as(&self.ctx, ids).await,
+            None => Ok(0),
+        }
     }
 
     // --- L2: episodes ---

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, ContextAssembler, EpisodeQuery, FactQuery, InsightQuery, InsightStatus,
+    ContextAssembler, EpisodeQuery, FactQuery, InsightQuery, InsightStatus,
     MemoryScope, StoreError,
 };
 
@@ -98,10 +98,11 @@ impl std::fmt::Debug for MemoryAssembler {
 }
 
 impl MemoryAssembler {
-    /// An assembler over `memory`, reading workspace facts with `clearance`.
+    /// An assembler over `memory`, reading with `clearance` (the memory's
+    /// principal, tenant and project with this clearance).
     pub fn new(memory: AgentMemory, clearance: ClearanceProfile) -> Self {
         Self {
-            memory,
+            memory: memory.with_clearance(&clearance),
             clearance,
             counter: Arc::new(ApproxTokenCounter),
             limits: AssemblyLimits::default(),
@@ -120,15 +121,6 @@ impl MemoryAssembler {
     pub fn with_limits(mut self, limits: AssemblyLimits) -> Self {
         self.limits = limits;
         self
-    }
-
-    /// The context workspace facts are read with: the agent's own context
-    /// (tenant, project, principal) with the profile's clearance.
-    fn reader(&self) -> CallerContext {
-        self.memory
-            .context()
-            .clone()
-            .with_clearance(self.clearance.clearance())
     }
 
     /// The context text for `scope` within `token_budget` tokens.
@@ -160,23 +152,21 @@ impl MemoryAssembler {
             };
             insights.extend(self.memory.recall_insights(general).await?);
         }
-        let reader = self.reader();
-        let facts = match self.memory.workspace() {
-            Some(ws) if self.limits.facts > 0 => {
-                let specific = facts_query.clone().limit(self.limits.facts);
-                let mut facts = ws.store().query(&reader, &specific).await?;
-                if about_entity && facts.len() < self.limits.facts {
-                    let general = FactQuery {
-                        entity: None,
-                        general: true,
-                        limit: self.limits.facts - facts.len(),
-                        ..specific
-                    };
-                    facts.extend(ws.store().query(&reader, &general).await?);
-                }
-                facts
+        let facts = if self.limits.facts > 0 {
+            let specific = facts_query.clone().limit(self.limits.facts);
+            let mut facts = self.memory.workspace_facts(&specific).await?;
+            if about_entity && facts.len() < self.limits.facts {
+                let general = FactQuery {
+                    entity: None,
+                    general: true,
+                    limit: self.limits.facts - facts.len(),
+                    ..specific
+                };
+                facts.extend(self.memory.workspace_facts(&general).await?);
             }
-            _ => Vec::new(),
+            facts
+        } else {
+            Vec::new()
         };
         let episodes = self
             .memory
@@ -213,15 +203,13 @@ impl MemoryAssembler {
                 .iter()
                 .map(|e| format!("- {}: {}", e.action, e.output_summary)),
         );
-        if let Some(ws) = self.memory.workspace()
-            && !included.is_empty()
-        {
+        if !included.is_empty() {
             let ids: Vec<String> = included
                 .iter()
                 .filter_map(|i| facts.get(*i))
                 .map(|f| f.id.clone())
                 .collect();
-            ws.store().touch(&reader, &ids).await?;
+            self.memory.touch_workspace_facts(&ids).await?;
         }
         Ok(out.text)
     }

@@ -53,7 +53,11 @@ impl From<MemoryError> for StoreError {
             MemoryError::ReadOnlyPath { path, reason } => {
                 StoreError::invalid("path", format!("{path:?} is read-only: {reason}"))
             }
-            other => StoreError::Backend(other.to_string()),
+            MemoryError::Llm(e) => {
+                let transient = e.is_transient();
+                StoreError::backend_from(format!("reflection failed: {e}"), transient, e)
+            }
+            other => StoreError::backend(other.to_string()),
         }
     }
 }

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use chrono::Utc;
 use openvibe_protocols::{
-    CallerContext, Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN,
+    Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN,
     RetrievalTrace, TraceAction, truncate_chars,
 };
 use serde_json::json;
@@ -151,8 +151,9 @@ fn count(n: usize) -> u64 {
 pub struct MemoryFilesystem {
     role_id: String,
     memory: AgentMemory,
+    /// The same memory reading with the clearance for `/references/`.
+    references: AgentMemory,
     soul: String,
-    clearance: ClearanceProfile,
     traces: Mutex<Vec<RetrievalTrace>>,
 }
 
@@ -162,7 +163,9 @@ impl MemoryFilesystem {
     pub fn new(role_id: impl Into<String>, memory: AgentMemory) -> Self {
         let role_id = role_id.into();
         Self {
-            clearance: ClearanceProfile::new(role_id.clone()),
+            references: memory
+                .clone()
+                .with_clearance(&ClearanceProfile::new(role_id.clone())),
             role_id,
             memory,
             soul: String::new(),
@@ -180,7 +183,7 @@ impl MemoryFilesystem {
     /// Set the clearance `/references/` is read with.
     #[must_use]
     pub fn with_clearance(mut self, clearance: ClearanceProfile) -> Self {
-        self.clearance = clearance;
+        self.references = self.memory.clone().with_clearance(&clearance);
         self
     }
 
@@ -203,8 +206,8 @@ impl MemoryFilesystem {
     fn trace(&self, mut trace: RetrievalTrace, start: Instant) {
         let ctx = self.memory.context();
         trace.id = format!("tr_{}", uuid::Uuid::new_v4().simple());
-        trace.meta.tenant_id.clone_from(&ctx.tenant_id);
-        trace.meta.project_id.clone_from(&ctx.project_id);
+        trace.meta.tenant_id = ctx.tenant_id().to_owned();
+        trace.meta.project_id = ctx.project_id().map(str::to_owned);
         trace.meta.owner = ctx.owner_key();
         trace.meta.namespace.clone_from(&self.role_id);
         trace.meta.source = "memory_filesystem".to_owned();
@@ -213,15 +216,6 @@ impl MemoryFilesystem {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(trace);
-    }
-
-    /// The context references are read with: the agent's own, with the
-    /// role's clearance.
-    fn reader(&self) -> CallerContext {
-        self.memory
-            .context()
-            .clone()
-            .with_clearance(self.clearance.clearance())
     }
 
     /// List the entries under `path`. Unknown directories list nothing.
@@ -257,34 +251,25 @@ impl MemoryFilesystem {
                 .into_iter()
                 .map(|e| e.id)
                 .collect(),
-            ["references"] => match self.memory.workspace() {
-                Some(ws) => {
-                    let facts = ws
-                        .store()
-                        .query(&self.reader(), &FactQuery::new().limit(BROWSE_LIMIT))
-                        .await?;
-                    sorted_domains(facts.iter().map(|f| f.domain.as_str()))
-                }
-                None => Vec::new(),
-            },
-            ["references", domain, ..] => match self.memory.workspace() {
-                Some(ws) => {
-                    let wanted = domain_from_segment(domain);
-                    let facts = ws
-                        .store()
-                        .query(
-                            &self.reader(),
-                            &FactQuery::new().domain(wanted).limit(BROWSE_LIMIT),
-                        )
-                        .await?;
-                    facts
-                        .into_iter()
-                        .filter(|f| f.domain == wanted)
-                        .map(|f| f.id)
-                        .collect()
-                }
-                None => Vec::new(),
-            },
+            ["references"] => {
+                let facts = self
+                    .references
+                    .workspace_facts(&FactQuery::new().limit(BROWSE_LIMIT))
+                    .await?;
+                sorted_domains(facts.iter().map(|f| f.domain.as_str()))
+            }
+            ["references", domain, ..] => {
+                let wanted = domain_from_segment(domain);
+                let facts = self
+                    .references
+                    .workspace_facts(&FactQuery::new().domain(wanted).limit(BROWSE_LIMIT))
+                    .await?;
+                facts
+                    .into_iter()
+                    .filter(|f| f.domain == wanted)
+                    .map(|f| f.id)
+                    .collect()
+            }
             _ => Vec::new(),
         };
         let trace = RetrievalTrace {
@@ -332,13 +317,12 @@ impl MemoryFilesystem {
                 ),
                 None => String::new(),
             },
-            ["references", domain, .., id] => match self.memory.workspace() {
-                Some(ws) => {
-                    let reader = self.reader();
-                    match ws.store().get(&reader, id).await? {
+            ["references", domain, .., id] => match self.references.workspace() {
+                Some(_) => {
+                    match self.references.workspace_fact(id).await? {
                         Some(f) if f.domain == domain_from_segment(domain) => {
-                            ws.store()
-                                .touch(&reader, std::slice::from_ref(&f.id))
+                            self.references
+                                .touch_workspace_facts(std::slice::from_ref(&f.id))
                                 .await?;
                             format!(
                                 "{}\n\nConfidence: {}\nSource: {}\nClassification: {}",
@@ -384,14 +368,14 @@ impl MemoryFilesystem {
             }));
         }
         if matches!(root, None | Some("references"))
-            && let Some(ws) = self.memory.workspace()
+            && self.references.workspace().is_some()
         {
             let wanted = segs.get(1).map(|d| domain_from_segment(d));
             let mut q = FactQuery::new().text(query).limit(SEARCH_LIMIT);
             if let Some(domain) = wanted {
                 q = q.domain(domain);
             }
-            let facts = ws.store().query(&self.reader(), &q).await?;
+            let facts = self.references.workspace_facts(&q).await?;
             hits.extend(
                 facts
                     .into_iter()

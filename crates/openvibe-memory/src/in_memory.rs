@@ -15,41 +15,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery, FactStore, Insight,
-    InsightQuery, InsightStatus, InsightStore, RecordMeta, StoreError, content_hash,
-    validate_record_id,
+    InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta, StoreError, Stores,
+    content_hash, validate_episode, validate_fact, validate_insight,
 };
 
-use crate::index::{ConfidenceOrder, Filter, Indexed, Score, Table, WalkBy, entity_filter, opt};
-
-fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
-    if value.is_finite() && (0.0..=1.0).contains(&value) {
-        Ok(())
-    } else {
-        Err(StoreError::invalid(
-            field,
-            format!("{value} is not within 0.0..=1.0"),
-        ))
-    }
-}
-
-fn check_importance(value: f64) -> Result<(), StoreError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(StoreError::invalid(
-            "importance",
-            format!("{value} is not a finite number >= 0"),
-        ))
-    }
-}
-
-fn check_content(content: &str) -> Result<(), StoreError> {
-    if content.trim().is_empty() {
-        Err(StoreError::invalid("content", "must not be empty"))
-    } else {
-        Ok(())
-    }
-}
+use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
 
 /// The [`Indexed`] methods facts and insights share: both are ordered by
 /// confidence, then recency, then id, and validated and tracked alike.
@@ -93,12 +63,6 @@ macro_rules! confidence_ordered {
             self.meta.created_at
         }
         const WALK: WalkBy = WalkBy::Confidence;
-        fn validate(&self) -> Result<(), StoreError> {
-            validate_record_id(&self.id)?;
-            check_content(&self.content)?;
-            check_unit("confidence", self.confidence)?;
-            check_importance(self.importance)
-        }
         fn prepare_new(&mut self) {
             self.access_count = 0;
             self.last_accessed = None;
@@ -122,6 +86,9 @@ impl Indexed for Fact {
 
     confidence_ordered!();
 
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_fact(self)
+    }
     fn agent_id(&self) -> Option<&str> {
         None
     }
@@ -141,6 +108,12 @@ impl Indexed for Insight {
 
     confidence_ordered!();
 
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_insight(self)
+    }
+    fn status(&self) -> Option<InsightStatus> {
+        Some(self.status)
+    }
     fn agent_id(&self) -> Option<&str> {
         Some(&self.agent_id)
     }
@@ -197,8 +170,7 @@ impl Indexed for Episode {
     }
     const WALK: WalkBy = WalkBy::Time;
     fn validate(&self) -> Result<(), StoreError> {
-        validate_record_id(&self.id)?;
-        check_importance(self.importance)
+        validate_episode(self)
     }
     fn prepare_new(&mut self) {
         self.content_hash = Some(content_hash(&self.searchable_text()));
@@ -242,7 +214,7 @@ impl<R: Indexed> Default for Tables<R> {
 }
 
 fn poisoned(kind: &str) -> StoreError {
-    StoreError::Backend(format!(
+    StoreError::backend(format!(
         "the in-memory {kind} store's lock is poisoned (a writer panicked); recreate the store"
     ))
 }
@@ -263,8 +235,8 @@ impl<R: Indexed> Tables<R> {
             backend = "memory",
             kind = R::KIND,
             op,
-            tenant = %ctx.tenant_id,
-            principal = %ctx.principal.id,
+            tenant = %ctx.tenant_id(),
+            principal = %ctx.principal().id,
         )
         .entered()
     }
@@ -284,7 +256,7 @@ impl<R: Indexed> Tables<R> {
         rec.validate()?;
         let now = Utc::now();
         let mut guard = self.write()?;
-        let table = guard.entry(ctx.tenant_id.clone()).or_default();
+        let table = guard.entry(ctx.tenant_id().to_owned()).or_default();
         match table.slot(rec.id()) {
             Some(slot) => {
                 let old = table
@@ -330,8 +302,8 @@ impl<R: Indexed> Tables<R> {
                 rec.prepare_new();
                 let meta = rec.meta_mut();
                 meta.owner = ctx.owner_key();
-                meta.tenant_id = ctx.tenant_id.clone();
-                meta.project_id = ctx.project_id.clone();
+                meta.tenant_id = ctx.tenant_id().to_owned();
+                meta.project_id = ctx.project_id().map(str::to_owned);
                 meta.updated_at = now;
                 table.insert(rec.clone())?;
             }
@@ -343,7 +315,7 @@ impl<R: Indexed> Tables<R> {
         let _span = Self::span("get", ctx);
         let guard = self.read()?;
         Ok(guard
-            .get(&ctx.tenant_id)
+            .get(ctx.tenant_id())
             .and_then(|t| t.slot(id).and_then(|s| t.materialize(s)))
             .filter(|r| ctx.can_read(r.meta(), r.domain())))
     }
@@ -351,13 +323,12 @@ impl<R: Indexed> Tables<R> {
     fn query(
         &self,
         ctx: &CallerContext,
-        filter: &Filter<'_, R>,
-        track_access: bool,
+        filter: &RecordFilter,
     ) -> Result<Vec<R>, StoreError> {
         let _span = Self::span("query", ctx);
-        if track_access {
+        if filter.track_access {
             let mut guard = self.write()?;
-            let Some(table) = guard.get_mut(&ctx.tenant_id) else {
+            let Some(table) = guard.get_mut(ctx.tenant_id()) else {
                 return Ok(Vec::new());
             };
             let slots = table.query(ctx, filter);
@@ -372,7 +343,7 @@ impl<R: Indexed> Tables<R> {
             Ok(out)
         } else {
             let guard = self.read()?;
-            let Some(table) = guard.get(&ctx.tenant_id) else {
+            let Some(table) = guard.get(ctx.tenant_id()) else {
                 return Ok(Vec::new());
             };
             let slots = table.query(ctx, filter);
@@ -386,7 +357,7 @@ impl<R: Indexed> Tables<R> {
         let _span = Self::span("delete", ctx);
         let mut guard = self.write()?;
         let table = guard
-            .get_mut(&ctx.tenant_id)
+            .get_mut(ctx.tenant_id())
             .ok_or_else(|| Self::not_found(id))?;
         let slot = table.slot(id).ok_or_else(|| Self::not_found(id))?;
         let rec = table.materialize(slot).ok_or_else(|| Self::not_found(id))?;
@@ -406,7 +377,7 @@ impl<R: Indexed> Tables<R> {
     fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
         let _span = Self::span("touch", ctx);
         let mut guard = self.write()?;
-        let Some(table) = guard.get_mut(&ctx.tenant_id) else {
+        let Some(table) = guard.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
         let now = Utc::now();
@@ -470,20 +441,7 @@ impl FactStore for InMemoryFactStore {
     }
 
     async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
-        let filter = Filter {
-            entity: entity_filter(&q.entity, q.general),
-            domain: opt(&q.domain),
-            tags: &q.tags,
-            min_confidence: q.min_confidence,
-            since: q.since,
-            ..Filter::new(q.limit)
-        }
-        .text(q.text.as_deref());
-        let filter = Filter {
-            relevance: !filter.terms.is_empty(),
-            ..filter
-        };
-        self.tables.query(ctx, &filter, q.track_access)
+        self.tables.query(ctx, &q.filter())
     }
 
     async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
@@ -545,16 +503,7 @@ impl EpisodicStore for InMemoryEpisodicStore {
         ctx: &CallerContext,
         q: &EpisodeQuery,
     ) -> Result<Vec<Episode>, StoreError> {
-        let filter = Filter {
-            agent_id: opt(&q.agent_id),
-            entity: opt(&q.entity),
-            domain: opt(&q.domain),
-            tags: &q.tags,
-            since: q.since,
-            ..Filter::new(q.limit)
-        }
-        .text(q.text.as_deref());
-        self.tables.query(ctx, &filter, false)
+        self.tables.query(ctx, &q.filter())
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
@@ -608,24 +557,7 @@ impl InsightStore for InMemoryInsightStore {
         ctx: &CallerContext,
         q: &InsightQuery,
     ) -> Result<Vec<Insight>, StoreError> {
-        let status = q.status;
-        let by_status = move |i: &Insight| status.is_none_or(|s| i.status == s);
-        let filter = Filter {
-            agent_id: opt(&q.agent_id),
-            entity: entity_filter(&q.entity, q.general),
-            domain: opt(&q.domain),
-            tags: &q.tags,
-            min_confidence: q.min_confidence,
-            since: q.since,
-            extra: if status.is_some() {
-                Some(&by_status)
-            } else {
-                None
-            },
-            ..Filter::new(q.limit)
-        }
-        .text(q.text.as_deref());
-        self.tables.query(ctx, &filter, q.track_access)
+        self.tables.query(ctx, &q.filter())
     }
 
     async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
@@ -643,7 +575,7 @@ impl InsightStore for InMemoryInsightStore {
         content: &str,
     ) -> Result<Option<Insight>, StoreError> {
         let guard = self.tables.read()?;
-        let Some(table) = guard.get(&ctx.tenant_id) else {
+        let Some(table) = guard.get(ctx.tenant_id()) else {
             return Ok(None);
         };
         Ok(table.most_similar(ctx, content, |i: &Insight| {
@@ -656,30 +588,12 @@ impl InsightStore for InMemoryInsightStore {
     }
 }
 
-/// One set of stores, as a backend provides them.
-#[derive(Clone)]
-pub struct Stores {
-    /// Workspace facts.
-    pub facts: Arc<dyn FactStore>,
-    /// Episodes.
-    pub episodes: Arc<dyn EpisodicStore>,
-    /// Insights.
-    pub insights: Arc<dyn InsightStore>,
-}
-
-impl Stores {
-    /// Fresh, empty in-memory stores.
-    pub fn in_memory() -> Self {
-        Self {
-            facts: Arc::new(InMemoryFactStore::new()),
-            episodes: Arc::new(InMemoryEpisodicStore::new()),
-            insights: Arc::new(InMemoryInsightStore::new()),
-        }
-    }
-}
-
-impl std::fmt::Debug for Stores {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stores").finish_non_exhaustive()
-    }
+/// Fresh, empty in-memory stores: the embedded default backend as a
+/// [`Stores`] set (what `PgStores::stores()` is for PostgreSQL).
+pub fn in_memory_stores() -> Stores {
+    Stores::new(
+        Arc::new(InMemoryFactStore::new()),
+        Arc::new(InMemoryEpisodicStore::new()),
+        Arc::new(InMemoryInsightStore::new()),
+    )
 }

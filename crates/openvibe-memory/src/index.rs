@@ -19,7 +19,10 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
-use openvibe_protocols::{CallerContext, Classification, RecordMeta, StoreError, text_terms};
+use openvibe_protocols::{
+    CallerContext, Classification, InsightStatus, RecordFilter as Filter, RecordMeta, StoreError,
+    read_allowed, text_terms,
+};
 
 /// Position of a record in a table's slab.
 pub(crate) type Slot = u32;
@@ -77,6 +80,10 @@ pub(crate) trait Indexed: Clone + Send + Sync + 'static {
     fn keep_from(&mut self, old: &Self);
     /// Count one access.
     fn record_access(&mut self, now: DateTime<Utc>);
+    /// The insight status, for records that have one.
+    fn status(&self) -> Option<InsightStatus> {
+        None
+    }
     /// Visit the low-cardinality string fields (tenant, namespace, owner,
     /// source, entity, domain, agent, ...), always in the same order. The
     /// table keeps them once, interned, and restores them on the way out, so
@@ -160,85 +167,28 @@ struct Reader<'c> {
 
 impl Reader<'_> {
     /// `CallerContext::can_read` on the hot column (the tenant is the table's).
+    ///
+    /// The rule is the contract's [`read_allowed`]; only its inputs are
+    /// computed here, on interned ids. The clearance level of a domain is
+    /// looked up only when ownership and public visibility did not decide.
     fn can_read(&mut self, hot: &Hot, domains: &HashMap<u32, String>) -> bool {
-        if hot.project != 0 && hot.project != self.project {
-            return false;
-        }
-        if hot.classification == Classification::Public || self.owner == Some(hot.owner) {
-            return true;
+        let project_visible = hot.project == 0 || hot.project == self.project;
+        let owned = self.owner == Some(hot.owner);
+        if !project_visible || owned || hot.classification == Classification::Public {
+            return read_allowed(project_visible, owned, hot.classification, None);
         }
         let level = match self.levels.iter().find(|(d, _)| *d == hot.domain) {
             Some((_, level)) => *level,
             None => {
                 let name = domains.get(&hot.domain).map_or("", String::as_str);
-                let level = self.ctx.clearance.level_for(name);
+                let level = self.ctx.clearance().level_for(name);
                 if self.levels.len() < 32 {
                     self.levels.push((hot.domain, level));
                 }
                 level
             }
         };
-        level.is_some_and(|l| l >= hot.classification)
-    }
-}
-
-/// A query against a [`Table`], already normalised.
-pub(crate) struct Filter<'a, R> {
-    pub agent_id: Option<&'a str>,
-    pub entity: Option<&'a str>,
-    pub domain: Option<&'a str>,
-    pub tags: &'a [String],
-    pub terms: Vec<String>,
-    pub min_confidence: f64,
-    pub since: Option<DateTime<Utc>>,
-    /// Type-specific predicate (e.g. insight status). It sees the stored
-    /// record, whose shared fields (`Indexed::shared_fields`) are empty.
-    pub extra: Option<&'a (dyn Fn(&R) -> bool + Send + Sync)>,
-    /// Order by text relevance first (facts with a text query).
-    pub relevance: bool,
-    pub limit: usize,
-}
-
-impl<'a, R> Filter<'a, R> {
-    /// A filter with only a limit.
-    pub fn new(limit: usize) -> Self {
-        Self {
-            agent_id: None,
-            entity: None,
-            domain: None,
-            tags: &[],
-            terms: Vec::new(),
-            min_confidence: 0.0,
-            since: None,
-            extra: None,
-            relevance: false,
-            limit,
-        }
-    }
-
-    /// Set the text terms from a query string.
-    pub fn text(mut self, text: Option<&str>) -> Self {
-        self.terms = text.map(text_terms).unwrap_or_default();
-        self
-    }
-}
-
-fn non_empty(value: Option<&str>) -> Option<&str> {
-    value.filter(|v| !v.is_empty())
-}
-
-/// Treat empty strings as "no filter".
-pub(crate) fn opt(value: &Option<String>) -> Option<&str> {
-    non_empty(value.as_deref())
-}
-
-/// The entity filter of a query: the entity when one is given, else "no
-/// entity" (the empty string, matched exactly) for `general` queries.
-pub(crate) fn entity_filter(entity: &Option<String>, general: bool) -> Option<&str> {
-    match opt(entity) {
-        Some(e) => Some(e),
-        None if general => Some(""),
-        None => None,
+        read_allowed(project_visible, owned, hot.classification, level)
     }
 }
 
@@ -392,7 +342,7 @@ impl<R: Indexed> Table<R> {
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => Slot::try_from(self.rows.len())
-                .map_err(|_| StoreError::Backend(format!("in-memory {} table is full", R::KIND)))?,
+                .map_err(|_| StoreError::backend(format!("in-memory {} table is full", R::KIND)))?,
         };
         self.ids.insert(rec.id().to_owned(), slot);
         let row = self.index(slot, rec);
@@ -516,7 +466,7 @@ impl<R: Indexed> Table<R> {
 
     /// Whether the record in `slot` passes every filter and the caller's
     /// read rule; returns its relevance (sum of term match qualities) when it does.
-    fn matches(&self, reader: &mut Reader<'_>, f: &Filter<'_, R>, slot: Slot) -> Option<u32> {
+    fn matches(&self, reader: &mut Reader<'_>, f: &Filter, slot: Slot) -> Option<u32> {
         let hot = self.hot.get(slot as usize)?;
         if !hot.live
             || reader.agent.is_some_and(|a| hot.agent != a)
@@ -528,7 +478,7 @@ impl<R: Indexed> Table<R> {
         {
             return None;
         }
-        if f.tags.is_empty() && f.terms.is_empty() && f.extra.is_none() {
+        if f.tags.is_empty() && f.terms.is_empty() && f.status.is_none() {
             return Some(0);
         }
         let row = self.row(slot)?;
@@ -542,14 +492,14 @@ impl<R: Indexed> Table<R> {
                 q => relevance += q,
             }
         }
-        if f.extra.is_some_and(|extra| !extra(&row.rec)) {
+        if f.status.is_some_and(|s| row.rec.status() != Some(s)) {
             return None;
         }
         Some(relevance)
     }
 
     /// Whether no record after `hot` in walk order can pass `f`.
-    fn ends_walk(hot: &Hot, f: &Filter<'_, R>) -> bool {
+    fn ends_walk(hot: &Hot, f: &Filter) -> bool {
         match R::WALK {
             WalkBy::Confidence => hot.confidence < f.min_confidence,
             WalkBy::Time => f.since.is_some_and(|s| hot.time < s),
@@ -558,7 +508,7 @@ impl<R: Indexed> Table<R> {
 
     /// Resolve the caller and the filter's strings; `None` when a filter
     /// names a value no record has.
-    fn reader<'c>(&self, ctx: &'c CallerContext, f: &Filter<'_, R>) -> Option<Reader<'c>> {
+    fn reader<'c>(&self, ctx: &'c CallerContext, f: &Filter) -> Option<Reader<'c>> {
         let resolve = |value: Option<&str>| match value {
             None => Some(None),
             Some(v) => self.strings.get(v).map(Some),
@@ -566,24 +516,24 @@ impl<R: Indexed> Table<R> {
         Some(Reader {
             ctx,
             owner: self.strings.get(&ctx.owner_key()),
-            project: match &ctx.project_id {
+            project: match ctx.project_id() {
                 None => 0,
                 Some(p) => self.strings.get(p).unwrap_or(u32::MAX),
             },
-            agent: resolve(f.agent_id)?,
-            entity: resolve(f.entity)?,
-            domain: resolve(f.domain)?,
+            agent: resolve(f.agent_id.as_deref())?,
+            entity: resolve(f.entity.as_deref())?,
+            domain: resolve(f.domain.as_deref())?,
             levels: Vec::new(),
         })
     }
 
     /// The slots of the records matching `f`, in result order, at most `f.limit`.
-    pub fn query(&self, ctx: &CallerContext, f: &Filter<'_, R>) -> Vec<Slot> {
+    pub fn query(&self, ctx: &CallerContext, f: &Filter) -> Vec<Slot> {
         self.query_counted(ctx, f).0
     }
 
     /// [`Table::query`], also returning how many records were examined.
-    pub fn query_counted(&self, ctx: &CallerContext, f: &Filter<'_, R>) -> (Vec<Slot>, usize) {
+    pub fn query_counted(&self, ctx: &CallerContext, f: &Filter) -> (Vec<Slot>, usize) {
         if f.limit == 0 || self.ids.is_empty() {
             return (Vec::new(), 0);
         }
@@ -622,7 +572,7 @@ impl<R: Indexed> Table<R> {
     /// The smallest candidate source among the filters: `Some(None)` when
     /// no filter has an index, `None` when some filter matches nothing.
     #[allow(clippy::option_option)]
-    fn smallest_source(&self, f: &Filter<'_, R>) -> Option<Option<(usize, Source<'_>)>> {
+    fn smallest_source(&self, f: &Filter) -> Option<Option<(usize, Source<'_>)>> {
         fn consider<'t>(best: &mut Option<(usize, Source<'t>)>, n: usize, source: Source<'t>) {
             if best.as_ref().is_none_or(|(m, _)| n < *m) {
                 *best = Some((n, source));
@@ -630,21 +580,21 @@ impl<R: Indexed> Table<R> {
         }
         let mut best: Option<(usize, Source<'_>)> = None;
         // The compound index is never larger than either of its parts.
-        let pair = match (f.entity, f.domain) {
+        let pair = match (f.entity.as_deref(), f.domain.as_deref()) {
             (Some(entity), Some(domain)) => pair_key(entity, domain),
             _ => None,
         };
         let singles = if pair.is_some() {
             [
-                (f.agent_id, &self.by_agent),
+                (f.agent_id.as_deref(), &self.by_agent),
                 (None, &self.by_entity),
                 (None, &self.by_domain),
             ]
         } else {
             [
-                (f.agent_id, &self.by_agent),
-                (f.entity, &self.by_entity),
-                (f.domain, &self.by_domain),
+                (f.agent_id.as_deref(), &self.by_agent),
+                (f.entity.as_deref(), &self.by_entity),
+                (f.domain.as_deref(), &self.by_domain),
             ]
         };
         for (key, index) in singles {
@@ -694,7 +644,7 @@ impl<R: Indexed> Table<R> {
     fn walk(
         &self,
         reader: &mut Reader<'_>,
-        f: &Filter<'_, R>,
+        f: &Filter,
         budget: Option<usize>,
     ) -> (Option<Vec<Slot>>, usize) {
         let mut out = Vec::with_capacity(f.limit.min(64));
@@ -723,7 +673,7 @@ impl<R: Indexed> Table<R> {
     fn scan_candidates(
         &self,
         reader: &mut Reader<'_>,
-        f: &Filter<'_, R>,
+        f: &Filter,
         source: Source<'_>,
     ) -> (Vec<Slot>, usize) {
         let mut hits: Vec<(Reverse<u32>, Slot)> = Vec::new();
@@ -815,6 +765,13 @@ mod tests {
     use super::*;
     use openvibe_protocols::Fact;
 
+    fn text_filter(limit: usize, text: &str) -> Filter {
+        Filter {
+            terms: text_terms(text),
+            ..Filter::new(limit)
+        }
+    }
+
     #[test]
     fn term_matching_is_word_or_prefix() {
         let terms: Vec<String> = ["conversion", "sponsorship", "vp"]
@@ -854,28 +811,28 @@ mod tests {
         let ctx =
             CallerContext::agent("cro").with_domain_clearance("d7", Classification::Confidential);
         let tags = vec!["t3".to_owned(), "t4".to_owned()];
-        let cases: Vec<(&str, Filter<'_, Fact>)> = vec![
+        let cases: Vec<(&str, Filter)> = vec![
             (
                 "entity+domain",
                 Filter {
-                    entity: Some("e8"),
-                    domain: Some("d8"),
+                    entity: Some("e8".into()),
+                    domain: Some("d8".into()),
                     ..Filter::new(10)
                 },
             ),
             (
                 "entity",
                 Filter {
-                    entity: Some("e124"),
+                    entity: Some("e124".into()),
                     ..Filter::new(10)
                 },
             ),
-            ("text", Filter::new(10).text(Some("entity42"))),
+            ("text", text_filter(10, "entity42")),
             (
                 "tags",
                 Filter {
-                    tags: &tags,
-                    domain: Some("d4"),
+                    tags: tags.clone(),
+                    domain: Some("d4".into()),
                     ..Filter::new(10)
                 },
             ),
@@ -907,7 +864,7 @@ mod tests {
         }
         // Results equal a brute-force evaluation, in order.
         let filter = Filter {
-            domain: Some("d7"),
+            domain: Some("d7".into()),
             ..Filter::new(25)
         };
         let (found, _) = table.query_counted(&ctx, &filter);
@@ -926,7 +883,7 @@ mod tests {
         let (none, examined) = table.query_counted(
             &ctx,
             &Filter {
-                entity: Some("nobody"),
+                entity: Some("nobody".into()),
                 ..Filter::new(10)
             },
         );
@@ -943,7 +900,7 @@ mod tests {
         assert_eq!(removed.id, "f000007");
         assert!(table.slot("f000007").is_none());
         let by_entity = Filter {
-            entity: Some("e7"),
+            entity: Some("e7".into()),
             ..Filter::new(10)
         };
         assert!(table.query(&ctx, &by_entity).is_empty());
@@ -960,7 +917,7 @@ mod tests {
                 .query(
                     &ctx,
                     &Filter {
-                        entity: Some("e8"),
+                        entity: Some("e8".into()),
                         ..Filter::new(10)
                     }
                 )
@@ -968,11 +925,11 @@ mod tests {
         );
         assert!(
             !table
-                .query(&ctx, &Filter::new(10).text(Some("note 8")))
+                .query(&ctx, &text_filter(10, "note 8"))
                 .contains(&s)
         );
         assert_eq!(
-            table.query(&ctx, &Filter::new(10).text(Some("replaced"))),
+            table.query(&ctx, &text_filter(10, "replaced")),
             vec![s]
         );
         assert_eq!(table.len(), 100);

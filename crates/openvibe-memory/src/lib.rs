@@ -5,13 +5,13 @@
 //!
 //! | part | what it does |
 //! |---|---|
-//! | [`InMemoryFactStore`], [`InMemoryEpisodicStore`], [`InMemoryInsightStore`] | the embedded default backend: indexed, tenant-isolated, clearance applied inside queries |
-//! | [`ClearanceProfile`], [`AccessFilter`], [`CLASSIFICATION_RANK`] | who may read which classification in which domain |
+//! | [`InMemoryFactStore`], [`InMemoryEpisodicStore`], [`InMemoryInsightStore`], [`in_memory_stores`] | the embedded default backend: indexed, tenant-isolated, clearance applied inside queries |
+//! | [`ClearanceProfile`], [`AccessFilter`], [`CLASSIFICATION_RANK`] | per-agent clearance, and filtering records in hand by it (the rule itself is the contract's) |
 //! | [`WorkspaceMemory`] | shared, classified facts of the organisation |
 //! | [`AgentMemory`] | one agent's episodes (L2) and insights (L3); `reflect` (L2 → L3 with an LLM); publishing insights as workspace facts; V1 [`MemoryProvider`](openvibe_protocols::MemoryProvider) and [`EpisodeSink`](openvibe_protocols::EpisodeSink) |
 //! | [`MemoryFilesystem`] | a browsable, searchable, writable virtual tree over one role's memory, with traces |
 //! | [`MemoryAssembler`] | a [`ContextAssembler`](openvibe_protocols::ContextAssembler): scope → prompt context within a token budget |
-//! | `conformance` (feature `conformance`) | the store-trait test suite every backend runs |
+//! | [`MemoryGateway`] | the one entry point from an identity (principal, tenant, project, clearance) to memory |
 //!
 //! Every store call carries a [`CallerContext`](openvibe_protocols::CallerContext);
 //! see `docs/memory.md` for the flow of a record and the ordering guarantees.
@@ -40,12 +40,10 @@ mod agent;
 mod assembler;
 mod error;
 mod filesystem;
+mod gateway;
 mod in_memory;
 mod index;
 mod workspace;
-
-#[cfg(feature = "conformance")]
-pub mod conformance;
 
 pub use access::{
     AccessFilter, CLASSIFICATION_RANK, ClassificationRanks, ClearanceProfile, Governed,
@@ -61,5 +59,10 @@ pub use error::MemoryError;
 pub use filesystem::{
     BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,
 };
-pub use in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, Stores};
+pub use gateway::MemoryGateway;
+pub use in_memory::{
+    InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, in_memory_stores,
+};
+/// One set of stores (defined in the contract; re-exported for convenience).
+pub use openvibe_protocols::Stores;
 pub use workspace::WorkspaceMemory;

@@ -94,8 +94,7 @@ impl WorkspaceMemory {
         clearance: &ClearanceProfile,
         query: FactQuery,
     ) -> Result<Vec<Fact>, MemoryError> {
-        let mut ctx = clearance.context(&self.ctx.tenant_id);
-        ctx.project_id.clone_from(&self.ctx.project_id);
+        let ctx = clearance.context_in(self.ctx.tenant_id(), self.ctx.project_id());
         self.query_as(&ctx, query).await
     }
 
@@ -106,6 +105,22 @@ impl WorkspaceMemory {
         query: FactQuery,
     ) -> Result<Vec<Fact>, MemoryError> {
         Ok(self.store.query(ctx, &query.track_access(true)).await?)
+    }
+
+    /// Facts readable by `ctx` matching `query`, as the query says (access
+    /// is counted only when it asks for it).
+    pub async fn search_as(
+        &self,
+        ctx: &CallerContext,
+        query: &FactQuery,
+    ) -> Result<Vec<Fact>, MemoryError> {
+        Ok(self.store.query(ctx, query).await?)
+    }
+
+    /// Count the facts among `ids` that `ctx` can read as accessed; returns
+    /// how many were.
+    pub async fn touch_as(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, MemoryError> {
+        Ok(self.store.touch(ctx, ids).await?)
     }
 
     /// One fact, if readable by `ctx`.

@@ -434,7 +434,7 @@ async fn agent_memory_is_an_episode_sink() {
 
 #[tokio::test]
 async fn agents_sharing_stores_see_only_their_own() {
-    let stores = openvibe_memory::Stores::in_memory();
+    let stores = openvibe_memory::in_memory_stores();
     let cro = AgentMemory::new("cro").with_stores(stores.episodes.clone(), stores.insights.clone());
     let cmo = AgentMemory::new("cmo").with_stores(stores.episodes.clone(), stores.insights.clone());
     cro.record_episode(make_episode("ep1", "revenue", "x"))

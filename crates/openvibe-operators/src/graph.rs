@@ -307,7 +307,7 @@ impl Checkpointer for InMemoryCheckpointer {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         self.runs
             .lock()
-            .map_err(|_| StoreError::Backend("checkpoint lock poisoned".into()))?
+            .map_err(|_| StoreError::backend("checkpoint lock poisoned"))?
             .insert(checkpoint.run_id.clone(), checkpoint.clone());
         Ok(())
     }
@@ -316,7 +316,7 @@ impl Checkpointer for InMemoryCheckpointer {
         Ok(self
             .runs
             .lock()
-            .map_err(|_| StoreError::Backend("checkpoint lock poisoned".into()))?
+            .map_err(|_| StoreError::backend("checkpoint lock poisoned"))?
             .get(run_id)
             .cloned())
     }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodicStore, StoreError, content_hash,
-    validate_record_id,
+    validate_episode,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -11,11 +11,11 @@ use tracing::Instrument;
 
 use crate::error::store_error;
 use crate::facts::{at_index, check_caller, check_meta, decode_meta};
-use crate::query::{BY_TIME, Filters, opt, select};
+use crate::query::{BY_TIME, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_importance, check_json, check_label, check_opt_label,
-    check_text, col, count_col, joined_terms, new_id, push_governed, record_terms, text_filter,
+    GovernedColumns, Sql, begin, check_json, check_label, check_opt_label,
+    check_text, col, count_col, joined_terms, new_id, push_governed, record_terms,
     to_i64,
 };
 
@@ -98,9 +98,8 @@ fn prepare(ctx: &CallerContext, mut episode: Episode) -> Result<Prepared, StoreE
     if episode.id.is_empty() {
         episode.id = new_id();
     }
-    validate_record_id(&episode.id)?;
+    validate_episode(&episode)?;
     check_caller(ctx)?;
-    check_importance(episode.importance)?;
     let e = &episode;
     check_meta(&e.meta, &e.entity, &e.domain, &e.tags)?;
     check_label("agent_id", &e.agent_id)?;
@@ -237,9 +236,9 @@ impl PgEpisodicStore {
             let mut sql = Sql::new(&format!(
                 "INSERT INTO episodes ({FIXED}, {MUTABLE}) SELECT "
             ));
-            sql.bind(ctx.tenant_id.clone())
+            sql.bind(ctx.tenant_id().to_owned())
                 .push(", u.id, ")
-                .bind(ctx.project_id.clone())
+                .bind(ctx.project_id().map(str::to_owned))
                 .push(", ")
                 .bind(ctx.owner_key())
                 .push(
@@ -286,7 +285,7 @@ impl PgEpisodicStore {
                      output_summary, outcome, duration_ms, tokens_in, tokens_out, importance, \
                      external_id, content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
             tx.commit().await.map_err(store_error)?;
             Ok(done.rows_affected())
@@ -313,19 +312,7 @@ impl EpisodicStore for PgEpisodicStore {
         ctx: &CallerContext,
         q: &EpisodeQuery,
     ) -> Result<Vec<Episode>, StoreError> {
-        let filters = Filters {
-            agent_id: opt(&q.agent_id),
-            entity: opt(&q.entity),
-            domain: opt(&q.domain),
-            tags: &q.tags,
-            text: text_filter(q.text.as_deref()),
-            min_confidence: 0.0,
-            since: q.since,
-            status: None,
-            limit: q.limit,
-            relevance: false,
-        };
-        let Some(sql) = select::<Episode>(ctx, &filters, &BY_TIME, false) else {
+        let Some(sql) = select::<Episode>(ctx, &q.filter(), &BY_TIME) else {
             return Ok(Vec::new());
         };
         records::read(&self.pool, ctx, sql, false)

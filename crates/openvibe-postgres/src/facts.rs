@@ -3,19 +3,19 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     CallerContext, Classification, Fact, FactQuery, FactStore, RecordMeta, StoreError,
-    content_hash, validate_record_id,
+    RecordFilter, content_hash, validate_fact,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
 use crate::error::{corrupt, store_error};
-use crate::query::{BY_CONFIDENCE, Filters, entity_filter, opt, select};
+use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_content, check_importance, check_label, check_opt_label,
-    check_tags, check_text, check_unit, col, count_col, joined_terms, new_id, push_governed,
-    record_terms, text_filter,
+    GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags,
+    check_text, col, count_col, joined_terms, new_id, push_governed,
+    record_terms,
 };
 
 const COLS: &[&str] = &[
@@ -86,9 +86,9 @@ pub(crate) fn check_meta(
 
 /// The caller's identity fields, checked.
 pub(crate) fn check_caller(ctx: &CallerContext) -> Result<(), StoreError> {
-    check_label("tenant_id", &ctx.tenant_id)?;
+    check_label("tenant_id", ctx.tenant_id())?;
     check_label("owner", &ctx.owner_key())?;
-    check_opt_label("project_id", ctx.project_id.as_deref())
+    check_opt_label("project_id", ctx.project_id())
 }
 
 impl Record for Fact {
@@ -130,11 +130,9 @@ fn prepare(ctx: &CallerContext, mut fact: Fact, mode: Mode) -> Result<Prepared, 
     if fact.id.is_empty() && mode == Mode::Upsert {
         fact.id = new_id();
     }
-    validate_record_id(&fact.id)?;
+    validate_fact(&fact)?;
     check_caller(ctx)?;
     check_content(&fact.content)?;
-    check_unit("confidence", fact.confidence)?;
-    check_importance(fact.importance)?;
     check_meta(&fact.meta, &fact.entity, &fact.domain, &fact.tags)?;
     check_opt_label("supersedes", fact.supersedes.as_deref())?;
     check_opt_label("external_id", fact.external_id.as_deref())?;
@@ -196,13 +194,16 @@ impl PgFactStore {
         ctx: &CallerContext,
         q: &FactQuery,
     ) -> Result<String, StoreError> {
-        let filters = fact_filters(q);
-        let Some(select) = select::<Fact>(ctx, &filters, &BY_CONFIDENCE, false) else {
+        let filters = RecordFilter {
+            track_access: false,
+            ..q.filter()
+        };
+        let Some(select) = select::<Fact>(ctx, &filters, &BY_CONFIDENCE) else {
             return Ok("(nothing to run: limit 0 or an impossible term)".to_owned());
         };
         let mut sql = Sql::new("EXPLAIN (ANALYZE, BUFFERS) ");
         sql.append(select);
-        let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+        let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
         let rows = sql
             .build()?
             .fetch_all(&mut *tx)
@@ -251,9 +252,9 @@ impl PgFactStore {
             let mut sql = Sql::new(&format!(
                 "INSERT INTO facts ({FIXED}, {MUTABLE}) SELECT "
             ));
-            sql.bind(ctx.tenant_id.clone())
+            sql.bind(ctx.tenant_id().to_owned())
                 .push(", u.id, ")
-                .bind(ctx.project_id.clone())
+                .bind(ctx.project_id().map(str::to_owned))
                 .push(", ")
                 .bind(ctx.owner_key())
                 .push(
@@ -282,7 +283,7 @@ impl PgFactStore {
                      created_at, content, confidence, importance, supersedes, external_id, \
                      content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             let done = sql
                 .build()?
                 .execute(&mut *tx)
@@ -293,21 +294,6 @@ impl PgFactStore {
         }
         .instrument(span("fact", "store_batch", ctx))
         .await
-    }
-}
-
-fn fact_filters(q: &FactQuery) -> Filters<'_> {
-    Filters {
-        agent_id: None,
-        entity: entity_filter(&q.entity, q.general),
-        domain: opt(&q.domain),
-        tags: &q.tags,
-        text: text_filter(q.text.as_deref()),
-        min_confidence: q.min_confidence,
-        since: q.since,
-        status: None,
-        limit: q.limit,
-        relevance: true,
     }
 }
 
@@ -335,8 +321,7 @@ impl FactStore for PgFactStore {
     }
 
     async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
-        let filters = fact_filters(q);
-        let Some(sql) = select::<Fact>(ctx, &filters, &BY_CONFIDENCE, q.track_access) else {
+        let Some(sql) = select::<Fact>(ctx, &q.filter(), &BY_CONFIDENCE) else {
             return Ok(Vec::new());
         };
         records::read(&self.pool, ctx, sql, q.track_access)

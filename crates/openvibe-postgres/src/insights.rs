@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     CallerContext, Insight, InsightQuery, InsightStatus, InsightStore, StoreError, content_hash,
-    validate_record_id,
+    validate_insight,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -11,12 +11,11 @@ use tracing::Instrument;
 
 use crate::error::{corrupt, store_error};
 use crate::facts::{at_index, check_caller, check_meta, decode_meta};
-use crate::query::{BY_CONFIDENCE, Filters, entity_filter, opt, select};
+use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_content, check_importance, check_label, check_opt_label,
-    check_tags, check_unit, col, columns, count_col, joined_terms, new_id, push_governed,
-    push_readable, record_terms, text_filter, to_i64, word_queries,
+    GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags, col, columns, count_col, joined_terms, new_id, push_governed,
+    push_readable, record_terms, to_i64, word_queries,
 };
 
 const COLS: &[&str] = &[
@@ -110,12 +109,10 @@ fn prepare(ctx: &CallerContext, mut insight: Insight, mode: Mode) -> Result<Prep
     if insight.id.is_empty() && mode == Mode::Upsert {
         insight.id = new_id();
     }
-    validate_record_id(&insight.id)?;
+    validate_insight(&insight)?;
     check_caller(ctx)?;
     let i = &insight;
     check_content(&i.content)?;
-    check_unit("confidence", i.confidence)?;
-    check_importance(i.importance)?;
     check_meta(&i.meta, &i.entity, &i.domain, &i.tags)?;
     check_label("agent_id", &i.agent_id)?;
     check_tags("source_episode_ids", &i.source_episode_ids)?;
@@ -235,9 +232,9 @@ impl PgInsightStore {
             let mut sql = Sql::new(&format!(
                 "INSERT INTO insights ({FIXED}, {MUTABLE}) SELECT "
             ));
-            sql.bind(ctx.tenant_id.clone())
+            sql.bind(ctx.tenant_id().to_owned())
                 .push(", u.id, ")
-                .bind(ctx.project_id.clone())
+                .bind(ctx.project_id().map(str::to_owned))
                 .push(", ")
                 .bind(ctx.owner_key())
                 .push(
@@ -279,7 +276,7 @@ impl PgInsightStore {
                      source_episode_ids, last_confirmed, status, importance, supersedes, \
                      external_id, content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             let done = sql
                 .build()?
                 .execute(&mut *tx)
@@ -310,19 +307,7 @@ impl InsightStore for PgInsightStore {
         ctx: &CallerContext,
         q: &InsightQuery,
     ) -> Result<Vec<Insight>, StoreError> {
-        let filters = Filters {
-            agent_id: opt(&q.agent_id),
-            entity: entity_filter(&q.entity, q.general),
-            domain: opt(&q.domain),
-            tags: &q.tags,
-            text: text_filter(q.text.as_deref()),
-            min_confidence: q.min_confidence,
-            since: q.since,
-            status: q.status.map(InsightStatus::as_str),
-            limit: q.limit,
-            relevance: false,
-        };
-        let Some(sql) = select::<Insight>(ctx, &filters, &BY_CONFIDENCE, q.track_access) else {
+        let Some(sql) = select::<Insight>(ctx, &q.filter(), &BY_CONFIDENCE) else {
             return Ok(Vec::new());
         };
         records::read(&self.pool, ctx, sql, q.track_access)
@@ -363,7 +348,7 @@ impl InsightStore for PgInsightStore {
                 "::text[]) AS w(x) WHERE f.search @@ w.x::tsquery) AS overlap \
                  FROM insights f WHERE f.tenant_id = ",
             )
-            .bind(ctx.tenant_id.clone())
+            .bind(ctx.tenant_id().to_owned())
             .push(" AND f.agent_id = ")
             .bind(agent_id.to_owned())
             .push(" AND f.status = 'active' AND f.search @@ ")

@@ -51,7 +51,7 @@ impl PgMemoryProvider {
         let mut sql = Sql::new("SELECT ");
         push_readable(&mut sql, ctx, "f.", None);
         sql.push(" AS readable FROM memory_entries f WHERE f.tenant_id = ")
-            .bind(ctx.tenant_id.clone())
+            .bind(ctx.tenant_id().to_owned())
             .push(" AND f.namespace = ")
             .bind(namespace.to_owned())
             .push(" AND f.key = ")
@@ -79,7 +79,7 @@ impl MemoryProvider for PgMemoryProvider {
                 "INSERT INTO memory_entries AS f (tenant_id, namespace, key, content, project_id, \
                  owner, created_at, updated_at, content_hash, search) VALUES (",
             );
-            sql.bind(ctx.tenant_id.clone())
+            sql.bind(ctx.tenant_id().to_owned())
                 .push(", ")
                 .bind(namespace.to_owned())
                 .push(", ")
@@ -87,7 +87,7 @@ impl MemoryProvider for PgMemoryProvider {
                 .push(", ")
                 .bind(content.to_owned())
                 .push(", ")
-                .bind(ctx.project_id.clone())
+                .bind(ctx.project_id().map(str::to_owned))
                 .push(", ")
                 .bind(ctx.owner_key())
                 .push(", now(), now(), ")
@@ -101,7 +101,7 @@ impl MemoryProvider for PgMemoryProvider {
                 );
             push_changeable(&mut sql, ctx, "f.");
             sql.push(" RETURNING f.key");
-            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             let stored = sql
                 .build()?
                 .fetch_optional(&mut *tx)
@@ -136,7 +136,7 @@ impl MemoryProvider for PgMemoryProvider {
                 "SELECT f.key, f.content, f.namespace, f.created_at FROM memory_entries f \
                  WHERE f.tenant_id = ",
             );
-            sql.bind(ctx.tenant_id.clone())
+            sql.bind(ctx.tenant_id().to_owned())
                 .push(" AND f.namespace = ")
                 .bind(namespace.to_owned());
             if let TextFilter::Terms { all, .. } = &text {
@@ -148,7 +148,7 @@ impl MemoryProvider for PgMemoryProvider {
             push_readable(&mut sql, ctx, "f.", None);
             sql.push(" ORDER BY f.created_at DESC, f.key LIMIT ")
                 .bind(i64::try_from(limit).unwrap_or(i64::MAX));
-            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             let rows = sql
                 .build()?
                 .fetch_all(&mut *tx)
@@ -157,7 +157,7 @@ impl MemoryProvider for PgMemoryProvider {
             crate::records::end_read(tx);
             rows.iter()
                 .map(|row| {
-                    let get = |e: sqlx::Error| StoreError::Backend(e.to_string());
+                    let get = store_error;
                     Ok(MemoryEntry {
                         key: row.try_get("key").map_err(get)?,
                         content: row.try_get("content").map_err(get)?,
@@ -175,7 +175,7 @@ impl MemoryProvider for PgMemoryProvider {
         let ctx = &self.ctx;
         async {
             let mut sql = Sql::new("DELETE FROM memory_entries f WHERE f.tenant_id = ");
-            sql.bind(ctx.tenant_id.clone())
+            sql.bind(ctx.tenant_id().to_owned())
                 .push(" AND f.namespace = ")
                 .bind(namespace.to_owned())
                 .push(" AND f.key = ")
@@ -183,7 +183,7 @@ impl MemoryProvider for PgMemoryProvider {
                 .push(" AND ");
             push_changeable(&mut sql, ctx, "f.");
             sql.push(" RETURNING f.key");
-            let mut tx = begin(&self.pool, &ctx.tenant_id).await?;
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             let deleted = sql
                 .build()?
                 .fetch_optional(&mut *tx)

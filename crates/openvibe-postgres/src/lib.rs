@@ -1,9 +1,11 @@
 //! # openvibe-postgres — the PostgreSQL + pgvector memory backend
 //!
-//! Implements [`FactStore`], [`EpisodicStore`], [`InsightStore`] and the V1
-//! [`MemoryProvider`](openvibe_protocols::MemoryProvider) on an
+//! Implements the memory contract of [`openvibe_protocols`] — [`FactStore`],
+//! [`EpisodicStore`], [`InsightStore`] and the V1
+//! [`MemoryProvider`](openvibe_protocols::MemoryProvider) — on an
 //! [`sqlx::PgPool`], with the same semantics as the in-memory stores of
-//! `openvibe-memory` (it runs the same conformance suite):
+//! `openvibe-memory` (it runs the same conformance suite,
+//! `openvibe-memory-testkit`). It depends on the contract only:
 //!
 //! - every filter, the clearance rule (domain clearance, public records,
 //!   owner reads own, project isolation, tenant), the order and the limit
@@ -22,7 +24,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use openvibe_memory::{AgentMemory, WorkspaceMemory};
 //! let pg = openvibe_postgres::PgStores::connect("postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe").await?;
-//! let stores = pg.stores(); // openvibe_memory::Stores, like Stores::in_memory()
+//! let stores = pg.stores(); // openvibe_protocols::Stores, like openvibe_memory::in_memory_stores()
 //! let workspace = WorkspaceMemory::with_store(stores.facts.clone());
 //! let memory = AgentMemory::new("cro")
 //!     .with_stores(stores.episodes.clone(), stores.insights.clone())
@@ -46,8 +48,7 @@ mod sql;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use openvibe_memory::Stores;
-use openvibe_protocols::{CallerContext, EpisodicStore, FactStore, InsightStore};
+use openvibe_protocols::{CallerContext, EpisodicStore, FactStore, InsightStore, Stores};
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -68,7 +69,7 @@ pub async fn migrate(pool: &PgPool) -> Result<(), PgError> {
     MIGRATOR
         .run(pool)
         .await
-        .map_err(|e| PgError::Migrate(e.to_string()))
+        .map_err(PgError::Migrate)
 }
 
 /// Default pool size of [`PgStores::connect`].
@@ -88,7 +89,7 @@ pub fn pool_options(max_connections: u32) -> PgPoolOptions {
 pub fn connect_options(url: &str) -> Result<PgConnectOptions, PgError> {
     PgConnectOptions::from_str(url)
         .map(|o| o.statement_cache_capacity(512))
-        .map_err(|e| PgError::Config(e.to_string()))
+        .map_err(PgError::Config)
 }
 
 /// Every store on one pool. Cheap to clone.
@@ -108,7 +109,7 @@ impl PgStores {
         let pool = pool_options(DEFAULT_MAX_CONNECTIONS)
             .connect_with(connect_options(url)?)
             .await
-            .map_err(|e| PgError::Connect(e.to_string()))?;
+            .map_err(PgError::Connect)?;
         migrate(&pool).await?;
         Ok(Self::from_pool(pool))
     }
@@ -128,14 +129,14 @@ impl PgStores {
         &self.pool
     }
 
-    /// The three stores as `openvibe_memory::Stores` (what
-    /// `Stores::in_memory()` returns for the in-memory backend).
+    /// The three stores as a [`Stores`] set (what
+    /// `openvibe_memory::in_memory_stores()` returns for the in-memory backend).
     pub fn stores(&self) -> Stores {
-        Stores {
-            facts: self.facts.clone() as Arc<dyn FactStore>,
-            episodes: self.episodes.clone() as Arc<dyn EpisodicStore>,
-            insights: self.insights.clone() as Arc<dyn InsightStore>,
-        }
+        Stores::new(
+            self.facts.clone() as Arc<dyn FactStore>,
+            self.episodes.clone() as Arc<dyn EpisodicStore>,
+            self.insights.clone() as Arc<dyn InsightStore>,
+        )
     }
 
     /// The fact store.

@@ -1,40 +1,10 @@
 //! Query statements: every filter, the read rule, the order and the limit
 //! in one SQL statement; with access tracking, one `UPDATE … RETURNING`.
 
-use chrono::{DateTime, Utc};
-use openvibe_protocols::CallerContext;
+use openvibe_protocols::{CallerContext, RecordFilter};
 
 use crate::records::Record;
-use crate::sql::{Sql, TextFilter, columns, push_readable};
-
-/// The filters of one query, normalised (empty strings are no filter).
-pub(crate) struct Filters<'a> {
-    pub agent_id: Option<&'a str>,
-    pub entity: Option<&'a str>,
-    pub domain: Option<&'a str>,
-    pub tags: &'a [String],
-    pub text: TextFilter,
-    pub min_confidence: f64,
-    pub since: Option<DateTime<Utc>>,
-    pub status: Option<&'static str>,
-    pub limit: usize,
-    /// Order by text relevance first (facts).
-    pub relevance: bool,
-}
-
-/// Treat empty strings as "no filter".
-pub(crate) fn opt(value: &Option<String>) -> Option<&str> {
-    value.as_deref().filter(|v| !v.is_empty())
-}
-
-/// The entity filter: the entity, else "no entity" for `general` queries.
-pub(crate) fn entity_filter(entity: &Option<String>, general: bool) -> Option<&str> {
-    match opt(entity) {
-        Some(e) => Some(e),
-        None if general => Some(""),
-        None => None,
-    }
-}
+use crate::sql::{Sql, TextFilter, columns, push_readable, terms_filter};
 
 /// How a record type is ordered and filtered by time.
 pub(crate) struct Ordering {
@@ -64,24 +34,30 @@ fn order_on(ordering: &Ordering, a: &str) -> String {
 }
 
 /// `WHERE …` of a query on alias `f.`.
-fn push_where(sql: &mut Sql, ctx: &CallerContext, f: &Filters<'_>, ordering: &Ordering) {
+fn push_where(
+    sql: &mut Sql,
+    ctx: &CallerContext,
+    f: &RecordFilter,
+    text: &TextFilter,
+    ordering: &Ordering,
+) {
     sql.push(" WHERE f.tenant_id = ")
-        .bind(ctx.tenant_id.clone());
-    if let Some(agent) = f.agent_id {
-        sql.push(" AND f.agent_id = ").bind(agent.to_owned());
+        .bind(ctx.tenant_id().to_owned());
+    if let Some(agent) = &f.agent_id {
+        sql.push(" AND f.agent_id = ").bind(agent.clone());
     }
-    if let Some(entity) = f.entity {
-        sql.push(" AND f.entity = ").bind(entity.to_owned());
+    if let Some(entity) = &f.entity {
+        sql.push(" AND f.entity = ").bind(entity.clone());
     }
-    if let Some(domain) = f.domain {
-        sql.push(" AND f.domain = ").bind(domain.to_owned());
+    if let Some(domain) = &f.domain {
+        sql.push(" AND f.domain = ").bind(domain.clone());
     }
     if !f.tags.is_empty() {
         sql.push(" AND f.tags && ")
             .bind(f.tags.to_vec())
             .push("::text[]");
     }
-    if let TextFilter::Terms { all, .. } = &f.text {
+    if let TextFilter::Terms { all, .. } = text {
         sql.push(" AND f.search @@ ")
             .bind(all.clone())
             .push("::tsquery");
@@ -94,25 +70,27 @@ fn push_where(sql: &mut Sql, ctx: &CallerContext, f: &Filters<'_>, ordering: &Or
             .bind(since);
     }
     if let Some(status) = f.status {
-        sql.push(" AND f.status = ").bind(status);
+        sql.push(" AND f.status = ").bind(status.as_str());
     }
     sql.push(" AND ");
-    push_readable(sql, ctx, "f.", f.domain);
+    push_readable(sql, ctx, "f.", f.domain.as_deref());
 }
 
 /// The statement of a query, or `None` when it cannot return anything
-/// (limit 0, a term no record can contain).
+/// (limit 0, a term no record can contain). Counts access when the filter
+/// asks for it and the record type tracks access.
 pub(crate) fn select<R: Record>(
     ctx: &CallerContext,
-    f: &Filters<'_>,
+    f: &RecordFilter,
     ordering: &Ordering,
-    track_access: bool,
 ) -> Option<Sql> {
-    if f.limit == 0 || matches!(f.text, TextFilter::Impossible) {
+    let text = terms_filter(&f.terms);
+    if f.limit == 0 || matches!(text, TextFilter::Impossible) {
         return None;
     }
+    let track_access = f.track_access;
     let limit = i64::try_from(f.limit).unwrap_or(i64::MAX);
-    let relevance = match (&f.text, f.relevance) {
+    let relevance = match (&text, f.relevance) {
         (TextFilter::Terms { exact, .. }, true) => Some(exact.clone()),
         _ => None,
     };
@@ -130,7 +108,7 @@ pub(crate) fn select<R: Record>(
             .push("::text[]) AS q(x) WHERE f.search @@ q.x::tsquery) AS relevance");
     }
     sql.push(&format!(" FROM {} f", R::TABLE));
-    push_where(&mut sql, ctx, f, ordering);
+    push_where(&mut sql, ctx, f, &text, ordering);
     let order = order_on(ordering, "f.");
     if relevance.is_some() {
         sql.push(&format!(" ORDER BY relevance DESC, {order}"));
@@ -151,7 +129,7 @@ pub(crate) fn select<R: Record>(
              FROM picked p WHERE u.tenant_id = ",
             R::TABLE
         ))
-        .bind(ctx.tenant_id.clone())
+        .bind(ctx.tenant_id().to_owned())
         .push(&format!(
             " AND u.id = p.id RETURNING {}{rel}) SELECT {} FROM upd ORDER BY {}{}",
             columns(R::COLS, "u."),

@@ -45,8 +45,8 @@ pub(crate) fn span(kind: &'static str, op: &'static str, ctx: &CallerContext) ->
         "openvibe_postgres",
         kind,
         op,
-        tenant = %ctx.tenant_id,
-        principal = %ctx.principal
+        tenant = %ctx.tenant_id(),
+        principal = %ctx.principal()
     )
 }
 
@@ -98,7 +98,7 @@ pub(crate) async fn read<R: Record>(
     sql: Sql,
     writes: bool,
 ) -> Result<Vec<R>, StoreError> {
-    let mut tx = begin(pool, &ctx.tenant_id).await?;
+    let mut tx = begin(pool, ctx.tenant_id()).await?;
     let found = fetch_all(&mut tx, sql).await?;
     if writes {
         tx.commit().await.map_err(store_error)?;
@@ -120,12 +120,12 @@ pub(crate) async fn get<R: Record>(
             columns(R::COLS, "f."),
             R::TABLE
         ));
-        sql.bind(ctx.tenant_id.clone())
+        sql.bind(ctx.tenant_id().to_owned())
             .push(" AND f.id = ")
             .bind(id.to_owned())
             .push(" AND ");
         push_readable(&mut sql, ctx, "f.", None);
-        let mut tx = begin(pool, &ctx.tenant_id).await?;
+        let mut tx = begin(pool, ctx.tenant_id()).await?;
         let found = fetch_optional(&mut tx, sql).await?;
         end_read(tx);
         Ok(found)
@@ -157,11 +157,11 @@ pub(crate) async fn write<R: Record>(
                 R::TABLE,
                 R::FIXED
             ));
-            sql.bind(ctx.tenant_id.clone())
+            sql.bind(ctx.tenant_id().to_owned())
                 .push(", ")
                 .bind(id.clone())
                 .push(", ")
-                .bind(ctx.project_id.clone())
+                .bind(ctx.project_id().map(str::to_owned))
                 .push(", ")
                 .bind(ctx.owner_key())
                 .push(", ")
@@ -182,7 +182,7 @@ pub(crate) async fn write<R: Record>(
             let mut sql = Sql::new(&format!("UPDATE {} AS f SET ({mutable}) = (", R::TABLE));
             push_mutable(&mut sql);
             sql.push(") WHERE f.tenant_id = ")
-                .bind(ctx.tenant_id.clone())
+                .bind(ctx.tenant_id().to_owned())
                 .push(" AND f.id = ")
                 .bind(id.clone())
                 .push(" AND ");
@@ -191,7 +191,7 @@ pub(crate) async fn write<R: Record>(
     };
     push_changeable(&mut sql, ctx, "f.");
     sql.push(&format!(" RETURNING {}", columns(R::COLS, "f.")));
-    let mut tx = begin(pool, &ctx.tenant_id).await?;
+    let mut tx = begin(pool, ctx.tenant_id()).await?;
     match fetch_optional::<R>(&mut tx, sql).await? {
         Some(stored) => {
             tx.commit().await.map_err(store_error)?;
@@ -224,7 +224,7 @@ pub(crate) async fn refusal<R: Record>(
         " AS readable FROM {} f WHERE f.tenant_id = ",
         R::TABLE
     ))
-    .bind(ctx.tenant_id.clone())
+    .bind(ctx.tenant_id().to_owned())
     .push(" AND f.id = ")
     .bind(id.to_owned());
     let row = match sql.build() {
@@ -260,13 +260,13 @@ pub(crate) async fn delete<R: Record>(
 ) -> Result<(), StoreError> {
     async {
         let mut sql = Sql::new(&format!("DELETE FROM {} f WHERE f.tenant_id = ", R::TABLE));
-        sql.bind(ctx.tenant_id.clone())
+        sql.bind(ctx.tenant_id().to_owned())
             .push(" AND f.id = ")
             .bind(id.to_owned())
             .push(" AND ");
         push_changeable(&mut sql, ctx, "f.");
         sql.push(" RETURNING f.id");
-        let mut tx = begin(pool, &ctx.tenant_id).await?;
+        let mut tx = begin(pool, ctx.tenant_id()).await?;
         let deleted = sql
             .build()?
             .fetch_optional(&mut *tx)
@@ -303,11 +303,11 @@ pub(crate) async fn touch<R: Record>(
                  FROM c WHERE f.tenant_id = ",
                 R::TABLE
             ))
-            .bind(ctx.tenant_id.clone())
+            .bind(ctx.tenant_id().to_owned())
             .push(" AND f.id = c.id AND ");
         push_readable(&mut sql, ctx, "f.", None);
         sql.push(" RETURNING c.n) SELECT COALESCE(sum(n), 0)::bigint AS touched FROM t");
-        let mut tx = begin(pool, &ctx.tenant_id).await?;
+        let mut tx = begin(pool, ctx.tenant_id()).await?;
         let row = sql
             .build()?
             .fetch_one(&mut *tx)
@@ -316,7 +316,7 @@ pub(crate) async fn touch<R: Record>(
         tx.commit().await.map_err(store_error)?;
         let touched: i64 = row
             .try_get("touched")
-            .map_err(|e| StoreError::Backend(e.to_string()))?;
+            .map_err(store_error)?;
         Ok(usize::try_from(touched).unwrap_or(0))
     }
     .instrument(span(R::KIND, "touch", ctx))

@@ -126,31 +126,32 @@ pub(crate) async fn begin(
         .map_err(store_error)
 }
 
-/// Classifications readable with `level` (public always).
+/// Classifications readable with `level` ([`Classification::readable_at`]).
 fn readable_classes(level: Option<Classification>) -> Vec<&'static str> {
     Classification::ALL
         .into_iter()
-        .filter(|c| *c == Classification::Public || level.is_some_and(|l| *c <= l))
+        .filter(|c| c.readable_at(level))
         .map(Classification::as_str)
         .collect()
 }
 
 /// `CallerContext::sees_project` on `{a}project_id`.
 fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
-    match &ctx.project_id {
+    match ctx.project_id() {
         None => {
             sql.push(&format!("{a}project_id IS NULL"));
         }
         Some(p) => {
             sql.push(&format!("({a}project_id IS NULL OR {a}project_id = "))
-                .bind(p.clone())
+                .bind(p.to_owned())
                 .push(")");
         }
     }
 }
 
-/// `CallerContext::can_read` (minus the tenant, which the caller's
-/// statement pins) as a predicate on the row aliased `a` (`"f."`).
+/// The contract's read rule (`openvibe_protocols::read_allowed`: project
+/// visible, and owned or cleared; the tenant is pinned by the caller's
+/// statement) as a predicate on the row aliased `a` (`"f."`).
 /// `domain`: the query's domain filter, when it has one (the clearance
 /// then reduces to one list of classifications).
 pub(crate) fn push_readable(sql: &mut Sql, ctx: &CallerContext, a: &str, domain: Option<&str>) {
@@ -161,19 +162,18 @@ pub(crate) fn push_readable(sql: &mut Sql, ctx: &CallerContext, a: &str, domain:
         .push(&format!(" OR {a}classification = ANY("));
     match domain {
         Some(d) => {
-            sql.bind(readable_classes(ctx.clearance.level_for(d)))
+            sql.bind(readable_classes(ctx.clearance().level_for(d)))
                 .push(")");
         }
         None => {
-            let everywhere = ctx.clearance.everywhere;
+            let everywhere = ctx.clearance().everywhere;
             sql.bind(readable_classes(everywhere)).push(")");
             // Per-domain grants above the everywhere level: (domain, class) pairs.
             let mut domains = Vec::new();
             let mut classes = Vec::new();
-            for (d, level) in &ctx.clearance.domains {
+            for (d, level) in &ctx.clearance().domains {
                 for c in Classification::ALL {
-                    if c > Classification::Public && c <= *level && everywhere.is_none_or(|e| c > e)
-                    {
+                    if c.readable_at(Some(*level)) && !c.readable_at(everywhere) {
                         domains.push(d.clone());
                         classes.push(c.as_str());
                     }
@@ -197,7 +197,7 @@ pub(crate) fn push_readable(sql: &mut Sql, ctx: &CallerContext, a: &str, domain:
 /// update, upsert or delete requires.
 pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str) {
     push_readable(sql, ctx, a, None);
-    if !ctx.privileged {
+    if !ctx.is_privileged() {
         sql.push(&format!(" AND {a}owner = ")).bind(ctx.owner_key());
     }
 }
@@ -228,7 +228,11 @@ fn quoted(term: &str) -> String {
 
 /// The text filter of a query string (see `text_terms`).
 pub(crate) fn text_filter(text: Option<&str>) -> TextFilter {
-    let terms = text.map(text_terms).unwrap_or_default();
+    terms_filter(&text.map(text_terms).unwrap_or_default())
+}
+
+/// The text filter of a query's terms.
+pub(crate) fn terms_filter(terms: &[String]) -> TextFilter {
     if terms.is_empty() {
         return TextFilter::None;
     }
@@ -325,37 +329,10 @@ pub(crate) fn check_json(field: &str, value: &serde_json::Value) -> Result<(), S
     }
 }
 
-/// `0.0..=1.0`.
-pub(crate) fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
-    if value.is_finite() && (0.0..=1.0).contains(&value) {
-        Ok(())
-    } else {
-        Err(StoreError::invalid(
-            field,
-            format!("{value} is not within 0.0..=1.0"),
-        ))
-    }
-}
-
-/// Finite and `>= 0`.
-pub(crate) fn check_importance(value: f64) -> Result<(), StoreError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(StoreError::invalid(
-            "importance",
-            format!("{value} is not a finite number >= 0"),
-        ))
-    }
-}
-
-/// Not blank.
+/// The contract's content check, plus what PostgreSQL text cannot hold.
 pub(crate) fn check_content(content: &str) -> Result<(), StoreError> {
-    if content.trim().is_empty() {
-        Err(StoreError::invalid("content", "must not be empty"))
-    } else {
-        check_text("content", content)
-    }
+    openvibe_protocols::check_content(content)?;
+    check_text("content", content)
 }
 
 /// A count as `bigint`.
@@ -370,14 +347,14 @@ where
     T: sqlx::Decode<'r, Postgres> + Type<Postgres>,
 {
     row.try_get(name)
-        .map_err(|e| StoreError::Backend(format!("cannot read column `{name}`: {e}")))
+        .map_err(|e| StoreError::backend_from(format!("cannot read column `{name}`: {e}"), false, e))
 }
 
 /// A `bigint` count column as `u64`.
 pub(crate) fn count_col(row: &PgRow, name: &str) -> Result<u64, StoreError> {
     let v: i64 = col(row, name)?;
     u64::try_from(v)
-        .map_err(|_| StoreError::Backend(format!("column `{name}` holds a negative count {v}")))
+        .map_err(|_| StoreError::backend(format!("column `{name}` holds a negative count {v}")))
 }
 
 /// The column list `a` + each of `cols`, comma-separated.

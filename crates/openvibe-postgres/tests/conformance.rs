@@ -1,20 +1,12 @@
-//! The backend-agnostic store conformance suite of `openvibe-memory`, run
-//! unchanged against PostgreSQL: every case gets a fresh, migrated schema.
+//! The memory conformance suite (`openvibe-memory-testkit`), run unchanged
+//! against PostgreSQL: every case gets a fresh, migrated schema. Without a
+//! database the cases fail, or with `OPENVIBE_SKIP_PG=1` are reported as
+//! skipped by name (never run against another backend).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-openvibe_memory::conformance_tests!(|| async {
-    match common::fresh_stores().await {
-        Some(pg) => pg.stores(),
-        None => {
-            eprintln!("SKIPPED against Postgres: this case ran on the in-memory stores");
-            openvibe_memory::Stores::in_memory()
-        }
-    }
-});
-
-#[test]
-fn every_case_is_listed() {
-    assert!(openvibe_memory::conformance::CASES.len() >= 40);
-}
+openvibe_memory_testkit::conformance_tests!(
+    guard = |_test: &str| openvibe_memory_testkit::skip::database_url().is_some(),
+    factory = || async { common::fresh_stores().await.stores() }
+);

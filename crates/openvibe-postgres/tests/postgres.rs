@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use chrono::{Duration, TimeZone, Utc};
-use openvibe_memory::Stores;
+use openvibe_memory::in_memory_stores;
 use openvibe_postgres::{MAX_LABEL_LEN, MAX_WORD_LEN, PgStores, migrate};
 use openvibe_protocols::{
     CallerContext, Classification, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery,
@@ -16,11 +16,11 @@ use openvibe_protocols::{
 };
 use sqlx::{Connection, Executor, Row};
 
-/// Fresh stores, or return from the test when skipping.
+/// Fresh stores, or return from the test when it is skipped (reported by name).
 macro_rules! pg {
     () => {
-        match common::fresh_stores().await {
-            Some(pg) => pg,
+        match common::database_url() {
+            Some(_) => common::fresh_stores().await,
             None => return,
         }
     };
@@ -134,7 +134,15 @@ async fn a_failed_batch_leaves_nothing_behind() {
     let mut batch: Vec<Episode> = (0..100).map(|i| episode(&format!("ep{i}"), i)).collect();
     batch[60].id = "ep10".into();
     let err = episodes.store_batch(&ctx, batch).await.unwrap_err();
-    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
+    // The database's error is kept as the source; retrying cannot help.
+    assert!(!err.is_transient());
+    let db = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<sqlx::Error>())
+        .and_then(|e| e.as_database_error())
+        .and_then(|e| e.code())
+        .map(|c| c.into_owned());
+    assert_eq!(db.as_deref(), Some("23505"), "unique violation: {err:?}");
     // Invalid input in the middle: refused before anything is sent.
     let mut batch: Vec<Episode> = (0..100).map(|i| episode(&format!("ep{i}"), i)).collect();
     batch[70].output_summary = "nul \0 byte".into();
@@ -155,7 +163,7 @@ async fn a_failed_batch_leaves_nothing_behind() {
     let batch: Vec<Episode> = (0..10).map(|i| episode(&format!("ep{i}"), i)).collect();
     assert!(matches!(
         episodes.store_batch(&ctx, batch).await,
-        Err(StoreError::Conflict(_))
+        Err(StoreError::Conflict { .. })
     ));
     assert_eq!(
         episodes
@@ -224,6 +232,51 @@ async fn fact_and_insight_batches_insert_all_or_nothing() {
             .len(),
         20
     );
+}
+
+/// A connection the server drops under the pool surfaces as a transient
+/// `Backend` error that keeps the driver's error as its source; the pool
+/// then replaces the connection and the next call succeeds.
+#[tokio::test]
+async fn a_dropped_connection_is_a_transient_error_with_its_source() {
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let pool = common::fresh_pool(&url, 1).await;
+    let stores = PgStores::from_pool(pool.clone());
+    let facts = stores.facts();
+    facts.store(&sys(), Fact::new("f1", "before")).await.unwrap();
+    // The pool's only connection, as the server knows it.
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    assert!(killed, "could not terminate backend {pid}");
+    let err = facts
+        .store(&sys(), Fact::new("f2", "during"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Backend { .. }),
+        "a lost connection is a backend error: {err:?}"
+    );
+    assert!(err.is_transient(), "retrying can help: {err:?}");
+    let source = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<sqlx::Error>())
+        .unwrap_or_else(|| panic!("the sqlx error is the source: {err:?}"));
+    assert!(
+        matches!(source, sqlx::Error::Io(_) | sqlx::Error::Database(_) | sqlx::Error::Protocol(_)),
+        "{source:?}"
+    );
+    // The pool dropped the dead connection: the retry succeeds.
+    facts.store(&sys(), Fact::new("f2", "after")).await.unwrap();
+    assert!(facts.get(&sys(), "f2").await.unwrap().is_some());
 }
 
 #[tokio::test]
@@ -371,13 +424,13 @@ async fn bad_data_gets_typed_errors_and_writes_nothing() {
     .unwrap();
     tx.commit().await.unwrap();
     match facts.get(&ctx, "raw").await {
-        Err(StoreError::Backend(msg)) => assert!(msg.contains("secret"), "{msg}"),
+        Err(StoreError::Backend { message, .. }) => assert!(message.contains("secret"), "{message}"),
         other => panic!("{other:?}"),
     }
     // The owner reads it regardless of clearance, so queries hit it too.
     assert!(matches!(
         facts.query(&ctx, &FactQuery::new()).await,
-        Err(StoreError::Backend(_))
+        Err(StoreError::Backend { .. })
     ));
 }
 
@@ -591,7 +644,7 @@ fn cpu_has_avx512f() -> bool {
 #[tokio::test]
 async fn text_search_and_clearance_agree_with_the_in_memory_store() {
     let pg = pg!();
-    let memory = Stores::in_memory();
+    let memory = in_memory_stores();
     let backends: [(&str, Arc<dyn FactStore>); 2] =
         [("postgres", pg.stores().facts), ("memory", memory.facts)];
     let contents = [
@@ -668,7 +721,7 @@ async fn text_search_and_clearance_agree_with_the_in_memory_store() {
                 assert_eq!(
                     results[0], results[1],
                     "query {text:?} general={general} as {}",
-                    reader.principal
+                    reader.principal()
                 );
             }
         }

@@ -42,7 +42,7 @@ impl EpisodeSink for Episodes {
     async fn record(&self, episode: Episode) -> Result<(), StoreError> {
         self.0
             .lock()
-            .map_err(|_| StoreError::Backend("episode log lock poisoned".into()))?
+            .map_err(|_| StoreError::backend("episode log lock poisoned"))?
             .push(episode);
         Ok(())
     }

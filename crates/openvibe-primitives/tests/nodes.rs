@@ -69,7 +69,7 @@ impl Recorder {
 impl EpisodeSink for Recorder {
     async fn record(&self, episode: Episode) -> Result<(), StoreError> {
         if self.fail {
-            return Err(StoreError::Backend("disk full".into()));
+            return Err(StoreError::backend("disk full"));
         }
         self.episodes.lock().unwrap().push(episode);
         Ok(())

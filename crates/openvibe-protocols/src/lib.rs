@@ -11,7 +11,7 @@
 //! | V1 key/value memory | [`MemoryProvider`] | [`StoreError`] |
 //! | memory context for a prompt | [`ContextAssembler`] | [`StoreError`] |
 //! | receiving node-run episodes | [`EpisodeSink`] | [`StoreError`] |
-//! | structured memory (facts, episodes, insights) | [`FactStore`], [`EpisodicStore`], [`InsightStore`] (each call takes a [`CallerContext`]) | [`StoreError`] |
+//! | structured memory (facts, episodes, insights) | [`FactStore`], [`EpisodicStore`], [`InsightStore`] (each call takes a [`CallerContext`]; the whole contract is in [`memory`]) | [`StoreError`] |
 //! | schedules and triggers | [`ScheduleProvider`] | [`ScheduleError`] |
 //! | text embeddings | [`Embedder`] | [`EmbedError`] |
 //!
@@ -20,11 +20,9 @@
 mod embed;
 mod hooks;
 mod llm;
-mod memory;
-mod records;
+pub mod memory;
 mod schedule;
 mod state;
-mod store;
 
 pub use embed::{EmbedError, Embedder};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
@@ -32,15 +30,16 @@ pub use llm::{
     ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MODEL_ALIASES, Message,
     MessageContent, MessageRole, StopReason, ToolCall, ToolChoice, ToolDefinition, resolve_model,
 };
-pub use memory::{MemoryEntry, MemoryProvider, StoreError};
-pub use records::{Classification, Episode, ParseClassificationError, RecordMeta};
-pub use records::{Fact, Insight, InsightStatus, RetrievalTrace, TraceAction, content_hash};
+pub use memory::{
+    CallerContext, Classification, Clearance, Episode, EpisodeQuery, EpisodicStore, ErrorSource,
+    Fact, FactQuery, FactStore, Governed, Insight, InsightQuery, InsightStatus, InsightStore,
+    MAX_RECORD_ID_LEN, MemoryEntry, MemoryProvider, ParseClassificationError, Principal,
+    PrincipalKind, RecordFilter, RecordMeta, RetrievalTrace, StoreError, Stores, TraceAction,
+    check_content, check_importance, check_unit, content_hash, modify_allowed, read_allowed,
+    text_terms, validate_episode, validate_fact, validate_insight, validate_record_id,
+};
 pub use schedule::{ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind};
 pub use state::{State, StateError};
-pub use store::{
-    CallerContext, Clearance, EpisodeQuery, EpisodicStore, FactQuery, FactStore, InsightQuery,
-    InsightStore, MAX_RECORD_ID_LEN, Principal, PrincipalKind, text_terms, validate_record_id,
-};
 
 /// Truncate `text` to at most `max_chars` characters, never splitting a
 /// UTF-8 character. Used for episode summaries and error excerpts.

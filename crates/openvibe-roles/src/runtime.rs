@@ -4,10 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use openvibe_memory::{AgentMemory, Stores, WorkspaceMemory};
-use openvibe_protocols::{
-    CallerContext, LlmProvider, MemoryProvider, RecordMeta, ScheduleProvider, State,
-};
+use openvibe_memory::{MemoryGateway, Stores, WorkspaceMemory};
+use openvibe_protocols::{LlmProvider, MemoryProvider, ScheduleProvider, State};
 use tracing::Instrument;
 
 use crate::{Error, Role};
@@ -42,10 +40,11 @@ use crate::{Error, Role};
 pub struct RoleRuntime {
     llm: Arc<dyn LlmProvider>,
     memory: Option<Arc<dyn MemoryProvider>>,
+    /// Every agent memory and the workspace come from here.
+    gateway: MemoryGateway,
+    /// `gateway.workspace()`, kept current by the builder methods.
     workspace: Option<WorkspaceMemory>,
-    stores: Option<Stores>,
     scheduler: Option<Arc<dyn ScheduleProvider>>,
-    tenant_id: String,
     roles: BTreeMap<String, Role>,
 }
 
@@ -55,10 +54,9 @@ impl RoleRuntime {
         Self {
             llm,
             memory: None,
+            gateway: MemoryGateway::new(),
             workspace: None,
-            stores: None,
             scheduler: None,
-            tenant_id: RecordMeta::DEFAULT_TENANT.to_owned(),
             roles: BTreeMap::new(),
         }
     }
@@ -73,24 +71,19 @@ impl RoleRuntime {
     /// The workspace the roles' agent memories publish to and read from.
     #[must_use]
     pub fn with_workspace(mut self, workspace: WorkspaceMemory) -> Self {
-        self.workspace = Some(workspace);
+        self.gateway = self.gateway.with_workspace(workspace);
+        self.workspace = self.gateway.workspace();
         self
     }
 
     /// Keep the roles' memory in these stores (the in-memory backend, or a
     /// database's): agent memories record episodes and insights in them and,
     /// unless a workspace was given, the workspace keeps its facts there.
-    /// Swapping backends is this one call. Set it after `with_tenant` and
-    /// before adding roles.
+    /// Swapping backends is this one call. Set it before adding roles.
     #[must_use]
     pub fn with_stores(mut self, stores: Stores) -> Self {
-        if self.workspace.is_none() {
-            self.workspace = Some(
-                WorkspaceMemory::with_store(stores.facts.clone())
-                    .with_context(CallerContext::system().with_tenant(self.tenant_id.clone())),
-            );
-        }
-        self.stores = Some(stores);
+        self.gateway = self.gateway.with_stores(stores);
+        self.workspace = self.gateway.workspace();
         self
     }
 
@@ -105,7 +98,8 @@ impl RoleRuntime {
     /// Set it before adding roles.
     #[must_use]
     pub fn with_tenant(mut self, tenant_id: impl Into<String>) -> Self {
-        self.tenant_id = tenant_id.into();
+        self.gateway = self.gateway.with_tenant(tenant_id);
+        self.workspace = self.gateway.workspace();
         self
     }
 
@@ -125,14 +119,7 @@ impl RoleRuntime {
         if role.agent_memory().is_none()
             && let Some(clearance) = role.clearance_profile()
         {
-            let mut memory =
-                AgentMemory::new(id.clone()).with_context(clearance.context(&self.tenant_id));
-            if let Some(stores) = &self.stores {
-                memory = memory.with_stores(stores.episodes.clone(), stores.insights.clone());
-            }
-            if let Some(workspace) = &self.workspace {
-                memory = memory.with_workspace(workspace.clone());
-            }
+            let memory = self.gateway.agent_memory(&id, clearance);
             role = role.with_agent_memory(memory);
         }
         self.roles.insert(id, role);
@@ -212,8 +199,7 @@ impl fmt::Debug for RoleRuntime {
         f.debug_struct("RoleRuntime")
             .field("roles", &self.roles.keys().collect::<Vec<_>>())
             .field("memory", &self.memory.is_some())
-            .field("workspace", &self.workspace.is_some())
-            .field("stores", &self.stores.is_some())
+            .field("gateway", &self.gateway)
             .field("scheduler", &self.scheduler.is_some())
             .finish_non_exhaustive()
     }

@@ -667,9 +667,9 @@ async fn clearance_limits_what_the_role_sees_in_its_prompt() {
 
 #[tokio::test]
 async fn with_stores_puts_agent_memory_and_workspace_in_the_given_backend() {
-    use openvibe_memory::Stores;
+    use openvibe_memory::in_memory_stores;
     use openvibe_protocols::{CallerContext, EpisodeQuery as Q, FactQuery, InsightQuery};
-    let stores = Stores::in_memory();
+    let stores = in_memory_stores();
     let llm = ScriptedLlm::always(text("ok"));
     let runtime = RoleRuntime::new(Arc::new(llm))
         .with_stores(stores.clone())

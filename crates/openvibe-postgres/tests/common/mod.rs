@@ -10,24 +10,10 @@ use sqlx::{Connection, Executor, PgConnection, PgPool, Row};
 /// Test schemas older than this are dropped by the next test run.
 const STALE_SECS: u64 = 1800;
 
-/// `DATABASE_URL`; `None` (after saying so) when `OPENVIBE_SKIP_PG=1`;
-/// otherwise a missing URL fails the test with what to do.
+/// `DATABASE_URL`, or `None` when the test is skipped (recorded by name,
+/// see `openvibe_memory_testkit::skip`); without either, a panic.
 pub fn database_url() -> Option<String> {
-    if let Ok(url) = std::env::var("DATABASE_URL")
-        && !url.trim().is_empty()
-    {
-        return Some(url);
-    }
-    if std::env::var("OPENVIBE_SKIP_PG").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: OPENVIBE_SKIP_PG=1 and DATABASE_URL is unset; Postgres not tested");
-        return None;
-    }
-    panic!(
-        "DATABASE_URL is not set. The Postgres tests need a database: run \
-         `cargo xtask db up` and `export DATABASE_URL=<the URL it prints>` \
-         (postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe), or run \
-         `cargo xtask test-all`, which does both. Set OPENVIBE_SKIP_PG=1 to skip them explicitly."
-    );
+    openvibe_memory_testkit::skip::database_url()
 }
 
 fn now_secs() -> u64 {
@@ -97,8 +83,8 @@ pub async fn fresh_pool(url: &str, max: u32) -> PgPool {
     pool
 }
 
-/// Fresh, empty Postgres stores, or `None` when skipping.
-pub async fn fresh_stores() -> Option<PgStores> {
-    let url = database_url()?;
-    Some(PgStores::from_pool(fresh_pool(&url, 3).await))
+/// Fresh, empty Postgres stores (call after the skip guard: panics without a database).
+pub async fn fresh_stores() -> PgStores {
+    let url = database_url().expect("the guard checked for a database");
+    PgStores::from_pool(fresh_pool(&url, 3).await)
 }

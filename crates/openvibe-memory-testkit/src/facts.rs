@@ -1,0 +1,783 @@
+//! Facts: writes, filters, order, limits, access tracking, update and delete.
+
+use std::future::Future;
+
+use openvibe_protocols::{Classification, Fact, FactQuery, Stores};
+
+use crate::support::{at, sys, agent, fact_ids, is_not_found, is_invalid};
+
+/// `store` returns the stored fact and `get` returns the same.
+pub async fn fact_store_then_get<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let stored = s
+        .facts
+        .store(
+            &sys(),
+            Fact::new("f1", "Acme has 200 employees")
+                .entity("acme")
+                .domain("customer"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.id, "f1");
+    assert_eq!(
+        stored.content_hash.as_deref(),
+        Some(openvibe_protocols::content_hash("Acme has 200 employees").as_str())
+    );
+    let got = s
+        .facts
+        .get(&sys(), "f1")
+        .await
+        .unwrap()
+        .expect("stored fact");
+    assert_eq!(got, stored);
+}
+
+/// A missing id is `None`.
+pub async fn fact_get_missing_is_none<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    assert!(s.facts.get(&sys(), "missing").await.unwrap().is_none());
+}
+
+/// An empty id is replaced by a generated one.
+pub async fn fact_empty_id_is_generated<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let a = s.facts.store(&sys(), Fact::new("", "one")).await.unwrap();
+    let b = s.facts.store(&sys(), Fact::new("", "two")).await.unwrap();
+    assert!(!a.id.is_empty());
+    assert_ne!(a.id, b.id);
+    assert_eq!(
+        s.facts.get(&sys(), &a.id).await.unwrap().unwrap().content,
+        "one"
+    );
+}
+
+/// Malformed input is `InvalidInput` and stores nothing.
+pub async fn fact_invalid_input_is_rejected<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    for bad in [
+        Fact::new("f1", "x").confidence(1.5),
+        Fact::new("f1", "x").confidence(f64::NAN),
+        Fact::new("f1", "x").importance(-1.0),
+        Fact::new("f1", "  "),
+        Fact::new("a/b", "x"),
+        Fact::new("a\nb", "x"),
+        Fact::new("x".repeat(openvibe_protocols::MAX_RECORD_ID_LEN + 1), "x"),
+    ] {
+        let id = bad.id.clone();
+        assert!(is_invalid(s.facts.store(&sys(), bad).await), "{id:?}");
+    }
+    assert!(
+        s.facts
+            .query(&sys(), &FactQuery::new().limit(100))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// `entity` keeps only that entity's facts.
+pub async fn fact_filter_entity<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(&sys(), Fact::new("f1", "Acme info").entity("acme"))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("f2", "Beta info").entity("beta"))
+        .await
+        .unwrap();
+    let found = s
+        .facts
+        .query(&sys(), &FactQuery::new().entity("acme"))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&found), ["f1"]);
+    assert!(
+        s.facts
+            .query(&sys(), &FactQuery::new().entity("nobody"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// `general` keeps only facts that name no entity; `entity` wins over it.
+pub async fn fact_filter_general<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    for fact in [
+        Fact::new("f1", "Acme info")
+            .entity("acme")
+            .domain("revenue"),
+        Fact::new("f2", "Webinars convert").domain("revenue"),
+        Fact::new("f3", "Brand voice").domain("marketing"),
+    ] {
+        s.facts.store(&sys(), fact).await.unwrap();
+    }
+    let general = s
+        .facts
+        .query(&sys(), &FactQuery::new().general().domain("revenue"))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&general), ["f2"]);
+    let all = s
+        .facts
+        .query(&sys(), &FactQuery::new().general())
+        .await
+        .unwrap();
+    let mut all_general = fact_ids(&all);
+    all_general.sort_unstable();
+    assert_eq!(all_general, ["f2", "f3"]);
+    let specific = s
+        .facts
+        .query(&sys(), &FactQuery::new().general().entity("acme"))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&specific), ["f1"]);
+}
+
+/// `domain` keeps only that domain's facts.
+pub async fn fact_filter_domain<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(&sys(), Fact::new("f1", "Revenue data").domain("revenue"))
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("f2", "Marketing data").domain("marketing"),
+        )
+        .await
+        .unwrap();
+    let found = s
+        .facts
+        .query(&sys(), &FactQuery::new().domain("revenue"))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&found), ["f1"]);
+}
+
+/// `tags` keeps facts with any of the tags.
+pub async fn fact_filter_tags_any<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("f1", "a")
+                .tags(["qualification", "lead"])
+                .confidence(0.9),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("f2", "b").tags(["competitor"]).confidence(0.8),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("f3", "c").tags(["other"]))
+        .await
+        .unwrap();
+    let one = s
+        .facts
+        .query(&sys(), &FactQuery::new().tags(["qualification"]))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&one), ["f1"]);
+    let any = s
+        .facts
+        .query(
+            &sys(),
+            &FactQuery::new().tags(["lead", "competitor", "missing"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&any), ["f1", "f2"]);
+    assert!(
+        s.facts
+            .query(&sys(), &FactQuery::new().tags(["missing"]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// `text`: every term must occur (case-insensitively) as a word or word prefix.
+pub async fn fact_filter_text_every_term<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(&sys(), Fact::new("f1", "VP sponsor predicts conversion"))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("f2", "Cold email has low response"))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("f3", "A sponsor without a VP title"))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("f4", "Sponsorship budgets, vp level"))
+        .await
+        .unwrap();
+    let q = |t: &str| FactQuery::new().text(t);
+    let found = s.facts.query(&sys(), &q("vp SPONSOR")).await.unwrap();
+    let mut ids = fact_ids(&found);
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        ["f1", "f3", "f4"],
+        "terms in any order, any case, prefixes count"
+    );
+    assert_eq!(
+        fact_ids(&s.facts.query(&sys(), &q("sponsor predicts")).await.unwrap()),
+        ["f1"]
+    );
+    assert!(
+        s.facts
+            .query(&sys(), &q("ponsor"))
+            .await
+            .unwrap()
+            .is_empty(),
+        "not infixes"
+    );
+    assert!(
+        s.facts
+            .query(&sys(), &q("sponsor missing"))
+            .await
+            .unwrap()
+            .is_empty(),
+        "every term"
+    );
+    assert_eq!(
+        s.facts.query(&sys(), &q("  ")).await.unwrap().len(),
+        4,
+        "no terms: no filter"
+    );
+}
+
+/// `min_confidence` keeps facts at or above it.
+pub async fn fact_filter_min_confidence<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(&sys(), Fact::new("f1", "High").confidence(0.9))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("f2", "Edge").confidence(0.5))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("f3", "Low").confidence(0.3))
+        .await
+        .unwrap();
+    let found = s
+        .facts
+        .query(&sys(), &FactQuery::new().min_confidence(0.5))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&found), ["f1", "f2"]);
+}
+
+/// `since` keeps facts created at or after it.
+pub async fn fact_filter_since<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(&sys(), Fact::new("old", "x").created_at(at(0)))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("edge", "x").created_at(at(10)))
+        .await
+        .unwrap();
+    s.facts
+        .store(&sys(), Fact::new("new", "x").created_at(at(20)))
+        .await
+        .unwrap();
+    let found = s
+        .facts
+        .query(&sys(), &FactQuery::new().since(at(10)))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&found), ["new", "edge"]);
+}
+
+/// All filters apply together.
+pub async fn fact_filters_combine<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let base = || {
+        Fact::new("", "acme revenue note")
+            .entity("acme")
+            .domain("revenue")
+            .tags(["q"])
+            .confidence(0.9)
+            .created_at(at(5))
+    };
+    s.facts
+        .store(
+            &sys(),
+            Fact {
+                id: "hit".into(),
+                ..base()
+            },
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact {
+                id: "e".into(),
+                ..base().entity("beta")
+            },
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact {
+                id: "d".into(),
+                ..base().domain("marketing")
+            },
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact {
+                id: "t".into(),
+                ..base().tags(["z"])
+            },
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact {
+                id: "x".into(),
+                content: "acme other".into(),
+                ..base()
+            },
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact {
+                id: "c".into(),
+                ..base().confidence(0.2)
+            },
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact {
+                id: "s".into(),
+                ..base().created_at(at(0))
+            },
+        )
+        .await
+        .unwrap();
+    let q = FactQuery::new()
+        .entity("acme")
+        .domain("revenue")
+        .tags(["q"])
+        .text("revenue")
+        .min_confidence(0.5)
+        .since(at(1));
+    assert_eq!(fact_ids(&s.facts.query(&sys(), &q).await.unwrap()), ["hit"]);
+}
+
+/// Without text: confidence desc, then `created_at` desc, then id asc.
+pub async fn fact_order_confidence_recency_id<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("b", "x").confidence(0.5).created_at(at(1)),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("a", "x").confidence(0.5).created_at(at(1)),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("newer", "x").confidence(0.5).created_at(at(2)),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("top", "x").confidence(0.9).created_at(at(0)),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("low", "x").confidence(0.1).created_at(at(9)),
+        )
+        .await
+        .unwrap();
+    let found = s.facts.query(&sys(), &FactQuery::new()).await.unwrap();
+    assert_eq!(fact_ids(&found), ["top", "newer", "a", "b", "low"]);
+    let tagged = s
+        .facts
+        .query(&sys(), &FactQuery::new().entity(""))
+        .await
+        .unwrap();
+    assert_eq!(
+        fact_ids(&tagged),
+        fact_ids(&found),
+        "an empty filter is no filter"
+    );
+}
+
+/// With text: relevance first (whole-word matches beat prefix matches), then
+/// confidence, recency, id.
+pub async fn fact_order_relevance_first_with_text<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("prefix", "sponsorship budget").confidence(1.0),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("exact_low", "the sponsor budget").confidence(0.2),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("exact_high", "sponsor budget approved").confidence(0.8),
+        )
+        .await
+        .unwrap();
+    let found = s
+        .facts
+        .query(&sys(), &FactQuery::new().text("sponsor budget"))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&found), ["exact_high", "exact_low", "prefix"]);
+}
+
+/// `limit` caps the results (0 gives none) and keeps the top of the order.
+pub async fn fact_limit<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    for i in 0..20 {
+        s.facts
+            .store(
+                &sys(),
+                Fact::new(format!("f{i:02}"), format!("fact {i}")).confidence(f64::from(i) / 20.0),
+            )
+            .await
+            .unwrap();
+    }
+    let found = s
+        .facts
+        .query(&sys(), &FactQuery::new().limit(5))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&found), ["f19", "f18", "f17", "f16", "f15"]);
+    assert!(
+        s.facts
+            .query(&sys(), &FactQuery::new().limit(0))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        s.facts
+            .query(&sys(), &FactQuery::new().limit(100))
+            .await
+            .unwrap()
+            .len(),
+        20
+    );
+}
+
+/// Access tracking is persisted by the store: tracked queries and `touch`
+/// count; untracked reads do not.
+pub async fn fact_access_tracking_is_persisted<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("f1", "tracked").classification(Classification::Public),
+        )
+        .await
+        .unwrap();
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("f2", "hidden")
+                .domain("hr")
+                .classification(Classification::Restricted),
+        )
+        .await
+        .unwrap();
+    let reader = agent("cro");
+    let tracked = FactQuery::new().track_access(true);
+    let first = s.facts.query(&reader, &tracked).await.unwrap();
+    assert_eq!(first[0].access_count, 1);
+    assert!(first[0].last_accessed.is_some());
+    let second = s.facts.query(&reader, &tracked).await.unwrap();
+    assert_eq!(second[0].access_count, 2);
+    s.facts.query(&reader, &FactQuery::new()).await.unwrap();
+    let got = s.facts.get(&sys(), "f1").await.unwrap().unwrap();
+    assert_eq!(got.access_count, 2, "untracked reads do not count");
+    let touched = s
+        .facts
+        .touch(&reader, &["f1".into(), "f2".into(), "missing".into()])
+        .await
+        .unwrap();
+    assert_eq!(touched, 1, "unreadable and missing ids are not touched");
+    assert_eq!(
+        s.facts
+            .get(&sys(), "f1")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_count,
+        3
+    );
+    assert_eq!(
+        s.facts
+            .get(&sys(), "f2")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_count,
+        0
+    );
+}
+
+/// `update` replaces content and indexes but keeps owner, `created_at` and
+/// access statistics.
+pub async fn fact_update_replaces_and_keeps_store_fields<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let cro = agent("cro");
+    let original = s
+        .facts
+        .store(
+            &cro,
+            Fact::new("f1", "Original").entity("acme").created_at(at(3)),
+        )
+        .await
+        .unwrap();
+    s.facts.touch(&cro, &["f1".into()]).await.unwrap();
+    let mut changed = original.clone();
+    changed.content = "Updated".into();
+    changed.entity = "beta".into();
+    changed.meta.created_at = at(99);
+    changed.meta.owner = "agent:mallory".into();
+    changed.access_count = 0;
+    let updated = s.facts.update(&cro, changed).await.unwrap();
+    assert_eq!(updated.content, "Updated");
+    assert_eq!(updated.meta.owner, "agent:cro");
+    assert_eq!(updated.meta.created_at, at(3));
+    assert_eq!(updated.access_count, 1);
+    assert!(updated.meta.updated_at >= original.meta.updated_at);
+    assert_ne!(updated.content_hash, original.content_hash);
+    assert_eq!(s.facts.get(&cro, "f1").await.unwrap().unwrap(), updated);
+    assert!(
+        s.facts
+            .query(&cro, &FactQuery::new().entity("acme"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        s.facts
+            .query(&cro, &FactQuery::new().entity("beta"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        s.facts
+            .query(&cro, &FactQuery::new().text("original"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// `update` of a missing fact is `NotFound`.
+pub async fn fact_update_missing_is_not_found<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    assert!(is_not_found(
+        s.facts.update(&sys(), Fact::new("nope", "x")).await
+    ));
+    assert!(
+        s.facts.get(&sys(), "nope").await.unwrap().is_none(),
+        "update does not insert"
+    );
+}
+
+/// Storing the same id twice replaces it: one record, original `created_at`.
+pub async fn fact_store_twice_is_an_upsert<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(&sys(), Fact::new("f1", "first").created_at(at(1)))
+        .await
+        .unwrap();
+    let second = s
+        .facts
+        .store(&sys(), Fact::new("f1", "second").created_at(at(2)))
+        .await
+        .unwrap();
+    assert_eq!(second.meta.created_at, at(1));
+    let all = s
+        .facts
+        .query(&sys(), &FactQuery::new().limit(10))
+        .await
+        .unwrap();
+    assert_eq!(fact_ids(&all), ["f1"]);
+    assert_eq!(all[0].content, "second");
+    assert!(
+        s.facts
+            .query(&sys(), &FactQuery::new().text("first"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// `delete` removes the fact from `get` and every index; a second delete is `NotFound`.
+pub async fn fact_delete_then_not_found<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    s.facts
+        .store(
+            &sys(),
+            Fact::new("f1", "To delete")
+                .entity("acme")
+                .domain("d")
+                .tags(["t"]),
+        )
+        .await
+        .unwrap();
+    s.facts.delete(&sys(), "f1").await.unwrap();
+    assert!(s.facts.get(&sys(), "f1").await.unwrap().is_none());
+    for q in [
+        FactQuery::new(),
+        FactQuery::new().entity("acme"),
+        FactQuery::new().domain("d"),
+        FactQuery::new().tags(["t"]),
+        FactQuery::new().text("delete"),
+    ] {
+        assert!(s.facts.query(&sys(), &q).await.unwrap().is_empty(), "{q:?}");
+    }
+    assert!(is_not_found(s.facts.delete(&sys(), "f1").await));
+    s.facts
+        .store(&sys(), Fact::new("f1", "again"))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.facts.get(&sys(), "f1").await.unwrap().unwrap().content,
+        "again"
+    );
+}

@@ -1,0 +1,120 @@
+//! # openvibe-memory-testkit — the memory backend conformance suite
+//!
+//! What every implementation of the memory contract's store traits
+//! ([`FactStore`](openvibe_protocols::FactStore),
+//! [`EpisodicStore`](openvibe_protocols::EpisodicStore),
+//! [`InsightStore`](openvibe_protocols::InsightStore)) must do, written once
+//! against the traits and split by concern: [`facts`], [`episodes`],
+//! [`insights`] and [`access`] (tenant and project isolation, clearance,
+//! ownership).
+//!
+//! Each case is an async function taking a factory that returns fresh,
+//! empty [`Stores`](openvibe_protocols::Stores). A backend runs the whole
+//! suite with one macro call in an integration test (the test crate needs
+//! `tokio` with the `macros` and `rt` features as a dev-dependency):
+//!
+//! ```ignore
+//! openvibe_memory_testkit::conformance_tests!(|| async { my_backend::fresh_stores() });
+//! ```
+//!
+//! which expands to one `#[tokio::test]` per case in [`CASES`]. A backend
+//! that needs a server passes a guard that decides, per test, whether the
+//! server is there (and records the test as skipped when it was explicitly
+//! told to skip, see [`skip`]):
+//!
+//! ```ignore
+//! openvibe_memory_testkit::conformance_tests!(
+//!     guard = |_test: &str| openvibe_memory_testkit::skip::database_url().is_some(),
+//!     factory = || async { my_backend::connect().await.stores() }
+//! );
+//! ```
+//!
+//! The cases fail by panicking (they are tests); that is why this crate,
+//! unlike the others, uses `assert!` and `unwrap`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod access;
+pub mod episodes;
+pub mod facts;
+pub mod insights;
+pub mod skip;
+mod support;
+
+macro_rules! cases {
+    ($d:tt; $($module:ident :: $name:ident;)*) => {
+        /// The names of every case, in the order `conformance_tests!` expands them.
+        pub const CASES: &[&str] = &[$(stringify!($name)),*];
+
+        /// Expand to one `#[tokio::test]` per conformance case (see
+        /// [`CASES`](crate::CASES)), each calling the case with `$factory`:
+        /// an expression evaluating to a `Fn() -> impl Future<Output = Stores>`
+        /// that returns fresh, empty stores. With `guard = ...`, a
+        /// `Fn(&str) -> bool` called with the case's name first: `false`
+        /// skips the case (the guard reports it).
+        #[macro_export]
+        macro_rules! conformance_tests {
+            ($d factory:expr) => {
+                $d crate::conformance_tests!(guard = |_test: &str| true, factory = $d factory);
+            };
+            (guard = $d guard:expr, factory = $d factory:expr) => {
+                $(
+                    #[tokio::test]
+                    async fn $name() {
+                        if ($d guard)(stringify!($name)) {
+                            $d crate::$module::$name($d factory).await;
+                        }
+                    }
+                )*
+            };
+        }
+    };
+}
+
+cases! {
+    $;
+    facts::fact_store_then_get;
+    facts::fact_get_missing_is_none;
+    facts::fact_empty_id_is_generated;
+    facts::fact_invalid_input_is_rejected;
+    facts::fact_filter_entity;
+    facts::fact_filter_general;
+    facts::fact_filter_domain;
+    facts::fact_filter_tags_any;
+    facts::fact_filter_text_every_term;
+    facts::fact_filter_min_confidence;
+    facts::fact_filter_since;
+    facts::fact_filters_combine;
+    facts::fact_order_confidence_recency_id;
+    facts::fact_order_relevance_first_with_text;
+    facts::fact_limit;
+    facts::fact_access_tracking_is_persisted;
+    facts::fact_update_replaces_and_keeps_store_fields;
+    facts::fact_update_missing_is_not_found;
+    facts::fact_store_twice_is_an_upsert;
+    facts::fact_delete_then_not_found;
+    episodes::episode_store_then_get;
+    episodes::episode_filters;
+    episodes::episode_order_newest_first;
+    episodes::episode_limit;
+    episodes::episode_delete_then_not_found;
+    insights::insight_filter_general;
+    insights::insight_store_then_get;
+    insights::insight_filters;
+    insights::insight_order_confidence_recency_id;
+    insights::insight_limit;
+    insights::insight_delete_then_not_found;
+    insights::insight_find_similar;
+    insights::insight_access_tracking_is_persisted;
+    access::fact_owner_tenant_and_project_come_from_the_caller;
+    access::fact_tenant_isolation;
+    access::fact_clearance_inside_the_query;
+    access::fact_owner_reads_own_records;
+    access::fact_project_isolation;
+    access::fact_changes_need_ownership;
+    access::fact_store_over_a_foreign_record_is_refused;
+    access::episode_tenant_isolation;
+    access::episode_clearance_inside_the_query;
+    access::insight_tenant_isolation;
+    access::insight_clearance_inside_the_query;
+    access::insight_update_and_ownership;
+}

@@ -1,0 +1,167 @@
+//! The access decision: who may read and who may change a record.
+//!
+//! This is the only place the rule is written. The in-memory backend
+//! evaluates [`read_allowed`] on its indexed columns inside the index walk;
+//! the Postgres backend translates the same rule into its SQL predicate
+//! (with [`Classification::readable_at`] deciding which classifications a
+//! clearance level reaches); the assembler, the memory filesystem and the
+//! clearance profiles call [`CallerContext::can_read`] or
+//! [`Clearance::allows`](super::Clearance::allows). The conformance suite
+//! checks every backend against it.
+
+use super::{CallerContext, Classification, Episode, Fact, Insight, RecordMeta, RetrievalTrace};
+
+/// A record that carries governance metadata and a domain: what the access
+/// rule looks at.
+pub trait Governed {
+    /// The record's governance metadata.
+    fn meta(&self) -> &RecordMeta;
+    /// The record's domain (empty when none).
+    fn domain(&self) -> &str;
+}
+
+macro_rules! governed {
+    ($($t:ty),*) => {$(
+        impl Governed for $t {
+            fn meta(&self) -> &RecordMeta {
+                &self.meta
+            }
+            fn domain(&self) -> &str {
+                &self.domain
+            }
+        }
+    )*};
+}
+governed!(Fact, Insight, Episode, RetrievalTrace);
+
+/// The read rule, given its inputs for a record of the caller's tenant:
+/// the record's project is visible to the caller
+/// ([`CallerContext::sees_project`]), and the caller owns it or its
+/// clearance `level` in the record's domain reaches its `classification`.
+///
+/// ```
+/// use openvibe_protocols::{Classification::*, read_allowed};
+/// assert!(read_allowed(true, true, Restricted, None), "owners read their own records");
+/// assert!(read_allowed(true, false, Internal, Some(Confidential)));
+/// assert!(!read_allowed(false, true, Public, None), "another project is invisible");
+/// ```
+pub fn read_allowed(
+    project_visible: bool,
+    owned: bool,
+    classification: Classification,
+    level: Option<Classification>,
+) -> bool {
+    project_visible && (owned || classification.readable_at(level))
+}
+
+/// The modify rule (update, replace, delete), given its inputs for a record
+/// of the caller's tenant that the caller can read: the caller owns it or is
+/// privileged.
+pub fn modify_allowed(project_visible: bool, owned: bool, privileged: bool) -> bool {
+    project_visible && (owned || privileged)
+}
+
+impl CallerContext {
+    /// Whether a record with `meta` and `domain` is visible to this caller:
+    /// same tenant, and [`read_allowed`]. The one read rule of every store.
+    pub fn can_read(&self, meta: &RecordMeta, domain: &str) -> bool {
+        meta.tenant_id == self.tenant_id()
+            && read_allowed(
+                self.sees_project(meta.project_id.as_deref()),
+                self.is_owner(&meta.owner),
+                meta.classification,
+                self.clearance().level_for(domain),
+            )
+    }
+
+    /// [`CallerContext::can_read`] for a [`Governed`] record.
+    pub fn can_read_record(&self, record: &impl Governed) -> bool {
+        self.can_read(record.meta(), record.domain())
+    }
+
+    /// Whether this caller may update or delete a record with `meta`:
+    /// same tenant, and [`modify_allowed`].
+    pub fn can_modify(&self, meta: &RecordMeta) -> bool {
+        meta.tenant_id == self.tenant_id()
+            && modify_allowed(
+                self.sees_project(meta.project_id.as_deref()),
+                self.is_owner(&meta.owner),
+                self.is_privileged(),
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_and_modify_rules() {
+        let meta = RecordMeta {
+            owner: "agent:cro".into(),
+            classification: Classification::Confidential,
+            ..RecordMeta::default()
+        };
+        let cro = CallerContext::agent("cro");
+        let cmo = CallerContext::agent("cmo");
+        assert!(
+            cro.can_read(&meta, "revenue"),
+            "owners read their own records"
+        );
+        assert!(!cmo.can_read(&meta, "revenue"));
+        let cleared = cmo
+            .clone()
+            .with_domain_clearance("revenue", Classification::Confidential);
+        assert!(cleared.can_read(&meta, "revenue"));
+        assert!(!cleared.can_modify(&meta), "clearance is not ownership");
+        assert!(cro.can_modify(&meta));
+        assert!(CallerContext::system().can_modify(&meta));
+        assert!(
+            !CallerContext::system()
+                .with_tenant("other")
+                .can_read(&meta, "revenue")
+        );
+        let in_project = RecordMeta {
+            project_id: Some("p1".into()),
+            ..meta.clone()
+        };
+        assert!(!cro.can_read(&in_project, "revenue"));
+        assert!(
+            cro.clone()
+                .with_project("p1")
+                .can_read(&in_project, "revenue")
+        );
+        assert!(!cro.clone().with_project("p2").can_modify(&in_project));
+        let fact = Fact::new("f", "x")
+            .domain("revenue")
+            .classification(Classification::Internal);
+        assert!(cleared.can_read_record(&fact));
+        assert!(!cmo.can_read_record(&fact));
+    }
+
+    /// The rule, exhaustively, against its definition in words.
+    #[test]
+    fn read_rule_truth_table() {
+        for project_visible in [false, true] {
+            for owned in [false, true] {
+                for c in Classification::ALL {
+                    for level in std::iter::once(None).chain(Classification::ALL.map(Some)) {
+                        let cleared =
+                            c == Classification::Public || level.is_some_and(|l| l.rank() >= c.rank());
+                        assert_eq!(
+                            read_allowed(project_visible, owned, c, level),
+                            project_visible && (owned || cleared),
+                            "{project_visible} {owned} {c} {level:?}"
+                        );
+                    }
+                }
+                for privileged in [false, true] {
+                    assert_eq!(
+                        modify_allowed(project_visible, owned, privileged),
+                        project_visible && (owned || privileged)
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Input validation every backend applies before it writes, so that the
+//! same input is refused the same way everywhere.
+
+use super::{Episode, Fact, Insight, StoreError};
+
+/// Longest record id a store accepts, in bytes.
+pub const MAX_RECORD_ID_LEN: usize = 256;
+
+/// The id rule every store enforces on writes: not empty, at most
+/// [`MAX_RECORD_ID_LEN`] bytes, no control characters and no `/` (ids appear
+/// as path segments of the memory filesystem). An empty id given to `store`
+/// is replaced by a generated one before this check.
+///
+/// ```
+/// use openvibe_protocols::validate_record_id;
+/// assert!(validate_record_id("ins_1").is_ok());
+/// assert!(validate_record_id("a/b").is_err());
+/// assert!(validate_record_id("").is_err());
+/// ```
+pub fn validate_record_id(id: &str) -> Result<(), StoreError> {
+    if id.is_empty() {
+        return Err(StoreError::invalid("id", "must not be empty"));
+    }
+    if id.len() > MAX_RECORD_ID_LEN {
+        return Err(StoreError::invalid(
+            "id",
+            format!("longer than {MAX_RECORD_ID_LEN} bytes"),
+        ));
+    }
+    if id.chars().any(|c| c.is_control() || c == '/') {
+        return Err(StoreError::invalid(
+            "id",
+            "must not contain `/` or control characters",
+        ));
+    }
+    Ok(())
+}
+
+
+/// A value within `0.0..=1.0` (confidence).
+pub fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            field,
+            format!("{value} is not within 0.0..=1.0"),
+        ))
+    }
+}
+
+/// A finite importance `>= 0`.
+pub fn check_importance(value: f64) -> Result<(), StoreError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            "importance",
+            format!("{value} is not a finite number >= 0"),
+        ))
+    }
+}
+
+/// Content that is not blank.
+pub fn check_content(content: &str) -> Result<(), StoreError> {
+    if content.trim().is_empty() {
+        Err(StoreError::invalid("content", "must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+/// The checks every backend makes on a fact before writing it (its id is
+/// already generated when it was empty): id, content, confidence, importance.
+pub fn validate_fact(fact: &Fact) -> Result<(), StoreError> {
+    validate_record_id(&fact.id)?;
+    check_content(&fact.content)?;
+    check_unit("confidence", fact.confidence)?;
+    check_importance(fact.importance)
+}
+
+/// The checks every backend makes on an insight before writing it.
+pub fn validate_insight(insight: &Insight) -> Result<(), StoreError> {
+    validate_record_id(&insight.id)?;
+    check_content(&insight.content)?;
+    check_unit("confidence", insight.confidence)?;
+    check_importance(insight.importance)
+}
+
+/// The checks every backend makes on an episode before writing it.
+pub fn validate_episode(episode: &Episode) -> Result<(), StoreError> {
+    validate_record_id(&episode.id)?;
+    check_importance(episode.importance)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_checked_alike() {
+        assert!(validate_fact(&Fact::new("f", "x")).is_ok());
+        assert!(validate_fact(&Fact::new("f", "  ")).is_err());
+        assert!(validate_fact(&Fact::new("f", "x").confidence(1.5)).is_err());
+        assert!(validate_fact(&Fact::new("f", "x").confidence(f64::NAN)).is_err());
+        assert!(validate_fact(&Fact::new("f", "x").importance(-1.0)).is_err());
+        assert!(validate_fact(&Fact::new("a/b", "x")).is_err());
+        assert!(validate_insight(&Insight::new("i", "cro", "x", -0.1)).is_err());
+        assert!(validate_insight(&Insight::new("i", "cro", "x", 0.1)).is_ok());
+        let episode = Episode {
+            id: "e".into(),
+            importance: f64::INFINITY,
+            ..Episode::default()
+        };
+        assert!(validate_episode(&episode).is_err());
+        let err = check_unit("confidence", 2.0).unwrap_err();
+        assert_eq!(err.to_string(), "invalid confidence: 2 is not within 0.0..=1.0");
+    }
+}
