@@ -1,5 +1,6 @@
 //! The layering check: a crate may depend (in normal dependencies) only on
-//! the crates of ours below it. Read from `cargo metadata`.
+//! the crates of ours below it, and a backend's tests only on the contract
+//! and its conformance suite. Read from `cargo metadata`.
 
 use serde_json::Value;
 
@@ -37,11 +38,19 @@ const RULES: &[(&str, &[&str])] = &[
             "openvibe-macros",
         ],
     ),
-    (
-        "openvibe-postgres",
-        &["openvibe-protocols", "openvibe-memory"],
-    ),
+    // The conformance suite is written against the contract alone.
+    ("openvibe-memory-testkit", &["openvibe-protocols"]),
+    // A backend implements the contract; it never needs the memory core.
+    ("openvibe-postgres", &["openvibe-protocols"]),
 ];
+
+/// Crates whose dev-dependencies (tests, examples) are restricted too: a
+/// backend is tested through the contract and the conformance suite, not
+/// by comparing it with another backend's internals.
+const DEV_RULES: &[(&str, &[&str])] = &[(
+    "openvibe-postgres",
+    &["openvibe-protocols", "openvibe-memory-testkit"],
+)];
 
 /// Run the check on this workspace.
 pub fn check() -> Result<(), String> {
@@ -98,6 +107,17 @@ fn violations(metadata: &Value) -> Result<Vec<String>, String> {
             if normal && ours.contains(&dep_name) && !allowed.contains(&dep_name) {
                 problems.push(format!("`{name}` must not depend on `{dep_name}`"));
             }
+            let dev_allowed = DEV_RULES.iter().find(|(crate_name, _)| *crate_name == name);
+            if dep["kind"].as_str() == Some("dev")
+                && ours.contains(&dep_name)
+                && let Some((_, dev_allowed)) = dev_allowed
+                && !dev_allowed.contains(&dep_name)
+            {
+                problems.push(format!(
+                    "`{name}`'s tests must not depend on `{dep_name}` (only on {})",
+                    dev_allowed.join(", ")
+                ));
+            }
         }
     }
     Ok(problems)
@@ -137,6 +157,27 @@ mod tests {
             vec![
                 "`openvibe-protocols` must not depend on `openvibe-primitives`".to_string(),
                 "`openvibe-memory` must not depend on `openvibe-primitives`".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_backends_tests_use_only_the_contract_and_the_testkit() {
+        let meta = json!({"packages": [
+            pkg("openvibe-postgres", &[
+                ("openvibe-protocols", None),
+                ("openvibe-memory-testkit", Some("dev")),
+                ("openvibe-memory", Some("dev")),
+            ]),
+            pkg("openvibe-memory", &[("openvibe-protocols", None)]),
+            pkg("openvibe-memory-testkit", &[("openvibe-protocols", None)]),
+        ]});
+        assert_eq!(
+            violations(&meta).unwrap(),
+            vec![
+                "`openvibe-postgres`'s tests must not depend on `openvibe-memory` \
+                 (only on openvibe-protocols, openvibe-memory-testkit)"
+                    .to_string()
             ]
         );
     }

@@ -1,7 +1,8 @@
 //! Project automation, run as `cargo xtask <task>`.
 //!
 //! - `test-all`: format check, clippy (warnings denied), the layering check,
-//!   every test (in-memory and Postgres) and the doc tests.
+//!   every test (in-memory and Postgres) and the doc tests; fails when any
+//!   test reports itself skipped (listing each by name).
 //! - `layering`: only the layering check.
 //! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`.
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
@@ -101,10 +102,42 @@ fn test_all() -> Result<(), String> {
     if let Some(url) = database_url_for_tests()? {
         tests.env("DATABASE_URL", url);
     }
+    // Tests that were told to skip (OPENVIBE_SKIP_PG=1 without a database)
+    // write their names here; see openvibe_memory_testkit::skip.
+    let report = std::env::temp_dir().join(format!("openvibe-skipped-{}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&report);
+    tests.env("OPENVIBE_SKIP_REPORT", &report);
     // `cargo test` runs unit, integration and doc tests.
-    run("tests (unit, integration, doc)", &mut tests)?;
-    eprintln!("==> test-all: everything passed");
+    let result = run("tests (unit, integration, doc)", &mut tests);
+    let skipped = skipped_tests(&report);
+    let _ = std::fs::remove_file(&report);
+    result?;
+    if !skipped.is_empty() {
+        return Err(format!(
+            "{} test(s) were skipped, not run (a skipped test is not a pass):\n  {}",
+            skipped.len(),
+            skipped.join("\n  ")
+        ));
+    }
+    eprintln!("==> test-all: everything passed, no test skipped");
     Ok(())
+}
+
+/// The skipped tests recorded in `report` (`name<TAB>reason` lines), as
+/// `name: reason`, sorted.
+fn skipped_tests(report: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(report).unwrap_or_default();
+    let mut skipped: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| match l.split_once('\t') {
+            Some((name, reason)) => format!("{name}: {reason}"),
+            None => l.to_owned(),
+        })
+        .collect();
+    skipped.sort();
+    skipped.dedup();
+    skipped
 }
 
 fn bench(groups: &[String]) -> Result<(), String> {

@@ -3,9 +3,11 @@
 
 use std::future::Future;
 
-use openvibe_protocols::{CallerContext, Classification, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, Stores};
+use openvibe_protocols::{
+    CallerContext, Classification, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, Stores,
+};
 
-use crate::support::{sys, agent, episode_ids, episode, is_not_found, is_unauthorized};
+use crate::support::{agent, episode, episode_ids, is_not_found, is_unauthorized, sys};
 
 /// Owner, tenant and project are taken from the caller, never the input.
 pub async fn fact_owner_tenant_and_project_come_from_the_caller<F, Fut>(factory: F)

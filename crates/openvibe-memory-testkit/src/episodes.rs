@@ -4,7 +4,9 @@ use std::future::Future;
 
 use openvibe_protocols::{Classification, Episode, EpisodeQuery, Stores};
 
-use crate::support::{at, sys, agent, episode_ids, episode, is_not_found, is_unauthorized, is_invalid};
+use crate::support::{
+    agent, at, episode, episode_ids, is_invalid, is_not_found, is_unauthorized, sys,
+};
 
 /// `store` sets owner and tenant from the caller; `get` returns the episode.
 pub async fn episode_store_then_get<F, Fut>(factory: F)

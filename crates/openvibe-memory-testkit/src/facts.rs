@@ -4,7 +4,7 @@ use std::future::Future;
 
 use openvibe_protocols::{Classification, Fact, FactQuery, Stores};
 
-use crate::support::{at, sys, agent, fact_ids, is_not_found, is_invalid};
+use crate::support::{agent, at, fact_ids, is_invalid, is_not_found, sys, t0};
 
 /// `store` returns the stored fact and `get` returns the same.
 pub async fn fact_store_then_get<F, Fut>(factory: F)
@@ -780,4 +780,86 @@ where
         s.facts.get(&sys(), "f1").await.unwrap().unwrap().content,
         "again"
     );
+}
+
+/// Text terms (whole words, prefixes, non-ASCII, digits), relevance,
+/// clearance, ownership and `general` agree with the reference model, for
+/// several readers and queries.
+pub async fn fact_queries_match_the_reference_model<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let contents = [
+        "VP-sponsor signed at 2.5x the usual rate",
+        "Sponsorship budgets: Ärger über Preise",
+        "email alice@example.com about the renewal",
+        "acme_corp renewal needs a VP",
+        "Über-fast onboarding; 2x conversion",
+        "cosponsor of the webinar",
+        "renewals renew renewal",
+    ];
+    let writer = agent("writer");
+    let mut stored = Vec::new();
+    for (i, content) in contents.iter().enumerate() {
+        let third = [0.0, 1.0 / 3.0, 2.0 / 3.0][i % 3];
+        let fact = Fact::new(format!("f{i}"), *content)
+            .entity(if i % 3 == 0 { "" } else { "acme" })
+            .domain(if i % 2 == 0 { "revenue" } else { "hr" })
+            .tags([format!("t{}", i % 2)])
+            .classification(Classification::ALL[i % 4])
+            .confidence(third)
+            .created_at(t0());
+        stored.push(s.facts.store(&writer, fact).await.unwrap());
+    }
+    let readers = [
+        agent("reader"),
+        agent("reader").with_domain_clearance("revenue", Classification::Confidential),
+        sys(),
+        writer.clone(),
+    ];
+    let texts = [
+        "",
+        "sponsor",
+        "vp",
+        "2",
+        "2x",
+        "5x",
+        "über",
+        "ÄRGER",
+        "renew",
+        "renewal",
+        "cosponsor",
+        "ponsor",
+        "the",
+        "x",
+        "vp sponsor",
+    ];
+    let mut checked = 0;
+    for reader in &readers {
+        for text in texts {
+            for general in [false, true] {
+                let mut queries = vec![FactQuery::new().text(text).limit(50)];
+                queries.push(queries[0].clone().domain("revenue"));
+                queries.push(queries[0].clone().tags(["t1"]).min_confidence(0.3));
+                queries.push(queries[0].clone().entity("acme").limit(2));
+                for mut q in queries {
+                    q.general = general;
+                    let got: Vec<String> = s
+                        .facts
+                        .query(reader, &q)
+                        .await
+                        .unwrap()
+                        .into_iter()
+                        .map(|f| f.id)
+                        .collect();
+                    let expected = crate::model::fact_query(&stored, reader, &q);
+                    assert_eq!(got, expected, "{q:?} as {}", reader.principal());
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, readers.len() * texts.len() * 2 * 4);
 }

@@ -4,7 +4,7 @@ use std::future::Future;
 
 use openvibe_protocols::{Insight, InsightQuery, InsightStatus, Stores};
 
-use crate::support::{at, sys, agent, insight_ids, is_not_found, is_invalid};
+use crate::support::{agent, at, insight_ids, is_invalid, is_not_found, sys};
 
 /// `general` keeps only insights that name no entity.
 pub async fn insight_filter_general<F, Fut>(factory: F)

@@ -6,7 +6,7 @@
 //! [`InsightStore`](openvibe_protocols::InsightStore)) must do, written once
 //! against the traits and split by concern: [`facts`], [`episodes`],
 //! [`insights`] and [`access`] (tenant and project isolation, clearance,
-//! ownership).
+//! ownership), with a plain reference [`model`] to compare query results with.
 //!
 //! Each case is an async function taking a factory that returns fresh,
 //! empty [`Stores`](openvibe_protocols::Stores). A backend runs the whole
@@ -37,6 +37,7 @@ pub mod access;
 pub mod episodes;
 pub mod facts;
 pub mod insights;
+pub mod model;
 pub mod skip;
 mod support;
 
@@ -92,6 +93,7 @@ cases! {
     facts::fact_update_missing_is_not_found;
     facts::fact_store_twice_is_an_upsert;
     facts::fact_delete_then_not_found;
+    facts::fact_queries_match_the_reference_model;
     episodes::episode_store_then_get;
     episodes::episode_filters;
     episodes::episode_order_newest_first;

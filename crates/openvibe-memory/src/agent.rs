@@ -8,9 +8,8 @@ use async_trait::async_trait;
 use chrono::Utc;
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
-    InsightQuery,
-    InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry, MemoryProvider, StoreError,
-    content_hash, truncate_chars,
+    InsightQuery, InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry,
+    MemoryProvider, StoreError, content_hash, truncate_chars,
 };
 use serde_json::Value;
 

@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    ContextAssembler, EpisodeQuery, FactQuery, InsightQuery, InsightStatus,
-    MemoryScope, StoreError,
+    ContextAssembler, EpisodeQuery, FactQuery, InsightQuery, InsightStatus, MemoryScope, StoreError,
 };
 
 use crate::access::ClearanceProfile;

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use chrono::Utc;
 use openvibe_protocols::{
-    Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN,
-    RetrievalTrace, TraceAction, truncate_chars,
+    Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN, RetrievalTrace,
+    TraceAction, truncate_chars,
 };
 use serde_json::json;
 
@@ -318,20 +318,18 @@ impl MemoryFilesystem {
                 None => String::new(),
             },
             ["references", domain, .., id] => match self.references.workspace() {
-                Some(_) => {
-                    match self.references.workspace_fact(id).await? {
-                        Some(f) if f.domain == domain_from_segment(domain) => {
-                            self.references
-                                .touch_workspace_facts(std::slice::from_ref(&f.id))
-                                .await?;
-                            format!(
-                                "{}\n\nConfidence: {}\nSource: {}\nClassification: {}",
-                                f.content, f.confidence, f.meta.source, f.meta.classification
-                            )
-                        }
-                        _ => String::new(),
+                Some(_) => match self.references.workspace_fact(id).await? {
+                    Some(f) if f.domain == domain_from_segment(domain) => {
+                        self.references
+                            .touch_workspace_facts(std::slice::from_ref(&f.id))
+                            .await?;
+                        format!(
+                            "{}\n\nConfidence: {}\nSource: {}\nClassification: {}",
+                            f.content, f.confidence, f.meta.source, f.meta.classification
+                        )
                     }
-                }
+                    _ => String::new(),
+                },
                 None => String::new(),
             },
             _ => String::new(),
@@ -367,9 +365,7 @@ impl MemoryFilesystem {
                 confidence: Some(i.confidence),
             }));
         }
-        if matches!(root, None | Some("references"))
-            && self.references.workspace().is_some()
-        {
+        if matches!(root, None | Some("references")) && self.references.workspace().is_some() {
             let wanted = segs.get(1).map(|d| domain_from_segment(d));
             let mut q = FactQuery::new().text(query).limit(SEARCH_LIMIT);
             if let Some(domain) = wanted {

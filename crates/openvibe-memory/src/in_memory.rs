@@ -320,11 +320,7 @@ impl<R: Indexed> Tables<R> {
             .filter(|r| ctx.can_read(r.meta(), r.domain())))
     }
 
-    fn query(
-        &self,
-        ctx: &CallerContext,
-        filter: &RecordFilter,
-    ) -> Result<Vec<R>, StoreError> {
+    fn query(&self, ctx: &CallerContext, filter: &RecordFilter) -> Result<Vec<R>, StoreError> {
         let _span = Self::span("query", ctx);
         if filter.track_access {
             let mut guard = self.write()?;

@@ -923,15 +923,8 @@ mod tests {
                 )
                 .is_empty()
         );
-        assert!(
-            !table
-                .query(&ctx, &text_filter(10, "note 8"))
-                .contains(&s)
-        );
-        assert_eq!(
-            table.query(&ctx, &text_filter(10, "replaced")),
-            vec![s]
-        );
+        assert!(!table.query(&ctx, &text_filter(10, "note 8")).contains(&s));
+        assert_eq!(table.query(&ctx, &text_filter(10, "replaced")), vec![s]);
         assert_eq!(table.len(), 100);
     }
 

@@ -119,7 +119,11 @@ impl WorkspaceMemory {
 
     /// Count the facts among `ids` that `ctx` can read as accessed; returns
     /// how many were.
-    pub async fn touch_as(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, MemoryError> {
+    pub async fn touch_as(
+        &self,
+        ctx: &CallerContext,
+        ids: &[String],
+    ) -> Result<usize, MemoryError> {
         Ok(self.store.touch(ctx, ids).await?)
     }
 

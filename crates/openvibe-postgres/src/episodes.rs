@@ -2,8 +2,7 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Episode, EpisodeQuery, EpisodicStore, StoreError, content_hash,
-    validate_episode,
+    CallerContext, Episode, EpisodeQuery, EpisodicStore, StoreError, content_hash, validate_episode,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -14,9 +13,8 @@ use crate::facts::{at_index, check_caller, check_meta, decode_meta};
 use crate::query::{BY_TIME, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_json, check_label, check_opt_label,
-    check_text, col, count_col, joined_terms, new_id, push_governed, record_terms,
-    to_i64,
+    GovernedColumns, Sql, begin, check_json, check_label, check_opt_label, check_text, col,
+    count_col, joined_terms, new_id, push_governed, record_terms, to_i64,
 };
 
 const COLS: &[&str] = &[

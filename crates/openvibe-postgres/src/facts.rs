@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Classification, Fact, FactQuery, FactStore, RecordMeta, StoreError,
-    RecordFilter, content_hash, validate_fact,
+    CallerContext, Classification, Fact, FactQuery, FactStore, RecordFilter, RecordMeta,
+    StoreError, content_hash, validate_fact,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -14,8 +14,7 @@ use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
     GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags,
-    check_text, col, count_col, joined_terms, new_id, push_governed,
-    record_terms,
+    check_text, col, count_col, joined_terms, new_id, push_governed, record_terms,
 };
 
 const COLS: &[&str] = &[

@@ -14,8 +14,9 @@ use crate::facts::{at_index, check_caller, check_meta, decode_meta};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags, col, columns, count_col, joined_terms, new_id, push_governed,
-    push_readable, record_terms, to_i64, word_queries,
+    GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags, col,
+    columns, count_col, joined_terms, new_id, push_governed, push_readable, record_terms, to_i64,
+    word_queries,
 };
 
 const COLS: &[&str] = &[

@@ -18,18 +18,21 @@
 //! - text queries use a `tsvector` of the record's [`text_terms`](openvibe_protocols::text_terms)
 //!   with prefix queries (`'term':*`), so matching agrees with every backend.
 //!
-//! Swapping the in-memory backend is one line:
+//! Swapping the in-memory backend is one line: `PgStores::stores()` is the
+//! same [`Stores`] set `openvibe_memory::in_memory_stores()` returns, so
+//! `RoleRuntime::with_stores`, `MemoryGateway::with_stores` and every
+//! memory type take either. Used directly, through the contract:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use openvibe_memory::{AgentMemory, WorkspaceMemory};
+//! use openvibe_protocols::{CallerContext, Fact, FactQuery};
 //! let pg = openvibe_postgres::PgStores::connect("postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe").await?;
-//! let stores = pg.stores(); // openvibe_protocols::Stores, like openvibe_memory::in_memory_stores()
-//! let workspace = WorkspaceMemory::with_store(stores.facts.clone());
-//! let memory = AgentMemory::new("cro")
-//!     .with_stores(stores.episodes.clone(), stores.insights.clone())
-//!     .with_workspace(workspace);
-//! # let _ = memory; Ok(()) }
+//! let stores = pg.stores(); // openvibe_protocols::Stores
+//! let cro = CallerContext::agent("cro").with_tenant("acme");
+//! stores.facts.store(&cro, Fact::new("f1", "Acme renews in May")).await?;
+//! let found = stores.facts.query(&cro, &FactQuery::new().text("renews")).await?;
+//! assert_eq!(found.len(), 1);
+//! # Ok(()) }
 //! ```
 //!
 //! The schema lives in the workspace's top-level `migrations/` and is
@@ -66,10 +69,7 @@ pub static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
 /// Apply the pending migrations to `pool`'s database (in the first schema
 /// of its `search_path`). Idempotent: applied migrations are skipped.
 pub async fn migrate(pool: &PgPool) -> Result<(), PgError> {
-    MIGRATOR
-        .run(pool)
-        .await
-        .map_err(PgError::Migrate)
+    MIGRATOR.run(pool).await.map_err(PgError::Migrate)
 }
 
 /// Default pool size of [`PgStores::connect`].

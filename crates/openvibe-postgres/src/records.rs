@@ -314,9 +314,7 @@ pub(crate) async fn touch<R: Record>(
             .await
             .map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
-        let touched: i64 = row
-            .try_get("touched")
-            .map_err(store_error)?;
+        let touched: i64 = row.try_get("touched").map_err(store_error)?;
         Ok(usize::try_from(touched).unwrap_or(0))
     }
     .instrument(span(R::KIND, "touch", ctx))

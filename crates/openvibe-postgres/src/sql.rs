@@ -346,8 +346,9 @@ pub(crate) fn col<'r, T>(row: &'r PgRow, name: &str) -> Result<T, StoreError>
 where
     T: sqlx::Decode<'r, Postgres> + Type<Postgres>,
 {
-    row.try_get(name)
-        .map_err(|e| StoreError::backend_from(format!("cannot read column `{name}`: {e}"), false, e))
+    row.try_get(name).map_err(|e| {
+        StoreError::backend_from(format!("cannot read column `{name}`: {e}"), false, e)
+    })
 }
 
 /// A `bigint` count column as `u64`.

@@ -146,8 +146,8 @@ mod tests {
             for owned in [false, true] {
                 for c in Classification::ALL {
                     for level in std::iter::once(None).chain(Classification::ALL.map(Some)) {
-                        let cleared =
-                            c == Classification::Public || level.is_some_and(|l| l.rank() >= c.rank());
+                        let cleared = c == Classification::Public
+                            || level.is_some_and(|l| l.rank() >= c.rank());
                         assert_eq!(
                             read_allowed(project_visible, owned, c, level),
                             project_visible && (owned || cleared),

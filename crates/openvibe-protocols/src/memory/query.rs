@@ -38,7 +38,6 @@ pub fn text_terms(text: &str) -> Vec<String> {
     terms
 }
 
-
 fn non_empty(value: impl Into<String>) -> Option<String> {
     let value = value.into();
     (!value.is_empty()).then_some(value)
@@ -318,7 +317,6 @@ impl InsightQuery {
     query_builders!(scored);
 }
 
-
 /// One query, normalised: the form every backend interprets.
 ///
 /// Built by [`FactQuery::filter`], [`EpisodeQuery::filter`] and
@@ -376,7 +374,10 @@ impl RecordFilter {
 
 /// The query's value, with "empty means no filter".
 fn given(value: &Option<String>) -> Option<String> {
-    value.as_deref().filter(|v| !v.is_empty()).map(str::to_owned)
+    value
+        .as_deref()
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
 }
 
 /// The entity filter: the entity, else "no entity" for `general` queries.
@@ -485,13 +486,21 @@ mod tests {
 
     #[test]
     fn filters_normalise_once_for_every_backend() {
-        let f = FactQuery::new().general().domain("").text("VP, sponsor").filter();
+        let f = FactQuery::new()
+            .general()
+            .domain("")
+            .text("VP, sponsor")
+            .filter();
         assert_eq!(f.entity.as_deref(), Some(""), "general: no entity");
         assert_eq!(f.domain, None);
         assert_eq!(f.terms, vec!["vp", "sponsor"]);
         assert!(f.relevance);
         let f = FactQuery::new().entity("acme").general().filter();
-        assert_eq!(f.entity.as_deref(), Some("acme"), "an entity wins over general");
+        assert_eq!(
+            f.entity.as_deref(),
+            Some("acme"),
+            "an entity wins over general"
+        );
         assert!(!f.relevance);
         let f = InsightQuery::for_agent("cro")
             .status(InsightStatus::Active)

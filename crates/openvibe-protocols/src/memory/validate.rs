@@ -36,7 +36,6 @@ pub fn validate_record_id(id: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-
 /// A value within `0.0..=1.0` (confidence).
 pub fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
     if value.is_finite() && (0.0..=1.0).contains(&value) {
@@ -114,6 +113,9 @@ mod tests {
         };
         assert!(validate_episode(&episode).is_err());
         let err = check_unit("confidence", 2.0).unwrap_err();
-        assert_eq!(err.to_string(), "invalid confidence: 2 is not within 0.0..=1.0");
+        assert_eq!(
+            err.to_string(),
+            "invalid confidence: 2 is not within 0.0..=1.0"
+        );
     }
 }
