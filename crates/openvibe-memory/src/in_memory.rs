@@ -14,12 +14,13 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    CallerContext, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery, FactStore, Insight,
-    InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta, StoreError, Stores,
-    content_hash, validate_episode, validate_fact, validate_insight,
+    CallerContext, Embedder, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery, FactStore,
+    Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta, StoreError,
+    Stores, content_hash, validate_episode, validate_fact, validate_insight,
 };
 
 use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
+use crate::working::InMemoryWorkingStore;
 
 /// The [`Indexed`] methods facts and insights share: both are ordered by
 /// confidence, then recency, then id, and validated and tracked alike.
@@ -585,11 +586,25 @@ impl InsightStore for InMemoryInsightStore {
 }
 
 /// Fresh, empty in-memory stores: the embedded default backend as a
-/// [`Stores`] set (what `PgStores::stores()` is for PostgreSQL).
+/// [`Stores`] set (what `PgStores::stores()` is for PostgreSQL). Knowledge
+/// needs embeddings of [`DEFAULT_EMBEDDING_MODEL`](crate::DEFAULT_EMBEDDING_MODEL)'s
+/// size; see [`in_memory_stores_with_embedder`] to have the store compute them.
 pub fn in_memory_stores() -> Stores {
-    Stores::new(
-        Arc::new(InMemoryFactStore::new()),
-        Arc::new(InMemoryEpisodicStore::new()),
-        Arc::new(InMemoryInsightStore::new()),
-    )
+    stores_over(InMemoryWorkingStore::new())
+}
+
+/// [`in_memory_stores`] whose semantic memory embeds with `embedder`.
+pub fn in_memory_stores_with_embedder(embedder: Arc<dyn Embedder>) -> Stores {
+    stores_over(InMemoryWorkingStore::new().with_embedder(embedder))
+}
+
+fn stores_over(working: InMemoryWorkingStore) -> Stores {
+    let working = Arc::new(working);
+    Stores {
+        facts: Arc::new(InMemoryFactStore::new()),
+        episodes: Arc::new(InMemoryEpisodicStore::new()),
+        insights: Arc::new(InMemoryInsightStore::new()),
+        working: working.clone(),
+        knowledge: working,
+    }
 }

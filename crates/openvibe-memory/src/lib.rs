@@ -43,6 +43,9 @@ mod filesystem;
 mod gateway;
 mod in_memory;
 mod index;
+mod semantic;
+mod workflow;
+mod working;
 mod workspace;
 
 pub use access::{
@@ -62,7 +65,10 @@ pub use filesystem::{
 pub use gateway::MemoryGateway;
 pub use in_memory::{
     InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, in_memory_stores,
+    in_memory_stores_with_embedder,
 };
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;
+pub use workflow::{ACTION_HISTORY, WorkflowState};
+pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 pub use workspace::WorkspaceMemory;

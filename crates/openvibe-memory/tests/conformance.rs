@@ -1,4 +1,12 @@
 //! The in-memory backend runs the whole store conformance suite.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-openvibe_memory_testkit::conformance_tests!(|| async { openvibe_memory::in_memory_stores() });
+use std::sync::Arc;
+
+use openvibe_protocols::testing::HashEmbedder;
+
+openvibe_memory_testkit::conformance_tests!(|| async {
+    openvibe_memory::in_memory_stores_with_embedder(Arc::new(HashEmbedder::new(
+        openvibe_memory_testkit::semantic::DIMENSIONS,
+    )))
+});

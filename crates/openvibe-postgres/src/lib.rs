@@ -39,6 +39,7 @@
 //! embedded here ([`MIGRATOR`]); [`PgStores::connect`] applies it, and so
 //! does `cargo xtask db migrate`.
 
+mod contexts;
 mod episodes;
 mod error;
 mod facts;
@@ -46,12 +47,17 @@ mod insights;
 mod kv;
 mod query;
 mod records;
+mod semantic;
 mod sql;
+mod working;
 
 use std::str::FromStr;
 use std::sync::Arc;
 
-use openvibe_protocols::{CallerContext, EpisodicStore, FactStore, InsightStore, Stores};
+use openvibe_protocols::{
+    CallerContext, Embedder, EpisodicStore, FactStore, InsightStore, KnowledgeStore, StoreError,
+    Stores, WorkingStore,
+};
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -61,7 +67,9 @@ pub use error::PgError;
 pub use facts::PgFactStore;
 pub use insights::PgInsightStore;
 pub use kv::PgMemoryProvider;
+pub use semantic::PgKnowledgeStore;
 pub use sql::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
+pub use working::PgWorkingStore;
 
 /// The workspace's `migrations/`, embedded at build time.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
@@ -99,7 +107,14 @@ pub struct PgStores {
     facts: Arc<PgFactStore>,
     episodes: Arc<PgEpisodicStore>,
     insights: Arc<PgInsightStore>,
+    working: Arc<PgWorkingStore>,
+    knowledge: Arc<PgKnowledgeStore>,
 }
+
+/// The embedding model of a store without an embedder, and its side table
+/// (created by the first migration).
+pub const DEFAULT_EMBEDDING_MODEL: (&str, usize, &str) =
+    ("all-MiniLM-L6-v2", 384, "embeddings_all_minilm_l6_v2");
 
 impl PgStores {
     /// Connect to `url` (e.g. `postgres://openvibe_app:…@127.0.0.1:54329/openvibe`)
@@ -115,13 +130,41 @@ impl PgStores {
     }
 
     /// Stores on an existing pool, as it is (no migration: see [`migrate`]).
+    /// Knowledge needs embeddings of [`DEFAULT_EMBEDDING_MODEL`]'s size; see
+    /// [`PgStores::with_embedder`] to have the store compute them.
     pub fn from_pool(pool: PgPool) -> Self {
+        let (model, dimensions, table) = DEFAULT_EMBEDDING_MODEL;
         Self {
             facts: Arc::new(PgFactStore::new(pool.clone())),
             episodes: Arc::new(PgEpisodicStore::new(pool.clone())),
             insights: Arc::new(PgInsightStore::new(pool.clone())),
+            working: Arc::new(PgWorkingStore::new(pool.clone())),
+            knowledge: Arc::new(PgKnowledgeStore::new(
+                pool.clone(),
+                model.to_owned(),
+                dimensions,
+                table.to_owned(),
+                None,
+            )),
             pool,
         }
+    }
+
+    /// Embed knowledge (and text queries) with `embedder`: its model is
+    /// registered (its side table with an HNSW index is created when new)
+    /// and becomes the knowledge store's.
+    pub async fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Result<Self, StoreError> {
+        let model = embedder.model_id().to_owned();
+        let dimensions = embedder.dimensions();
+        let table = PgKnowledgeStore::register(&self.pool, &model, dimensions).await?;
+        self.knowledge = Arc::new(PgKnowledgeStore::new(
+            self.pool.clone(),
+            model,
+            dimensions,
+            table,
+            Some(embedder),
+        ));
+        Ok(self)
     }
 
     /// The pool.
@@ -132,11 +175,23 @@ impl PgStores {
     /// The three stores as a [`Stores`] set (what
     /// `openvibe_memory::in_memory_stores()` returns for the in-memory backend).
     pub fn stores(&self) -> Stores {
-        Stores::new(
-            self.facts.clone() as Arc<dyn FactStore>,
-            self.episodes.clone() as Arc<dyn EpisodicStore>,
-            self.insights.clone() as Arc<dyn InsightStore>,
-        )
+        Stores {
+            facts: self.facts.clone() as Arc<dyn FactStore>,
+            episodes: self.episodes.clone() as Arc<dyn EpisodicStore>,
+            insights: self.insights.clone() as Arc<dyn InsightStore>,
+            working: self.working.clone() as Arc<dyn WorkingStore>,
+            knowledge: self.knowledge.clone() as Arc<dyn KnowledgeStore>,
+        }
+    }
+
+    /// The working-memory store.
+    pub fn working(&self) -> Arc<PgWorkingStore> {
+        self.working.clone()
+    }
+
+    /// The semantic-memory store.
+    pub fn knowledge(&self) -> Arc<PgKnowledgeStore> {
+        self.knowledge.clone()
     }
 
     /// The fact store.

@@ -12,10 +12,7 @@ use sqlx::{Arguments, AssertSqlSafe, Encode, PgPool, Postgres, Row, Transaction,
 
 use crate::error::store_error;
 
-/// Longest value of a short, indexed text field (tenant, namespace, entity,
-/// domain, tag, agent, owner, project, source, ...), in bytes. Longer values
-/// would not fit a b-tree index entry; they are `InvalidInput`.
-pub const MAX_LABEL_LEN: usize = 1024;
+pub use openvibe_protocols::MAX_LABEL_LEN;
 
 /// Longest word of searchable text, in bytes (PostgreSQL's tsvector
 /// lexeme limit is 2047). A longer word is `InvalidInput`.
@@ -136,7 +133,7 @@ fn readable_classes(level: Option<Classification>) -> Vec<&'static str> {
 }
 
 /// `CallerContext::sees_project` on `{a}project_id`.
-fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
+pub(crate) fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
     match ctx.project_id() {
         None => {
             sql.push(&format!("{a}project_id IS NULL"));
@@ -288,46 +285,9 @@ pub(crate) fn joined_terms(terms: &[String]) -> String {
     terms.join(" ")
 }
 
-/// A short, indexed text field: at most [`MAX_LABEL_LEN`] bytes, no NUL.
-pub(crate) fn check_label(field: &str, value: &str) -> Result<(), StoreError> {
-    if value.len() > MAX_LABEL_LEN {
-        return Err(StoreError::invalid(
-            field,
-            format!("longer than {MAX_LABEL_LEN} bytes"),
-        ));
-    }
-    check_text(field, value)
-}
-
-/// Any text field: PostgreSQL text cannot hold NUL.
-pub(crate) fn check_text(field: &str, value: &str) -> Result<(), StoreError> {
-    if value.contains('\0') {
-        return Err(StoreError::invalid(field, "contains a NUL character"));
-    }
-    Ok(())
-}
-
-/// Optional label.
-pub(crate) fn check_opt_label(field: &str, value: Option<&str>) -> Result<(), StoreError> {
-    value.map_or(Ok(()), |v| check_label(field, v))
-}
-
-/// Tags: labels.
-pub(crate) fn check_tags(field: &str, tags: &[String]) -> Result<(), StoreError> {
-    tags.iter().try_for_each(|t| check_label(field, t))
-}
-
-/// JSON stored as jsonb: no NUL in any string or key.
-pub(crate) fn check_json(field: &str, value: &serde_json::Value) -> Result<(), StoreError> {
-    match value {
-        serde_json::Value::String(s) => check_text(field, s),
-        serde_json::Value::Array(items) => items.iter().try_for_each(|v| check_json(field, v)),
-        serde_json::Value::Object(map) => map
-            .iter()
-            .try_for_each(|(k, v)| check_text(field, k).and_then(|()| check_json(field, v))),
-        _ => Ok(()),
-    }
-}
+pub(crate) use openvibe_protocols::memory::{
+    check_json, check_label, check_opt_label, check_tags, check_text,
+};
 
 /// The contract's content check, plus what PostgreSQL text cannot hold.
 pub(crate) fn check_content(content: &str) -> Result<(), StoreError> {

@@ -8,5 +8,16 @@ mod common;
 
 openvibe_memory_testkit::conformance_tests!(
     guard = |_test: &str| openvibe_memory_testkit::skip::database_url().is_some(),
-    factory = || async { common::fresh_stores().await.stores() }
+    factory = || async {
+        common::fresh_stores()
+            .await
+            .with_embedder(std::sync::Arc::new(
+                openvibe_protocols::testing::HashEmbedder::new(
+                    openvibe_memory_testkit::semantic::DIMENSIONS,
+                ),
+            ))
+            .await
+            .unwrap()
+            .stores()
+    }
 );

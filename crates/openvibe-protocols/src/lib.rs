@@ -23,6 +23,8 @@ mod llm;
 pub mod memory;
 mod schedule;
 mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use embed::{EmbedError, Embedder};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
@@ -33,10 +35,17 @@ pub use llm::{
 pub use memory::{
     CallerContext, Classification, Clearance, Episode, EpisodeQuery, EpisodicStore, ErrorSource,
     Fact, FactQuery, FactStore, Governed, Insight, InsightQuery, InsightStatus, InsightStore,
-    MAX_RECORD_ID_LEN, MemoryEntry, MemoryProvider, ParseClassificationError, Principal,
-    PrincipalKind, RecordFilter, RecordMeta, RetrievalTrace, StoreError, Stores, TraceAction,
-    check_content, check_importance, check_unit, content_hash, modify_allowed, read_allowed,
-    text_terms, validate_episode, validate_fact, validate_insight, validate_record_id,
+    MAX_CONTENT_LEN, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, MemoryEntry, MemoryProvider,
+    ParseClassificationError, Principal, PrincipalKind, RecordFilter, RecordMeta, RetrievalTrace,
+    StoreError, Stores, TraceAction, check_content, check_importance, check_unit, content_hash,
+    modify_allowed, read_allowed, text_terms, validate_episode, validate_fact, validate_insight,
+    validate_record_id,
+};
+pub use memory::{
+    Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan,
+    NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus, PlanUpdate, Session,
+    SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore, page_cursor, parse_cursor,
+    store_time,
 };
 pub use schedule::{ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind};
 pub use state::{State, StateError};

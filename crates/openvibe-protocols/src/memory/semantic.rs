@@ -1,0 +1,278 @@
+//! Semantic memory: knowledge with an embedding, upserted without
+//! duplicates, private to its owner unless public.
+//!
+//! - **Upsert.** [`KnowledgeStore::store_knowledge`] upserts on
+//!   `(tenant, owner, external_id)` when an external id is given, else on
+//!   `(tenant, owner, content_hash)`: storing the same thing twice returns
+//!   the same id and leaves one record.
+//! - **Privacy.** Knowledge is readable by its owner, and by everyone in
+//!   the tenant (and project) when `is_public` — never another principal's
+//!   private knowledge, whatever their clearance ([`knowledge_read_allowed`]).
+//! - **Identity.** The owner is the caller's principal. Where a caller names
+//!   a user (`user_id`, as the source design's API does), it must be the
+//!   caller's own principal id, or the call is [`StoreError::Unauthorized`]
+//!   and nothing is written.
+//! - **Embeddings.** An input without an embedding is embedded by the
+//!   store's configured [`Embedder`](crate::Embedder); an embedding of the
+//!   wrong dimension or with a non-finite value is [`StoreError::InvalidInput`].
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{CallerContext, RecordMeta, StoreError};
+
+/// One piece of knowledge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Knowledge {
+    /// Unique id within the tenant (generated).
+    pub id: String,
+    /// Governance metadata (tenant, project and owner from the caller;
+    /// `meta.source` is where it came from).
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// The text.
+    pub content: String,
+    /// The caller's id for it (the upsert key when given).
+    pub external_id: Option<String>,
+    /// Visible to everyone in the tenant (and project), not only the owner.
+    pub is_public: bool,
+    /// Free tags.
+    pub tags: Vec<String>,
+    /// The plan it was learned in.
+    pub plan_id: Option<String>,
+    /// The session it was learned in.
+    pub session_id: Option<String>,
+    /// Free metadata (a JSON object).
+    pub metadata: Value,
+    /// [`content_hash`](super::content_hash) of `content` (the upsert key
+    /// without an external id).
+    pub content_hash: String,
+    /// The embedding, of the store's model.
+    pub embedding: Vec<f32>,
+}
+
+/// What [`KnowledgeStore::store_knowledge`] needs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NewKnowledge {
+    /// The text (required, not blank).
+    pub content: String,
+    /// Its embedding; `None`: the store's embedder computes it.
+    pub embedding: Option<Vec<f32>>,
+    /// The user it belongs to: must be the caller's principal id when given.
+    pub user_id: Option<String>,
+    /// Upsert on this instead of the content hash.
+    pub external_id: Option<String>,
+    /// Visible to everyone in the tenant (default: private).
+    pub is_public: bool,
+    /// Free tags.
+    pub tags: Vec<String>,
+    /// Where it came from.
+    pub source: Option<String>,
+    /// An existing plan it was learned in.
+    pub plan_id: Option<String>,
+    /// An existing session it was learned in.
+    pub session_id: Option<String>,
+    /// Free metadata; `null` means an empty object.
+    pub metadata: Value,
+}
+
+impl NewKnowledge {
+    /// Knowledge with this content and defaults elsewhere (private).
+    pub fn new(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// What [`KnowledgeStore::query_knowledge`] looks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KnowledgeQuery {
+    /// Text to embed with the store's embedder (when no `embedding`).
+    pub text: Option<String>,
+    /// The query vector.
+    pub embedding: Option<Vec<f32>>,
+    /// The user asking: must be the caller's principal id when given.
+    pub user_id: Option<String>,
+    /// Include other principals' public knowledge (default `true`).
+    pub include_public: bool,
+    /// At most this many results (default 10).
+    pub top_k: usize,
+    /// Only knowledge with any of these tags.
+    pub tags: Vec<String>,
+    /// Only knowledge from this source.
+    pub source: Option<String>,
+    /// Only knowledge of this plan.
+    pub plan_id: Option<String>,
+    /// Only knowledge of this session.
+    pub session_id: Option<String>,
+}
+
+impl Default for KnowledgeQuery {
+    fn default() -> Self {
+        Self {
+            text: None,
+            embedding: None,
+            user_id: None,
+            include_public: true,
+            top_k: 10,
+            tags: Vec::new(),
+            source: None,
+            plan_id: None,
+            session_id: None,
+        }
+    }
+}
+
+impl KnowledgeQuery {
+    /// Knowledge nearest to `embedding`.
+    pub fn by_embedding(embedding: Vec<f32>) -> Self {
+        Self {
+            embedding: Some(embedding),
+            ..Self::default()
+        }
+    }
+
+    /// Knowledge nearest to `text` (embedded by the store).
+    pub fn by_text(text: impl Into<String>) -> Self {
+        Self {
+            text: Some(text.into()),
+            ..Self::default()
+        }
+    }
+}
+
+/// A query result: the knowledge and its cosine similarity to the query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KnowledgeHit {
+    /// The knowledge.
+    pub knowledge: Knowledge,
+    /// Cosine similarity, `-1.0..=1.0` (higher is nearer).
+    pub score: f32,
+}
+
+/// The read rule of knowledge, for a record of the caller's tenant:
+/// project visible, and owned or public (clearance plays no part: private
+/// knowledge is its owner's alone).
+pub fn knowledge_read_allowed(project_visible: bool, owned: bool, is_public: bool) -> bool {
+    project_visible && (owned || is_public)
+}
+
+/// Check an embedding: `dimensions` finite values.
+pub fn check_embedding(
+    field: &str,
+    embedding: &[f32],
+    dimensions: usize,
+) -> Result<(), StoreError> {
+    if embedding.len() != dimensions {
+        return Err(StoreError::invalid(
+            field,
+            format!(
+                "has {} dimensions, the store's model has {dimensions}",
+                embedding.len()
+            ),
+        ));
+    }
+    if let Some(i) = embedding.iter().position(|v| !v.is_finite()) {
+        return Err(StoreError::invalid(
+            field,
+            format!("value {i} is not a finite number"),
+        ));
+    }
+    Ok(())
+}
+
+/// The check of a `user_id` a caller named: it must be the caller.
+pub fn check_user(ctx: &CallerContext, user_id: Option<&str>) -> Result<(), StoreError> {
+    match user_id {
+        Some(user) if user != ctx.principal().id => Err(ctx.unauthorized(
+            format!("act for user `{user}`"),
+            "user_id must be the caller's own principal id",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Cosine similarity of two vectors of the same length (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// Semantic memory.
+#[async_trait]
+pub trait KnowledgeStore: Send + Sync {
+    /// The model the store's embeddings belong to, and their dimension.
+    fn embedding_model(&self) -> (&str, usize);
+
+    /// Insert or update (see the module documentation) knowledge owned by the caller.
+    async fn store_knowledge(
+        &self,
+        ctx: &CallerContext,
+        knowledge: NewKnowledge,
+    ) -> Result<Knowledge, StoreError>;
+
+    /// Readable knowledge nearest to the query, most similar first (ties by id).
+    async fn query_knowledge(
+        &self,
+        ctx: &CallerContext,
+        query: &KnowledgeQuery,
+    ) -> Result<Vec<KnowledgeHit>, StoreError>;
+
+    /// Readable knowledge by id.
+    async fn get_knowledge(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<Knowledge>, StoreError>;
+
+    /// Delete knowledge the caller may change.
+    async fn delete_knowledge(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embeddings_are_checked() {
+        assert!(check_embedding("embedding", &[0.1, 0.2], 2).is_ok());
+        assert!(check_embedding("embedding", &[0.1], 2).is_err());
+        assert!(check_embedding("embedding", &[0.1, f32::NAN], 2).is_err());
+        assert!(check_embedding("embedding", &[f32::INFINITY, 0.0], 2).is_err());
+    }
+
+    #[test]
+    fn cosine_of_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+
+    #[test]
+    fn only_the_caller_may_be_named() {
+        let alice = CallerContext::user("alice");
+        assert!(check_user(&alice, None).is_ok());
+        assert!(check_user(&alice, Some("alice")).is_ok());
+        assert!(matches!(
+            check_user(&alice, Some("bob")),
+            Err(StoreError::Unauthorized { .. })
+        ));
+        assert!(knowledge_read_allowed(true, false, true));
+        assert!(!knowledge_read_allowed(true, false, false));
+        assert!(!knowledge_read_allowed(false, true, true));
+    }
+}

@@ -1,0 +1,550 @@
+//! Working memory for asynchronous workflows: sessions, plans, task and plan
+//! contexts, and plan-scoped key/value state with atomic updates.
+//!
+//! A *session* groups related plans (a conversation); a *plan* is one goal
+//! being executed, optionally in a session and optionally a sub-plan of
+//! another; a *task context* is what a worker saves when it delegates, found
+//! again by any of its sub-task ids; a *plan context* is a planner's state
+//! machine, found again by any of its correlation ids; *plan state* is
+//! key/value working memory scoped to one plan.
+//!
+//! Access follows the one rule of the contract (see [`read_allowed`](super::read_allowed)):
+//! sessions, plans and task contexts carry [`RecordMeta`] set by the store
+//! from the caller (tenant, project, owner); a plan's context and its state
+//! are governed by the plan (read: the plan is readable; write: the plan is
+//! changeable). Agents that work for one person share that person's plans by
+//! acting as that principal.
+//!
+//! No lost update: [`WorkingStore::append_state`] and
+//! [`WorkingStore::increment_state`] are atomic in the store, and every
+//! entry has a version that [`Expect::Version`] checks (a stale write is a
+//! [`StoreError::Conflict`] and changes nothing).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{CallerContext, RecordMeta, StoreError};
+
+/// Lifecycle of a [`Plan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanStatus {
+    /// Being worked on (the default).
+    #[default]
+    Active,
+    /// Finished successfully.
+    Completed,
+    /// Finished unsuccessfully.
+    Failed,
+    /// Waiting; may be resumed.
+    Paused,
+}
+
+impl PlanStatus {
+    /// Every status.
+    pub const ALL: [Self; 4] = [Self::Active, Self::Completed, Self::Failed, Self::Paused];
+
+    /// The lowercase name (`"active"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Paused => "paused",
+        }
+    }
+}
+
+impl std::fmt::Display for PlanStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for PlanStatus {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                StoreError::invalid(
+                    "status",
+                    format!("`{s}` is not a plan status (active, completed, failed, paused)"),
+                )
+            })
+    }
+}
+
+/// A conversation: a group of related plans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// Unique id within the tenant (generated).
+    pub id: String,
+    /// Governance metadata (tenant, project and owner from the caller).
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// A name for people.
+    pub name: Option<String>,
+    /// Free metadata (a JSON object).
+    pub metadata: Value,
+    /// How many plans belong to it (computed by the store).
+    pub plan_count: u64,
+    /// The latest of its creation and any change to one of its plans.
+    pub last_activity: DateTime<Utc>,
+}
+
+/// What [`WorkingStore::create_session`] needs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NewSession {
+    /// An id to use (generated when `None`).
+    pub id: Option<String>,
+    /// A name for people.
+    pub name: Option<String>,
+    /// Free metadata; `null` means an empty object.
+    pub metadata: Value,
+}
+
+/// One goal being executed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Unique id within the tenant.
+    pub id: String,
+    /// Governance metadata (tenant, project and owner from the caller).
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// The event that set the goal.
+    pub goal_event: String,
+    /// The goal's data.
+    pub goal_data: Value,
+    /// The event to answer with when done.
+    pub response_event: String,
+    /// Lifecycle status.
+    pub status: PlanStatus,
+    /// The session it belongs to.
+    pub session_id: Option<String>,
+    /// The plan it is a sub-plan of.
+    pub parent_plan_id: Option<String>,
+}
+
+/// What [`WorkingStore::create_plan`] needs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NewPlan {
+    /// An id to use (generated when `None`).
+    pub id: Option<String>,
+    /// The event that set the goal (required).
+    pub goal_event: String,
+    /// The goal's data; `null` means an empty object.
+    pub goal_data: Value,
+    /// The event to answer with when done.
+    pub response_event: String,
+    /// An existing session of the caller's.
+    pub session_id: Option<String>,
+    /// An existing plan this one is a sub-plan of.
+    pub parent_plan_id: Option<String>,
+}
+
+/// A change to a plan: the fields given are replaced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanUpdate {
+    /// New status.
+    pub status: Option<PlanStatus>,
+    /// New goal data.
+    pub goal_data: Option<Value>,
+    /// New response event.
+    pub response_event: Option<String>,
+}
+
+/// Filters of [`WorkingStore::list_plans`]. Results are newest first
+/// (creation time, then id), a page at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanQuery {
+    /// Only plans in this status.
+    pub status: Option<PlanStatus>,
+    /// Only plans of this session.
+    pub session_id: Option<String>,
+    /// Only plans last changed before this time (for cleanup).
+    pub older_than: Option<DateTime<Utc>>,
+    /// At most this many (default 20).
+    pub limit: usize,
+    /// Continue after the page that returned this cursor.
+    pub cursor: Option<String>,
+}
+
+impl Default for PlanQuery {
+    fn default() -> Self {
+        Self {
+            status: None,
+            session_id: None,
+            older_than: None,
+            limit: 20,
+            cursor: None,
+        }
+    }
+}
+
+/// Filters of [`WorkingStore::list_sessions`]: newest first, a page at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionQuery {
+    /// Only sessions whose last activity is before this time (for cleanup).
+    pub older_than: Option<DateTime<Utc>>,
+    /// At most this many (default 20).
+    pub limit: usize,
+    /// Continue after the page that returned this cursor.
+    pub cursor: Option<String>,
+}
+
+impl Default for SessionQuery {
+    fn default() -> Self {
+        Self {
+            older_than: None,
+            limit: 20,
+            cursor: None,
+        }
+    }
+}
+
+/// One page of a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page<T> {
+    /// The items, in order.
+    pub items: Vec<T>,
+    /// Pass as `cursor` for the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The time a store stamps a write with: now, to the microsecond (what
+/// PostgreSQL keeps), so records compare equal on every backend.
+pub fn store_time() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
+}
+
+/// The cursor of a page that ends with an item created at `created_at`
+/// with id `id` (opaque to callers; the same on every backend).
+pub fn page_cursor(created_at: DateTime<Utc>, id: &str) -> String {
+    format!("{}|{id}", created_at.timestamp_micros())
+}
+
+/// The position a cursor names: `(created_at in microseconds, id)`.
+pub fn parse_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
+    let bad = || StoreError::invalid("cursor", "not a cursor returned by a list call");
+    let (micros, id) = cursor.split_once('|').ok_or_else(bad)?;
+    let micros = micros.parse::<i64>().map_err(|_| bad())?;
+    Ok((micros, id.to_owned()))
+}
+
+/// What deleting a session did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDeleted {
+    /// Plans of the session, kept but detached (their `session_id` cleared).
+    pub plans_detached: u64,
+}
+
+/// What deleting a plan did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanDeleted {
+    /// Plan-state keys deleted with it.
+    pub state_keys: u64,
+    /// Whether its plan context was deleted with it.
+    pub context: bool,
+    /// Sub-plans kept but detached (their `parent_plan_id` cleared).
+    pub subplans_detached: u64,
+}
+
+/// What a worker saved when it delegated: found again by its own id or by
+/// any of its sub-task ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskContext {
+    /// The task's id (unique within the tenant).
+    pub task_id: String,
+    /// Governance metadata (tenant, project and owner from the caller).
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// The plan it works for, when any (must exist).
+    pub plan_id: Option<String>,
+    /// The saved context.
+    pub context: Value,
+    /// Ids of the sub-tasks it delegated (each belongs to one task).
+    pub sub_task_ids: Vec<String>,
+}
+
+impl TaskContext {
+    /// A task context with governance defaults.
+    pub fn new(task_id: impl Into<String>, context: Value) -> Self {
+        Self {
+            task_id: task_id.into(),
+            meta: RecordMeta::default(),
+            plan_id: None,
+            context,
+            sub_task_ids: Vec::new(),
+        }
+    }
+}
+
+/// A planner's state machine for one plan: found again by the plan id or
+/// by any of its correlation ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanContext {
+    /// The plan (must exist; the context is governed by it).
+    pub plan_id: String,
+    /// The plan's session, when any.
+    pub session_id: Option<String>,
+    /// The saved context.
+    pub context: Value,
+    /// Correlation ids (each belongs to one plan).
+    pub correlation_ids: Vec<String>,
+    /// When it was last saved (set by the store).
+    pub updated_at: DateTime<Utc>,
+}
+
+impl PlanContext {
+    /// A plan context for `plan_id`.
+    pub fn new(plan_id: impl Into<String>, context: Value) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            session_id: None,
+            context,
+            correlation_ids: Vec::new(),
+            updated_at: Utc::now(),
+        }
+    }
+}
+
+/// One key of a plan's working memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateEntry {
+    /// The plan.
+    pub plan_id: String,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: Value,
+    /// 1 when created, +1 on every change (optimistic locking).
+    pub version: u64,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What a write of plan state expects to find.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Expect {
+    /// Anything (last write wins).
+    #[default]
+    Any,
+    /// No entry yet (create only).
+    Absent,
+    /// The entry at exactly this version (compare-and-set).
+    Version(u64),
+}
+
+/// Working memory: sessions, plans, task and plan contexts, plan state.
+///
+/// Every call takes the caller's [`CallerContext`]; see the module
+/// documentation for the access rule. Unknown plans and sessions named in
+/// an input are [`StoreError::NotFound`] and nothing is written.
+#[async_trait]
+pub trait WorkingStore: Send + Sync {
+    // --- sessions ---
+
+    /// Create a session owned by the caller.
+    async fn create_session(
+        &self,
+        ctx: &CallerContext,
+        session: NewSession,
+    ) -> Result<Session, StoreError>;
+
+    /// A readable session.
+    async fn get_session(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<Session>, StoreError>;
+
+    /// The readable sessions, newest first.
+    async fn list_sessions(
+        &self,
+        ctx: &CallerContext,
+        query: &SessionQuery,
+    ) -> Result<Page<Session>, StoreError>;
+
+    /// Delete a session the caller may change; its plans are kept, detached.
+    async fn delete_session(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<SessionDeleted, StoreError>;
+
+    // --- plans ---
+
+    /// Create a plan owned by the caller (status `active`).
+    async fn create_plan(&self, ctx: &CallerContext, plan: NewPlan) -> Result<Plan, StoreError>;
+
+    /// A readable plan.
+    async fn get_plan(&self, ctx: &CallerContext, id: &str) -> Result<Option<Plan>, StoreError>;
+
+    /// The readable plans matching `query`, newest first.
+    async fn list_plans(
+        &self,
+        ctx: &CallerContext,
+        query: &PlanQuery,
+    ) -> Result<Page<Plan>, StoreError>;
+
+    /// Change a plan the caller may change.
+    async fn update_plan(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        update: PlanUpdate,
+    ) -> Result<Plan, StoreError>;
+
+    /// Delete a plan with its context and state; sub-plans are kept, detached.
+    async fn delete_plan(&self, ctx: &CallerContext, id: &str) -> Result<PlanDeleted, StoreError>;
+
+    // --- task context ---
+
+    /// Save (insert or replace) a task context. A sub-task id that belongs
+    /// to another task is a [`StoreError::Conflict`].
+    async fn store_task_context(
+        &self,
+        ctx: &CallerContext,
+        task: TaskContext,
+    ) -> Result<TaskContext, StoreError>;
+
+    /// A readable task context.
+    async fn get_task_context(
+        &self,
+        ctx: &CallerContext,
+        task_id: &str,
+    ) -> Result<Option<TaskContext>, StoreError>;
+
+    /// The readable task that delegated `sub_task_id` (an index lookup).
+    async fn get_task_by_subtask(
+        &self,
+        ctx: &CallerContext,
+        sub_task_id: &str,
+    ) -> Result<Option<TaskContext>, StoreError>;
+
+    /// Delete a task context; `false` when there was none.
+    async fn delete_task_context(
+        &self,
+        ctx: &CallerContext,
+        task_id: &str,
+    ) -> Result<bool, StoreError>;
+
+    // --- plan context ---
+
+    /// Save (insert or replace) the context of a plan the caller may change.
+    /// A correlation id that belongs to another plan is a [`StoreError::Conflict`].
+    async fn store_plan_context(
+        &self,
+        ctx: &CallerContext,
+        context: PlanContext,
+    ) -> Result<PlanContext, StoreError>;
+
+    /// The context of a readable plan.
+    async fn get_plan_context(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+    ) -> Result<Option<PlanContext>, StoreError>;
+
+    /// The context of the readable plan that owns `correlation_id` (an index lookup).
+    async fn get_plan_by_correlation(
+        &self,
+        ctx: &CallerContext,
+        correlation_id: &str,
+    ) -> Result<Option<PlanContext>, StoreError>;
+
+    // --- plan state (working memory) ---
+
+    /// Set `key` of a plan's state to `value` if `expect` holds; a stale
+    /// expectation is [`StoreError::Conflict`] and changes nothing.
+    async fn set_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+        value: Value,
+        expect: Expect,
+    ) -> Result<StateEntry, StoreError>;
+
+    /// One key of a readable plan's state.
+    async fn get_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+    ) -> Result<Option<StateEntry>, StoreError>;
+
+    /// Every key of a readable plan's state, by key.
+    async fn list_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+    ) -> Result<Vec<StateEntry>, StoreError>;
+
+    /// Atomically append `item` to the array at `key` (created as `[item]`
+    /// when absent). A value that is not an array is [`StoreError::InvalidInput`].
+    async fn append_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+        item: Value,
+    ) -> Result<StateEntry, StoreError>;
+
+    /// Atomically add `by` to the integer at `key` (created as `by` when
+    /// absent). A value that is not an integer, or an overflow, is
+    /// [`StoreError::InvalidInput`].
+    async fn increment_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+        by: i64,
+    ) -> Result<StateEntry, StoreError>;
+
+    /// Delete one key; `false` when it did not exist.
+    async fn delete_state(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+        key: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Delete every key of a plan's state; returns how many went.
+    async fn clear_state(&self, ctx: &CallerContext, plan_id: &str) -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_parse_and_print() {
+        for s in PlanStatus::ALL {
+            assert_eq!(s.as_str().parse::<PlanStatus>().unwrap(), s);
+        }
+        assert!("running".parse::<PlanStatus>().is_err());
+        assert_eq!(PlanStatus::default(), PlanStatus::Active);
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let t = Utc::now();
+        let c = page_cursor(t, "p|1");
+        let (micros, id) = parse_cursor(&c).unwrap();
+        assert_eq!(micros, t.timestamp_micros());
+        assert_eq!(id, "p|1");
+        assert!(parse_cursor("nope").is_err());
+        assert!(parse_cursor("x|y").is_err());
+    }
+}
