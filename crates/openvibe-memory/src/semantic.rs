@@ -5,15 +5,15 @@ use std::cmp::Ordering;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    MAX_CONTENT_LEN, check_embedding, check_label, check_opt_label, check_tags, check_text,
-    check_user, cosine, knowledge_read_allowed,
+    check_embedding, check_label, check_user, cosine, json_object, knowledge_read_allowed,
+    validate_knowledge,
 };
 use openvibe_protocols::{
     CallerContext, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
-    StoreError, check_content, content_hash, store_time,
+    StoreError, content_hash, store_time,
 };
 
-use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found, object};
+use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
 
 /// Whether `ctx` may read `k` (see [`knowledge_read_allowed`]).
 fn readable(ctx: &CallerContext, k: &Knowledge) -> bool {
@@ -90,21 +90,8 @@ impl KnowledgeStore for InMemoryWorkingStore {
         ctx: &CallerContext,
         input: NewKnowledge,
     ) -> Result<Knowledge, StoreError> {
-        check_user(ctx, input.user_id.as_deref())?;
-        check_content(&input.content)?;
-        check_text("content", &input.content)?;
-        if input.content.len() > MAX_CONTENT_LEN {
-            return Err(StoreError::invalid(
-                "content",
-                format!("longer than {MAX_CONTENT_LEN} bytes"),
-            ));
-        }
-        check_opt_label("external_id", input.external_id.as_deref())?;
-        check_opt_label("source", input.source.as_deref())?;
-        check_opt_label("plan_id", input.plan_id.as_deref())?;
-        check_opt_label("session_id", input.session_id.as_deref())?;
-        check_tags("tags", &input.tags)?;
-        let metadata = object("metadata", input.metadata)?;
+        validate_knowledge(ctx, &input)?;
+        let metadata = json_object("metadata", input.metadata)?;
         let embedding = self
             .embedding_for("embedding", input.embedding.as_ref(), Some(&input.content))
             .await?;

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{check_json, check_label, check_opt_label, check_tags};
+use openvibe_protocols::memory::{
+    check_json, check_label, check_opt_label, check_state_key, json_object, normalize_ids,
+};
 use openvibe_protocols::{
     CallerContext, Embedder, Expect, Knowledge, NewPlan, NewSession, Page, Plan, PlanContext,
     PlanDeleted, PlanQuery, PlanUpdate, RecordMeta, Session, SessionDeleted, SessionQuery,
@@ -140,18 +142,6 @@ pub(crate) fn new_meta(ctx: &CallerContext, namespace: &str) -> RecordMeta {
     }
 }
 
-/// A JSON object, or `{}` for `null`; anything else is invalid.
-pub(crate) fn object(field: &str, value: Value) -> Result<Value, StoreError> {
-    match value {
-        Value::Null => Ok(Value::Object(serde_json::Map::new())),
-        Value::Object(_) => {
-            check_json(field, &value)?;
-            Ok(value)
-        }
-        _ => Err(StoreError::invalid(field, "must be a JSON object")),
-    }
-}
-
 fn new_id(given: Option<String>) -> Result<String, StoreError> {
     let id = given.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     validate_record_id(&id)?;
@@ -243,22 +233,6 @@ fn plan_key(p: &Plan) -> (i64, &str) {
     (p.meta.created_at.timestamp_micros(), p.id.as_str())
 }
 
-fn check_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() {
-        return Err(StoreError::invalid("key", "must not be empty"));
-    }
-    check_label("key", key)
-}
-
-/// The checks of a task context's and plan context's ids.
-fn check_ids(field: &str, ids: &[String]) -> Result<(), StoreError> {
-    check_tags(field, ids)?;
-    if ids.iter().any(String::is_empty) {
-        return Err(StoreError::invalid(field, "an id is empty"));
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl WorkingStore for InMemoryWorkingStore {
     async fn create_session(
@@ -269,7 +243,7 @@ impl WorkingStore for InMemoryWorkingStore {
         let _span = Self::span("create_session", ctx);
         let id = new_id(session.id)?;
         check_opt_label("name", session.name.as_deref())?;
-        let metadata = object("metadata", session.metadata)?;
+        let metadata = json_object("metadata", session.metadata)?;
         let meta = new_meta(ctx, "");
         let mut guard = self.write()?;
         let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
@@ -369,7 +343,7 @@ impl WorkingStore for InMemoryWorkingStore {
         }
         check_label("goal_event", &plan.goal_event)?;
         check_label("response_event", &plan.response_event)?;
-        let goal_data = object("goal_data", plan.goal_data)?;
+        let goal_data = json_object("goal_data", plan.goal_data)?;
         let meta = new_meta(ctx, "");
         let now = meta.created_at;
         let mut guard = self.write()?;
@@ -453,7 +427,7 @@ impl WorkingStore for InMemoryWorkingStore {
         }
         let goal_data = update
             .goal_data
-            .map(|g| object("goal_data", g))
+            .map(|g| json_object("goal_data", g))
             .transpose()?;
         let mut guard = self.write()?;
         let tenant = guard
@@ -531,10 +505,8 @@ impl WorkingStore for InMemoryWorkingStore {
     ) -> Result<TaskContext, StoreError> {
         let _span = Self::span("store_task_context", ctx);
         validate_record_id(&task.task_id)?;
-        check_ids("sub_task_ids", &task.sub_task_ids)?;
+        normalize_ids("sub_task_ids", &mut task.sub_task_ids)?;
         check_json("context", &task.context)?;
-        task.sub_task_ids.sort();
-        task.sub_task_ids.dedup();
         let mut guard = self.write()?;
         let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
         if let Some(plan) = &task.plan_id {
@@ -645,10 +617,8 @@ impl WorkingStore for InMemoryWorkingStore {
         let _span = Self::span("store_plan_context", ctx);
         check_label("plan_id", &context.plan_id)?;
         check_opt_label("session_id", context.session_id.as_deref())?;
-        check_ids("correlation_ids", &context.correlation_ids)?;
+        normalize_ids("correlation_ids", &mut context.correlation_ids)?;
         check_json("context", &context.context)?;
-        context.correlation_ids.sort();
-        context.correlation_ids.dedup();
         let mut guard = self.write()?;
         let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
         tenant.changeable_plan(ctx, &context.plan_id)?;
@@ -711,7 +681,7 @@ impl WorkingStore for InMemoryWorkingStore {
         expect: Expect,
     ) -> Result<StateEntry, StoreError> {
         let _span = Self::span("set_state", ctx);
-        check_key(key)?;
+        check_state_key(key)?;
         check_json("value", &value)?;
         let mut guard = self.write()?;
         let tenant = guard
@@ -773,7 +743,7 @@ impl WorkingStore for InMemoryWorkingStore {
         item: Value,
     ) -> Result<StateEntry, StoreError> {
         let _span = Self::span("append_state", ctx);
-        check_key(key)?;
+        check_state_key(key)?;
         check_json("item", &item)?;
         let mut guard = self.write()?;
         let tenant = guard
@@ -802,7 +772,7 @@ impl WorkingStore for InMemoryWorkingStore {
         by: i64,
     ) -> Result<StateEntry, StoreError> {
         let _span = Self::span("increment_state", ctx);
-        check_key(key)?;
+        check_state_key(key)?;
         let mut guard = self.write()?;
         let tenant = guard
             .get_mut(ctx.tenant_id())

@@ -4,7 +4,7 @@
 //! Sub-task and correlation ids live in side tables keyed by the id (a
 //! b-tree primary key: one owner per id, an index lookup to find it).
 
-use openvibe_protocols::memory::{check_json, check_opt_label, check_tags};
+use openvibe_protocols::memory::{check_json, check_opt_label, normalize_ids};
 use openvibe_protocols::{
     CallerContext, Plan, PlanContext, Session, StateEntry, StoreError, TaskContext, store_time,
     validate_record_id,
@@ -64,17 +64,6 @@ fn decode_plan_context(row: &PgRow) -> Result<PlanContext, StoreError> {
     })
 }
 
-/// The checks of sub-task and correlation ids.
-fn check_ids(field: &str, ids: &mut Vec<String>) -> Result<(), StoreError> {
-    check_tags(field, ids)?;
-    if ids.iter().any(String::is_empty) {
-        return Err(StoreError::invalid(field, "an id is empty"));
-    }
-    ids.sort();
-    ids.dedup();
-    Ok(())
-}
-
 /// Replace the ids `owner_id` owns in `table` (`(tenant_id, <id>, <owner>)`)
 /// by `ids`; an id another owner holds is a unique violation (`Conflict`).
 async fn replace_ids(
@@ -132,7 +121,7 @@ pub(crate) async fn store_task_context(
         check_caller(ctx)?;
         validate_record_id(&task.task_id)?;
         check_opt_label("plan_id", task.plan_id.as_deref())?;
-        check_ids("sub_task_ids", &mut task.sub_task_ids)?;
+        normalize_ids("sub_task_ids", &mut task.sub_task_ids)?;
         check_json("context", &task.context)?;
         let now = store_time();
         let mut tx = begin(pool, ctx.tenant_id()).await?;
@@ -257,7 +246,7 @@ pub(crate) async fn store_plan_context(
         check_caller(ctx)?;
         check_opt_label("plan_id", Some(&context.plan_id))?;
         check_opt_label("session_id", context.session_id.as_deref())?;
-        check_ids("correlation_ids", &mut context.correlation_ids)?;
+        normalize_ids("correlation_ids", &mut context.correlation_ids)?;
         check_json("context", &context.context)?;
         let mut tx = begin(pool, ctx.tenant_id()).await?;
         lock_changeable::<Plan>(&mut tx, ctx, &context.plan_id, "change").await?;

@@ -13,12 +13,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    MAX_CONTENT_LEN, check_embedding, check_label, check_opt_label, check_tags, check_text,
-    check_user,
+    check_embedding, check_label, check_user, json_object, validate_knowledge,
 };
 use openvibe_protocols::{
     CallerContext, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
-    Plan, Session, StoreError, check_content, content_hash, store_time,
+    Plan, Session, StoreError, content_hash, store_time,
 };
 use pgvector::Vector;
 use sqlx::postgres::PgRow;
@@ -29,7 +28,7 @@ use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{end_read, not_found, span};
 use crate::sql::{Sql, begin, col, columns, push_project};
-use crate::working::{object, require_readable};
+use crate::working::require_readable;
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -52,8 +51,14 @@ const COLS: &[&str] = &[
 ];
 
 fn decode(row: &PgRow) -> Result<Knowledge, StoreError> {
-    let id: String = col(row, "id")?;
     let embedding: Vector = col(row, "embedding")?;
+    let mut knowledge = decode_without_embedding(row)?;
+    knowledge.embedding = embedding.to_vec();
+    Ok(knowledge)
+}
+
+fn decode_without_embedding(row: &PgRow) -> Result<Knowledge, StoreError> {
+    let id: String = col(row, "id")?;
     Ok(Knowledge {
         meta: decode_meta("knowledge", &id, row)?,
         content: col(row, "content")?,
@@ -64,9 +69,100 @@ fn decode(row: &PgRow) -> Result<Knowledge, StoreError> {
         session_id: col(row, "session_id")?,
         metadata: col(row, "metadata")?,
         content_hash: col(row, "content_hash")?,
-        embedding: embedding.to_vec(),
+        embedding: Vec::new(),
         id,
     })
+}
+
+/// Knowledge checked and ready to write.
+struct Prepared {
+    source: String,
+    content: String,
+    external_id: Option<String>,
+    is_public: bool,
+    tags: Vec<String>,
+    plan_id: Option<String>,
+    session_id: Option<String>,
+    metadata: serde_json::Value,
+    hash: String,
+    embedding: Vec<f32>,
+}
+
+/// One `INSERT … SELECT … FROM unnest(…) ON CONFLICT … DO UPDATE` for
+/// knowledge of one upsert key kind (`external`: by external id).
+fn upsert_rows(
+    ctx: &CallerContext,
+    group: &[&Prepared],
+    external: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Sql, StoreError> {
+    let texts = |f: fn(&Prepared) -> Option<String>| -> Vec<Option<String>> {
+        group.iter().map(|p| f(p)).collect()
+    };
+    let tags: Vec<String> = group
+        .iter()
+        .map(|p| serde_json::Value::from(p.tags.clone()).to_string())
+        .collect();
+    let metadata: Vec<String> = group.iter().map(|p| p.metadata.to_string()).collect();
+    let mut sql = Sql::new(
+        "INSERT INTO knowledge AS f (tenant_id, id, project_id, owner, created_at, updated_at, \
+         source, content, external_id, is_public, tags, plan_id, session_id, metadata, \
+         content_hash) SELECT ",
+    );
+    sql.bind(ctx.tenant_id().to_owned())
+        .push(", t.id, ")
+        .bind(ctx.project_id().map(str::to_owned))
+        .push(", ")
+        .bind(ctx.owner_key())
+        .push(", ")
+        .bind(now)
+        .push(", ")
+        .bind(now)
+        .push(
+            ", t.source, t.content, t.external_id, t.is_public, \
+             ARRAY(SELECT jsonb_array_elements_text(t.tags::jsonb)), t.plan_id, t.session_id, \
+             t.metadata::jsonb, t.content_hash FROM unnest(",
+        )
+        .bind(
+            (0..group.len())
+                .map(|_| crate::sql::new_id())
+                .collect::<Vec<_>>(),
+        )
+        .push("::text[], ")
+        .bind(texts(|p| Some(p.source.clone())))
+        .push("::text[], ")
+        .bind(texts(|p| Some(p.content.clone())))
+        .push("::text[], ")
+        .bind(texts(|p| p.external_id.clone()))
+        .push("::text[], ")
+        .bind(group.iter().map(|p| p.is_public).collect::<Vec<_>>())
+        .push("::boolean[], ")
+        .bind(tags)
+        .push("::text[], ")
+        .bind(texts(|p| p.plan_id.clone()))
+        .push("::text[], ")
+        .bind(texts(|p| p.session_id.clone()))
+        .push("::text[], ")
+        .bind(metadata)
+        .push("::text[], ")
+        .bind(texts(|p| Some(p.hash.clone())))
+        .push(
+            "::text[]) AS t(id, source, content, external_id, is_public, tags, plan_id, \
+             session_id, metadata, content_hash)",
+        )
+        .push(if external {
+            " ON CONFLICT (tenant_id, owner, external_id) WHERE external_id IS NOT NULL"
+        } else {
+            " ON CONFLICT (tenant_id, owner, content_hash) WHERE external_id IS NULL"
+        })
+        .push(
+            " DO UPDATE SET updated_at = EXCLUDED.updated_at, source = EXCLUDED.source, \
+             content = EXCLUDED.content, is_public = EXCLUDED.is_public, tags = EXCLUDED.tags, \
+             plan_id = EXCLUDED.plan_id, session_id = EXCLUDED.session_id, \
+             metadata = EXCLUDED.metadata, content_hash = EXCLUDED.content_hash",
+        )
+        .push(&format!(" RETURNING {}", columns(COLS, "f.")));
+    Ok(sql)
 }
 
 /// The knowledge read rule (`knowledge_read_allowed`) on alias `f.`: the
@@ -178,6 +274,189 @@ impl PgKnowledgeStore {
         Ok(vector)
     }
 
+    /// Upsert many pieces of knowledge as [`KnowledgeStore::store_knowledge`]
+    /// does each, atomically (all or none): one statement per upsert key
+    /// kind and one for the embeddings; embeddings the inputs lack are
+    /// computed in one embedder call. Inputs with the same upsert key: the
+    /// last wins. Returns how many were stored.
+    pub async fn store_knowledge_batch(
+        &self,
+        ctx: &CallerContext,
+        inputs: Vec<NewKnowledge>,
+    ) -> Result<u64, StoreError> {
+        let n = self.store_batch(ctx, inputs).await?.len();
+        Ok(u64::try_from(n).unwrap_or(u64::MAX))
+    }
+
+    /// Check every input (nothing is written when one is bad; an error names
+    /// its index) and compute the embeddings they lack.
+    async fn prepare(
+        &self,
+        ctx: &CallerContext,
+        inputs: Vec<NewKnowledge>,
+    ) -> Result<Vec<Prepared>, StoreError> {
+        check_caller(ctx)?;
+        // A single input's error is its own; a batch's names the index.
+        let single = inputs.len() == 1;
+        let at = move |i: usize, e: StoreError| {
+            if single {
+                e
+            } else {
+                crate::facts::at_index(i, e)
+            }
+        };
+        let mut missing = Vec::new();
+        let mut prepared = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.into_iter().enumerate() {
+            validate_knowledge(ctx, &input).map_err(|e| at(i, e))?;
+            let metadata = json_object("metadata", input.metadata).map_err(|e| at(i, e))?;
+            let embedding = match input.embedding {
+                Some(v) => {
+                    check_embedding("embedding", &v, self.dimensions).map_err(|e| at(i, e))?;
+                    v
+                }
+                None => {
+                    missing.push(i);
+                    Vec::new()
+                }
+            };
+            prepared.push(Prepared {
+                hash: content_hash(&input.content),
+                source: input.source.unwrap_or_default(),
+                content: input.content,
+                external_id: input.external_id,
+                is_public: input.is_public,
+                tags: input.tags,
+                plan_id: input.plan_id,
+                session_id: input.session_id,
+                metadata,
+                embedding,
+            });
+        }
+        if !missing.is_empty() {
+            let Some(embedder) = &self.embedder else {
+                return Err(at(
+                    missing[0],
+                    StoreError::invalid(
+                        "embedding",
+                        "no embedding was given and the store has no embedder",
+                    ),
+                ));
+            };
+            let texts: Vec<String> = missing
+                .iter()
+                .filter_map(|i| prepared.get(*i).map(|p| p.content.clone()))
+                .collect();
+            let vectors = embedder.embed(&texts).await.map_err(|e| {
+                StoreError::backend_from(format!("embedding failed: {e}"), false, e)
+            })?;
+            for (i, vector) in missing.into_iter().zip(vectors) {
+                check_embedding("embedding", &vector, self.dimensions).map_err(|e| at(i, e))?;
+                if let Some(p) = prepared.get_mut(i) {
+                    p.embedding = vector;
+                }
+            }
+        }
+        Ok(prepared)
+    }
+
+    async fn store_batch(
+        &self,
+        ctx: &CallerContext,
+        inputs: Vec<NewKnowledge>,
+    ) -> Result<Vec<Knowledge>, StoreError> {
+        let prepared = self.prepare(ctx, inputs).await?;
+        async {
+            // The last input of each upsert key wins.
+            let mut seen = std::collections::HashSet::new();
+            let mut unique: Vec<Prepared> = Vec::with_capacity(prepared.len());
+            for p in prepared.into_iter().rev() {
+                let key = match &p.external_id {
+                    Some(ext) => (true, ext.clone()),
+                    None => (false, p.hash.clone()),
+                };
+                if seen.insert(key) {
+                    unique.push(p);
+                }
+            }
+            unique.reverse();
+            let now = store_time();
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let plans: std::collections::BTreeSet<&String> =
+                unique.iter().filter_map(|p| p.plan_id.as_ref()).collect();
+            for plan in plans {
+                require_readable::<Plan>(&mut tx, ctx, plan).await?;
+            }
+            let sessions: std::collections::BTreeSet<&String> =
+                unique.iter().filter_map(|p| p.session_id.as_ref()).collect();
+            for session in sessions {
+                require_readable::<Session>(&mut tx, ctx, session).await?;
+            }
+            let mut stored = Vec::with_capacity(unique.len());
+            let (by_external, by_hash): (Vec<&Prepared>, Vec<&Prepared>) =
+                unique.iter().partition(|p| p.external_id.is_some());
+            for (group, external) in [(by_external, true), (by_hash, false)] {
+                if group.is_empty() {
+                    continue;
+                }
+                let rows = upsert_rows(ctx, &group, external, now)?
+                    .build()?
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                for row in &rows {
+                    let external_id: Option<String> = col(row, "external_id")?;
+                    let hash: String = col(row, "content_hash")?;
+                    let source = group.iter().find(|p| match (&p.external_id, &external_id) {
+                        (Some(a), Some(b)) => a == b,
+                        (None, None) => p.hash == hash,
+                        _ => false,
+                    });
+                    let embedding = source.map(|p| p.embedding.clone()).unwrap_or_default();
+                    let mut knowledge = decode_without_embedding(row)?;
+                    knowledge.embedding = embedding;
+                    stored.push(knowledge);
+                }
+            }
+            let mut upsert = Sql::new(&format!(
+                "INSERT INTO {} (tenant_id, record_kind, record_id, model, embedding, content_hash)                  SELECT ",
+                self.table
+            ));
+            upsert
+                .bind(ctx.tenant_id().to_owned())
+                .push(", 'knowledge', x.id, ")
+                .bind(self.model.clone())
+                .push(", x.e, x.h FROM unnest(")
+                .bind(stored.iter().map(|k| k.id.clone()).collect::<Vec<_>>())
+                .push("::text[], ")
+                .bind(
+                    stored
+                        .iter()
+                        .map(|k| Vector::from(k.embedding.clone()))
+                        .collect::<Vec<_>>(),
+                )
+                .push("::vector[], ")
+                .bind(
+                    stored
+                        .iter()
+                        .map(|k| k.content_hash.clone())
+                        .collect::<Vec<_>>(),
+                )
+                .push(
+                    "::text[]) AS x(id, e, h) ON CONFLICT (tenant_id, record_kind, record_id, model)                      DO UPDATE SET embedding = EXCLUDED.embedding,                      content_hash = EXCLUDED.content_hash, created_at = now()",
+                );
+            upsert
+                .build()?
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(stored)
+        }
+        .instrument(span("knowledge", "store", ctx))
+        .await
+    }
+
     fn select(&self) -> String {
         format!(
             "SELECT {}, e.embedding FROM knowledge f JOIN {} e ON e.tenant_id = f.tenant_id \
@@ -199,131 +478,10 @@ impl KnowledgeStore for PgKnowledgeStore {
         ctx: &CallerContext,
         input: NewKnowledge,
     ) -> Result<Knowledge, StoreError> {
-        check_user(ctx, input.user_id.as_deref())?;
-        check_caller(ctx)?;
-        check_content(&input.content)?;
-        check_text("content", &input.content)?;
-        if input.content.len() > MAX_CONTENT_LEN {
-            return Err(StoreError::invalid(
-                "content",
-                format!("longer than {MAX_CONTENT_LEN} bytes"),
-            ));
-        }
-        check_opt_label("external_id", input.external_id.as_deref())?;
-        check_opt_label("source", input.source.as_deref())?;
-        check_opt_label("plan_id", input.plan_id.as_deref())?;
-        check_opt_label("session_id", input.session_id.as_deref())?;
-        check_tags("tags", &input.tags)?;
-        let metadata = object("metadata", input.metadata)?;
-        let embedding = self
-            .embedding_for("embedding", input.embedding.as_ref(), Some(&input.content))
-            .await?;
-        async {
-            let hash = content_hash(&input.content);
-            let now = store_time();
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
-            if let Some(plan) = &input.plan_id {
-                require_readable::<Plan>(&mut tx, ctx, plan).await?;
-            }
-            if let Some(session) = &input.session_id {
-                require_readable::<Session>(&mut tx, ctx, session).await?;
-            }
-            let mut sql = Sql::new(
-                "INSERT INTO knowledge AS f (tenant_id, id, project_id, owner, created_at, \
-                 updated_at, source, content, external_id, is_public, tags, plan_id, session_id, \
-                 metadata, content_hash) VALUES (",
-            );
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(", ")
-                .bind(crate::sql::new_id())
-                .push(", ")
-                .bind(ctx.project_id().map(str::to_owned))
-                .push(", ")
-                .bind(ctx.owner_key())
-                .push(", ")
-                .bind(now)
-                .push(", ")
-                .bind(now)
-                .push(", ")
-                .bind(input.source.unwrap_or_default())
-                .push(", ")
-                .bind(input.content)
-                .push(", ")
-                .bind(input.external_id.clone())
-                .push(", ")
-                .bind(input.is_public)
-                .push(", ")
-                .bind(input.tags)
-                .push("::text[], ")
-                .bind(input.plan_id)
-                .push(", ")
-                .bind(input.session_id)
-                .push(", ")
-                .bind(metadata)
-                .push(", ")
-                .bind(hash)
-                .push(if input.external_id.is_some() {
-                    ") ON CONFLICT (tenant_id, owner, external_id) WHERE external_id IS NOT NULL"
-                } else {
-                    ") ON CONFLICT (tenant_id, owner, content_hash) WHERE external_id IS NULL"
-                })
-                .push(
-                    " DO UPDATE SET updated_at = EXCLUDED.updated_at, source = EXCLUDED.source, \
-                     content = EXCLUDED.content, is_public = EXCLUDED.is_public, \
-                     tags = EXCLUDED.tags, plan_id = EXCLUDED.plan_id, \
-                     session_id = EXCLUDED.session_id, metadata = EXCLUDED.metadata, \
-                     content_hash = EXCLUDED.content_hash",
-                )
-                .push(&format!(" RETURNING {}", columns(COLS, "f.")));
-            let row = sql
-                .build()?
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            let id: String = col(&row, "id")?;
-            let mut upsert = Sql::new(&format!(
-                "INSERT INTO {} (tenant_id, record_kind, record_id, model, embedding, content_hash) VALUES (",
-                self.table
-            ));
-            upsert
-                .bind(ctx.tenant_id().to_owned())
-                .push(", 'knowledge', ")
-                .bind(id.clone())
-                .push(", ")
-                .bind(self.model.clone())
-                .push(", ")
-                .bind(Vector::from(embedding.clone()))
-                .push(", ")
-                .bind(col::<String>(&row, "content_hash")?)
-                .push(
-                    ") ON CONFLICT (tenant_id, record_kind, record_id, model) DO UPDATE \
-                     SET embedding = EXCLUDED.embedding, content_hash = EXCLUDED.content_hash, \
-                     created_at = now()",
-                );
-            upsert
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            tx.commit().await.map_err(store_error)?;
-            let mut stored = Knowledge {
-                meta: decode_meta("knowledge", &id, &row)?,
-                content: col(&row, "content")?,
-                external_id: col(&row, "external_id")?,
-                is_public: col(&row, "is_public")?,
-                tags: col(&row, "tags")?,
-                plan_id: col(&row, "plan_id")?,
-                session_id: col(&row, "session_id")?,
-                metadata: col(&row, "metadata")?,
-                content_hash: col(&row, "content_hash")?,
-                embedding: Vec::new(),
-                id,
-            };
-            stored.embedding = embedding;
-            Ok(stored)
-        }
-        .instrument(span("knowledge", "store", ctx))
-        .await
+        let mut stored = self.store_batch(ctx, vec![input]).await?;
+        stored
+            .pop()
+            .ok_or_else(|| StoreError::backend("the upsert returned no row"))
     }
 
     async fn query_knowledge(

@@ -8,7 +8,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use openvibe_protocols::memory::{check_json, check_label, check_opt_label};
+use openvibe_protocols::memory::{
+    check_json, check_label, check_opt_label, check_state_key, json_object,
+};
 use openvibe_protocols::{
     CallerContext, Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
     PlanStatus, PlanUpdate, Session, SessionDeleted, SessionQuery, StateEntry, StoreError,
@@ -115,25 +117,6 @@ pub(crate) fn decode_state(row: &PgRow) -> Result<StateEntry, StoreError> {
         version: count_col(row, "version")?,
         updated_at: col(row, "updated_at")?,
     })
-}
-
-/// A JSON object, or `{}` for `null`; anything else is invalid.
-pub(crate) fn object(field: &str, value: Value) -> Result<Value, StoreError> {
-    match value {
-        Value::Null => Ok(Value::Object(serde_json::Map::new())),
-        Value::Object(_) => {
-            check_json(field, &value)?;
-            Ok(value)
-        }
-        _ => Err(StoreError::invalid(field, "must be a JSON object")),
-    }
-}
-
-fn check_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() {
-        return Err(StoreError::invalid("key", "must not be empty"));
-    }
-    check_label("key", key)
 }
 
 fn new_id(given: Option<String>) -> Result<String, StoreError> {
@@ -344,7 +327,7 @@ impl WorkingStore for PgWorkingStore {
             check_caller(ctx)?;
             let id = new_id(session.id)?;
             check_opt_label("name", session.name.as_deref())?;
-            let metadata = object("metadata", session.metadata)?;
+            let metadata = json_object("metadata", session.metadata)?;
             let now = store_time();
             let mut sql = Sql::new(
                 "INSERT INTO sessions (tenant_id, id, project_id, owner, created_at, updated_at, \
@@ -462,7 +445,7 @@ impl WorkingStore for PgWorkingStore {
             check_label("response_event", &plan.response_event)?;
             check_opt_label("session_id", plan.session_id.as_deref())?;
             check_opt_label("parent_plan_id", plan.parent_plan_id.as_deref())?;
-            let goal_data = object("goal_data", plan.goal_data)?;
+            let goal_data = json_object("goal_data", plan.goal_data)?;
             let now = store_time();
             let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             if let Some(session) = &plan.session_id {
@@ -557,7 +540,7 @@ impl WorkingStore for PgWorkingStore {
             }
             let goal_data = update
                 .goal_data
-                .map(|g| object("goal_data", g))
+                .map(|g| json_object("goal_data", g))
                 .transpose()?;
             let now = store_time();
             let mut sql = Sql::new("UPDATE plans AS f SET status = coalesce(");
@@ -701,7 +684,7 @@ impl WorkingStore for PgWorkingStore {
         value: Value,
         expect: Expect,
     ) -> Result<StateEntry, StoreError> {
-        check_key(key)?;
+        check_state_key(key)?;
         check_json("value", &value)?;
         let conflict = move |found: &str| {
             let (plan, key) = (plan_id.to_owned(), key.to_owned());
@@ -787,7 +770,7 @@ impl WorkingStore for PgWorkingStore {
         key: &str,
         item: Value,
     ) -> Result<StateEntry, StoreError> {
-        check_key(key)?;
+        check_state_key(key)?;
         check_json("item", &item)?;
         let mut sql = Self::upsert_state(ctx, plan_id, key, |sql| {
             sql.push("jsonb_build_array(")
@@ -814,7 +797,7 @@ impl WorkingStore for PgWorkingStore {
         key: &str,
         by: i64,
     ) -> Result<StateEntry, StoreError> {
-        check_key(key)?;
+        check_state_key(key)?;
         let mut sql = Self::upsert_state(ctx, plan_id, key, |sql| {
             sql.push("to_jsonb(")
                 .bind(by)

@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use chrono::{Duration, TimeZone, Utc};
 use openvibe_postgres::{MAX_LABEL_LEN, MAX_WORD_LEN, PgStores, migrate};
 use openvibe_protocols::{
@@ -691,4 +693,106 @@ async fn hnsw_insert_and_cosine_query_work_on_the_provisioned_server() {
         .unwrap();
     assert!(distance.abs() < 1e-6, "{distance}");
     tx.commit().await.unwrap();
+}
+
+/// Knowledge batches: one call, duplicates of one upsert key collapse (the
+/// last wins), a bad item names its index and nothing is written, and two
+/// writers racing on one key leave one row (the unique index decides).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn knowledge_batches_and_racing_upserts_leave_one_row_per_key() {
+    use openvibe_protocols::testing::HashEmbedder;
+    use openvibe_protocols::{KnowledgeQuery, KnowledgeStore, NewKnowledge};
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let pg = PgStores::from_pool(common::fresh_pool(&url, 8).await)
+        .with_embedder(Arc::new(HashEmbedder::new(384)))
+        .await
+        .unwrap();
+    let store = pg.knowledge();
+    let alice = CallerContext::user("alice").with_tenant("t1");
+    let item = |content: &str, ext: Option<&str>| NewKnowledge {
+        external_id: ext.map(str::to_owned),
+        ..NewKnowledge::new(content)
+    };
+    let n = store
+        .store_knowledge_batch(
+            &alice,
+            vec![
+                item("docker v1", Some("doc")),
+                item("python", None),
+                item("docker v2", Some("doc")),
+                item("python", None),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 2, "one per upsert key");
+    let all = store
+        .query_knowledge(
+            &alice,
+            &KnowledgeQuery {
+                top_k: 10,
+                ..KnowledgeQuery::by_text("docker python")
+            },
+        )
+        .await
+        .unwrap();
+    let mut contents: Vec<String> = all.into_iter().map(|h| h.knowledge.content).collect();
+    contents.sort();
+    assert_eq!(contents, vec!["docker v2", "python"]);
+    let bad = store
+        .store_knowledge_batch(
+            &alice,
+            vec![
+                item("fine", None),
+                NewKnowledge {
+                    embedding: Some(vec![0.1; 3]),
+                    ..NewKnowledge::new("short")
+                },
+            ],
+        )
+        .await;
+    match bad {
+        Err(StoreError::InvalidInput { field, .. }) => assert_eq!(field, "[1].embedding"),
+        other => panic!("{other:?}"),
+    }
+    // Racing writers of one external id: one row, one embedding.
+    let writers: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            let alice = alice.clone();
+            tokio::spawn(async move {
+                store
+                    .store_knowledge(&alice, item(&format!("race {i}"), Some("race")))
+                    .await
+                    .map(|k| k.id)
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for w in writers {
+        match w.await.unwrap() {
+            Ok(id) => ids.push(id),
+            Err(e) => assert!(
+                e.is_transient() || matches!(e, StoreError::Conflict { .. }),
+                "{e:?}"
+            ),
+        }
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "every writer got the same record: {ids:?}");
+    let rows: i64 = {
+        let pool = pg.pool();
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("SELECT set_config('openvibe.tenant_id', 't1', true)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        sqlx::query_scalar("SELECT count(*) FROM knowledge WHERE external_id = 'race'")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap()
+    };
+    assert_eq!(rows, 1);
 }

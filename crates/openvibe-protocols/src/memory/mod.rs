@@ -38,16 +38,16 @@ pub use records::{
 };
 pub use semantic::{
     Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, check_embedding,
-    check_user, cosine, knowledge_read_allowed,
+    check_user, cosine, knowledge_read_allowed, validate_knowledge,
 };
 pub use store::{EpisodicStore, FactStore, InsightStore, Stores};
 pub use validate::{
     MAX_CONTENT_LEN, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, check_content, check_importance, check_json,
-    check_label, check_opt_label, check_tags, check_text, check_unit, validate_episode,
-    validate_fact, validate_insight, validate_record_id,
+    check_label, check_opt_label, check_tags, check_text, check_unit, json_object,
+    validate_episode, validate_fact, validate_insight, validate_record_id,
 };
 pub use working::{
     Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus,
     PlanUpdate, Session, SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore,
-    page_cursor, parse_cursor, store_time,
+    check_state_key, normalize_ids, page_cursor, parse_cursor, store_time,
 };

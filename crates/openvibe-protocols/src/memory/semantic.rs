@@ -20,7 +20,10 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CallerContext, RecordMeta, StoreError};
+use super::{
+    CallerContext, MAX_CONTENT_LEN, RecordMeta, StoreError, check_content, check_opt_label,
+    check_tags, check_text,
+};
 
 /// One piece of knowledge.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +198,28 @@ pub fn check_user(ctx: &CallerContext, user_id: Option<&str>) -> Result<(), Stor
         )),
         _ => Ok(()),
     }
+}
+
+/// The checks every backend makes on knowledge before writing it (all but
+/// the embedding, which depends on the store's model, and the plan and
+/// session, which must exist): the named user is the caller; content not
+/// blank, at most [`MAX_CONTENT_LEN`] bytes, no NUL; labels and tags short,
+/// no NUL.
+pub fn validate_knowledge(ctx: &CallerContext, input: &NewKnowledge) -> Result<(), StoreError> {
+    check_user(ctx, input.user_id.as_deref())?;
+    check_content(&input.content)?;
+    check_text("content", &input.content)?;
+    if input.content.len() > MAX_CONTENT_LEN {
+        return Err(StoreError::invalid(
+            "content",
+            format!("longer than {MAX_CONTENT_LEN} bytes"),
+        ));
+    }
+    check_opt_label("external_id", input.external_id.as_deref())?;
+    check_opt_label("source", input.source.as_deref())?;
+    check_opt_label("plan_id", input.plan_id.as_deref())?;
+    check_opt_label("session_id", input.session_id.as_deref())?;
+    check_tags("tags", &input.tags)
 }
 
 /// Cosine similarity of two vectors of the same length (0 when either is zero).

@@ -86,6 +86,19 @@ pub fn check_json(field: &str, value: &serde_json::Value) -> Result<(), StoreErr
     }
 }
 
+/// A JSON object (checked by [`check_json`]), or `{}` for `null`; any
+/// other JSON value is `InvalidInput`.
+pub fn json_object(field: &str, value: serde_json::Value) -> Result<serde_json::Value, StoreError> {
+    match value {
+        serde_json::Value::Null => Ok(serde_json::Value::Object(serde_json::Map::new())),
+        serde_json::Value::Object(_) => {
+            check_json(field, &value)?;
+            Ok(value)
+        }
+        _ => Err(StoreError::invalid(field, "must be a JSON object")),
+    }
+}
+
 /// A value within `0.0..=1.0` (confidence).
 pub fn check_unit(field: &str, value: f64) -> Result<(), StoreError> {
     if value.is_finite() && (0.0..=1.0).contains(&value) {

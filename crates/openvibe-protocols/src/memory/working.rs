@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CallerContext, RecordMeta, StoreError};
+use super::{CallerContext, RecordMeta, StoreError, check_label, check_tags};
 
 /// Lifecycle of a [`Plan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -218,6 +218,26 @@ pub struct Page<T> {
     pub items: Vec<T>,
     /// Pass as `cursor` for the next page; `None` on the last page.
     pub next_cursor: Option<String>,
+}
+
+/// The check of a plan-state key: not empty, a short label.
+pub fn check_state_key(key: &str) -> Result<(), StoreError> {
+    if key.is_empty() {
+        return Err(StoreError::invalid("key", "must not be empty"));
+    }
+    check_label("key", key)
+}
+
+/// Check sub-task or correlation ids (short labels, none empty) and put
+/// them in order without duplicates, as every backend stores them.
+pub fn normalize_ids(field: &str, ids: &mut Vec<String>) -> Result<(), StoreError> {
+    check_tags(field, ids)?;
+    if ids.iter().any(String::is_empty) {
+        return Err(StoreError::invalid(field, "an id is empty"));
+    }
+    ids.sort();
+    ids.dedup();
+    Ok(())
 }
 
 /// The time a store stamps a write with: now, to the microsecond (what
