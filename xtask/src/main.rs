@@ -18,7 +18,7 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   test-all              fmt --check, clippy -D warnings, layering check, all tests, doc tests
   layering              check that crates only depend on the layers below them
-  bench [group...]      run benchmarks (groups: primitives, memory, ...), print BENCH lines
+  bench [group...]      run benchmarks (groups: primitives, graph, memory, pg, semantic, pg_working), print BENCH lines
   db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url";
 
 fn main() -> std::process::ExitCode {
@@ -145,7 +145,7 @@ fn bench(groups: &[String]) -> Result<(), String> {
     cmd.args(["run", "--quiet", "--release", "-p", "openvibe-bench", "--"]);
     cmd.args(groups);
     // Every group runs when none is named, the Postgres one included.
-    if (groups.is_empty() || groups.iter().any(|g| g == "pg"))
+    if (groups.is_empty() || groups.iter().any(|g| g.starts_with("pg")))
         && let Some(url) = database_url_for_tests()?
     {
         cmd.env("DATABASE_URL", url);

@@ -4,6 +4,7 @@ mod graph;
 mod memory;
 mod pg;
 mod primitives;
+mod working;
 
 type Group = (
     &'static str,
@@ -15,6 +16,8 @@ const GROUPS: &[Group] = &[
     ("graph", || Box::pin(graph::run())),
     ("memory", || Box::pin(memory::run())),
     ("pg", || Box::pin(pg::run())),
+    ("semantic", || Box::pin(working::run_memory())),
+    ("pg_working", || Box::pin(working::run_pg())),
 ];
 
 fn main() -> std::process::ExitCode {

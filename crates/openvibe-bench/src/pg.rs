@@ -37,10 +37,10 @@ const INSERT_BATCH: u32 = 1_000;
 const INSERT_BATCHES: u32 = 50;
 
 /// A small deterministic generator (same data every run).
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
-    fn next(&mut self) -> u32 {
+    pub(crate) fn next(&mut self) -> u32 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -96,7 +96,7 @@ fn episode(i: u32, rng: &mut Lcg) -> Episode {
     }
 }
 
-async fn bench_pool(url: &str) -> Result<PgPool, String> {
+pub(crate) async fn bench_pool(url: &str) -> Result<PgPool, String> {
     let admin = pool_options(1)
         .connect_with(connect_options(url).map_err(|e| e.to_string())?)
         .await

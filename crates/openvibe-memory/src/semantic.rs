@@ -165,7 +165,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
         let Some(tenant) = guard.get(ctx.tenant_id()) else {
             return Ok(Vec::new());
         };
-        let mut hits: Vec<KnowledgeHit> = tenant
+        let mut scored: Vec<(f32, &Knowledge)> = tenant
             .knowledge
             .values()
             .filter(|k| readable(ctx, k))
@@ -184,19 +184,29 @@ impl KnowledgeStore for InMemoryWorkingStore {
                     .as_deref()
                     .is_none_or(|s| k.session_id.as_deref() == Some(s))
             })
-            .map(|k| KnowledgeHit {
-                score: cosine(&vector, &k.embedding),
+            .map(|k| (cosine(&vector, &k.embedding), k))
+            .collect();
+        // Most similar first, ties by id; only the top k are sorted and copied.
+        let order = |a: &(f32, &Knowledge), b: &(f32, &Knowledge)| {
+            b.0.partial_cmp(&a.0)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| a.1.id.cmp(&b.1.id))
+        };
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        if scored.len() > query.top_k {
+            scored.select_nth_unstable_by(query.top_k - 1, order);
+            scored.truncate(query.top_k);
+        }
+        scored.sort_by(order);
+        Ok(scored
+            .into_iter()
+            .map(|(score, k)| KnowledgeHit {
+                score,
                 knowledge: k.clone(),
             })
-            .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .partial_cmp(&a.score)
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| a.knowledge.id.cmp(&b.knowledge.id))
-        });
-        hits.truncate(query.top_k);
-        Ok(hits)
+            .collect())
     }
 
     async fn get_knowledge(

@@ -1,0 +1,336 @@
+//! Working and semantic memory benchmarks.
+//!
+//! Group `semantic` (in-process):
+//! - `mem_sem_query_p50_us`: top 10 by exact cosine over 100,000 pieces of
+//!   knowledge of 384 dimensions.
+//!
+//! Group `pg_working` (needs `DATABASE_URL`; `cargo xtask bench` provides it):
+//! - `wm_record_action_per_s`: 8 concurrent writers appending to one plan's
+//!   action history (atomic append, one statement each);
+//! - `sem_upsert_per_s`: batched knowledge upserts (500 per call) into a
+//!   table that holds the data set, HNSW index maintained;
+//! - `sem_query_p50_us` / `sem_query_p99_us`: top 10 over 100,000 pieces of
+//!   knowledge of 384 dimensions (HNSW, privacy predicate: the caller's own
+//!   plus public knowledge).
+//!
+//! Vectors come from the deterministic test embedder (`HashEmbedder`) over
+//! generated texts with a skewed vocabulary, so that neighbourhoods exist;
+//! they measure the stores, not retrieval quality.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use openvibe_bench::{report, sample};
+use openvibe_memory::in_memory_stores_with_embedder;
+use openvibe_postgres::PgStores;
+use openvibe_protocols::testing::HashEmbedder;
+use openvibe_protocols::{
+    CallerContext, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan, WorkingStore,
+};
+use sqlx::PgPool;
+
+use crate::pg::{Lcg, bench_pool};
+
+const ITEMS: u32 = 100_000;
+const DIMS: usize = 384;
+const USERS: u32 = 10;
+const VOCABULARY: u32 = 5_000;
+const WORDS: u32 = 12;
+const LOAD_BATCH: u32 = 1_000;
+const DATASET: &str = "knowledge-v1";
+const TENANT: &str = "bench-sem";
+
+/// A text of `WORDS` words, skewed towards frequent ones.
+fn text(rng: &mut Lcg, words: u32) -> String {
+    (0..words)
+        .map(|_| {
+            let a = rng.next() % VOCABULARY;
+            let b = rng.next() % VOCABULARY;
+            format!("w{}", a.min(b))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn user(i: u32) -> CallerContext {
+    CallerContext::user(format!("user{}", i % USERS)).with_tenant(TENANT)
+}
+
+fn item(i: u32, rng: &mut Lcg, embedder: &HashEmbedder) -> NewKnowledge {
+    let content = format!("{} (item {i})", text(rng, WORDS));
+    NewKnowledge {
+        embedding: Some(embedder.vector(&content)),
+        is_public: i % 10 < 3,
+        tags: vec![format!("t{}", i % 20)],
+        ..NewKnowledge::new(content)
+    }
+}
+
+fn queries(embedder: &HashEmbedder) -> Vec<KnowledgeQuery> {
+    let mut rng = Lcg(99);
+    (0..500)
+        .map(|_| KnowledgeQuery {
+            top_k: 10,
+            ..KnowledgeQuery::by_embedding(embedder.vector(&text(&mut rng, 4)))
+        })
+        .collect()
+}
+
+async fn query_samples(store: &Arc<dyn KnowledgeStore>, warmup: usize, n: usize) -> (f64, f64) {
+    let embedder = HashEmbedder::new(DIMS);
+    let queries = queries(&embedder);
+    let reader = user(0);
+    let mut next = 0usize;
+    let samples = sample(warmup, n, || {
+        let q = &queries[next % queries.len()];
+        next += 1;
+        let store = store.clone();
+        let reader = &reader;
+        async move {
+            match store.query_knowledge(reader, q).await {
+                Ok(hits) => {
+                    black_box(hits.len());
+                }
+                Err(e) => eprintln!("knowledge query failed: {e}"),
+            }
+        }
+    })
+    .await;
+    (samples.quantile_us(0.50), samples.quantile_us(0.99))
+}
+
+/// In-process semantic query latency.
+pub async fn run_memory() {
+    let embedder = HashEmbedder::new(DIMS);
+    let stores = in_memory_stores_with_embedder(Arc::new(embedder));
+    let mut rng = Lcg(42);
+    for i in 0..ITEMS {
+        if let Err(e) = stores
+            .knowledge
+            .store_knowledge(&user(i), item(i, &mut rng, &embedder))
+            .await
+        {
+            eprintln!("semantic: load failed: {e}");
+            return;
+        }
+    }
+    let (p50, _) = query_samples(&stores.knowledge, 20, 200).await;
+    report("mem_sem_query_p50_us", p50, "us");
+}
+
+async fn set_tenant_and(pool: &PgPool, tenant: &str, statement: &str) -> Result<(), String> {
+    let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
+    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
+        .bind(tenant)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| e.to_string())?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned()))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| e.to_string())
+}
+
+/// Load the 100,000 pieces of knowledge unless already there.
+async fn ensure_loaded(pool: &PgPool, pg: &PgStores, table: &str) -> Result<(), String> {
+    let loaded: Option<String> =
+        sqlx::query_scalar("SELECT name FROM bench_dataset WHERE name = $1")
+            .bind(DATASET)
+            .fetch_optional(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    if loaded.is_some() {
+        eprintln!("pg_working: reusing the {ITEMS}-item knowledge set");
+        return Ok(());
+    }
+    eprintln!("pg_working: loading {ITEMS} pieces of knowledge ({DIMS} dimensions, once)");
+    let t0 = Instant::now();
+    set_tenant_and(pool, TENANT, "DELETE FROM knowledge").await?;
+    // Bulk load without the HNSW index, then build it once (much faster
+    // than maintaining it row by row).
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP INDEX IF EXISTS {table}_hnsw"
+    )))
+    .execute(pool)
+    .await
+    .map_err(|e| e.to_string())?;
+    let embedder = HashEmbedder::new(DIMS);
+    let store = pg.knowledge();
+    let mut rng = Lcg(42);
+    let mut i = 0;
+    while i < ITEMS {
+        let end = (i + LOAD_BATCH).min(ITEMS);
+        for u in 0..USERS {
+            let batch: Vec<NewKnowledge> = (i..end)
+                .filter(|k| k % USERS == u)
+                .map(|k| item(k, &mut rng, &embedder))
+                .collect();
+            store
+                .store_knowledge_batch(&user(u), batch)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        i = end;
+        if i % 20_000 == 0 {
+            eprintln!(
+                "pg_working:   {i} loaded ({:.0}s)",
+                t0.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
+    for statement in [
+        "SET maintenance_work_mem = '512MB'".to_owned(),
+        format!(
+            "CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)"
+        ),
+        "VACUUM (ANALYZE) knowledge".to_owned(),
+        format!("VACUUM (ANALYZE) {table}"),
+        "RESET maintenance_work_mem".to_owned(),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    drop(conn);
+    sqlx::query("INSERT INTO bench_dataset (name, loaded_at) VALUES ($1, now())")
+        .bind(DATASET)
+        .execute(pool)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!("pg_working: loaded in {:.0}s", t0.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// 8 writers × 250 appends to one plan's action history.
+async fn record_actions(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
+    const WRITERS: usize = 8;
+    const EACH: usize = 250;
+    let nanos = chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default();
+    let tenant = format!("wm{nanos}");
+    let ctx = CallerContext::user("planner").with_tenant(tenant.clone());
+    let working = pg.working();
+    let plan = working
+        .create_plan(
+            &ctx,
+            NewPlan {
+                goal_event: "bench.goal".into(),
+                ..NewPlan::default()
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let working = working.clone();
+            let ctx = ctx.clone();
+            let plan = plan.id.clone();
+            tokio::spawn(async move {
+                for i in 0..EACH {
+                    working
+                        .append_state(
+                            &ctx,
+                            &plan,
+                            "action_history",
+                            serde_json::json!(format!("w{w}.{i}")),
+                        )
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok::<(), String>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let entry = working
+        .get_state(&ctx, &plan.id, "action_history")
+        .await
+        .map_err(|e| e.to_string())?;
+    let count = entry
+        .and_then(|e| e.value.as_array().map(Vec::len))
+        .unwrap_or(0);
+    if count != WRITERS * EACH {
+        return Err(format!(
+            "lost updates: {count} actions instead of {}",
+            WRITERS * EACH
+        ));
+    }
+    set_tenant_and(pool, &tenant, "DELETE FROM plans").await?;
+    Ok((WRITERS * EACH) as f64 / secs.max(1e-9))
+}
+
+/// 20 batches of 500 new pieces of knowledge into a scratch tenant of the
+/// loaded tables (HNSW maintained), then removed.
+async fn upserts(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
+    let nanos = chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default();
+    let tenant = format!("up{nanos}");
+    let ctx = CallerContext::user("writer").with_tenant(tenant.clone());
+    let embedder = HashEmbedder::new(DIMS);
+    let mut rng = Lcg(7);
+    let batches: Vec<Vec<NewKnowledge>> = (0..20u32)
+        .map(|b| {
+            (b * 500..(b + 1) * 500)
+                .map(|i| item(i, &mut rng, &embedder))
+                .collect()
+        })
+        .collect();
+    let store = pg.knowledge();
+    let t0 = Instant::now();
+    let mut stored = 0u64;
+    for batch in batches {
+        stored += store
+            .store_knowledge_batch(&ctx, batch)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    set_tenant_and(pool, &tenant, "DELETE FROM knowledge").await?;
+    Ok(stored as f64 / secs.max(1e-9))
+}
+
+async fn run_inner(url: &str) -> Result<(), String> {
+    let pool = bench_pool(url).await?;
+    let pg = PgStores::from_pool(pool.clone())
+        .with_embedder(Arc::new(HashEmbedder::new(DIMS)))
+        .await
+        .map_err(|e| e.to_string())?;
+    let table: String =
+        sqlx::query_scalar("SELECT table_name FROM embedding_models WHERE model = $1")
+            .bind(HashEmbedder::MODEL)
+            .fetch_one(&pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    ensure_loaded(&pool, &pg, &table).await?;
+    report(
+        "wm_record_action_per_s",
+        record_actions(&pool, &pg).await?,
+        "per_s",
+    );
+    report("sem_upsert_per_s", upserts(&pool, &pg).await?, "per_s");
+    let store: Arc<dyn KnowledgeStore> = pg.knowledge();
+    let (p50, p99) = query_samples(&store, 50, 1_000).await;
+    report("sem_query_p50_us", p50, "us");
+    report("sem_query_p99_us", p99, "us");
+    Ok(())
+}
+
+/// The Postgres working and semantic memory benchmarks.
+pub async fn run_pg() {
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!("pg_working: skipped: DATABASE_URL is not set (run `cargo xtask bench`)");
+        return;
+    };
+    if let Err(e) = run_inner(&url).await {
+        eprintln!("pg_working: benchmark failed: {e}");
+    }
+}
