@@ -357,11 +357,8 @@ fn pgvector_text(layout: &Layout) -> String {
                 "{version}, built from source without AVX-512 (marker in {})",
                 layout.pginstall_dir().display()
             );
-            if version != pgvector::VERSION {
-                text.push_str(&format!(
-                    "; `cargo xtask db up` rebuilds it as {}",
-                    pgvector::VERSION
-                ));
+            if pgvector::needed(layout) {
+                text.push_str("; `cargo xtask db up` rebuilds it for this CPU");
             }
             text
         }

@@ -13,9 +13,11 @@
 //!   knowledge of 384 dimensions (HNSW, privacy predicate: the caller's own
 //!   plus public knowledge).
 //!
-//! Vectors come from the deterministic test embedder (`HashEmbedder`) over
-//! generated texts with a skewed vocabulary, so that neighbourhoods exist;
-//! they measure the stores, not retrieval quality.
+//! Vectors are dense and clustered like sentence embeddings (1,000 random
+//! unit centres, each item a centre plus Gaussian noise, normalised;
+//! queries likewise), generated deterministically. The test embedder's
+//! sparse hashed vectors would be nearly orthogonal to each other, which is
+//! a pathological input for HNSW and not what a real model produces.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -38,7 +40,9 @@ const USERS: u32 = 10;
 const VOCABULARY: u32 = 5_000;
 const WORDS: u32 = 12;
 const LOAD_BATCH: u32 = 1_000;
-const DATASET: &str = "knowledge-v1";
+const DATASET: &str = "knowledge-v2";
+const CENTRES: u32 = 1_000;
+const NOISE: f32 = 0.6;
 const TENANT: &str = "bench-sem";
 
 /// A text of `WORDS` words, skewed towards frequent ones.
@@ -57,29 +61,58 @@ fn user(i: u32) -> CallerContext {
     CallerContext::user(format!("user{}", i % USERS)).with_tenant(TENANT)
 }
 
-fn item(i: u32, rng: &mut Lcg, embedder: &HashEmbedder) -> NewKnowledge {
+/// A standard normal sample (Box–Muller).
+fn gaussian(rng: &mut Lcg) -> f32 {
+    let u1 = (f64::from(rng.next() % 1_000_000) + 1.0) / 1_000_001.0;
+    let u2 = f64::from(rng.next() % 1_000_000) / 1_000_000.0;
+    ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+}
+
+fn normalised(mut v: Vec<f32>) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+    v
+}
+
+/// The cluster centres (the same every run).
+fn centres() -> Vec<Vec<f32>> {
+    let mut rng = Lcg(2024);
+    (0..CENTRES)
+        .map(|_| normalised((0..DIMS).map(|_| gaussian(&mut rng)).collect()))
+        .collect()
+}
+
+/// A point near a random centre.
+fn near_centre(centres: &[Vec<f32>], rng: &mut Lcg) -> Vec<f32> {
+    let c = &centres[(rng.next() % CENTRES) as usize];
+    let scale = NOISE / (DIMS as f32).sqrt();
+    normalised(c.iter().map(|x| x + scale * gaussian(rng)).collect())
+}
+
+fn item(i: u32, rng: &mut Lcg, centres: &[Vec<f32>]) -> NewKnowledge {
     let content = format!("{} (item {i})", text(rng, WORDS));
     NewKnowledge {
-        embedding: Some(embedder.vector(&content)),
+        embedding: Some(near_centre(centres, rng)),
         is_public: i % 10 < 3,
         tags: vec![format!("t{}", i % 20)],
         ..NewKnowledge::new(content)
     }
 }
 
-fn queries(embedder: &HashEmbedder) -> Vec<KnowledgeQuery> {
+fn queries(centres: &[Vec<f32>]) -> Vec<KnowledgeQuery> {
     let mut rng = Lcg(99);
     (0..500)
         .map(|_| KnowledgeQuery {
             top_k: 10,
-            ..KnowledgeQuery::by_embedding(embedder.vector(&text(&mut rng, 4)))
+            ..KnowledgeQuery::by_embedding(near_centre(centres, &mut rng))
         })
         .collect()
 }
 
 async fn query_samples(store: &Arc<dyn KnowledgeStore>, warmup: usize, n: usize) -> (f64, f64) {
-    let embedder = HashEmbedder::new(DIMS);
-    let queries = queries(&embedder);
+    let queries = queries(&centres());
     let reader = user(0);
     let mut next = 0usize;
     let samples = sample(warmup, n, || {
@@ -102,13 +135,13 @@ async fn query_samples(store: &Arc<dyn KnowledgeStore>, warmup: usize, n: usize)
 
 /// In-process semantic query latency.
 pub async fn run_memory() {
-    let embedder = HashEmbedder::new(DIMS);
-    let stores = in_memory_stores_with_embedder(Arc::new(embedder));
+    let stores = in_memory_stores_with_embedder(Arc::new(HashEmbedder::new(DIMS)));
+    let centres = centres();
     let mut rng = Lcg(42);
     for i in 0..ITEMS {
         if let Err(e) = stores
             .knowledge
-            .store_knowledge(&user(i), item(i, &mut rng, &embedder))
+            .store_knowledge(&user(i), item(i, &mut rng, &centres))
             .await
         {
             eprintln!("semantic: load failed: {e}");
@@ -156,7 +189,7 @@ async fn ensure_loaded(pool: &PgPool, pg: &PgStores, table: &str) -> Result<(), 
     .execute(pool)
     .await
     .map_err(|e| e.to_string())?;
-    let embedder = HashEmbedder::new(DIMS);
+    let centres = centres();
     let store = pg.knowledge();
     let mut rng = Lcg(42);
     let mut i = 0;
@@ -165,7 +198,7 @@ async fn ensure_loaded(pool: &PgPool, pg: &PgStores, table: &str) -> Result<(), 
         for u in 0..USERS {
             let batch: Vec<NewKnowledge> = (i..end)
                 .filter(|k| k % USERS == u)
-                .map(|k| item(k, &mut rng, &embedder))
+                .map(|k| item(k, &mut rng, &centres))
                 .collect();
             store
                 .store_knowledge_batch(&user(u), batch)
@@ -272,12 +305,12 @@ async fn upserts(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
     let nanos = chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default();
     let tenant = format!("up{nanos}");
     let ctx = CallerContext::user("writer").with_tenant(tenant.clone());
-    let embedder = HashEmbedder::new(DIMS);
+    let centres = centres();
     let mut rng = Lcg(7);
     let batches: Vec<Vec<NewKnowledge>> = (0..20u32)
         .map(|b| {
             (b * 500..(b + 1) * 500)
-                .map(|i| item(i, &mut rng, &embedder))
+                .map(|i| item(i, &mut rng, &centres))
                 .collect()
         })
         .collect();

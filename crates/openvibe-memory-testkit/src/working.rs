@@ -626,6 +626,7 @@ where
     let stale = w
         .set_state(&alice(), p, "k", json!("lost"), Expect::Version(v1.version))
         .await;
+    assert_eq!(v1.version, 1);
     assert!(is_conflict(&stale), "{stale:?}");
     let now = w.get_state(&alice(), p, "k").await.unwrap().unwrap();
     assert_eq!((now.value, now.version), (json!("two"), 2));
@@ -638,12 +639,40 @@ where
     w.append_state(&alice(), p, "history", json!("a"))
         .await
         .unwrap();
-    let h = w
-        .append_state(&alice(), p, "history", json!({"b": 1}))
+    w.append_state(&alice(), p, "history", json!({"b": 1}))
         .await
         .unwrap();
+    let h = w.get_state(&alice(), p, "history").await.unwrap().unwrap();
     assert_eq!(h.value, json!(["a", {"b": 1}]));
     assert_eq!(h.version, 2);
+    // A set after appends replaces the list; appends go on from there.
+    let replaced = w
+        .set_state(&alice(), p, "history", json!(["x"]), Expect::Version(2))
+        .await
+        .unwrap();
+    assert_eq!(replaced.version, 3);
+    w.append_state(&alice(), p, "history", json!("y"))
+        .await
+        .unwrap();
+    let h = w.get_state(&alice(), p, "history").await.unwrap().unwrap();
+    assert_eq!((h.value, h.version), (json!(["x", "y"]), 4));
+    assert!(is_conflict(
+        &w.set_state(&alice(), p, "history", json!([]), Expect::Version(3))
+            .await
+    ));
+    assert!(is_invalid(
+        w.increment_state(&alice(), p, "history", 1).await
+    ));
+    let keys: Vec<String> = w
+        .list_state(&alice(), p)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    assert_eq!(keys, vec!["history", "k"]);
+    assert!(w.delete_state(&alice(), p, "history").await.unwrap());
+    assert_eq!(w.get_state(&alice(), p, "history").await.unwrap(), None);
     assert!(is_invalid(w.append_state(&alice(), p, "k", json!(1)).await));
     let c = w.increment_state(&alice(), p, "count", 5).await.unwrap();
     assert_eq!(c.value, json!(5));

@@ -741,7 +741,7 @@ impl WorkingStore for InMemoryWorkingStore {
         plan_id: &str,
         key: &str,
         item: Value,
-    ) -> Result<StateEntry, StoreError> {
+    ) -> Result<(), StoreError> {
         let _span = Self::span("append_state", ctx);
         check_state_key(key)?;
         check_json("item", &item)?;
@@ -750,18 +750,40 @@ impl WorkingStore for InMemoryWorkingStore {
             .get_mut(ctx.tenant_id())
             .ok_or_else(|| not_found("plan", plan_id))?;
         tenant.changeable_plan(ctx, plan_id)?;
-        write_entry(tenant, plan_id, key, |old| match old {
-            None => Ok(Value::Array(vec![item])),
-            Some(Value::Array(items)) => {
-                let mut items = items.clone();
+        let now = store_time();
+        let entries = tenant.state.entry(plan_id.to_owned()).or_default();
+        match entries.get_mut(key) {
+            // In place: an append costs the same whatever the length.
+            Some(StateEntry {
+                value: Value::Array(items),
+                version,
+                updated_at,
+                ..
+            }) => {
                 items.push(item);
-                Ok(Value::Array(items))
+                *version = version.saturating_add(1);
+                *updated_at = now;
             }
-            Some(_) => Err(StoreError::invalid(
-                "key",
-                format!("`{key}` does not hold an array"),
-            )),
-        })
+            Some(_) => {
+                return Err(StoreError::invalid(
+                    "key",
+                    format!("`{key}` does not hold an array"),
+                ));
+            }
+            None => {
+                entries.insert(
+                    key.to_owned(),
+                    StateEntry {
+                        plan_id: plan_id.to_owned(),
+                        key: key.to_owned(),
+                        value: Value::Array(vec![item]),
+                        version: 1,
+                        updated_at: now,
+                    },
+                );
+            }
+        }
+        Ok(())
     }
 
     async fn increment_state(

@@ -339,7 +339,8 @@ pub(crate) async fn get_plan_context(
 }
 
 /// The state of a readable plan (one key, or all by key); `NotFound` when
-/// the plan is not readable.
+/// the plan is not readable. A key's value is its row's followed by its
+/// appended items; its version counts both.
 pub(crate) async fn read_state(
     pool: &PgPool,
     ctx: &CallerContext,
@@ -347,17 +348,24 @@ pub(crate) async fn read_state(
     key: Option<&str>,
 ) -> Result<Vec<StateEntry>, StoreError> {
     let mut sql = Sql::new(
-        "SELECT f.id AS plan, s.plan_id, s.key, s.value, s.version, s.updated_at \
+        "SELECT f.id AS plan, s.plan_id, s.key, \
+         CASE WHEN i.n > 0 THEN s.value || i.items ELSE s.value END AS value, \
+         s.version + coalesce(i.n, 0) AS version, \
+         greatest(s.updated_at, i.last) AS updated_at \
          FROM plans f LEFT JOIN plan_state s ON s.tenant_id = f.tenant_id AND s.plan_id = f.id",
     );
     if let Some(key) = key {
         sql.push(" AND s.key = ").bind(key.to_owned());
     }
-    sql.push(" WHERE f.tenant_id = ")
-        .bind(ctx.tenant_id().to_owned())
-        .push(" AND f.id = ")
-        .bind(plan_id.to_owned())
-        .push(" AND ");
+    sql.push(
+        " LEFT JOIN LATERAL (SELECT count(*) AS n, jsonb_agg(it.item ORDER BY it.seq) AS items, \
+         max(it.created_at) AS last FROM plan_state_items it WHERE it.tenant_id = s.tenant_id \
+         AND it.plan_id = s.plan_id AND it.key = s.key) i ON true WHERE f.tenant_id = ",
+    )
+    .bind(ctx.tenant_id().to_owned())
+    .push(" AND f.id = ")
+    .bind(plan_id.to_owned())
+    .push(" AND ");
     push_readable(&mut sql, ctx, "f.", None);
     sql.push(" ORDER BY s.key");
     let mut tx = begin(pool, ctx.tenant_id()).await?;
@@ -380,8 +388,8 @@ pub(crate) async fn read_state(
     Ok(entries)
 }
 
-/// Delete one key or every key of a plan the caller may change; returns
-/// how many went.
+/// Delete one key or every key (with their appended items) of a plan the
+/// caller may change; returns how many keys went.
 pub(crate) async fn delete_state(
     pool: &PgPool,
     ctx: &CallerContext,
@@ -390,14 +398,18 @@ pub(crate) async fn delete_state(
 ) -> Result<u64, StoreError> {
     let mut tx = begin(pool, ctx.tenant_id()).await?;
     lock_changeable::<Plan>(&mut tx, ctx, plan_id, "change").await?;
-    let mut sql = Sql::new("DELETE FROM plan_state WHERE tenant_id = ");
-    sql.bind(ctx.tenant_id().to_owned())
-        .push(" AND plan_id = ")
-        .bind(plan_id.to_owned());
-    if let Some(key) = key {
-        sql.push(" AND key = ").bind(key.to_owned());
+    let mut deleted = 0;
+    for table in ["plan_state_items", "plan_state"] {
+        let mut sql = Sql::new(&format!("DELETE FROM {table} WHERE tenant_id = "));
+        sql.bind(ctx.tenant_id().to_owned())
+            .push(" AND plan_id = ")
+            .bind(plan_id.to_owned());
+        if let Some(key) = key {
+            sql.push(" AND key = ").bind(key.to_owned());
+        }
+        let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+        deleted = done.rows_affected();
     }
-    let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
     tx.commit().await.map_err(store_error)?;
-    Ok(done.rows_affected())
+    Ok(deleted)
 }

@@ -527,9 +527,12 @@ impl KnowledgeStore for PgKnowledgeStore {
             if let Some(session) = &query.session_id {
                 sql.push(" AND f.session_id = ").bind(session.clone());
             }
+            // Distance alone, so that the HNSW index gives the order (a
+            // second sort key would force a sort of every candidate); ties
+            // are ordered by id below.
             sql.push(" ORDER BY e.embedding <=> ")
                 .bind(Vector::from(vector))
-                .push(", f.id LIMIT ")
+                .push(" LIMIT ")
                 .bind(top_k);
             let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
             // Keep scanning the HNSW graph until `top_k` rows pass the
@@ -548,7 +551,8 @@ impl KnowledgeStore for PgKnowledgeStore {
                 .await
                 .map_err(store_error)?;
             end_read(tx);
-            rows.iter()
+            let mut hits = rows
+                .iter()
                 .map(|row| {
                     let distance: f64 = col(row, "distance")?;
                     Ok(KnowledgeHit {
@@ -556,7 +560,14 @@ impl KnowledgeStore for PgKnowledgeStore {
                         score: (1.0 - distance) as f32,
                     })
                 })
-                .collect()
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            hits.sort_by(|a, b| {
+                b.score
+                    .partial_cmp(&a.score)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| a.knowledge.id.cmp(&b.knowledge.id))
+            });
+            Ok(hits)
         }
         .instrument(span("knowledge", "query", ctx))
         .await

@@ -133,6 +133,18 @@ pub(crate) async fn lock_changeable<R: Record>(
     id: &str,
     operation: &str,
 ) -> Result<(), StoreError> {
+    lock_changeable_as::<R>(tx, ctx, id, operation, "FOR UPDATE").await
+}
+
+/// [`lock_changeable`] with a weaker lock (`FOR SHARE`: the row cannot be
+/// deleted or changed meanwhile, other sharers are not blocked).
+pub(crate) async fn lock_changeable_as<R: Record>(
+    tx: &mut Transaction<'static, Postgres>,
+    ctx: &CallerContext,
+    id: &str,
+    operation: &str,
+    lock: &str,
+) -> Result<(), StoreError> {
     let mut sql = Sql::new(&format!(
         "SELECT 1 AS ok FROM {} f WHERE f.tenant_id = ",
         R::TABLE
@@ -142,7 +154,7 @@ pub(crate) async fn lock_changeable<R: Record>(
         .bind(id.to_owned())
         .push(" AND ");
     push_changeable(&mut sql, ctx, "f.");
-    sql.push(" FOR UPDATE");
+    sql.push(" ").push(lock);
     let found = sql
         .build()?
         .fetch_optional(&mut **tx)
@@ -686,59 +698,91 @@ impl WorkingStore for PgWorkingStore {
     ) -> Result<StateEntry, StoreError> {
         check_state_key(key)?;
         check_json("value", &value)?;
-        let conflict = move |found: &str| {
-            let (plan, key) = (plan_id.to_owned(), key.to_owned());
-            let found = found.to_owned();
-            move || {
-                StoreError::conflict(format!(
-                    "plan `{plan}` key `{key}`: expected {expect:?}, found {found}"
-                ))
+        async {
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            lock_changeable_as::<Plan>(&mut tx, ctx, plan_id, "change", "FOR SHARE").await?;
+            // The key's version (its row's changes plus its appended
+            // items), with its row locked against concurrent sets.
+            let mut current = Sql::new(
+                "SELECT s.version + (SELECT count(*) FROM plan_state_items i \
+                 WHERE i.tenant_id = s.tenant_id AND i.plan_id = s.plan_id AND i.key = s.key) AS v \
+                 FROM plan_state s WHERE s.tenant_id = ",
+            );
+            current
+                .bind(ctx.tenant_id().to_owned())
+                .push(" AND s.plan_id = ")
+                .bind(plan_id.to_owned())
+                .push(" AND s.key = ")
+                .bind(key.to_owned())
+                .push(" FOR UPDATE OF s");
+            let found = current
+                .build()?
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            let version: Option<u64> = found.as_ref().map(|row| count_col(row, "v")).transpose()?;
+            let ok = match (expect, version) {
+                (Expect::Any, _) | (Expect::Absent, None) => true,
+                (Expect::Version(v), Some(c)) => v == c,
+                _ => false,
+            };
+            if !ok {
+                return Err(StoreError::conflict(format!(
+                    "plan `{plan_id}` key `{key}`: expected {expect:?}, found {}",
+                    version.map_or("no entry".to_owned(), |v| format!("version {v}"))
+                )));
             }
-        };
-        let sql = match expect {
-            Expect::Any | Expect::Absent => {
-                let mut sql = Self::upsert_state(ctx, plan_id, key, |sql| {
-                    sql.bind(value).push("::jsonb, 1, now() FROM plans f");
-                });
-                if expect == Expect::Any {
-                    sql.push(
-                        " ON CONFLICT (tenant_id, plan_id, key) DO UPDATE SET value = EXCLUDED.value, \
-                         version = s.version + 1, updated_at = now()",
-                    );
+            let next = i64::try_from(version.unwrap_or(0).saturating_add(1)).unwrap_or(i64::MAX);
+            let mut clear = Sql::new("DELETE FROM plan_state_items WHERE tenant_id = ");
+            clear
+                .bind(ctx.tenant_id().to_owned())
+                .push(" AND plan_id = ")
+                .bind(plan_id.to_owned())
+                .push(" AND key = ")
+                .bind(key.to_owned());
+            clear
+                .build()?
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            let mut write = Sql::new(
+                "INSERT INTO plan_state AS s (tenant_id, plan_id, key, value, version, updated_at) VALUES (",
+            );
+            write
+                .bind(ctx.tenant_id().to_owned())
+                .push(", ")
+                .bind(plan_id.to_owned())
+                .push(", ")
+                .bind(key.to_owned())
+                .push(", ")
+                .bind(value)
+                .push("::jsonb, ")
+                .bind(next)
+                .push(", now()) ON CONFLICT (tenant_id, plan_id, key) ")
+                // A concurrent creator of the same new key won: `Absent` no longer holds.
+                .push(if expect == Expect::Absent {
+                    "DO NOTHING"
                 } else {
-                    sql.push(" ON CONFLICT (tenant_id, plan_id, key) DO NOTHING");
-                }
-                sql.push(&format!(" RETURNING {STATE_COLS}"));
-                sql
-            }
-            Expect::Version(version) => {
-                let version = i64::try_from(version).unwrap_or(i64::MAX);
-                let mut sql = Sql::new("UPDATE plan_state AS s SET value = ");
-                sql.bind(value)
-                    .push(
-                        "::jsonb, version = s.version + 1, updated_at = now() FROM plans f \
-                           WHERE s.tenant_id = ",
-                    )
-                    .bind(ctx.tenant_id().to_owned())
-                    .push(" AND s.plan_id = ")
-                    .bind(plan_id.to_owned())
-                    .push(" AND s.key = ")
-                    .bind(key.to_owned())
-                    .push(" AND s.version = ")
-                    .bind(version)
-                    .push(" AND f.tenant_id = s.tenant_id AND f.id = s.plan_id AND ");
-                push_changeable(&mut sql, ctx, "f.");
-                sql.push(" RETURNING s.plan_id, s.key, s.value, s.version, s.updated_at");
-                sql
-            }
-        };
-        let found = match expect {
-            Expect::Absent => "an entry".to_owned(),
-            _ => "another version or no entry".to_owned(),
-        };
-        self.write_state(ctx, plan_id, sql, conflict(&found))
-            .instrument(span("plan_state", "set", ctx))
-            .await
+                    "DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version, \
+                     updated_at = EXCLUDED.updated_at"
+                })
+                .push(&format!(" RETURNING {STATE_COLS}"));
+            let Some(row) = write
+                .build()?
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(store_error)?
+            else {
+                return Err(StoreError::conflict(format!(
+                    "plan `{plan_id}` key `{key}`: expected Absent, found an entry"
+                )));
+            };
+            let entry = decode_state(&row)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(entry)
+        }
+        .instrument(span("plan_state", "set", ctx))
+        .await
     }
 
     async fn get_state(
@@ -769,23 +813,50 @@ impl WorkingStore for PgWorkingStore {
         plan_id: &str,
         key: &str,
         item: Value,
-    ) -> Result<StateEntry, StoreError> {
+    ) -> Result<(), StoreError> {
         check_state_key(key)?;
         check_json("item", &item)?;
-        let mut sql = Self::upsert_state(ctx, plan_id, key, |sql| {
-            sql.push("jsonb_build_array(")
-                .bind(item)
-                .push("::jsonb), 1, now() FROM plans f");
-        });
-        sql.push(&format!(
-            " ON CONFLICT (tenant_id, plan_id, key) DO UPDATE SET value = s.value || EXCLUDED.value, \
-             version = s.version + 1, updated_at = now() WHERE jsonb_typeof(s.value) = 'array' \
-             RETURNING {STATE_COLS}"
-        ));
-        let key_owned = key.to_owned();
-        self.write_state(ctx, plan_id, sql, move || {
-            StoreError::invalid("key", format!("`{key_owned}` does not hold an array"))
-        })
+        // One statement, no lock on the key's row: the item is a row of its
+        // own (the key's row is created as `[]` by its first append).
+        let mut sql =
+            Sql::new("WITH p AS (SELECT f.tenant_id, f.id FROM plans f WHERE f.tenant_id = ");
+        sql.bind(ctx.tenant_id().to_owned())
+            .push(" AND f.id = ")
+            .bind(plan_id.to_owned())
+            .push(" AND ");
+        push_changeable(&mut sql, ctx, "f.");
+        sql.push(
+            "), r AS (INSERT INTO plan_state (tenant_id, plan_id, key, value, version, updated_at) \
+             SELECT p.tenant_id, p.id, ",
+        )
+        .bind(key.to_owned())
+        .push(
+            ", '[]'::jsonb, 0, now() FROM p ON CONFLICT (tenant_id, plan_id, key) DO NOTHING) \
+             INSERT INTO plan_state_items (tenant_id, plan_id, key, item) SELECT p.tenant_id, p.id, ",
+        )
+        .bind(key.to_owned())
+        .push(", ")
+        .bind(item)
+        .push(
+            "::jsonb FROM p WHERE NOT EXISTS (SELECT 1 FROM plan_state s WHERE \
+             s.tenant_id = p.tenant_id AND s.plan_id = p.id AND s.key = ",
+        )
+        .bind(key.to_owned())
+        .push(" AND jsonb_typeof(s.value) <> 'array') RETURNING seq");
+        async {
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let appended = sql
+                .build()?
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            if appended.is_some() {
+                tx.commit().await.map_err(store_error)?;
+                return Ok(());
+            }
+            let not_array = StoreError::invalid("key", format!("`{key}` does not hold an array"));
+            Err(self.explain_state(&mut tx, ctx, plan_id, not_array).await)
+        }
         .instrument(span("plan_state", "append", ctx))
         .await
     }

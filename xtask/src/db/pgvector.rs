@@ -75,10 +75,66 @@ fn missing_flags(cpuinfo: &str) -> Vec<&'static str> {
         .collect()
 }
 
+/// The x86-64 microarchitecture levels and the `/proc/cpuinfo` flags each
+/// needs (`abm` is LZCNT, `pni` SSE3), highest first.
+const LEVELS: &[(&str, &[&str])] = &[
+    (
+        "x86-64-v3",
+        &[
+            "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave", "cx16",
+            "lahf_lm", "popcnt", "pni", "ssse3", "sse4_1", "sse4_2",
+        ],
+    ),
+    (
+        "x86-64-v2",
+        &[
+            "cx16", "lahf_lm", "popcnt", "pni", "ssse3", "sse4_1", "sse4_2",
+        ],
+    ),
+];
+
+/// The highest x86-64 level every CPU of `cpuinfo` supports (`""`: none
+/// known, compile for the baseline). The build is made on the machine that
+/// runs it, so targeting its level is safe, and AVX2 + FMA make the 384-d
+/// distances of vector search several times faster than SSE2.
+fn level_of(cpuinfo: &str) -> &'static str {
+    let flag_lines: Vec<Vec<&str>> = cpuinfo
+        .lines()
+        .filter_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "flags"))
+        .map(|(_, v)| v.split_whitespace().collect())
+        .collect();
+    if flag_lines.is_empty() {
+        return "";
+    }
+    LEVELS
+        .iter()
+        .find(|(_, flags)| {
+            flag_lines
+                .iter()
+                .all(|line| flags.iter().all(|f| line.contains(f)))
+        })
+        .map_or("", |(level, _)| level)
+}
+
+/// This machine's level (see [`level_of`]).
+pub fn cpu_level() -> &'static str {
+    std::fs::read_to_string("/proc/cpuinfo").map_or("", |info| level_of(&info))
+}
+
+/// What the marker records for a build of [`VERSION`] at `level`.
+fn build_id(level: &str) -> String {
+    if level.is_empty() {
+        VERSION.to_owned()
+    } else {
+        format!("{VERSION} -march={level}")
+    }
+}
+
 /// Whether `db up` must build and install the portable pgvector: the CPU
-/// lacks AVX-512 and the bundle does not hold this version's build yet.
+/// lacks AVX-512 and the bundle does not hold this version's build for
+/// this CPU's level yet.
 pub fn needed(layout: &Layout) -> bool {
-    !missing_cpu_flags().is_empty() && installed(layout) != Build::Portable(VERSION.into())
+    !missing_cpu_flags().is_empty() && installed(layout) != Build::Portable(build_id(cpu_level()))
 }
 
 /// A compiled pgvector source tree, ready for `make install`.
@@ -170,7 +226,7 @@ fn install_tree(layout: &Layout, built: &Built) -> Result<(), String> {
         ));
     }
     let marker = marker(layout);
-    std::fs::write(&marker, format!("{VERSION}\n"))
+    std::fs::write(&marker, format!("{}\n", build_id(cpu_level())))
         .map_err(|e| format!("cannot write {}: {e}", marker.display()))
 }
 
@@ -308,12 +364,17 @@ fn compile(work: &Path, tarball: &Path, pg_config: &Path) -> Result<Built, Strin
     })
 }
 
-/// `make` in `tree` against the bundle's PGXS, without `-march=native`.
+/// `make` in `tree` against the bundle's PGXS, for this CPU's x86-64 level
+/// ([`cpu_level`]) instead of `-march=native` (which would pick up
+/// instructions a VM may advertise but not run).
 fn make_command(tree: &Path, pg_config: &Path, shim: &Path) -> Command {
     let mut make = Command::new("make");
     make.current_dir(tree)
         .arg(format!("PG_CONFIG={}", pg_config.display()))
-        .arg("OPTFLAGS=")
+        .arg(match cpu_level() {
+            "" => "OPTFLAGS=".to_owned(),
+            level => format!("OPTFLAGS=-march={level}"),
+        })
         .arg(format!("PG_CPPFLAGS=-I{}", shim.display()))
         // Do not inherit a jobserver or flags from an outer make/cargo.
         .env_remove("MAKEFLAGS")
@@ -406,6 +467,23 @@ mod tests {
         let mixed = format!("{full}processor\t: 1\nflags\t\t: fpu sse\n");
         assert_eq!(missing_flags(&mixed), AVX512_FLAGS);
         assert_eq!(missing_flags(""), AVX512_FLAGS);
+    }
+
+    #[test]
+    fn the_build_targets_the_highest_level_every_cpu_has() {
+        let v3 = "flags\t: fpu avx avx2 bmi1 bmi2 f16c fma abm movbe xsave cx16 lahf_lm popcnt pni ssse3 sse4_1 sse4_2\n";
+        assert_eq!(level_of(v3), "x86-64-v3");
+        let v2 = "flags\t: fpu cx16 lahf_lm popcnt pni ssse3 sse4_1 sse4_2 avx\n";
+        assert_eq!(level_of(v2), "x86-64-v2");
+        assert_eq!(
+            level_of(&format!("{v3}{v2}")),
+            "x86-64-v2",
+            "every CPU must have it"
+        );
+        assert_eq!(level_of("flags\t: fpu sse sse2\n"), "");
+        assert_eq!(level_of(""), "");
+        assert_eq!(build_id(""), VERSION);
+        assert_eq!(build_id("x86-64-v3"), format!("{VERSION} -march=x86-64-v3"));
     }
 
     fn scratch(name: &str) -> PathBuf {

@@ -513,13 +513,16 @@ pub trait WorkingStore: Send + Sync {
 
     /// Atomically append `item` to the array at `key` (created as `[item]`
     /// when absent). A value that is not an array is [`StoreError::InvalidInput`].
+    /// Appends do not read the value back, so they cost the same whatever
+    /// its length, and concurrent appends to one key do not wait for each
+    /// other (read the value with [`WorkingStore::get_state`]).
     async fn append_state(
         &self,
         ctx: &CallerContext,
         plan_id: &str,
         key: &str,
         item: Value,
-    ) -> Result<StateEntry, StoreError>;
+    ) -> Result<(), StoreError>;
 
     /// Atomically add `by` to the integer at `key` (created as `by` when
     /// absent). A value that is not an integer, or an overflow, is
