@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    check_embedding, check_label, check_user, cosine, json_object, knowledge_read_allowed,
+    check_label, check_user, cosine, json_object, knowledge_read_allowed, resolve_embedding,
     validate_knowledge,
 };
 use openvibe_protocols::{
@@ -40,42 +40,21 @@ fn upsert_key(tenant: &Tenant, owner: &str, external: Option<&str>, hash: &str) 
 }
 
 impl InMemoryWorkingStore {
-    /// The embedding of `text` by the configured embedder, checked.
-    pub(crate) async fn embed_one(&self, field: &str, text: &str) -> Result<Vec<f32>, StoreError> {
-        let Some(embedder) = &self.embedder else {
-            return Err(StoreError::invalid(
-                field,
-                "no embedding was given and the store has no embedder",
-            ));
-        };
-        let mut vectors = embedder
-            .embed(&[text.to_owned()])
-            .await
-            .map_err(|e| StoreError::backend_from(format!("embedding failed: {e}"), false, e))?;
-        let vector = vectors.pop().unwrap_or_default();
-        check_embedding(field, &vector, self.dimensions)?;
-        Ok(vector)
-    }
-
-    /// The embedding a write or a query uses: the given one (checked), or
-    /// the embedder's for `text`.
+    /// The embedding a write or a query uses (see [`resolve_embedding`]).
     async fn embedding_for(
         &self,
         field: &str,
         given: Option<&Vec<f32>>,
         text: Option<&str>,
     ) -> Result<Vec<f32>, StoreError> {
-        match (given, text) {
-            (Some(v), _) => {
-                check_embedding(field, v, self.dimensions)?;
-                Ok(v.clone())
-            }
-            (None, Some(text)) => self.embed_one(field, text).await,
-            (None, None) => Err(StoreError::invalid(
-                field,
-                "give an embedding or a text to embed",
-            )),
-        }
+        resolve_embedding(
+            self.embedder.as_deref(),
+            self.dimensions,
+            field,
+            given,
+            text,
+        )
+        .await
     }
 }
 

@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{self, Mode, Record, end_read, fetch_optional, span};
-use crate::sql::{Sql, begin, col, columns, push_changeable, push_readable};
+use crate::sql::{Sql, begin, col, columns, push_changeable, push_new_identity, push_readable};
 use crate::working::{decode_state, lock_changeable, require_readable};
 
 const TASK_COLS: &[&str] = &[
@@ -132,19 +132,8 @@ pub(crate) async fn store_task_context(
             "INSERT INTO task_contexts AS f (tenant_id, id, project_id, owner, created_at, \
              updated_at, plan_id, context, sub_task_ids) VALUES (",
         );
-        sql.bind(ctx.tenant_id().to_owned())
-            .push(", ")
-            .bind(task.task_id.clone())
-            .push(", ")
-            .bind(ctx.project_id().map(str::to_owned))
-            .push(", ")
-            .bind(ctx.owner_key())
-            .push(", ")
-            .bind(now)
-            .push(", ")
-            .bind(now)
-            .push(", ")
-            .bind(task.plan_id.clone())
+        push_new_identity(&mut sql, ctx, task.task_id.clone(), now);
+        sql.bind(task.plan_id.clone())
             .push(", ")
             .bind(task.context.clone())
             .push(", ")

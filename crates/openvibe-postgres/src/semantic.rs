@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    check_embedding, check_label, check_user, json_object, validate_knowledge,
+    check_embedding, check_label, check_user, json_object, modify_allowed, resolve_embedding,
+    validate_knowledge,
 };
 use openvibe_protocols::{
     CallerContext, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
@@ -27,7 +28,7 @@ use tracing::Instrument;
 use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{end_read, not_found, span};
-use crate::sql::{Sql, begin, col, columns, push_project};
+use crate::sql::{Sql, begin, col, columns, delete_row, push_project};
 use crate::working::require_readable;
 
 const COLS: &[&str] = &[
@@ -249,29 +250,14 @@ impl PgKnowledgeStore {
         given: Option<&Vec<f32>>,
         text: Option<&str>,
     ) -> Result<Vec<f32>, StoreError> {
-        let vector = match (given, text, &self.embedder) {
-            (Some(v), _, _) => v.clone(),
-            (None, Some(text), Some(embedder)) => embedder
-                .embed(&[text.to_owned()])
-                .await
-                .map_err(|e| StoreError::backend_from(format!("embedding failed: {e}"), false, e))?
-                .pop()
-                .unwrap_or_default(),
-            (None, Some(_), None) => {
-                return Err(StoreError::invalid(
-                    field,
-                    "no embedding was given and the store has no embedder",
-                ));
-            }
-            (None, None, _) => {
-                return Err(StoreError::invalid(
-                    field,
-                    "give an embedding or a text to embed",
-                ));
-            }
-        };
-        check_embedding(field, &vector, self.dimensions)?;
-        Ok(vector)
+        resolve_embedding(
+            self.embedder.as_deref(),
+            self.dimensions,
+            field,
+            given,
+            text,
+        )
+        .await
     }
 
     /// Upsert many pieces of knowledge as [`KnowledgeStore::store_knowledge`]
@@ -618,22 +604,13 @@ impl KnowledgeStore for PgKnowledgeStore {
                 .map_err(store_error)?
                 .ok_or_else(|| not_found("knowledge", id))?;
             let owner: String = row.try_get("owner").map_err(store_error)?;
-            if !(ctx.is_owner(&owner) || ctx.is_privileged()) {
+            if !modify_allowed(true, ctx.is_owner(&owner), ctx.is_privileged()) {
                 return Err(ctx.unauthorized(
                     format!("delete knowledge {id}"),
                     format!("it is owned by {owner}"),
                 ));
             }
-            let mut delete = Sql::new("DELETE FROM knowledge WHERE tenant_id = ");
-            delete
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND id = ")
-                .bind(id.to_owned());
-            delete
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            delete_row(&mut tx, ctx, "knowledge", id).await?;
             tx.commit().await.map_err(store_error)?;
             Ok(())
         }

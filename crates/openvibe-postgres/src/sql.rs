@@ -326,6 +326,50 @@ pub(crate) fn columns(cols: &[&str], a: &str) -> String {
         .join(", ")
 }
 
+/// Bind the identity of a new record, `tenant_id, id, project_id, owner,
+/// created_at, updated_at` (from the caller; both times `now`), each
+/// followed by `", "`.
+pub(crate) fn push_new_identity(
+    sql: &mut Sql,
+    ctx: &CallerContext,
+    id: String,
+    now: DateTime<Utc>,
+) {
+    sql.bind(ctx.tenant_id().to_owned())
+        .push(", ")
+        .bind(id)
+        .push(", ")
+        .bind(ctx.project_id().map(str::to_owned))
+        .push(", ")
+        .bind(ctx.owner_key())
+        .push(", ")
+        .bind(now)
+        .push(", ")
+        .bind(now)
+        .push(", ");
+}
+
+/// `DELETE FROM <table> WHERE tenant_id = <caller's> AND id = <id>` in
+/// `tx` (access already decided); returns how many rows went.
+pub(crate) async fn delete_row(
+    tx: &mut Transaction<'static, Postgres>,
+    ctx: &CallerContext,
+    table: &str,
+    id: &str,
+) -> Result<u64, StoreError> {
+    let mut delete = Sql::new(&format!("DELETE FROM {table} WHERE tenant_id = "));
+    delete
+        .bind(ctx.tenant_id().to_owned())
+        .push(" AND id = ")
+        .bind(id.to_owned());
+    let done = delete
+        .build()?
+        .execute(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    Ok(done.rows_affected())
+}
+
 /// A fresh record id (as the in-memory store makes them).
 pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()

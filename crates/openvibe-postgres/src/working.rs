@@ -24,7 +24,10 @@ use tracing::Instrument;
 use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{self, Mode, Record, end_read, fetch_all, fetch_optional, not_found, span};
-use crate::sql::{Sql, begin, col, columns, count_col, push_changeable, push_readable};
+use crate::sql::{
+    Sql, begin, col, columns, count_col, delete_row, push_changeable, push_new_identity,
+    push_readable,
+};
 
 const SESSION_COLS: &[&str] = &[
     "tenant_id",
@@ -345,19 +348,8 @@ impl WorkingStore for PgWorkingStore {
                 "INSERT INTO sessions (tenant_id, id, project_id, owner, created_at, updated_at, \
                  last_activity, name, metadata) VALUES (",
             );
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(", ")
-                .bind(id)
-                .push(", ")
-                .bind(ctx.project_id().map(str::to_owned))
-                .push(", ")
-                .bind(ctx.owner_key())
-                .push(", ")
-                .bind(now)
-                .push(", ")
-                .bind(now)
-                .push(", ")
-                .bind(now)
+            push_new_identity(&mut sql, ctx, id, now);
+            sql.bind(now)
                 .push(", ")
                 .bind(session.name)
                 .push(", ")
@@ -429,16 +421,7 @@ impl WorkingStore for PgWorkingStore {
                 .map_err(store_error)?;
             let plans_detached = count_col(&row, "n")?;
             // Foreign keys detach plans, plan contexts and knowledge.
-            let mut delete = Sql::new("DELETE FROM sessions WHERE tenant_id = ");
-            delete
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND id = ")
-                .bind(id.to_owned());
-            delete
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            delete_row(&mut tx, ctx, "sessions", id).await?;
             tx.commit().await.map_err(store_error)?;
             Ok(SessionDeleted { plans_detached })
         }
@@ -470,19 +453,8 @@ impl WorkingStore for PgWorkingStore {
                 "INSERT INTO plans (tenant_id, id, project_id, owner, created_at, updated_at, \
                  goal_event, goal_data, response_event, status, session_id, parent_plan_id) VALUES (",
             );
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(", ")
-                .bind(id)
-                .push(", ")
-                .bind(ctx.project_id().map(str::to_owned))
-                .push(", ")
-                .bind(ctx.owner_key())
-                .push(", ")
-                .bind(now)
-                .push(", ")
-                .bind(now)
-                .push(", ")
-                .bind(plan.goal_event)
+            push_new_identity(&mut sql, ctx, id, now);
+            sql.bind(plan.goal_event)
                 .push(", ")
                 .bind(goal_data)
                 .push(", ")
@@ -614,16 +586,7 @@ impl WorkingStore for PgWorkingStore {
             };
             // Foreign keys take the state and context, detach sub-plans,
             // task contexts and knowledge.
-            let mut delete = Sql::new("DELETE FROM plans WHERE tenant_id = ");
-            delete
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND id = ")
-                .bind(id.to_owned());
-            delete
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            delete_row(&mut tx, ctx, "plans", id).await?;
             touch_session(&mut tx, ctx, session.as_deref(), -1, store_time()).await?;
             tx.commit().await.map_err(store_error)?;
             Ok(deleted)

@@ -38,7 +38,7 @@ pub use records::{
 };
 pub use semantic::{
     Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, check_embedding,
-    check_user, cosine, knowledge_read_allowed, validate_knowledge,
+    check_user, cosine, knowledge_read_allowed, resolve_embedding, validate_knowledge,
 };
 pub use store::{EpisodicStore, FactStore, InsightStore, Stores};
 pub use validate::{

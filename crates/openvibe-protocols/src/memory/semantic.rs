@@ -222,6 +222,40 @@ pub fn validate_knowledge(ctx: &CallerContext, input: &NewKnowledge) -> Result<(
     check_tags("tags", &input.tags)
 }
 
+/// The embedding a write or a query uses: `given` (checked), else
+/// `embedder`'s for `text`; `InvalidInput` when neither is possible.
+pub async fn resolve_embedding(
+    embedder: Option<&dyn crate::Embedder>,
+    dimensions: usize,
+    field: &str,
+    given: Option<&Vec<f32>>,
+    text: Option<&str>,
+) -> Result<Vec<f32>, StoreError> {
+    let vector = match (given, text, embedder) {
+        (Some(v), _, _) => v.clone(),
+        (None, Some(text), Some(embedder)) => embedder
+            .embed(&[text.to_owned()])
+            .await
+            .map_err(|e| StoreError::backend_from(format!("embedding failed: {e}"), false, e))?
+            .pop()
+            .unwrap_or_default(),
+        (None, Some(_), None) => {
+            return Err(StoreError::invalid(
+                field,
+                "no embedding was given and the store has no embedder",
+            ));
+        }
+        (None, None, _) => {
+            return Err(StoreError::invalid(
+                field,
+                "give an embedding or a text to embed",
+            ));
+        }
+    };
+    check_embedding(field, &vector, dimensions)?;
+    Ok(vector)
+}
+
 /// Cosine similarity of two vectors of the same length (0 when either is zero).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
