@@ -2,9 +2,9 @@
 
 use std::future::Future;
 
-use openvibe_protocols::{Insight, InsightQuery, InsightStatus, Stores};
+use openvibe_protocols::{Classification, Insight, InsightQuery, InsightStatus, Stores};
 
-use crate::support::{agent, at, insight_ids, is_invalid, is_not_found, sys};
+use crate::support::{agent, at, insight_ids, is_invalid, is_not_found, is_unauthorized, sys};
 
 /// `general` keeps only insights that name no entity.
 pub async fn insight_filter_general<F, Fut>(factory: F)
@@ -359,4 +359,77 @@ where
     let got = s.insights.get(&sys(), "i1").await.unwrap().unwrap();
     assert_eq!(got.access_count, 3);
     assert!(got.last_accessed.is_some());
+}
+
+/// `strengthen` is one atomic step: 8 concurrent calls add 8 evidence and
+/// 8 steps of confidence (capped at 1.0), and merge episode ids without
+/// duplicates; it needs the right to change the insight.
+pub async fn insight_strengthen_is_atomic<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let cro = agent("cro");
+    let low = Insight {
+        source_episode_ids: vec!["e0".into()],
+        ..Insight::new("low", "cro", "webinar leads convert", 0.1).evidence(1)
+    };
+    let high = Insight::new("high", "cro", "vp sponsors close", 0.5).evidence(2);
+    s.insights.store(&cro, low).await.unwrap();
+    s.insights.store(&cro, high).await.unwrap();
+    let calls: Vec<_> = (0..8)
+        .flat_map(|i| {
+            let insights = s.insights.clone();
+            let other = s.insights.clone();
+            let episodes = vec![format!("e{}", i % 3), "e0".to_owned()];
+            let again = episodes.clone();
+            [
+                Box::pin(async move {
+                    insights
+                        .strengthen(&agent("cro"), "low", &episodes)
+                        .await
+                        .unwrap();
+                }) as std::pin::Pin<Box<dyn Future<Output = ()>>>,
+                Box::pin(async move {
+                    other
+                        .strengthen(&agent("cro"), "high", &again)
+                        .await
+                        .unwrap();
+                }),
+            ]
+        })
+        .collect();
+    crate::support::futures_join_all(calls).await;
+    let low = s.insights.get(&cro, "low").await.unwrap().unwrap();
+    assert_eq!(low.evidence_count, 9);
+    assert!((low.confidence - 0.9).abs() < 1e-9, "{}", low.confidence);
+    assert!(low.last_confirmed.is_some());
+    assert_eq!(low.source_episode_ids, vec!["e0", "e1", "e2"]);
+    let high = s.insights.get(&cro, "high").await.unwrap().unwrap();
+    assert_eq!(high.evidence_count, 10);
+    assert_eq!(high.confidence, 1.0, "capped");
+    assert!(is_unauthorized(
+        s.insights
+            .strengthen(
+                &agent("cmo").with_domain_clearance("", Classification::Internal),
+                "low",
+                &[]
+            )
+            .await
+    ));
+    assert!(is_not_found(
+        s.insights.strengthen(&agent("cmo"), "low", &[]).await
+    ));
+    assert!(is_not_found(s.insights.strengthen(&cro, "nope", &[]).await));
+    assert_eq!(
+        s.insights
+            .get(&cro, "low")
+            .await
+            .unwrap()
+            .unwrap()
+            .evidence_count,
+        9,
+        "refusals changed nothing"
+    );
 }

@@ -99,6 +99,7 @@ cases! {
     facts::fact_store_twice_is_an_upsert;
     facts::fact_delete_then_not_found;
     facts::fact_queries_match_the_reference_model;
+    insights::insight_strengthen_is_atomic;
     working::working_sessions;
     working::working_plans;
     working::working_bad_input_writes_nothing;

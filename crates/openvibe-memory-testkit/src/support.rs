@@ -1,6 +1,8 @@
 //! Helpers the cases share: fixed times, callers of tenant `t1`, id lists,
 //! error predicates.
 
+use std::future::Future;
+
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use openvibe_protocols::{CallerContext, Episode, Fact, Insight, StoreError};
 
@@ -57,4 +59,18 @@ pub(crate) fn is_unauthorized<T: std::fmt::Debug>(result: Result<T, StoreError>)
 
 pub(crate) fn is_invalid<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
     matches!(result, Err(StoreError::InvalidInput { .. }))
+}
+
+/// Run futures concurrently (interleaved on the test's runtime).
+pub(crate) async fn futures_join_all<F: Future<Output = ()>>(futures: Vec<F>) {
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(move |cx| {
+        pinned.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if pinned.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
 }

@@ -10,7 +10,7 @@ use openvibe_protocols::{
 };
 use serde_json::json;
 
-use crate::support::{is_invalid, is_not_found, is_unauthorized};
+use crate::support::{futures_join_all, is_invalid, is_not_found, is_unauthorized};
 
 fn alice() -> CallerContext {
     CallerContext::user("alice").with_tenant("t1")
@@ -734,20 +734,6 @@ where
     distinct.sort_unstable();
     distinct.dedup();
     assert_eq!(distinct.len(), 1600);
-}
-
-/// Run futures concurrently (interleaved on the test's runtime).
-async fn futures_join_all<F: Future<Output = ()>>(futures: Vec<F>) {
-    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    std::future::poll_fn(move |cx| {
-        pinned.retain_mut(|f| f.as_mut().poll(cx).is_pending());
-        if pinned.is_empty() {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await;
 }
 
 /// The source design's worker example: save the task context when

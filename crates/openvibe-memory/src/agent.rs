@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::Utc;
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
     InsightQuery, InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry,
@@ -306,16 +305,13 @@ impl AgentMemory {
                 .find_similar(&self.ctx, &self.agent_id, &candidate.content)
                 .await?;
             match similar {
-                Some(mut existing) => {
-                    existing.confidence = (existing.confidence + 0.1).min(1.0);
-                    existing.evidence_count = existing.evidence_count.saturating_add(1);
-                    existing.last_confirmed = Some(Utc::now());
-                    for id in &source_ids {
-                        if !existing.source_episode_ids.contains(id) {
-                            existing.source_episode_ids.push(id.clone());
-                        }
-                    }
-                    let updated = self.insights.update(&self.ctx, existing).await?;
+                Some(existing) => {
+                    // One atomic step in the store: concurrent reflections
+                    // strengthen it once each.
+                    let updated = self
+                        .insights
+                        .strengthen(&self.ctx, &existing.id, &source_ids)
+                        .await?;
                     report.strengthened.push(updated);
                 }
                 None => {

@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Embedder, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery, FactStore,
-    Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta, StoreError,
-    Stores, content_hash, validate_episode, validate_fact, validate_insight,
+    Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta, STRENGTHEN_STEP,
+    StoreError, Stores, content_hash, validate_episode, validate_fact, validate_insight,
 };
 
 use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
@@ -371,6 +371,38 @@ impl<R: Indexed> Tables<R> {
         Ok(())
     }
 
+    /// Change record `id` with `change` under the write lock (the caller
+    /// must be allowed to modify it); returns it as stored.
+    fn modify(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        change: impl FnOnce(&mut R, DateTime<Utc>),
+    ) -> Result<R, StoreError> {
+        let _span = Self::span("modify", ctx);
+        let mut guard = self.write()?;
+        let table = guard
+            .get_mut(ctx.tenant_id())
+            .ok_or_else(|| Self::not_found(id))?;
+        let slot = table.slot(id).ok_or_else(|| Self::not_found(id))?;
+        let mut rec = table.materialize(slot).ok_or_else(|| Self::not_found(id))?;
+        if !ctx.can_read(rec.meta(), rec.domain()) {
+            return Err(Self::not_found(id));
+        }
+        if !ctx.can_modify(rec.meta()) {
+            return Err(ctx.unauthorized(
+                format!("change {} {id}", R::KIND),
+                format!("it is owned by {}", rec.meta().owner),
+            ));
+        }
+        let now = Utc::now();
+        change(&mut rec, now);
+        rec.validate()?;
+        rec.meta_mut().updated_at = now;
+        table.replace(slot, rec.clone());
+        Ok(rec)
+    }
+
     fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
         let _span = Self::span("touch", ctx);
         let mut guard = self.write()?;
@@ -582,6 +614,25 @@ impl InsightStore for InMemoryInsightStore {
 
     async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
         self.tables.touch(ctx, ids)
+    }
+
+    async fn strengthen(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        episode_ids: &[String],
+    ) -> Result<Insight, StoreError> {
+        // Read, change and write under one write lock: atomic.
+        self.tables.modify(ctx, id, |insight, now| {
+            insight.confidence = (insight.confidence + STRENGTHEN_STEP).min(1.0);
+            insight.evidence_count = insight.evidence_count.saturating_add(1);
+            insight.last_confirmed = Some(now);
+            for episode in episode_ids {
+                if !insight.source_episode_ids.contains(episode) {
+                    insight.source_episode_ids.push(episode.clone());
+                }
+            }
+        })
     }
 }
 

@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Insight, InsightQuery, InsightStatus, InsightStore, StoreError, content_hash,
-    validate_insight,
+    CallerContext, Insight, InsightQuery, InsightStatus, InsightStore, STRENGTHEN_STEP, StoreError,
+    content_hash, validate_insight,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -15,8 +15,8 @@ use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
     GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags, col,
-    columns, count_col, joined_terms, new_id, push_governed, push_readable, record_terms, to_i64,
-    word_queries,
+    columns, count_col, joined_terms, new_id, push_changeable, push_governed, push_readable,
+    record_terms, to_i64, word_queries,
 };
 
 const COLS: &[&str] = &[
@@ -367,5 +367,53 @@ impl InsightStore for PgInsightStore {
 
     async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
         records::touch::<Insight>(&self.pool, ctx, ids).await
+    }
+
+    async fn strengthen(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        episode_ids: &[String],
+    ) -> Result<Insight, StoreError> {
+        check_tags("episode_ids", episode_ids)?;
+        async {
+            // One statement: no read-modify-write, so concurrent
+            // reflections each add their step.
+            let mut sql = Sql::new("UPDATE insights AS f SET confidence = least(f.confidence + ");
+            sql.bind(STRENGTHEN_STEP)
+                .push(
+                    ", 1.0), evidence_count = f.evidence_count + 1, last_confirmed = now(), \
+                     updated_at = now(), source_episode_ids = f.source_episode_ids || \
+                     ARRAY(SELECT u.x FROM unnest(",
+                )
+                .bind(episode_ids.to_vec())
+                .push(
+                    "::text[]) WITH ORDINALITY AS u(x, n) \
+                     WHERE NOT u.x = ANY(f.source_episode_ids) ORDER BY u.n) WHERE f.tenant_id = ",
+                )
+                .bind(ctx.tenant_id().to_owned())
+                .push(" AND f.id = ")
+                .bind(id.to_owned())
+                .push(" AND ");
+            push_changeable(&mut sql, ctx, "f.");
+            sql.push(&format!(" RETURNING {}", columns(COLS, "f.")));
+            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            match records::fetch_optional::<Insight>(&mut tx, sql).await? {
+                Some(insight) => {
+                    tx.commit().await.map_err(store_error)?;
+                    Ok(insight)
+                }
+                None => Err(records::refusal::<Insight>(
+                    &mut tx,
+                    ctx,
+                    id,
+                    "change",
+                    records::Mode::Update,
+                )
+                .await),
+            }
+        }
+        .instrument(span("insight", "strengthen", ctx))
+        .await
     }
 }

@@ -37,9 +37,9 @@ pub use memory::{
     Fact, FactQuery, FactStore, Governed, Insight, InsightQuery, InsightStatus, InsightStore,
     MAX_CONTENT_LEN, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, MemoryEntry, MemoryProvider,
     ParseClassificationError, Principal, PrincipalKind, RecordFilter, RecordMeta, RetrievalTrace,
-    StoreError, Stores, TraceAction, check_content, check_importance, check_unit, content_hash,
-    modify_allowed, read_allowed, text_terms, validate_episode, validate_fact, validate_insight,
-    validate_record_id,
+    STRENGTHEN_STEP, StoreError, Stores, TraceAction, check_content, check_importance, check_unit,
+    content_hash, modify_allowed, read_allowed, text_terms, validate_episode, validate_fact,
+    validate_insight, validate_record_id,
 };
 pub use memory::{
     Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan,

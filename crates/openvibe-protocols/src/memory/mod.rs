@@ -40,7 +40,7 @@ pub use semantic::{
     Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, check_embedding,
     check_user, cosine, knowledge_read_allowed, resolve_embedding, validate_knowledge,
 };
-pub use store::{EpisodicStore, FactStore, InsightStore, Stores};
+pub use store::{EpisodicStore, FactStore, InsightStore, STRENGTHEN_STEP, Stores};
 pub use validate::{
     MAX_CONTENT_LEN, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, check_content, check_importance, check_json,
     check_label, check_opt_label, check_tags, check_text, check_unit, json_object,

@@ -265,7 +265,11 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 8;
     let (mut dot, mut na, mut nb) = ([0.0f32; LANES], [0.0f32; LANES], [0.0f32; LANES]);
     let chunks = a.len().min(b.len()) / LANES;
-    for (ca, cb) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)).take(chunks) {
+    for (ca, cb) in a
+        .chunks_exact(LANES)
+        .zip(b.chunks_exact(LANES))
+        .take(chunks)
+    {
         for i in 0..LANES {
             dot[i] += ca[i] * cb[i];
             na[i] += ca[i] * ca[i];
@@ -340,7 +344,11 @@ mod tests {
         // Lanes and remainder agree with the plain definition.
         let a: Vec<f32> = (0..387).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
         let b: Vec<f32> = (0..387).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
-        let dot: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+        let dot: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum();
         let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
         let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
         assert!((f64::from(cosine(&a, &b)) - dot / (na * nb)).abs() < 1e-5);

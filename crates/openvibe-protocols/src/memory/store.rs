@@ -111,7 +111,21 @@ pub trait InsightStore: Send + Sync {
 
     /// Count the readable insights among `ids` as accessed; returns how many were.
     async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError>;
+
+    /// Observe insight `id` again, atomically (no lost update when several
+    /// reflections run at once): confidence + [`STRENGTHEN_STEP`] (at most
+    /// 1.0), evidence + 1, `last_confirmed` = now, and `episode_ids` not yet
+    /// among its sources appended to them. Errors as [`InsightStore::update`].
+    async fn strengthen(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        episode_ids: &[String],
+    ) -> Result<Insight, StoreError>;
 }
+
+/// How much [`InsightStore::strengthen`] adds to an insight's confidence.
+pub const STRENGTHEN_STEP: f64 = 0.1;
 
 /// One set of stores, as a backend provides them (`openvibe_memory::in_memory_stores()`,
 /// `PgStores::stores()`). Cheap to clone.
