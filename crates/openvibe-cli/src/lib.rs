@@ -4,6 +4,7 @@
 //! - `openvibe run <role.yaml>`: any role file (see [`spec`]).
 
 pub mod demo;
+pub mod logging;
 pub mod spec;
 pub mod standin;
 pub mod template;

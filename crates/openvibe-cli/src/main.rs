@@ -3,14 +3,41 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use openvibe_cli::CliError;
 use openvibe_cli::demo::{self, DEMO_FILES, LlmChoice, Options};
+use openvibe_cli::logging::{self, LogFormat};
 use openvibe_cli::spec::{Files, RoleFile};
 
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the command failed (the message says why; -v adds its causes)
+  2  the command line is wrong (unknown option, missing argument)
+
+Logging: RUST_LOG (e.g. RUST_LOG=openvibe_postgres=debug) or -v/-vv/-vvv;
+--log-format json for one JSON object per line on stderr.";
+
 #[derive(Parser)]
-#[command(name = "openvibe", version, about = "LLM agents that remember")]
+#[command(
+    name = "openvibe",
+    version,
+    about = "LLM agents that remember: run roles with memory from YAML files",
+    long_about = "LLM agents that remember.\n\nRuns roles (a soul, authority, clearance, \
+                  memory, operators) from YAML files, on in-process memory or PostgreSQL, \
+                  with a real model or a recorded cassette.",
+    after_help = EXIT_CODES
+)]
 struct Cli {
+    /// More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Errors only.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// How log lines are written.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -53,11 +80,23 @@ struct LlmArgs {
 enum Command {
     /// Run the CRO example end to end: two leads, reflection in between, and
     /// what the second run learned from the first.
+    #[command(after_help = "\
+Examples:
+  openvibe demo                                  offline, from the recorded cassette
+  openvibe -v demo                               ... with node, LLM-call and token logs
+  openvibe demo --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe
+  ANTHROPIC_API_KEY=... openvibe demo --llm anthropic
+  openvibe demo --llm openai --base-url http://localhost:11434/v1 --model llama3.1")]
     Demo {
         #[command(flatten)]
         llm: LlmArgs,
     },
     /// Run every activation of a role file.
+    #[command(after_help = "\
+Examples:
+  openvibe run crates/openvibe-cli/demo/cro/role.yaml --llm standin
+  openvibe run role.yaml --reflect --llm anthropic
+  openvibe -vv run role.yaml --llm standin --log-format json 2> log.jsonl")]
     Run {
         /// The role file (YAML).
         role_file: PathBuf,
@@ -66,6 +105,17 @@ enum Command {
         reflect: bool,
         #[command(flatten)]
         llm: LlmArgs,
+    },
+    /// Print a completion script for a shell.
+    #[command(after_help = "\
+Examples:
+  openvibe completions bash > ~/.local/share/bash-completion/completions/openvibe
+  openvibe completions zsh > ~/.zfunc/_openvibe
+  openvibe completions fish > ~/.config/fish/completions/openvibe.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -136,16 +186,35 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let (options, label) = options(&llm, Llm::Anthropic, reflect);
             demo::execute(&file, &files, &options, &label, &mut stdout).await
         }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "openvibe", &mut stdout);
+            Ok(())
+        }
+    }
+}
+
+/// One line for the error; with `-v`, its causes too.
+fn report(e: &CliError, verbose: u8) {
+    eprintln!("openvibe: error: {e}");
+    if verbose > 0 {
+        let mut source = std::error::Error::source(e);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
     }
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.verbose, cli.quiet, cli.log_format);
+    let verbose = cli.verbose;
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("openvibe: {e}");
+            tracing::debug!(error = ?e, "command failed");
+            report(&e, verbose);
             ExitCode::FAILURE
         }
     }

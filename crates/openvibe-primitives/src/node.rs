@@ -185,14 +185,25 @@ impl Spec {
     }
 
     async fn call(&self, ctx: &NodeContext, request: &LlmRequest) -> Result<LlmResponse, Error> {
-        ctx.llm
+        let span = tracing::info_span!(
+            "llm_call",
+            node = %self.name,
+            model = %request.model,
+            tokens_in = tracing::field::Empty,
+            tokens_out = tracing::field::Empty,
+        );
+        let response = ctx
+            .llm
             .call(request)
-            .instrument(tracing::info_span!("llm_call", node = %self.name, model = %request.model))
+            .instrument(span.clone())
             .await
             .map_err(|source| Error::Llm {
                 node: self.name.clone(),
                 source,
-            })
+            })?;
+        span.record("tokens_in", response.tokens_in);
+        span.record("tokens_out", response.tokens_out);
+        Ok(response)
     }
 
     /// Store the output under `output_key` and send the episode.
