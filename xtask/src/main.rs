@@ -1,7 +1,8 @@
 //! Project automation, run as `cargo xtask <task>`.
 //!
 //! - `test-all`: format check, clippy (warnings denied), the layering check,
-//!   every test (in-memory and Postgres) and the doc tests; fails when any
+//!   rustdoc (warnings denied: broken intra-doc links fail), every test
+//!   (in-memory and Postgres) and the doc tests; fails when any
 //!   test reports itself skipped (listing each by name).
 //! - `layering`: only the layering check.
 //! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`.
@@ -16,7 +17,8 @@ use std::process::Command;
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  test-all              fmt --check, clippy -D warnings, layering check, all tests, doc tests
+  test-all              fmt --check, clippy -D warnings, layering check, rustdoc -D warnings,
+                        all tests, doc tests; fails when a test was skipped
   layering              check that crates only depend on the layers below them
   bench [group...]      run benchmarks (groups: primitives, graph, memory, pg, semantic, pg_working), print BENCH lines
   db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url";
@@ -97,6 +99,13 @@ fn test_all() -> Result<(), String> {
     )?;
     eprintln!("==> layering check");
     layering::check()?;
+    // Broken intra-doc links and other rustdoc warnings fail the build.
+    run(
+        "docs (rustdoc -D warnings)",
+        cargo()
+            .args(["doc", "--workspace", "--no-deps", "--all-features", "--lib"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     let mut tests = cargo();
     tests.args(["test", "--workspace", "--all-features"]);
     if let Some(url) = database_url_for_tests()? {

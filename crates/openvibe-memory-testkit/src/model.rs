@@ -1,6 +1,6 @@
 //! A plain reference model of the store contract: what a query must return,
 //! computed by filtering every record and sorting, with the contract's own
-//! rules ([`CallerContext::can_read`], [`text_terms`], [`RecordFilter`]).
+//! rules ([`CallerContext::can_read`], [`text_terms`], [`RecordFilter`](openvibe_protocols::RecordFilter)).
 //! Backends are compared with it, not with each other.
 
 use std::cmp::Reverse;

@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | L3 | `openvibe-roles` | [`roles`]: [`Role`], [`RoleRuntime`], [`AuthorityConfig`] |
 //! | L2 | `openvibe-operators` | [`operators`]: [`Operator`], [`OperatorRuntime`], [`StateGraph`] |
-//! | L1 | `openvibe-primitives` | [`primitives`]: [`LlmNode`] ([`llm_node`]), [`AgentNode`] ([`agent_node`]), [`tool`] |
+//! | L1 | `openvibe-primitives` | [`primitives`]: [`LlmNode`] ([`llm_node`](macro@llm_node)), [`AgentNode`] ([`agent_node`](macro@agent_node)), [`tool`] |
 //! | memory | `openvibe-memory` | [`memory`]: [`AgentMemory`], [`WorkspaceMemory`], [`MemoryFilesystem`], [`ClearanceProfile`] |
 //! | L0 | `openvibe-protocols` | [`protocols`]: [`Fact`], [`Episode`], [`Insight`], [`Classification`], traits |
 //!

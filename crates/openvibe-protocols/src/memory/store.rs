@@ -99,7 +99,7 @@ pub trait InsightStore: Send + Sync {
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError>;
 
     /// The readable, active insight of `agent_id` most similar to `content`:
-    /// the one sharing the most words (see [`text_terms`]; whole words only)
+    /// the one sharing the most words (see [`text_terms`](crate::text_terms); whole words only)
     /// with it, at least `min(3, words in content)`; ties go to higher
     /// confidence, then lower id. `None` when nothing is similar enough.
     async fn find_similar(

@@ -48,7 +48,7 @@ pub struct Episode {
     /// An id in an outside system (e.g. a trace id), when imported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
-    /// Hash of [`Episode::searchable_text`] (see [`content_hash`]); set by the store.
+    /// Hash of [`Episode::searchable_text`] (see [`content_hash`](crate::content_hash)); set by the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<String>,
 }

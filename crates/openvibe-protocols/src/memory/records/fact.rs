@@ -46,7 +46,7 @@ pub struct Fact {
     /// An id in an outside system, or the lineage of a published record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
-    /// [`content_hash`] of `content` (store-maintained).
+    /// [`content_hash`](crate::content_hash) of `content` (store-maintained).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<String>,
 }

@@ -45,7 +45,7 @@ impl PartialEq<&str> for InsightStatus {
 
 /// L3 memory: a pattern an agent distilled from its episodes.
 ///
-/// Store-maintained fields are the same as for [`Fact`].
+/// Store-maintained fields are the same as for [`Fact`](crate::Fact).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Insight {
     /// Unique id within the tenant (the store generates one when empty).
@@ -94,7 +94,7 @@ pub struct Insight {
     /// An id in an outside system (V1 key/value entries keep their key here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
-    /// [`content_hash`] of `content` (store-maintained).
+    /// [`content_hash`](crate::content_hash) of `content` (store-maintained).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<String>,
 }
