@@ -863,3 +863,70 @@ where
     }
     assert_eq!(checked, readers.len() * texts.len() * 2 * 4);
 }
+
+/// The size limits of the contract hold on every backend, at the boundary
+/// (limit: stored; limit + 1: `InvalidInput`, nothing written), and NUL
+/// bytes are refused everywhere.
+pub async fn record_limits_hold_at_the_boundary<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::{
+        Episode, Insight, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, memory::MAX_WORD_LEN,
+    };
+    let s = factory().await;
+    let ctx = sys();
+    let label = |n: usize| "e".repeat(n);
+    let ok = [
+        Fact::new("x".repeat(MAX_RECORD_ID_LEN), "at the id limit"),
+        Fact::new("entity-at-limit", "x").entity(label(MAX_LABEL_LEN)),
+        Fact::new("tag-at-limit", "x").tags([label(MAX_LABEL_LEN)]),
+        Fact::new("word-at-limit", format!("a {} b", "w".repeat(MAX_WORD_LEN))),
+    ];
+    for fact in ok {
+        let id = fact.id.clone();
+        s.facts
+            .store(&ctx, fact)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", &id[..20.min(id.len())]));
+    }
+    let over = [
+        Fact::new("x".repeat(MAX_RECORD_ID_LEN + 1), "over the id limit"),
+        Fact::new("entity-over", "x").entity(label(MAX_LABEL_LEN + 1)),
+        Fact::new("domain-over", "x").domain(label(MAX_LABEL_LEN + 1)),
+        Fact::new("tag-over", "x").tags([label(MAX_LABEL_LEN + 1)]),
+        Fact::new("source-over", "x").source(label(MAX_LABEL_LEN + 1)),
+        Fact::new("word-over", format!("a {} b", "w".repeat(MAX_WORD_LEN + 1))),
+        Fact::new("nul", "a \u{0} b"),
+        Fact::new("nul-entity", "x").entity("a\u{0}"),
+    ];
+    for fact in over {
+        let id = fact.id.clone();
+        assert!(
+            is_invalid(s.facts.store(&ctx, fact).await),
+            "{}",
+            &id[..20.min(id.len())]
+        );
+        if id.len() <= MAX_RECORD_ID_LEN {
+            assert_eq!(s.facts.get(&ctx, &id).await.unwrap(), None, "{id}");
+        }
+    }
+    let insight = Insight::new("i-over", label(MAX_LABEL_LEN + 1), "x", 0.5);
+    assert!(is_invalid(s.insights.store(&ctx, insight).await));
+    assert_eq!(s.insights.get(&ctx, "i-over").await.unwrap(), None);
+    let episode = Episode {
+        id: "ep-over".into(),
+        operator_id: label(MAX_LABEL_LEN + 1),
+        ..Episode::default()
+    };
+    assert!(is_invalid(s.episodes.store(&ctx, episode).await));
+    let episode = Episode {
+        id: "ep-nul".into(),
+        outcome: serde_json::json!({"k": "a\u{0}"}),
+        ..Episode::default()
+    };
+    assert!(is_invalid(s.episodes.store(&ctx, episode).await));
+    assert_eq!(s.episodes.get(&ctx, "ep-over").await.unwrap(), None);
+    assert_eq!(s.episodes.get(&ctx, "ep-nul").await.unwrap(), None);
+}

@@ -19,6 +19,8 @@ use openvibe_protocols::{
     StoreError, Stores, content_hash, validate_episode, validate_fact, validate_insight,
 };
 
+use openvibe_protocols::memory::check_caller;
+
 use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
 use crate::working::InMemoryWorkingStore;
 
@@ -254,6 +256,7 @@ impl<R: Indexed> Tables<R> {
         if rec.id().is_empty() && mode == Mode::Upsert {
             rec.set_id(uuid::Uuid::new_v4().simple().to_string());
         }
+        check_caller(ctx)?;
         rec.validate()?;
         let now = Utc::now();
         let mut guard = self.write()?;

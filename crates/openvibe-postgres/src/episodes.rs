@@ -9,12 +9,12 @@ use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
 use crate::error::store_error;
-use crate::facts::{at_index, check_caller, check_meta, decode_meta};
+use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_TIME, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_json, check_label, check_opt_label, check_text, col,
-    count_col, joined_terms, new_id, push_governed, record_terms, to_i64,
+    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed, record_terms,
+    to_i64,
 };
 
 const COLS: &[&str] = &[
@@ -99,15 +99,6 @@ fn prepare(ctx: &CallerContext, mut episode: Episode) -> Result<Prepared, StoreE
     validate_episode(&episode)?;
     check_caller(ctx)?;
     let e = &episode;
-    check_meta(&e.meta, &e.entity, &e.domain, &e.tags)?;
-    check_label("agent_id", &e.agent_id)?;
-    check_label("operator_id", &e.operator_id)?;
-    check_label("node_name", &e.node_name)?;
-    check_text("action", &e.action)?;
-    check_text("input_summary", &e.input_summary)?;
-    check_text("output_summary", &e.output_summary)?;
-    check_json("outcome", &e.outcome)?;
-    check_opt_label("external_id", e.external_id.as_deref())?;
     let counts = [
         to_i64("duration_ms", e.duration_ms)?,
         to_i64("tokens_in", e.tokens_in)?,

@@ -13,8 +13,7 @@ use crate::error::{corrupt, store_error};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags,
-    check_text, col, count_col, joined_terms, new_id, push_governed, record_terms,
+    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed, record_terms,
 };
 
 const COLS: &[&str] = &[
@@ -69,26 +68,7 @@ pub(crate) fn decode_meta(kind: &str, id: &str, row: &PgRow) -> Result<RecordMet
     })
 }
 
-/// Input checks shared by every record's governance fields.
-pub(crate) fn check_meta(
-    meta: &RecordMeta,
-    entity: &str,
-    domain: &str,
-    tags: &[String],
-) -> Result<(), StoreError> {
-    check_label("namespace", &meta.namespace)?;
-    check_label("source", &meta.source)?;
-    check_label("entity", entity)?;
-    check_label("domain", domain)?;
-    check_tags("tags", tags)
-}
-
-/// The caller's identity fields, checked.
-pub(crate) fn check_caller(ctx: &CallerContext) -> Result<(), StoreError> {
-    check_label("tenant_id", ctx.tenant_id())?;
-    check_label("owner", &ctx.owner_key())?;
-    check_opt_label("project_id", ctx.project_id())
-}
+pub(crate) use openvibe_protocols::memory::check_caller;
 
 impl Record for Fact {
     const KIND: &'static str = "fact";
@@ -131,11 +111,6 @@ fn prepare(ctx: &CallerContext, mut fact: Fact, mode: Mode) -> Result<Prepared, 
     }
     validate_fact(&fact)?;
     check_caller(ctx)?;
-    check_content(&fact.content)?;
-    check_meta(&fact.meta, &fact.entity, &fact.domain, &fact.tags)?;
-    check_opt_label("supersedes", fact.supersedes.as_deref())?;
-    check_opt_label("external_id", fact.external_id.as_deref())?;
-    check_text("content", &fact.content)?;
     let terms = record_terms("content", &fact.content)?;
     let hash = content_hash(&fact.content);
     Ok(Prepared { fact, terms, hash })

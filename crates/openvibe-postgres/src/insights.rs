@@ -10,13 +10,12 @@ use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
 use crate::error::{corrupt, store_error};
-use crate::facts::{at_index, check_caller, check_meta, decode_meta};
+use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_content, check_label, check_opt_label, check_tags, col,
-    columns, count_col, joined_terms, new_id, push_changeable, push_governed, push_readable,
-    record_terms, to_i64, word_queries,
+    GovernedColumns, Sql, begin, check_tags, col, columns, count_col, joined_terms, new_id,
+    push_changeable, push_governed, push_readable, record_terms, to_i64, word_queries,
 };
 
 const COLS: &[&str] = &[
@@ -113,12 +112,6 @@ fn prepare(ctx: &CallerContext, mut insight: Insight, mode: Mode) -> Result<Prep
     validate_insight(&insight)?;
     check_caller(ctx)?;
     let i = &insight;
-    check_content(&i.content)?;
-    check_meta(&i.meta, &i.entity, &i.domain, &i.tags)?;
-    check_label("agent_id", &i.agent_id)?;
-    check_tags("source_episode_ids", &i.source_episode_ids)?;
-    check_opt_label("supersedes", i.supersedes.as_deref())?;
-    check_opt_label("external_id", i.external_id.as_deref())?;
     let evidence = to_i64("evidence_count", i.evidence_count)?;
     let terms = record_terms("content", &i.content)?;
     let hash = content_hash(&i.content);

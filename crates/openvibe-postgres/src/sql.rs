@@ -14,13 +14,7 @@ use crate::error::store_error;
 
 pub use openvibe_protocols::MAX_LABEL_LEN;
 
-/// Longest word of searchable text, in bytes (PostgreSQL's tsvector
-/// lexeme limit is 2047). A longer word is `InvalidInput`.
-pub const MAX_WORD_LEN: usize = 2046;
-
-/// Most bytes of distinct words one record's searchable text may hold
-/// (a tsvector holds at most 1 MiB of lexemes).
-pub const MAX_SEARCH_BYTES: usize = 1_000_000;
+pub use openvibe_protocols::memory::{MAX_SEARCH_BYTES, MAX_WORD_LEN};
 
 /// A statement under construction: SQL text plus its binds, numbered as
 /// they are added. A bind that cannot be encoded is reported when the
@@ -258,42 +252,14 @@ pub(crate) fn word_queries(content: &str) -> (Vec<String>, usize) {
     (queries, total)
 }
 
-/// The words a record is found by, checked against the tsvector limits.
-pub(crate) fn record_terms(field: &str, text: &str) -> Result<Vec<String>, StoreError> {
-    let terms = text_terms(text);
-    let mut bytes = 0usize;
-    for term in &terms {
-        if term.len() > MAX_WORD_LEN {
-            return Err(StoreError::invalid(
-                field,
-                format!("contains a word longer than {MAX_WORD_LEN} bytes"),
-            ));
-        }
-        bytes += term.len();
-    }
-    if bytes > MAX_SEARCH_BYTES {
-        return Err(StoreError::invalid(
-            field,
-            format!("its distinct words exceed {MAX_SEARCH_BYTES} bytes"),
-        ));
-    }
-    Ok(terms)
-}
+pub(crate) use openvibe_protocols::memory::record_terms;
 
 /// Space-separated terms (terms never contain spaces), for batch binds.
 pub(crate) fn joined_terms(terms: &[String]) -> String {
     terms.join(" ")
 }
 
-pub(crate) use openvibe_protocols::memory::{
-    check_json, check_label, check_opt_label, check_tags, check_text,
-};
-
-/// The contract's content check, plus what PostgreSQL text cannot hold.
-pub(crate) fn check_content(content: &str) -> Result<(), StoreError> {
-    openvibe_protocols::check_content(content)?;
-    check_text("content", content)
-}
+pub(crate) use openvibe_protocols::memory::{check_label, check_tags, check_text};
 
 /// A count as `bigint`.
 pub(crate) fn to_i64(field: &str, value: u64) -> Result<i64, StoreError> {
@@ -416,7 +382,13 @@ mod tests {
         assert!(record_terms("content", &"y".repeat(MAX_WORD_LEN + 1)).is_err());
         assert!(check_label("entity", &"e".repeat(MAX_LABEL_LEN + 1)).is_err());
         assert!(check_text("content", "a\0b").is_err());
-        assert!(check_json("outcome", &serde_json::json!({"k": ["a\u{0}"]})).is_err());
+        assert!(
+            openvibe_protocols::memory::check_json(
+                "outcome",
+                &serde_json::json!({"k": ["a\u{0}"]})
+            )
+            .is_err()
+        );
     }
 }
 

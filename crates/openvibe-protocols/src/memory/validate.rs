@@ -1,7 +1,7 @@
 //! Input validation every backend applies before it writes, so that the
 //! same input is refused the same way everywhere.
 
-use super::{Episode, Fact, Insight, StoreError};
+use super::{CallerContext, Episode, Fact, Insight, RecordMeta, StoreError, text_terms};
 
 /// Longest record id a store accepts, in bytes.
 pub const MAX_RECORD_ID_LEN: usize = 256;
@@ -44,6 +44,14 @@ pub const MAX_LABEL_LEN: usize = 1024;
 
 /// Longest knowledge content, in bytes.
 pub const MAX_CONTENT_LEN: usize = 1_000_000;
+
+/// Longest word of a record's searchable text, in bytes (PostgreSQL's
+/// tsvector lexeme limit is 2,047).
+pub const MAX_WORD_LEN: usize = 2046;
+
+/// Most bytes of distinct words one record's searchable text may hold
+/// (a tsvector holds at most 1 MiB of lexemes).
+pub const MAX_SEARCH_BYTES: usize = 1_000_000;
 
 /// A short, indexed text field: at most [`MAX_LABEL_LEN`] bytes, no NUL.
 pub fn check_label(field: &str, value: &str) -> Result<(), StoreError> {
@@ -132,27 +140,96 @@ pub fn check_content(content: &str) -> Result<(), StoreError> {
     }
 }
 
+/// The words `text` is found by ([`text_terms`]), checked against the
+/// search limits ([`MAX_WORD_LEN`], [`MAX_SEARCH_BYTES`]).
+pub fn record_terms(field: &str, text: &str) -> Result<Vec<String>, StoreError> {
+    let terms = text_terms(text);
+    let mut bytes = 0usize;
+    for term in &terms {
+        if term.len() > MAX_WORD_LEN {
+            return Err(StoreError::invalid(
+                field,
+                format!("contains a word longer than {MAX_WORD_LEN} bytes"),
+            ));
+        }
+        bytes += term.len();
+    }
+    if bytes > MAX_SEARCH_BYTES {
+        return Err(StoreError::invalid(
+            field,
+            format!("its distinct words exceed {MAX_SEARCH_BYTES} bytes"),
+        ));
+    }
+    Ok(terms)
+}
+
+/// The governance fields every record carries, and its addressing.
+pub fn check_meta(
+    meta: &RecordMeta,
+    entity: &str,
+    domain: &str,
+    tags: &[String],
+) -> Result<(), StoreError> {
+    check_label("namespace", &meta.namespace)?;
+    check_label("source", &meta.source)?;
+    check_label("entity", entity)?;
+    check_label("domain", domain)?;
+    check_tags("tags", tags)
+}
+
+/// The caller's identity fields, as a store writes them into a record.
+pub fn check_caller(ctx: &CallerContext) -> Result<(), StoreError> {
+    check_label("tenant_id", ctx.tenant_id())?;
+    check_label("owner", &ctx.owner_key())?;
+    check_opt_label("project_id", ctx.project_id())
+}
+
 /// The checks every backend makes on a fact before writing it (its id is
-/// already generated when it was empty): id, content, confidence, importance.
+/// already generated when it was empty): id, content (not blank, no NUL,
+/// within the search limits), confidence, importance, labels.
 pub fn validate_fact(fact: &Fact) -> Result<(), StoreError> {
     validate_record_id(&fact.id)?;
     check_content(&fact.content)?;
+    check_text("content", &fact.content)?;
     check_unit("confidence", fact.confidence)?;
-    check_importance(fact.importance)
+    check_importance(fact.importance)?;
+    check_meta(&fact.meta, &fact.entity, &fact.domain, &fact.tags)?;
+    check_opt_label("supersedes", fact.supersedes.as_deref())?;
+    check_opt_label("external_id", fact.external_id.as_deref())?;
+    record_terms("content", &fact.content).map(drop)
 }
 
 /// The checks every backend makes on an insight before writing it.
 pub fn validate_insight(insight: &Insight) -> Result<(), StoreError> {
-    validate_record_id(&insight.id)?;
-    check_content(&insight.content)?;
-    check_unit("confidence", insight.confidence)?;
-    check_importance(insight.importance)
+    let i = insight;
+    validate_record_id(&i.id)?;
+    check_content(&i.content)?;
+    check_text("content", &i.content)?;
+    check_unit("confidence", i.confidence)?;
+    check_importance(i.importance)?;
+    check_meta(&i.meta, &i.entity, &i.domain, &i.tags)?;
+    check_label("agent_id", &i.agent_id)?;
+    check_tags("source_episode_ids", &i.source_episode_ids)?;
+    check_opt_label("supersedes", i.supersedes.as_deref())?;
+    check_opt_label("external_id", i.external_id.as_deref())?;
+    record_terms("content", &i.content).map(drop)
 }
 
 /// The checks every backend makes on an episode before writing it.
 pub fn validate_episode(episode: &Episode) -> Result<(), StoreError> {
-    validate_record_id(&episode.id)?;
-    check_importance(episode.importance)
+    let e = episode;
+    validate_record_id(&e.id)?;
+    check_importance(e.importance)?;
+    check_meta(&e.meta, &e.entity, &e.domain, &e.tags)?;
+    check_label("agent_id", &e.agent_id)?;
+    check_label("operator_id", &e.operator_id)?;
+    check_label("node_name", &e.node_name)?;
+    check_text("action", &e.action)?;
+    check_text("input_summary", &e.input_summary)?;
+    check_text("output_summary", &e.output_summary)?;
+    check_json("outcome", &e.outcome)?;
+    check_opt_label("external_id", e.external_id.as_deref())?;
+    record_terms("text", &e.searchable_text()).map(drop)
 }
 
 #[cfg(test)]
