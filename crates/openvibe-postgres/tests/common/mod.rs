@@ -25,7 +25,24 @@ fn now_secs() -> u64 {
 
 static CLEANED: AtomicBool = AtomicBool::new(false);
 
-/// Drop the test schemas of earlier runs (once per test binary).
+/// Whether the test schema `name` belongs to no running test: its test
+/// binary (`ovt_<pid>_<secs>_<rand>`) has exited, or it is older than
+/// [`STALE_SECS`] (an old-format name, or a pid reused since).
+fn is_stale(name: &str, now: u64) -> bool {
+    let parts: Vec<&str> = name.split('_').collect();
+    let number = |i: usize| parts.get(i).and_then(|s| s.parse::<u64>().ok());
+    match (parts.len(), number(1), number(2)) {
+        (4, Some(pid), Some(born)) => {
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || now.saturating_sub(born) > STALE_SECS
+        }
+        (_, Some(born), _) => now.saturating_sub(born) > STALE_SECS,
+        _ => false,
+    }
+}
+
+/// Drop the test schemas of earlier runs (once per test binary): every
+/// schema whose test binary has exited, so they do not accumulate.
 async fn drop_stale_schemas(conn: &mut PgConnection) {
     if CLEANED.swap(true, Ordering::SeqCst) {
         return;
@@ -40,12 +57,7 @@ async fn drop_stale_schemas(conn: &mut PgConnection) {
     let now = now_secs();
     for row in rows {
         let name: String = row.get(0);
-        let born: u64 = name
-            .split('_')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        if now.saturating_sub(born) > STALE_SECS {
+        if is_stale(&name, now) {
             let _ = conn
                 .execute(sqlx::AssertSqlSafe(format!(
                     "DROP SCHEMA IF EXISTS {name} CASCADE"
@@ -59,7 +71,12 @@ async fn drop_stale_schemas(conn: &mut PgConnection) {
 pub async fn new_schema(url: &str) -> String {
     let mut conn = PgConnection::connect(url).await.unwrap();
     drop_stale_schemas(&mut conn).await;
-    let name = format!("ovt_{}_{:016x}", now_secs(), fastrand::u64(..));
+    let name = format!(
+        "ovt_{}_{}_{:016x}",
+        std::process::id(),
+        now_secs(),
+        fastrand::u64(..)
+    );
     conn.execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
         .await
         .unwrap();
