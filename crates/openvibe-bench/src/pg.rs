@@ -124,6 +124,25 @@ pub(crate) async fn bench_pool(url: &str) -> Result<PgPool, String> {
     Ok(pool)
 }
 
+/// Run `statement` in a transaction confined to `tenant` (row-level security).
+pub(crate) async fn set_tenant_and(
+    pool: &PgPool,
+    tenant: &str,
+    statement: &str,
+) -> Result<(), String> {
+    let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
+    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
+        .bind(tenant)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| e.to_string())?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned()))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| e.to_string())
+}
+
 /// Load 1,000,000 facts, insights and episodes unless already there.
 async fn ensure_loaded(pool: &PgPool, pg: &PgStores) -> Result<(), String> {
     let loaded: Option<String> =
@@ -140,16 +159,7 @@ async fn ensure_loaded(pool: &PgPool, pg: &PgStores) -> Result<(), String> {
     let t0 = Instant::now();
     for table in ["facts", "insights", "episodes"] {
         // A half-loaded earlier attempt: start over.
-        let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
-        sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
-            .bind(TENANT)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| e.to_string())?;
-        tx.execute(sqlx::AssertSqlSafe(format!("DELETE FROM {table}")))
-            .await
-            .map_err(|e| e.to_string())?;
-        tx.commit().await.map_err(|e| e.to_string())?;
+        set_tenant_and(pool, TENANT, &format!("DELETE FROM {table}")).await?;
     }
     let system = CallerContext::system().with_tenant(TENANT);
     let cro = CallerContext::agent("cro").with_tenant(TENANT);
@@ -248,16 +258,7 @@ async fn episode_inserts(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
             .map_err(|e| e.to_string())?;
     }
     let secs = t0.elapsed().as_secs_f64();
-    let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
-    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
-        .bind(&tenant)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| e.to_string())?;
-    tx.execute("DELETE FROM episodes")
-        .await
-        .map_err(|e| e.to_string())?;
-    tx.commit().await.map_err(|e| e.to_string())?;
+    set_tenant_and(pool, &tenant, "DELETE FROM episodes").await?;
     Ok(inserted as f64 / secs.max(1e-9))
 }
 

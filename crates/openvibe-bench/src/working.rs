@@ -32,7 +32,7 @@ use openvibe_protocols::{
 };
 use sqlx::PgPool;
 
-use crate::pg::{Lcg, bench_pool};
+use crate::pg::{Lcg, bench_pool, set_tenant_and};
 
 const ITEMS: u32 = 100_000;
 const DIMS: usize = 384;
@@ -150,20 +150,6 @@ pub async fn run_memory() {
     }
     let (p50, _) = query_samples(&stores.knowledge, 20, 200).await;
     report("mem_sem_query_p50_us", p50, "us");
-}
-
-async fn set_tenant_and(pool: &PgPool, tenant: &str, statement: &str) -> Result<(), String> {
-    let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
-    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
-        .bind(tenant)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| e.to_string())?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned()))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| e.to_string())?;
-    tx.commit().await.map_err(|e| e.to_string())
 }
 
 /// Load the 100,000 pieces of knowledge unless already there.

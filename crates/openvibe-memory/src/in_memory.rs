@@ -90,7 +90,7 @@ impl Indexed for Fact {
     confidence_ordered!();
 
     fn validate(&self) -> Result<(), StoreError> {
-        validate_fact(self)
+        validate_fact(self).map(drop)
     }
     fn agent_id(&self) -> Option<&str> {
         None
@@ -112,7 +112,7 @@ impl Indexed for Insight {
     confidence_ordered!();
 
     fn validate(&self) -> Result<(), StoreError> {
-        validate_insight(self)
+        validate_insight(self).map(drop)
     }
     fn status(&self) -> Option<InsightStatus> {
         Some(self.status)
@@ -173,7 +173,7 @@ impl Indexed for Episode {
     }
     const WALK: WalkBy = WalkBy::Time;
     fn validate(&self) -> Result<(), StoreError> {
-        validate_episode(self)
+        validate_episode(self).map(drop)
     }
     fn prepare_new(&mut self) {
         self.content_hash = Some(content_hash(&self.searchable_text()));
@@ -276,12 +276,7 @@ impl<R: Indexed> Tables<R> {
                         ),
                     });
                 }
-                if !ctx.can_modify(old.meta()) {
-                    return Err(ctx.unauthorized(
-                        format!("change {} {}", R::KIND, rec.id()),
-                        format!("it is owned by {}", old.meta().owner),
-                    ));
-                }
+                ctx.require_modify(old.meta(), format!("change {} {}", R::KIND, rec.id()))?;
                 // Placement, ownership and creation time are fixed at insert.
                 let (owner, tenant, project, created) = {
                     let m = old.meta();
@@ -364,12 +359,7 @@ impl<R: Indexed> Tables<R> {
         if !ctx.can_read(rec.meta(), rec.domain()) {
             return Err(Self::not_found(id));
         }
-        if !ctx.can_modify(rec.meta()) {
-            return Err(ctx.unauthorized(
-                format!("delete {} {id}", R::KIND),
-                format!("it is owned by {}", rec.meta().owner),
-            ));
-        }
+        ctx.require_modify(rec.meta(), format!("delete {} {id}", R::KIND))?;
         table.remove(slot);
         Ok(())
     }
@@ -392,12 +382,7 @@ impl<R: Indexed> Tables<R> {
         if !ctx.can_read(rec.meta(), rec.domain()) {
             return Err(Self::not_found(id));
         }
-        if !ctx.can_modify(rec.meta()) {
-            return Err(ctx.unauthorized(
-                format!("change {} {id}", R::KIND),
-                format!("it is owned by {}", rec.meta().owner),
-            ));
-        }
+        ctx.require_modify(rec.meta(), format!("change {} {id}", R::KIND))?;
         let now = Utc::now();
         change(&mut rec, now);
         rec.validate()?;

@@ -214,12 +214,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
             .get(id)
             .filter(|k| readable(ctx, k))
             .ok_or_else(|| not_found("knowledge", id))?;
-        if !ctx.can_modify(&k.meta) {
-            return Err(ctx.unauthorized(
-                format!("delete knowledge {id}"),
-                format!("it is owned by {}", k.meta.owner),
-            ));
-        }
+        ctx.require_modify(&k.meta, format!("delete knowledge {id}"))?;
         let owner = k.meta.owner.clone();
         match (&k.external_id, k.content_hash.clone()) {
             (Some(ext), _) => {

@@ -161,14 +161,8 @@ impl Tenant {
     /// when readable but not changeable.
     fn changeable_plan(&self, ctx: &CallerContext, id: &str) -> Result<&Plan, StoreError> {
         let plan = self.readable_plan(ctx, id)?;
-        if ctx.can_modify(&plan.meta) {
-            Ok(plan)
-        } else {
-            Err(ctx.unauthorized(
-                format!("change plan {id}"),
-                format!("it is owned by {}", plan.meta.owner),
-            ))
-        }
+        ctx.require_modify(&plan.meta, format!("change plan {id}"))?;
+        Ok(plan)
     }
 
     /// A session `ctx` can read, else `NotFound`.
@@ -306,12 +300,7 @@ impl WorkingStore for InMemoryWorkingStore {
             .get_mut(ctx.tenant_id())
             .ok_or_else(|| not_found("session", id))?;
         let session = tenant.readable_session(ctx, id)?;
-        if !ctx.can_modify(&session.meta) {
-            return Err(ctx.unauthorized(
-                format!("delete session {id}"),
-                format!("it is owned by {}", session.meta.owner),
-            ));
-        }
+        ctx.require_modify(&session.meta, format!("delete session {id}"))?;
         tenant.sessions.remove(id);
         let mut detached = 0;
         for plan in tenant.plans.values_mut() {
@@ -521,12 +510,7 @@ impl WorkingStore for InMemoryWorkingStore {
                         "a task with this id exists and belongs to someone else",
                     ));
                 }
-                if !ctx.can_modify(&old.meta) {
-                    return Err(ctx.unauthorized(
-                        format!("change task context {}", task.task_id),
-                        format!("it is owned by {}", old.meta.owner),
-                    ));
-                }
+                ctx.require_modify(&old.meta, format!("change task context {}", task.task_id))?;
                 task.meta = RecordMeta {
                     updated_at: now,
                     ..old.meta.clone()
@@ -598,12 +582,7 @@ impl WorkingStore for InMemoryWorkingStore {
         else {
             return Ok(false);
         };
-        if !ctx.can_modify(&task.meta) {
-            return Err(ctx.unauthorized(
-                format!("delete task context {task_id}"),
-                format!("it is owned by {}", task.meta.owner),
-            ));
-        }
+        ctx.require_modify(&task.meta, format!("delete task context {task_id}"))?;
         tenant.tasks.remove(task_id);
         tenant.subtasks.retain(|_, t| t != task_id);
         Ok(true)
@@ -688,18 +667,8 @@ impl WorkingStore for InMemoryWorkingStore {
             .get_mut(ctx.tenant_id())
             .ok_or_else(|| not_found("plan", plan_id))?;
         tenant.changeable_plan(ctx, plan_id)?;
-        let current = tenant.entry(plan_id, key).map(|e| e.version);
-        match (expect, current) {
-            (Expect::Any, _) | (Expect::Absent, None) => {}
-            (Expect::Version(v), Some(c)) if v == c => {}
-            (expect, current) => {
-                return Err(StoreError::conflict(format!(
-                    "plan `{plan_id}` key `{key}`: expected {expect:?}, found {}",
-                    current.map_or("no entry".to_owned(), |v| format!("version {v}"))
-                )));
-            }
-        }
-        Ok(write_entry(tenant, plan_id, key, |_| Ok(value))?)
+        expect.check(plan_id, key, tenant.entry(plan_id, key).map(|e| e.version))?;
+        write_entry(tenant, plan_id, key, |_| Ok(Some(value))).cloned()
     }
 
     async fn get_state(
@@ -750,39 +719,18 @@ impl WorkingStore for InMemoryWorkingStore {
             .get_mut(ctx.tenant_id())
             .ok_or_else(|| not_found("plan", plan_id))?;
         tenant.changeable_plan(ctx, plan_id)?;
-        let now = store_time();
-        let entries = tenant.state.entry(plan_id.to_owned()).or_default();
-        match entries.get_mut(key) {
-            // In place: an append costs the same whatever the length.
-            Some(StateEntry {
-                value: Value::Array(items),
-                version,
-                updated_at,
-                ..
-            }) => {
+        // In place: an append costs the same whatever the length.
+        write_entry(tenant, plan_id, key, |old| match old {
+            None => Ok(Some(Value::Array(vec![item]))),
+            Some(Value::Array(items)) => {
                 items.push(item);
-                *version = version.saturating_add(1);
-                *updated_at = now;
+                Ok(None)
             }
-            Some(_) => {
-                return Err(StoreError::invalid(
-                    "key",
-                    format!("`{key}` does not hold an array"),
-                ));
-            }
-            None => {
-                entries.insert(
-                    key.to_owned(),
-                    StateEntry {
-                        plan_id: plan_id.to_owned(),
-                        key: key.to_owned(),
-                        value: Value::Array(vec![item]),
-                        version: 1,
-                        updated_at: now,
-                    },
-                );
-            }
-        }
+            Some(_) => Err(StoreError::invalid(
+                "key",
+                format!("`{key}` does not hold an array"),
+            )),
+        })?;
         Ok(())
     }
 
@@ -809,9 +757,10 @@ impl WorkingStore for InMemoryWorkingStore {
             };
             current
                 .checked_add(by)
-                .map(Value::from)
+                .map(|sum| Some(Value::from(sum)))
                 .ok_or_else(|| StoreError::invalid("by", "the sum overflows a 64-bit integer"))
         })
+        .cloned()
     }
 
     async fn delete_state(
@@ -843,35 +792,30 @@ impl WorkingStore for InMemoryWorkingStore {
     }
 }
 
-/// Write `key` of `plan_id` to what `next` makes of its current value
-/// (under the caller's write lock): version + 1, or 1 when new.
-fn write_entry(
-    tenant: &mut Tenant,
+/// Change `key` of `plan_id` (under the caller's write lock): `change`
+/// gets the current value, if any, and either changes it in place
+/// (`Ok(None)`) or gives the new value (`Ok(Some(_))`); an error changes
+/// nothing. The version goes up by one (1 when new).
+fn write_entry<'t>(
+    tenant: &'t mut Tenant,
     plan_id: &str,
     key: &str,
-    next: impl FnOnce(Option<&Value>) -> Result<Value, StoreError>,
-) -> Result<StateEntry, StoreError> {
-    let value = next(tenant.entry(plan_id, key).map(|e| &e.value))?;
+    change: impl FnOnce(Option<&mut Value>) -> Result<Option<Value>, StoreError>,
+) -> Result<&'t StateEntry, StoreError> {
     let now = store_time();
     let entries = tenant.state.entry(plan_id.to_owned()).or_default();
-    let entry = match entries.get_mut(key) {
-        Some(entry) => {
-            entry.value = value;
-            entry.version = entry.version.saturating_add(1);
-            entry.updated_at = now;
-            entry.clone()
-        }
-        None => {
-            let entry = StateEntry {
-                plan_id: plan_id.to_owned(),
-                key: key.to_owned(),
-                value,
-                version: 1,
-                updated_at: now,
-            };
-            entries.insert(key.to_owned(), entry.clone());
-            entry
-        }
-    };
+    let replacement = change(entries.get_mut(key).map(|e| &mut e.value))?;
+    let entry = entries.entry(key.to_owned()).or_insert_with(|| StateEntry {
+        plan_id: plan_id.to_owned(),
+        key: key.to_owned(),
+        value: Value::Null,
+        version: 0,
+        updated_at: now,
+    });
+    if let Some(value) = replacement {
+        entry.value = value;
+    }
+    entry.version = entry.version.saturating_add(1);
+    entry.updated_at = now;
     Ok(entry)
 }

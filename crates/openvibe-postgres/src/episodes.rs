@@ -13,8 +13,7 @@ use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_TIME, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed, record_terms,
-    to_i64,
+    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed, to_i64,
 };
 
 const COLS: &[&str] = &[
@@ -96,7 +95,7 @@ fn prepare(ctx: &CallerContext, mut episode: Episode) -> Result<Prepared, StoreE
     if episode.id.is_empty() {
         episode.id = new_id();
     }
-    validate_episode(&episode)?;
+    let terms = validate_episode(&episode)?;
     check_caller(ctx)?;
     let e = &episode;
     let counts = [
@@ -105,7 +104,6 @@ fn prepare(ctx: &CallerContext, mut episode: Episode) -> Result<Prepared, StoreE
         to_i64("tokens_out", e.tokens_out)?,
     ];
     let text = e.searchable_text();
-    let terms = record_terms("text", &text)?;
     let hash = content_hash(&text);
     Ok(Prepared {
         episode,

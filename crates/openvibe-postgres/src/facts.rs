@@ -13,7 +13,7 @@ use crate::error::{corrupt, store_error};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed, record_terms,
+    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed,
 };
 
 const COLS: &[&str] = &[
@@ -109,9 +109,8 @@ fn prepare(ctx: &CallerContext, mut fact: Fact, mode: Mode) -> Result<Prepared, 
     if fact.id.is_empty() && mode == Mode::Upsert {
         fact.id = new_id();
     }
-    validate_fact(&fact)?;
+    let terms = validate_fact(&fact)?;
     check_caller(ctx)?;
-    let terms = record_terms("content", &fact.content)?;
     let hash = content_hash(&fact.content);
     Ok(Prepared { fact, terms, hash })
 }

@@ -15,7 +15,7 @@ use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
     GovernedColumns, Sql, begin, check_tags, col, columns, count_col, joined_terms, new_id,
-    push_changeable, push_governed, push_readable, record_terms, to_i64, word_queries,
+    push_changeable, push_governed, push_readable, to_i64, word_queries,
 };
 
 const COLS: &[&str] = &[
@@ -109,11 +109,10 @@ fn prepare(ctx: &CallerContext, mut insight: Insight, mode: Mode) -> Result<Prep
     if insight.id.is_empty() && mode == Mode::Upsert {
         insight.id = new_id();
     }
-    validate_insight(&insight)?;
+    let terms = validate_insight(&insight)?;
     check_caller(ctx)?;
     let i = &insight;
     let evidence = to_i64("evidence_count", i.evidence_count)?;
-    let terms = record_terms("content", &i.content)?;
     let hash = content_hash(&i.content);
     Ok(Prepared {
         insight,

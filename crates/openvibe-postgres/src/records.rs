@@ -245,10 +245,7 @@ pub(crate) async fn refusal<R: Record>(
             format!("{operation} {} {id}", R::KIND),
             "a record with this id exists and belongs to someone else",
         ),
-        (true, _) => ctx.unauthorized(
-            format!("{operation} {} {id}", R::KIND),
-            format!("it is owned by {owner}"),
-        ),
+        (true, _) => ctx.owned_by_other(format!("{operation} {} {id}", R::KIND), &owner),
     }
 }
 

@@ -605,10 +605,7 @@ impl KnowledgeStore for PgKnowledgeStore {
                 .ok_or_else(|| not_found("knowledge", id))?;
             let owner: String = row.try_get("owner").map_err(store_error)?;
             if !modify_allowed(true, ctx.is_owner(&owner), ctx.is_privileged()) {
-                return Err(ctx.unauthorized(
-                    format!("delete knowledge {id}"),
-                    format!("it is owned by {owner}"),
-                ));
+                return Err(ctx.owned_by_other(format!("delete knowledge {id}"), &owner));
             }
             delete_row(&mut tx, ctx, "knowledge", id).await?;
             tx.commit().await.map_err(store_error)?;

@@ -196,8 +196,18 @@ pub(crate) async fn require_readable<R: Record>(
     }
 }
 
-/// Keyset paging, newest first: `AND (f.created_at, f.id) < cursor ORDER BY … LIMIT n + 1`.
-fn push_page(sql: &mut Sql, limit: usize, cursor: Option<&str>) -> Result<(), StoreError> {
+/// Run `sql` (a `SELECT` of `R` on alias `f.` whose `WHERE` is open) one
+/// page at a time, newest first: keyset `(f.created_at, f.id) < cursor`,
+/// `limit + 1` rows fetched to know whether another page follows; `key` is
+/// a record's `(created_at, id)`.
+async fn fetch_page<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    mut sql: Sql,
+    limit: usize,
+    cursor: Option<&str>,
+    key: impl Fn(&R) -> (DateTime<Utc>, &str),
+) -> Result<Page<R>, StoreError> {
     if let Some(cursor) = cursor {
         let (micros, id) = parse_cursor(cursor)?;
         let at = DateTime::<Utc>::from_timestamp_micros(micros)
@@ -208,18 +218,12 @@ fn push_page(sql: &mut Sql, limit: usize, cursor: Option<&str>) -> Result<(), St
             .bind(id)
             .push(")");
     }
-    let limit = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+    let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
     sql.push(" ORDER BY f.created_at DESC, f.id DESC LIMIT ")
-        .bind(limit);
-    Ok(())
-}
-
-/// The page of `items` fetched with `limit + 1`.
-fn into_page<T>(
-    mut items: Vec<T>,
-    limit: usize,
-    key: impl Fn(&T) -> (DateTime<Utc>, &str),
-) -> Page<T> {
+        .bind(fetch);
+    let mut tx = begin(pool, ctx.tenant_id()).await?;
+    let mut items = fetch_all::<R>(&mut tx, sql).await?;
+    end_read(tx);
     let more = items.len() > limit;
     items.truncate(limit);
     let next_cursor = match items.last() {
@@ -229,7 +233,7 @@ fn into_page<T>(
         }
         _ => None,
     };
-    Page { items, next_cursor }
+    Ok(Page { items, next_cursor })
 }
 
 /// Record activity on a session (a plan of it changed), `plans` plans more.
@@ -389,13 +393,15 @@ impl WorkingStore for PgWorkingStore {
             if let Some(t) = query.older_than {
                 sql.push(" AND f.last_activity < ").bind(t);
             }
-            push_page(&mut sql, query.limit, query.cursor.as_deref())?;
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
-            let items = fetch_all::<Session>(&mut tx, sql).await?;
-            end_read(tx);
-            Ok(into_page(items, query.limit, |s| {
-                (s.meta.created_at, s.id.as_str())
-            }))
+            fetch_page(
+                &self.pool,
+                ctx,
+                sql,
+                query.limit,
+                query.cursor.as_deref(),
+                |s: &Session| (s.meta.created_at, s.id.as_str()),
+            )
+            .await
         }
         .instrument(span("session", "list", ctx))
         .await
@@ -500,13 +506,15 @@ impl WorkingStore for PgWorkingStore {
             if let Some(t) = query.older_than {
                 sql.push(" AND f.updated_at < ").bind(t);
             }
-            push_page(&mut sql, query.limit, query.cursor.as_deref())?;
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
-            let items = fetch_all::<Plan>(&mut tx, sql).await?;
-            end_read(tx);
-            Ok(into_page(items, query.limit, |p| {
-                (p.meta.created_at, p.id.as_str())
-            }))
+            fetch_page(
+                &self.pool,
+                ctx,
+                sql,
+                query.limit,
+                query.cursor.as_deref(),
+                |p: &Plan| (p.meta.created_at, p.id.as_str()),
+            )
+            .await
         }
         .instrument(span("plan", "list", ctx))
         .await
@@ -684,17 +692,7 @@ impl WorkingStore for PgWorkingStore {
                 .await
                 .map_err(store_error)?;
             let version: Option<u64> = found.as_ref().map(|row| count_col(row, "v")).transpose()?;
-            let ok = match (expect, version) {
-                (Expect::Any, _) | (Expect::Absent, None) => true,
-                (Expect::Version(v), Some(c)) => v == c,
-                _ => false,
-            };
-            if !ok {
-                return Err(StoreError::conflict(format!(
-                    "plan `{plan_id}` key `{key}`: expected {expect:?}, found {}",
-                    version.map_or("no entry".to_owned(), |v| format!("version {v}"))
-                )));
-            }
+            expect.check(plan_id, key, version)?;
             let next = i64::try_from(version.unwrap_or(0).saturating_add(1)).unwrap_or(i64::MAX);
             let mut clear = Sql::new("DELETE FROM plan_state_items WHERE tenant_id = ");
             clear

@@ -9,7 +9,9 @@
 //! [`Clearance::allows`](super::Clearance::allows). The conformance suite
 //! checks every backend against it.
 
-use super::{CallerContext, Classification, Episode, Fact, Insight, RecordMeta, RetrievalTrace};
+use super::{
+    CallerContext, Classification, Episode, Fact, Insight, RecordMeta, RetrievalTrace, StoreError,
+};
 
 /// A record that carries governance metadata and a domain: what the access
 /// rule looks at.
@@ -91,6 +93,29 @@ impl CallerContext {
     }
 }
 
+impl CallerContext {
+    /// `Ok` when this caller may change a record with `meta`
+    /// ([`CallerContext::can_modify`]); otherwise the refusal
+    /// ([`CallerContext::owned_by_other`]) for `operation`.
+    pub fn require_modify(
+        &self,
+        meta: &RecordMeta,
+        operation: impl Into<String>,
+    ) -> Result<(), StoreError> {
+        if self.can_modify(meta) {
+            Ok(())
+        } else {
+            Err(self.owned_by_other(operation, &meta.owner))
+        }
+    }
+
+    /// The [`StoreError::Unauthorized`] a caller gets for `operation` on a
+    /// record it can read but that `owner` owns.
+    pub fn owned_by_other(&self, operation: impl Into<String>, owner: &str) -> StoreError {
+        self.unauthorized(operation, format!("it is owned by {owner}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +139,15 @@ mod tests {
             .with_domain_clearance("revenue", Classification::Confidential);
         assert!(cleared.can_read(&meta, "revenue"));
         assert!(!cleared.can_modify(&meta), "clearance is not ownership");
+        assert_eq!(
+            cleared.require_modify(&meta, "delete fact f"),
+            Err(StoreError::Unauthorized {
+                principal: "agent:cmo".into(),
+                operation: "delete fact f".into(),
+                reason: "it is owned by agent:cro".into(),
+            })
+        );
+        assert_eq!(cro.require_modify(&meta, "delete fact f"), Ok(()));
         assert!(cro.can_modify(&meta));
         assert!(CallerContext::system().can_modify(&meta));
         assert!(

@@ -186,8 +186,9 @@ pub fn check_caller(ctx: &CallerContext) -> Result<(), StoreError> {
 
 /// The checks every backend makes on a fact before writing it (its id is
 /// already generated when it was empty): id, content (not blank, no NUL,
-/// within the search limits), confidence, importance, labels.
-pub fn validate_fact(fact: &Fact) -> Result<(), StoreError> {
+/// within the search limits), confidence, importance, labels. Returns the
+/// content's search terms ([`record_terms`]), computed once for the check.
+pub fn validate_fact(fact: &Fact) -> Result<Vec<String>, StoreError> {
     validate_record_id(&fact.id)?;
     check_content(&fact.content)?;
     check_text("content", &fact.content)?;
@@ -196,11 +197,12 @@ pub fn validate_fact(fact: &Fact) -> Result<(), StoreError> {
     check_meta(&fact.meta, &fact.entity, &fact.domain, &fact.tags)?;
     check_opt_label("supersedes", fact.supersedes.as_deref())?;
     check_opt_label("external_id", fact.external_id.as_deref())?;
-    record_terms("content", &fact.content).map(drop)
+    record_terms("content", &fact.content)
 }
 
-/// The checks every backend makes on an insight before writing it.
-pub fn validate_insight(insight: &Insight) -> Result<(), StoreError> {
+/// The checks every backend makes on an insight before writing it; returns
+/// the content's search terms.
+pub fn validate_insight(insight: &Insight) -> Result<Vec<String>, StoreError> {
     let i = insight;
     validate_record_id(&i.id)?;
     check_content(&i.content)?;
@@ -212,11 +214,12 @@ pub fn validate_insight(insight: &Insight) -> Result<(), StoreError> {
     check_tags("source_episode_ids", &i.source_episode_ids)?;
     check_opt_label("supersedes", i.supersedes.as_deref())?;
     check_opt_label("external_id", i.external_id.as_deref())?;
-    record_terms("content", &i.content).map(drop)
+    record_terms("content", &i.content)
 }
 
-/// The checks every backend makes on an episode before writing it.
-pub fn validate_episode(episode: &Episode) -> Result<(), StoreError> {
+/// The checks every backend makes on an episode before writing it; returns
+/// the search terms of its [`Episode::searchable_text`].
+pub fn validate_episode(episode: &Episode) -> Result<Vec<String>, StoreError> {
     let e = episode;
     validate_record_id(&e.id)?;
     check_importance(e.importance)?;
@@ -229,7 +232,7 @@ pub fn validate_episode(episode: &Episode) -> Result<(), StoreError> {
     check_text("output_summary", &e.output_summary)?;
     check_json("outcome", &e.outcome)?;
     check_opt_label("external_id", e.external_id.as_deref())?;
-    record_terms("text", &e.searchable_text()).map(drop)
+    record_terms("text", &e.searchable_text())
 }
 
 #[cfg(test)]

@@ -365,6 +365,22 @@ pub enum Expect {
     Version(u64),
 }
 
+impl Expect {
+    /// `Ok` when the entry of `key` in plan `plan_id`, at version `current`
+    /// (`None`: no entry), meets this expectation; otherwise the
+    /// [`StoreError::Conflict`] every backend reports.
+    pub fn check(self, plan_id: &str, key: &str, current: Option<u64>) -> Result<(), StoreError> {
+        match (self, current) {
+            (Self::Any, _) | (Self::Absent, None) => Ok(()),
+            (Self::Version(v), Some(c)) if v == c => Ok(()),
+            (expect, current) => Err(StoreError::conflict(format!(
+                "plan `{plan_id}` key `{key}`: expected {expect:?}, found {}",
+                current.map_or("no entry".to_owned(), |v| format!("version {v}"))
+            ))),
+        }
+    }
+}
+
 /// Working memory: sessions, plans, task and plan contexts, plan state.
 ///
 /// Every call takes the caller's [`CallerContext`]; see the module
@@ -558,6 +574,24 @@ mod tests {
         }
         assert!("running".parse::<PlanStatus>().is_err());
         assert_eq!(PlanStatus::default(), PlanStatus::Active);
+    }
+
+    #[test]
+    fn expectations_are_checked_against_the_current_version() {
+        assert!(Expect::Any.check("p", "k", None).is_ok());
+        assert!(Expect::Any.check("p", "k", Some(3)).is_ok());
+        assert!(Expect::Absent.check("p", "k", None).is_ok());
+        assert!(Expect::Version(3).check("p", "k", Some(3)).is_ok());
+        let stale = Expect::Version(2).check("p", "k", Some(3)).unwrap_err();
+        assert_eq!(
+            stale.to_string(),
+            "conflict: plan `p` key `k`: expected Version(2), found version 3"
+        );
+        assert!(matches!(
+            Expect::Absent.check("p", "k", Some(1)),
+            Err(StoreError::Conflict { .. })
+        ));
+        assert!(Expect::Version(1).check("p", "k", None).is_err());
     }
 
     #[test]
