@@ -14,9 +14,10 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    CallerContext, Embedder, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery, FactStore,
-    Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta, STRENGTHEN_STEP,
-    StoreError, Stores, content_hash, validate_episode, validate_fact, validate_insight,
+    CallerContext, Change, Embedder, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery,
+    FactStore, Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta,
+    STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace, content_hash, validate_episode,
+    validate_fact, validate_insight,
 };
 
 use openvibe_protocols::memory::check_caller;
@@ -276,13 +277,28 @@ impl<R: Indexed> Tables<R> {
                         ),
                     });
                 }
-                ctx.require_modify(old.meta(), format!("change {} {}", R::KIND, rec.id()))?;
+                let op = match mode {
+                    Mode::Update => "change",
+                    Mode::Upsert => "store",
+                };
+                ctx.require_change(
+                    old.meta(),
+                    Change::Write,
+                    format!("{op} {} {}", R::KIND, rec.id()),
+                )?;
+                check_fixed_namespace(
+                    &old.meta().namespace,
+                    &rec.meta().namespace,
+                    R::KIND,
+                    rec.id(),
+                )?;
                 // Placement, ownership and creation time are fixed at insert.
-                let (owner, tenant, project, created) = {
+                let (owner, tenant, namespace, project, created) = {
                     let m = old.meta();
                     (
                         m.owner.clone(),
                         m.tenant_id.clone(),
+                        m.namespace.clone(),
                         m.project_id.clone(),
                         m.created_at,
                     )
@@ -291,6 +307,7 @@ impl<R: Indexed> Tables<R> {
                 let meta = rec.meta_mut();
                 meta.owner = owner;
                 meta.tenant_id = tenant;
+                meta.namespace = namespace;
                 meta.project_id = project;
                 meta.created_at = created;
                 meta.updated_at = now;
@@ -298,11 +315,16 @@ impl<R: Indexed> Tables<R> {
             }
             None if mode == Mode::Update => return Err(Self::not_found(rec.id())),
             None => {
+                let placement = ctx.placement(
+                    &rec.meta().namespace,
+                    &format!("store {} {}", R::KIND, rec.id()),
+                )?;
                 rec.prepare_new();
                 let meta = rec.meta_mut();
                 meta.owner = ctx.owner_key();
                 meta.tenant_id = ctx.tenant_id().to_owned();
-                meta.project_id = ctx.project_id().map(str::to_owned);
+                meta.namespace = placement.namespace;
+                meta.project_id = placement.project_id;
                 meta.updated_at = now;
                 table.insert(rec.clone())?;
             }
@@ -359,7 +381,11 @@ impl<R: Indexed> Tables<R> {
         if !ctx.can_read(rec.meta(), rec.domain()) {
             return Err(Self::not_found(id));
         }
-        ctx.require_modify(rec.meta(), format!("delete {} {id}", R::KIND))?;
+        ctx.require_change(
+            rec.meta(),
+            Change::Delete,
+            format!("delete {} {id}", R::KIND),
+        )?;
         table.remove(slot);
         Ok(())
     }

@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    CallerContext, Classification, InsightStatus, RecordFilter as Filter, RecordMeta, StoreError,
-    read_allowed, text_terms,
+    CallerContext, Classification, InsightStatus, NamespaceScope, RecordFilter as Filter,
+    RecordMeta, StoreError, read_allowed, text_terms,
 };
 
 /// Position of a record in a table's slab.
@@ -148,6 +148,7 @@ struct Hot {
     domain: u32,
     owner: u32,
     project: u32,
+    namespace: u32,
     confidence: f64,
     time: DateTime<Utc>,
 }
@@ -158,6 +159,9 @@ struct Reader<'c> {
     owner: Option<u32>,
     /// The caller's project id (0: none; `u32::MAX`: a project no record has).
     project: u32,
+    /// The namespaces in the read's scope (`None`: all), as interned ids
+    /// (names no record has are left out).
+    namespaces: Option<Vec<u32>>,
     agent: Option<u32>,
     entity: Option<u32>,
     domain: Option<u32>,
@@ -172,10 +176,24 @@ impl Reader<'_> {
     /// computed here, on interned ids. The clearance level of a domain is
     /// looked up only when ownership and public visibility did not decide.
     fn can_read(&mut self, hot: &Hot, domains: &HashMap<u32, String>) -> bool {
+        let namespace_readable = self
+            .namespaces
+            .as_ref()
+            .is_none_or(|ids| ids.contains(&hot.namespace));
         let project_visible = hot.project == 0 || hot.project == self.project;
         let owned = self.owner == Some(hot.owner);
-        if !project_visible || owned || hot.classification == Classification::Public {
-            return read_allowed(project_visible, owned, hot.classification, None);
+        if !namespace_readable
+            || !project_visible
+            || owned
+            || hot.classification == Classification::Public
+        {
+            return read_allowed(
+                namespace_readable,
+                project_visible,
+                owned,
+                hot.classification,
+                None,
+            );
         }
         let level = match self.levels.iter().find(|(d, _)| *d == hot.domain) {
             Some((_, level)) => *level,
@@ -188,7 +206,7 @@ impl Reader<'_> {
                 level
             }
         };
-        read_allowed(project_visible, owned, hot.classification, level)
+        read_allowed(true, true, owned, hot.classification, level)
     }
 }
 
@@ -412,6 +430,7 @@ impl<R: Indexed> Table<R> {
             project: self
                 .strings
                 .intern(meta.project_id.as_deref().unwrap_or("")),
+            namespace: self.strings.intern(&meta.namespace),
             confidence: rec.confidence(),
             time: rec.time(),
         };
@@ -513,8 +532,19 @@ impl<R: Indexed> Table<R> {
             None => Some(None),
             Some(v) => self.strings.get(v).map(Some),
         };
+        let namespaces = match ctx.search_scope(&f.namespaces) {
+            NamespaceScope::All => None,
+            NamespaceScope::Only(names) => {
+                let ids: Vec<u32> = names.iter().filter_map(|n| self.strings.get(n)).collect();
+                if ids.is_empty() {
+                    return None; // no record lives in any namespace of the scope
+                }
+                Some(ids)
+            }
+        };
         Some(Reader {
             ctx,
+            namespaces,
             owner: self.strings.get(&ctx.owner_key()),
             project: match ctx.project_id() {
                 None => 0,

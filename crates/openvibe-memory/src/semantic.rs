@@ -9,7 +9,7 @@ use openvibe_protocols::memory::{
     validate_knowledge,
 };
 use openvibe_protocols::{
-    CallerContext, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
+    CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
     StoreError, content_hash, store_time,
 };
 
@@ -18,6 +18,7 @@ use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
 /// Whether `ctx` may read `k` (see [`knowledge_read_allowed`]).
 fn readable(ctx: &CallerContext, k: &Knowledge) -> bool {
     k.meta.tenant_id == ctx.tenant_id()
+        && ctx.rights(&k.meta.namespace).read
         && knowledge_read_allowed(
             ctx.sees_project(k.meta.project_id.as_deref()),
             ctx.is_owner(&k.meta.owner),
@@ -93,7 +94,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
                 meta.updated_at = store_time();
                 meta
             }
-            None => new_meta(ctx, ""),
+            None => new_meta(ctx, "store knowledge")?,
         };
         meta.source = input.source.unwrap_or_default();
         let id = existing.as_ref().map_or_else(
@@ -214,7 +215,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
             .get(id)
             .filter(|k| readable(ctx, k))
             .ok_or_else(|| not_found("knowledge", id))?;
-        ctx.require_modify(&k.meta, format!("delete knowledge {id}"))?;
+        ctx.require_change(&k.meta, Change::Delete, format!("delete knowledge {id}"))?;
         let owner = k.meta.owner.clone();
         match (&k.external_id, k.content_hash.clone()) {
             (Some(ext), _) => {

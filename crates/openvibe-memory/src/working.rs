@@ -12,10 +12,10 @@ use openvibe_protocols::memory::{
     check_json, check_label, check_opt_label, check_state_key, json_object, normalize_ids,
 };
 use openvibe_protocols::{
-    CallerContext, Embedder, Expect, Knowledge, NewPlan, NewSession, Page, Plan, PlanContext,
-    PlanDeleted, PlanQuery, PlanUpdate, RecordMeta, Session, SessionDeleted, SessionQuery,
-    StateEntry, StoreError, TaskContext, WorkingStore, page_cursor, parse_cursor, store_time,
-    validate_record_id,
+    CallerContext, Change, Embedder, Expect, Knowledge, NewPlan, NewSession, Page, Plan,
+    PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RecordMeta, Session, SessionDeleted,
+    SessionQuery, StateEntry, StoreError, TaskContext, WorkingStore, page_cursor, parse_cursor,
+    store_time, validate_record_id,
 };
 use serde_json::Value;
 
@@ -129,17 +129,20 @@ pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
 }
 
 /// Governance metadata of a new record written by `ctx`.
-pub(crate) fn new_meta(ctx: &CallerContext, namespace: &str) -> RecordMeta {
+/// (placed by [`CallerContext::placement`] in its default namespace;
+/// `operation` names the write in a refusal).
+pub(crate) fn new_meta(ctx: &CallerContext, operation: &str) -> Result<RecordMeta, StoreError> {
+    let placement = ctx.placement("", operation)?;
     let now = store_time();
-    RecordMeta {
+    Ok(RecordMeta {
         tenant_id: ctx.tenant_id().to_owned(),
-        namespace: namespace.to_owned(),
-        project_id: ctx.project_id().map(str::to_owned),
+        namespace: placement.namespace,
+        project_id: placement.project_id,
         owner: ctx.owner_key(),
         created_at: now,
         updated_at: now,
         ..RecordMeta::default()
-    }
+    })
 }
 
 fn new_id(given: Option<String>) -> Result<String, StoreError> {
@@ -160,8 +163,17 @@ impl Tenant {
     /// A plan `ctx` can change: `NotFound` when unreadable, `Unauthorized`
     /// when readable but not changeable.
     fn changeable_plan(&self, ctx: &CallerContext, id: &str) -> Result<&Plan, StoreError> {
+        self.plan_for(ctx, id, Change::Write)
+    }
+
+    /// A plan `ctx` may make `change` to (see [`Tenant::changeable_plan`]).
+    fn plan_for(&self, ctx: &CallerContext, id: &str, change: Change) -> Result<&Plan, StoreError> {
         let plan = self.readable_plan(ctx, id)?;
-        ctx.require_modify(&plan.meta, format!("change plan {id}"))?;
+        let verb = match change {
+            Change::Write => "change",
+            Change::Delete => "delete",
+        };
+        ctx.require_change(&plan.meta, change, format!("{verb} plan {id}"))?;
         Ok(plan)
     }
 
@@ -238,7 +250,7 @@ impl WorkingStore for InMemoryWorkingStore {
         let id = new_id(session.id)?;
         check_opt_label("name", session.name.as_deref())?;
         let metadata = json_object("metadata", session.metadata)?;
-        let meta = new_meta(ctx, "");
+        let meta = new_meta(ctx, &format!("create session {id}"))?;
         let mut guard = self.write()?;
         let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
         if tenant.sessions.contains_key(&id) {
@@ -300,7 +312,11 @@ impl WorkingStore for InMemoryWorkingStore {
             .get_mut(ctx.tenant_id())
             .ok_or_else(|| not_found("session", id))?;
         let session = tenant.readable_session(ctx, id)?;
-        ctx.require_modify(&session.meta, format!("delete session {id}"))?;
+        ctx.require_change(
+            &session.meta,
+            Change::Delete,
+            format!("delete session {id}"),
+        )?;
         tenant.sessions.remove(id);
         let mut detached = 0;
         for plan in tenant.plans.values_mut() {
@@ -333,7 +349,7 @@ impl WorkingStore for InMemoryWorkingStore {
         check_label("goal_event", &plan.goal_event)?;
         check_label("response_event", &plan.response_event)?;
         let goal_data = json_object("goal_data", plan.goal_data)?;
-        let meta = new_meta(ctx, "");
+        let meta = new_meta(ctx, &format!("create plan {id}"))?;
         let now = meta.created_at;
         let mut guard = self.write()?;
         let tenant = guard.entry(ctx.tenant_id().to_owned()).or_default();
@@ -448,7 +464,7 @@ impl WorkingStore for InMemoryWorkingStore {
         let tenant = guard
             .get_mut(ctx.tenant_id())
             .ok_or_else(|| not_found("plan", id))?;
-        tenant.changeable_plan(ctx, id)?;
+        tenant.plan_for(ctx, id, Change::Delete)?;
         let Some(plan) = tenant.plans.remove(id) else {
             return Err(not_found("plan", id));
         };
@@ -516,7 +532,7 @@ impl WorkingStore for InMemoryWorkingStore {
                     ..old.meta.clone()
                 };
             }
-            None => task.meta = new_meta(ctx, ""),
+            None => task.meta = new_meta(ctx, &format!("store task context {}", task.task_id))?,
         }
         if let Some(taken) = task.sub_task_ids.iter().find(|sub| {
             tenant
@@ -582,7 +598,11 @@ impl WorkingStore for InMemoryWorkingStore {
         else {
             return Ok(false);
         };
-        ctx.require_modify(&task.meta, format!("delete task context {task_id}"))?;
+        ctx.require_change(
+            &task.meta,
+            Change::Delete,
+            format!("delete task context {task_id}"),
+        )?;
         tenant.tasks.remove(task_id);
         tenant.subtasks.retain(|_, t| t != task_id);
         Ok(true)

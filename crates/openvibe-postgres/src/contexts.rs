@@ -6,8 +6,8 @@
 
 use openvibe_protocols::memory::{check_json, check_opt_label, normalize_ids};
 use openvibe_protocols::{
-    CallerContext, Plan, PlanContext, Session, StateEntry, StoreError, TaskContext, store_time,
-    validate_record_id,
+    CallerContext, Change, Plan, PlanContext, Session, StateEntry, StoreError, TaskContext,
+    store_time, validate_record_id,
 };
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -124,15 +124,16 @@ pub(crate) async fn store_task_context(
         normalize_ids("sub_task_ids", &mut task.sub_task_ids)?;
         check_json("context", &task.context)?;
         let now = store_time();
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        let mut tx = begin(pool, ctx).await?;
         if let Some(plan) = &task.plan_id {
             require_readable::<Plan>(&mut tx, ctx, plan).await?;
         }
         let mut sql = Sql::new(
-            "INSERT INTO task_contexts AS f (tenant_id, id, project_id, owner, created_at, \
-             updated_at, plan_id, context, sub_task_ids) VALUES (",
+            "INSERT INTO task_contexts AS f (tenant_id, id, namespace, project_id, owner, \
+             created_at, updated_at, plan_id, context, sub_task_ids) VALUES (",
         );
-        push_new_identity(&mut sql, ctx, task.task_id.clone(), now);
+        let placement = ctx.placement("", &format!("store task context {}", task.task_id))?;
+        push_new_identity(&mut sql, ctx, &placement, task.task_id.clone(), now);
         sql.bind(task.plan_id.clone())
             .push(", ")
             .bind(task.context.clone())
@@ -143,7 +144,7 @@ pub(crate) async fn store_task_context(
                  context = EXCLUDED.context, sub_task_ids = EXCLUDED.sub_task_ids, \
                  updated_at = EXCLUDED.updated_at WHERE ",
             );
-        push_changeable(&mut sql, ctx, "f.");
+        push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql.push(&format!(" RETURNING {}", columns(TASK_COLS, "f.")));
         let Some(stored) = fetch_optional::<TaskContext>(&mut tx, sql).await? else {
             return Err(records::refusal::<TaskContext>(
@@ -152,6 +153,7 @@ pub(crate) async fn store_task_context(
                 &task.task_id,
                 "store",
                 Mode::Upsert,
+                "",
             )
             .await);
         };
@@ -188,7 +190,7 @@ pub(crate) async fn get_task_by_subtask(
             .bind(sub_task_id.to_owned())
             .push(" AND ");
         push_readable(&mut sql, ctx, "f.", None);
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        let mut tx = begin(pool, ctx).await?;
         let found = fetch_optional::<TaskContext>(&mut tx, sql).await?;
         end_read(tx);
         Ok(found)
@@ -208,8 +210,8 @@ pub(crate) async fn delete_task_context(
             .push(" AND f.id = ")
             .bind(task_id.to_owned())
             .push(" AND ");
-        push_changeable(&mut sql, ctx, "f.");
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        push_changeable(&mut sql, ctx, "f.", Change::Delete);
+        let mut tx = begin(pool, ctx).await?;
         let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
         if done.rows_affected() > 0 {
             tx.commit().await.map_err(store_error)?;
@@ -217,7 +219,9 @@ pub(crate) async fn delete_task_context(
         }
         // Nothing deleted: absent or unreadable is `false`; readable but
         // not the caller's is a refusal.
-        match records::refusal::<TaskContext>(&mut tx, ctx, task_id, "delete", Mode::Update).await {
+        match records::refusal::<TaskContext>(&mut tx, ctx, task_id, "delete", Mode::Update, "")
+            .await
+        {
             StoreError::NotFound { .. } => Ok(false),
             refused => Err(refused),
         }
@@ -237,7 +241,7 @@ pub(crate) async fn store_plan_context(
         check_opt_label("session_id", context.session_id.as_deref())?;
         normalize_ids("correlation_ids", &mut context.correlation_ids)?;
         check_json("context", &context.context)?;
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        let mut tx = begin(pool, ctx).await?;
         lock_changeable::<Plan>(&mut tx, ctx, &context.plan_id, "change").await?;
         if let Some(session) = &context.session_id {
             require_readable::<Session>(&mut tx, ctx, session).await?;
@@ -314,7 +318,7 @@ pub(crate) async fn get_plan_context(
         }
         sql.push(" AND ");
         push_readable(&mut sql, ctx, "f.", None);
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        let mut tx = begin(pool, ctx).await?;
         let row = sql
             .build()?
             .fetch_optional(&mut *tx)
@@ -357,7 +361,7 @@ pub(crate) async fn read_state(
     .push(" AND ");
     push_readable(&mut sql, ctx, "f.", None);
     sql.push(" ORDER BY s.key");
-    let mut tx = begin(pool, ctx.tenant_id()).await?;
+    let mut tx = begin(pool, ctx).await?;
     let rows = sql
         .build()?
         .fetch_all(&mut *tx)
@@ -385,7 +389,7 @@ pub(crate) async fn delete_state(
     plan_id: &str,
     key: Option<&str>,
 ) -> Result<u64, StoreError> {
-    let mut tx = begin(pool, ctx.tenant_id()).await?;
+    let mut tx = begin(pool, ctx).await?;
     lock_changeable::<Plan>(&mut tx, ctx, plan_id, "change").await?;
     let mut deleted = 0;
     for table in ["plan_state_items", "plan_state"] {

@@ -45,8 +45,8 @@ const COLS: &[&str] = &[
     "content_hash",
 ];
 
-const FIXED: &str = "tenant_id, id, project_id, owner, created_at";
-const MUTABLE: &str = "namespace, classification, domain, entity, tags, source, updated_at, \
+const FIXED: &str = "tenant_id, id, namespace, project_id, owner, created_at";
+const MUTABLE: &str = "classification, domain, entity, tags, source, updated_at, \
      agent_id, operator_id, node_name, \"timestamp\", action, input_summary, output_summary, \
      outcome, duration_ms, tokens_in, tokens_out, importance, external_id, content_hash, search";
 
@@ -164,9 +164,16 @@ impl PgEpisodicStore {
         let p = prepare(ctx, episode)?;
         let id = p.episode.id.clone();
         let created_at = p.episode.meta.created_at;
-        records::write(&self.pool, ctx, id, created_at, Mode::Upsert, |sql| {
-            push_mutable(sql, &p)
-        })
+        let namespace = p.episode.meta.namespace.clone();
+        records::write(
+            &self.pool,
+            ctx,
+            id,
+            &namespace,
+            created_at,
+            Mode::Upsert,
+            |sql| push_mutable(sql, &p),
+        )
         .await
     }
 
@@ -203,7 +210,10 @@ impl PgEpisodicStore {
             for (i, episode) in episodes.into_iter().enumerate() {
                 let p = prepare(ctx, episode).map_err(|e| at_index(i, e))?;
                 let e = p.episode;
-                governed.push(e.id, e.meta, e.domain, e.entity, e.tags);
+                let placement = ctx
+                    .placement(&e.meta.namespace, &format!("store episode {}", e.id))
+                    .map_err(|e| at_index(i, e))?;
+                governed.push(e.id, placement, e.meta, e.domain, e.entity, e.tags);
                 agents.push(e.agent_id);
                 operators.push(e.operator_id);
                 nodes.push(e.node_name);
@@ -224,12 +234,10 @@ impl PgEpisodicStore {
                 "INSERT INTO episodes ({FIXED}, {MUTABLE}) SELECT "
             ));
             sql.bind(ctx.tenant_id().to_owned())
-                .push(", u.id, ")
-                .bind(ctx.project_id().map(str::to_owned))
-                .push(", ")
+                .push(", u.id, u.namespace, u.project_id, ")
                 .bind(ctx.owner_key())
                 .push(
-                    ", u.created_at, u.namespace, u.classification, u.domain, u.entity, \
+                    ", u.created_at, u.classification, u.domain, u.entity, \
                      ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
                      u.agent_id, u.operator_id, u.node_name, u.ts, u.action, u.input_summary, \
                      u.output_summary, u.outcome::jsonb, u.duration_ms, u.tokens_in, u.tokens_out, \
@@ -267,12 +275,12 @@ impl PgEpisodicStore {
                 .push("::text[], ")
                 .bind(searches)
                 .push(
-                    "::text[]) AS u(id, namespace, classification, domain, entity, tags, source, \
-                     created_at, agent_id, operator_id, node_name, ts, action, input_summary, \
+                    "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
+                     source, created_at, agent_id, operator_id, node_name, ts, action, input_summary, \
                      output_summary, outcome, duration_ms, tokens_in, tokens_out, importance, \
                      external_id, content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
             tx.commit().await.map_err(store_error)?;
             Ok(done.rows_affected())

@@ -40,9 +40,10 @@ const COLS: &[&str] = &[
 ];
 
 /// Set when a fact is inserted, never changed afterwards.
-const FIXED: &str = "tenant_id, id, project_id, owner, created_at, access_count, last_accessed";
+const FIXED: &str =
+    "tenant_id, id, namespace, project_id, owner, created_at, access_count, last_accessed";
 /// Replaced by `store` over an existing id and by `update`.
-const MUTABLE: &str = "namespace, classification, domain, entity, tags, source, updated_at, \
+const MUTABLE: &str = "classification, domain, entity, tags, source, updated_at, \
      content, confidence, importance, supersedes, external_id, content_hash, search";
 
 pub(crate) fn parse_classification(
@@ -153,7 +154,8 @@ impl PgFactStore {
         let p = prepare(ctx, fact, mode)?;
         let id = p.fact.id.clone();
         let created_at = p.fact.meta.created_at;
-        records::write(&self.pool, ctx, id, created_at, mode, |sql| {
+        let namespace = p.fact.meta.namespace.clone();
+        records::write(&self.pool, ctx, id, &namespace, created_at, mode, |sql| {
             push_mutable(sql, &p)
         })
         .await
@@ -176,7 +178,7 @@ impl PgFactStore {
         };
         let mut sql = Sql::new("EXPLAIN (ANALYZE, BUFFERS) ");
         sql.append(select);
-        let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+        let mut tx = begin(&self.pool, ctx).await?;
         let rows = sql
             .build()?
             .fetch_all(&mut *tx)
@@ -213,7 +215,10 @@ impl PgFactStore {
             for (i, fact) in facts.into_iter().enumerate() {
                 let p = prepare(ctx, fact, Mode::Upsert).map_err(|e| at_index(i, e))?;
                 let f = p.fact;
-                governed.push(f.id, f.meta, f.domain, f.entity, f.tags);
+                let placement = ctx
+                    .placement(&f.meta.namespace, &format!("store fact {}", f.id))
+                    .map_err(|e| at_index(i, e))?;
+                governed.push(f.id, placement, f.meta, f.domain, f.entity, f.tags);
                 contents.push(f.content);
                 confidences.push(f.confidence);
                 importances.push(f.importance);
@@ -226,12 +231,10 @@ impl PgFactStore {
                 "INSERT INTO facts ({FIXED}, {MUTABLE}) SELECT "
             ));
             sql.bind(ctx.tenant_id().to_owned())
-                .push(", u.id, ")
-                .bind(ctx.project_id().map(str::to_owned))
-                .push(", ")
+                .push(", u.id, u.namespace, u.project_id, ")
                 .bind(ctx.owner_key())
                 .push(
-                    ", u.created_at, 0, NULL, u.namespace, u.classification, u.domain, u.entity, \
+                    ", u.created_at, 0, NULL, u.classification, u.domain, u.entity, \
                      ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
                      u.content, u.confidence, u.importance, u.supersedes, u.external_id, \
                      u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
@@ -252,11 +255,11 @@ impl PgFactStore {
                 .push("::text[], ")
                 .bind(searches)
                 .push(
-                    "::text[]) AS u(id, namespace, classification, domain, entity, tags, source, \
-                     created_at, content, confidence, importance, supersedes, external_id, \
+                    "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
+                     source, created_at, content, confidence, importance, supersedes, external_id, \
                      content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let done = sql
                 .build()?
                 .execute(&mut *tx)

@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Insight, InsightQuery, InsightStatus, InsightStore, STRENGTHEN_STEP, StoreError,
-    content_hash, validate_insight,
+    CallerContext, Change, Insight, InsightQuery, InsightStatus, InsightStore, STRENGTHEN_STEP,
+    StoreError, content_hash, validate_insight,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -46,8 +46,9 @@ const COLS: &[&str] = &[
     "content_hash",
 ];
 
-const FIXED: &str = "tenant_id, id, project_id, owner, created_at, access_count, last_accessed";
-const MUTABLE: &str = "namespace, classification, domain, entity, tags, source, updated_at, \
+const FIXED: &str =
+    "tenant_id, id, namespace, project_id, owner, created_at, access_count, last_accessed";
+const MUTABLE: &str = "classification, domain, entity, tags, source, updated_at, \
      agent_id, content, confidence, evidence_count, source_episode_ids, last_confirmed, status, \
      importance, supersedes, external_id, content_hash, search";
 
@@ -172,7 +173,8 @@ impl PgInsightStore {
         let p = prepare(ctx, insight, mode)?;
         let id = p.insight.id.clone();
         let created_at = p.insight.meta.created_at;
-        records::write(&self.pool, ctx, id, created_at, mode, |sql| {
+        let namespace = p.insight.meta.namespace.clone();
+        records::write(&self.pool, ctx, id, &namespace, created_at, mode, |sql| {
             push_mutable(sql, &p)
         })
         .await
@@ -208,7 +210,10 @@ impl PgInsightStore {
             for (k, insight) in insights.into_iter().enumerate() {
                 let p = prepare(ctx, insight, Mode::Upsert).map_err(|e| at_index(k, e))?;
                 let i = p.insight;
-                governed.push(i.id, i.meta, i.domain, i.entity, i.tags);
+                let placement = ctx
+                    .placement(&i.meta.namespace, &format!("store insight {}", i.id))
+                    .map_err(|e| at_index(k, e))?;
+                governed.push(i.id, placement, i.meta, i.domain, i.entity, i.tags);
                 agents.push(i.agent_id);
                 contents.push(i.content);
                 confidences.push(i.confidence);
@@ -226,12 +231,10 @@ impl PgInsightStore {
                 "INSERT INTO insights ({FIXED}, {MUTABLE}) SELECT "
             ));
             sql.bind(ctx.tenant_id().to_owned())
-                .push(", u.id, ")
-                .bind(ctx.project_id().map(str::to_owned))
-                .push(", ")
+                .push(", u.id, u.namespace, u.project_id, ")
                 .bind(ctx.owner_key())
                 .push(
-                    ", u.created_at, 0, NULL, u.namespace, u.classification, u.domain, u.entity, \
+                    ", u.created_at, 0, NULL, u.classification, u.domain, u.entity, \
                      ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
                      u.agent_id, u.content, u.confidence, u.evidence_count, \
                      ARRAY(SELECT jsonb_array_elements_text(u.source_episode_ids::jsonb)), \
@@ -264,12 +267,12 @@ impl PgInsightStore {
                 .push("::text[], ")
                 .bind(searches)
                 .push(
-                    "::text[]) AS u(id, namespace, classification, domain, entity, tags, source, \
-                     created_at, agent_id, content, confidence, evidence_count, \
+                    "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
+                     source, created_at, agent_id, content, confidence, evidence_count, \
                      source_episode_ids, last_confirmed, status, importance, supersedes, \
                      external_id, content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let done = sql
                 .build()?
                 .execute(&mut *tx)
@@ -387,9 +390,9 @@ impl InsightStore for PgInsightStore {
                 .push(" AND f.id = ")
                 .bind(id.to_owned())
                 .push(" AND ");
-            push_changeable(&mut sql, ctx, "f.");
+            push_changeable(&mut sql, ctx, "f.", Change::Write);
             sql.push(&format!(" RETURNING {}", columns(COLS, "f.")));
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             match records::fetch_optional::<Insight>(&mut tx, sql).await? {
                 Some(insight) => {
                     tx.commit().await.map_err(store_error)?;
@@ -401,6 +404,7 @@ impl InsightStore for PgInsightStore {
                     id,
                     "change",
                     records::Mode::Update,
+                    "",
                 )
                 .await),
             }

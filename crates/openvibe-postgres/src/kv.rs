@@ -2,7 +2,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use openvibe_protocols::{CallerContext, MemoryEntry, MemoryProvider, StoreError, content_hash};
+use openvibe_protocols::{
+    CallerContext, Change, MemoryEntry, MemoryProvider, StoreError, content_hash,
+};
 use sqlx::{PgPool, Row};
 use tracing::Instrument;
 
@@ -99,9 +101,9 @@ impl MemoryProvider for PgMemoryProvider {
                      (content, updated_at, content_hash, search) = \
                      (EXCLUDED.content, now(), EXCLUDED.content_hash, EXCLUDED.search) WHERE ",
                 );
-            push_changeable(&mut sql, ctx, "f.");
+            push_changeable(&mut sql, ctx, "f.", Change::Write);
             sql.push(" RETURNING f.key");
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let stored = sql
                 .build()?
                 .fetch_optional(&mut *tx)
@@ -148,7 +150,7 @@ impl MemoryProvider for PgMemoryProvider {
             push_readable(&mut sql, ctx, "f.", None);
             sql.push(" ORDER BY f.created_at DESC, f.key LIMIT ")
                 .bind(i64::try_from(limit).unwrap_or(i64::MAX));
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let rows = sql
                 .build()?
                 .fetch_all(&mut *tx)
@@ -181,9 +183,9 @@ impl MemoryProvider for PgMemoryProvider {
                 .push(" AND f.key = ")
                 .bind(key.to_owned())
                 .push(" AND ");
-            push_changeable(&mut sql, ctx, "f.");
+            push_changeable(&mut sql, ctx, "f.", Change::Delete);
             sql.push(" RETURNING f.key");
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let deleted = sql
                 .build()?
                 .fetch_optional(&mut *tx)

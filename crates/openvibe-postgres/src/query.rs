@@ -4,7 +4,7 @@
 use openvibe_protocols::{CallerContext, RecordFilter};
 
 use crate::records::Record;
-use crate::sql::{Sql, TextFilter, columns, push_readable, terms_filter};
+use crate::sql::{Sql, TextFilter, columns, push_readable_in, terms_filter};
 
 /// How a record type is ordered and filtered by time.
 pub(crate) struct Ordering {
@@ -73,7 +73,13 @@ fn push_where(
         sql.push(" AND f.status = ").bind(status.as_str());
     }
     sql.push(" AND ");
-    push_readable(sql, ctx, "f.", f.domain.as_deref());
+    push_readable_in(
+        sql,
+        ctx,
+        "f.",
+        f.domain.as_deref(),
+        &ctx.search_scope(&f.namespaces),
+    );
 }
 
 /// The statement of a query, or `None` when it cannot return anything

@@ -2,7 +2,7 @@
 //! query, and explaining a change that matched no row.
 
 use chrono::{DateTime, Utc};
-use openvibe_protocols::{CallerContext, StoreError};
+use openvibe_protocols::{CallerContext, Change, RecordMeta, StoreError, check_fixed_namespace};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 use tracing::Instrument;
@@ -98,7 +98,7 @@ pub(crate) async fn read<R: Record>(
     sql: Sql,
     writes: bool,
 ) -> Result<Vec<R>, StoreError> {
-    let mut tx = begin(pool, ctx.tenant_id()).await?;
+    let mut tx = begin(pool, ctx).await?;
     let found = fetch_all(&mut tx, sql).await?;
     if writes {
         tx.commit().await.map_err(store_error)?;
@@ -125,7 +125,7 @@ pub(crate) async fn get<R: Record>(
             .bind(id.to_owned())
             .push(" AND ");
         push_readable(&mut sql, ctx, "f.", None);
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        let mut tx = begin(pool, ctx).await?;
         let found = fetch_optional(&mut tx, sql).await?;
         end_read(tx);
         Ok(found)
@@ -135,21 +135,29 @@ pub(crate) async fn get<R: Record>(
 }
 
 /// Write one record in one statement: `store` (upsert) or `update`. Tenant,
-/// id, project, owner and creation time come from the caller and are fixed
-/// at insert; `push_mutable` binds the values of [`Record::MUTABLE`]. Only a
-/// record the caller may change is replaced; when nothing matched, the
-/// transaction is rolled back and [`refusal`] says why.
+/// id, owner and creation time come from the caller, namespace and project
+/// from its placement of `namespace` ([`CallerContext::placement`]); all
+/// are fixed at insert. `push_mutable` binds the values of
+/// [`Record::MUTABLE`]. Only a record the caller may change (and, when
+/// `namespace` is named, that lives there) is replaced; when nothing
+/// matched, the transaction is rolled back and [`refusal`] says why.
 pub(crate) async fn write<R: Record>(
     pool: &PgPool,
     ctx: &CallerContext,
     id: String,
+    namespace: &str,
     created_at: DateTime<Utc>,
     mode: Mode,
     push_mutable: impl FnOnce(&mut Sql),
 ) -> Result<R, StoreError> {
     let mutable = R::MUTABLE;
+    let op = match mode {
+        Mode::Upsert => "store",
+        Mode::Update => "change",
+    };
     let mut sql = match mode {
         Mode::Upsert => {
+            let placement = ctx.placement(namespace, &format!("{op} {} {id}", R::KIND))?;
             // Access statistics start at zero.
             let stats = if R::TRACKED { ", 0, NULL, " } else { ", " };
             let mut sql = Sql::new(&format!(
@@ -161,7 +169,9 @@ pub(crate) async fn write<R: Record>(
                 .push(", ")
                 .bind(id.clone())
                 .push(", ")
-                .bind(ctx.project_id().map(str::to_owned))
+                .bind(placement.namespace)
+                .push(", ")
+                .bind(placement.project_id)
                 .push(", ")
                 .bind(ctx.owner_key())
                 .push(", ")
@@ -189,36 +199,48 @@ pub(crate) async fn write<R: Record>(
             sql
         }
     };
-    push_changeable(&mut sql, ctx, "f.");
+    push_changeable(&mut sql, ctx, "f.", Change::Write);
+    if !namespace.is_empty() {
+        sql.push(" AND f.namespace = ").bind(namespace.to_owned());
+    }
     sql.push(&format!(" RETURNING {}", columns(R::COLS, "f.")));
-    let mut tx = begin(pool, ctx.tenant_id()).await?;
+    let mut tx = begin(pool, ctx).await?;
     match fetch_optional::<R>(&mut tx, sql).await? {
         Some(stored) => {
             tx.commit().await.map_err(store_error)?;
             Ok(stored)
         }
         None => {
-            let op = match mode {
-                Mode::Upsert => "store",
-                Mode::Update => "change",
-            };
-            let e = refusal::<R>(&mut tx, ctx, &id, op, mode).await;
+            let e = refusal::<R>(&mut tx, ctx, &id, op, mode, namespace).await;
             let _ = tx.rollback().await;
             Err(e)
         }
     }
 }
 
-/// Why a change of `id` matched no row: `NotFound` when it does not exist
-/// or is unreadable (and, for `store`, does not exist), else `Unauthorized`.
+/// The change an operation verb (`store`, `change`, `delete`) makes.
+pub(crate) fn change_of(operation: &str) -> Change {
+    if operation == "delete" {
+        Change::Delete
+    } else {
+        Change::Write
+    }
+}
+
+/// Why a `change` of `id` (asking for `namespace`, empty: any) matched no
+/// row: `NotFound` when it does not exist or is unreadable (and, for
+/// `store`, does not exist), else the refusal of the rule that applies
+/// ([`CallerContext::require_change`], [`check_fixed_namespace`]).
 pub(crate) async fn refusal<R: Record>(
     tx: &mut Transaction<'static, Postgres>,
     ctx: &CallerContext,
     id: &str,
     operation: &str,
     mode: Mode,
+    namespace: &str,
 ) -> StoreError {
-    let mut sql = Sql::new("SELECT f.owner, ");
+    let change = change_of(operation);
+    let mut sql = Sql::new("SELECT f.owner, f.namespace, f.project_id, ");
     push_readable(&mut sql, ctx, "f.", None);
     sql.push(&format!(
         " AS readable FROM {} f WHERE f.tenant_id = ",
@@ -231,21 +253,38 @@ pub(crate) async fn refusal<R: Record>(
         Ok(q) => q.fetch_optional(&mut **tx).await.map_err(store_error),
         Err(e) => Err(e),
     };
-    let (owner, readable) = match row {
+    let (meta, readable) = match row {
         Err(e) => return e,
         Ok(None) => return not_found(R::KIND, id),
         Ok(Some(row)) => (
-            row.try_get::<String, _>("owner").unwrap_or_default(),
+            RecordMeta {
+                tenant_id: ctx.tenant_id().to_owned(),
+                namespace: row.try_get("namespace").unwrap_or_default(),
+                project_id: row.try_get("project_id").unwrap_or_default(),
+                owner: row.try_get("owner").unwrap_or_default(),
+                ..RecordMeta::default()
+            },
             row.try_get::<bool, _>("readable").unwrap_or(false),
         ),
     };
+    let operation = format!("{operation} {} {id}", R::KIND);
     match (readable, mode) {
         (false, Mode::Update) => not_found(R::KIND, id),
         (false, Mode::Upsert) => ctx.unauthorized(
-            format!("{operation} {} {id}", R::KIND),
+            operation,
             "a record with this id exists and belongs to someone else",
         ),
-        (true, _) => ctx.owned_by_other(format!("{operation} {} {id}", R::KIND), &owner),
+        (true, _) => match ctx
+            .require_change(&meta, change, operation)
+            .and_then(|()| check_fixed_namespace(&meta.namespace, namespace, R::KIND, id))
+        {
+            Err(e) => e,
+            // Changed between the statement and this look: say so.
+            Ok(()) => StoreError::conflict(format!(
+                "{} {id} changed while it was being written; retry",
+                R::KIND
+            )),
+        },
     }
 }
 
@@ -261,16 +300,16 @@ pub(crate) async fn delete<R: Record>(
             .push(" AND f.id = ")
             .bind(id.to_owned())
             .push(" AND ");
-        push_changeable(&mut sql, ctx, "f.");
+        push_changeable(&mut sql, ctx, "f.", Change::Delete);
         sql.push(" RETURNING f.id");
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        let mut tx = begin(pool, ctx).await?;
         let deleted = sql
             .build()?
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;
         if deleted.is_none() {
-            let e = refusal::<R>(&mut tx, ctx, id, "delete", Mode::Update).await;
+            let e = refusal::<R>(&mut tx, ctx, id, "delete", Mode::Update, "").await;
             // Nothing changed; the transaction only read.
             let _ = tx.rollback().await;
             return Err(e);
@@ -304,7 +343,7 @@ pub(crate) async fn touch<R: Record>(
             .push(" AND f.id = c.id AND ");
         push_readable(&mut sql, ctx, "f.", None);
         sql.push(" RETURNING c.n) SELECT COALESCE(sum(n), 0)::bigint AS touched FROM t");
-        let mut tx = begin(pool, ctx.tenant_id()).await?;
+        let mut tx = begin(pool, ctx).await?;
         let row = sql
             .build()?
             .fetch_one(&mut *tx)

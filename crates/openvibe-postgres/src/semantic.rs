@@ -13,12 +13,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    check_embedding, check_label, check_user, json_object, modify_allowed, resolve_embedding,
-    validate_knowledge,
+    check_embedding, check_label, check_user, json_object, resolve_embedding, validate_knowledge,
 };
 use openvibe_protocols::{
-    CallerContext, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
-    Plan, Session, StoreError, content_hash, store_time,
+    CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
+    NewKnowledge, Plan, RecordMeta, Session, StoreError, content_hash, store_time,
 };
 use pgvector::Vector;
 use sqlx::postgres::PgRow;
@@ -28,7 +27,7 @@ use tracing::Instrument;
 use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{end_read, not_found, span};
-use crate::sql::{Sql, begin, col, columns, delete_row, push_project};
+use crate::sql::{Sql, begin, col, columns, delete_row, push_namespace_scope, push_project};
 use crate::working::require_readable;
 
 const COLS: &[&str] = &[
@@ -106,13 +105,16 @@ fn upsert_rows(
         .collect();
     let metadata: Vec<String> = group.iter().map(|p| p.metadata.to_string()).collect();
     let mut sql = Sql::new(
-        "INSERT INTO knowledge AS f (tenant_id, id, project_id, owner, created_at, updated_at, \
-         source, content, external_id, is_public, tags, plan_id, session_id, metadata, \
-         content_hash) SELECT ",
+        "INSERT INTO knowledge AS f (tenant_id, id, namespace, project_id, owner, created_at, \
+         updated_at, source, content, external_id, is_public, tags, plan_id, session_id, \
+         metadata, content_hash) SELECT ",
     );
+    let placement = ctx.placement("", "store knowledge")?;
     sql.bind(ctx.tenant_id().to_owned())
         .push(", t.id, ")
-        .bind(ctx.project_id().map(str::to_owned))
+        .bind(placement.namespace)
+        .push(", ")
+        .bind(placement.project_id)
         .push(", ")
         .bind(ctx.owner_key())
         .push(", ")
@@ -171,6 +173,7 @@ fn upsert_rows(
 fn push_knowledge_readable(sql: &mut Sql, ctx: &CallerContext, public: bool) {
     sql.push("(");
     push_project(sql, ctx, "f.");
+    push_namespace_scope(sql, &ctx.read_scope(), "f.");
     sql.push(" AND (f.owner = ").bind(ctx.owner_key());
     if public {
         sql.push(" OR f.is_public");
@@ -367,7 +370,7 @@ impl PgKnowledgeStore {
             }
             unique.reverse();
             let now = store_time();
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let plans: std::collections::BTreeSet<&String> =
                 unique.iter().filter_map(|p| p.plan_id.as_ref()).collect();
             for plan in plans {
@@ -520,7 +523,7 @@ impl KnowledgeStore for PgKnowledgeStore {
                 .bind(Vector::from(vector))
                 .push(" LIMIT ")
                 .bind(top_k);
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             // Keep scanning the HNSW graph until `top_k` rows pass the
             // filters (pgvector 0.8 iterative scans), with a candidate list
             // at least as long as the result.
@@ -573,7 +576,7 @@ impl KnowledgeStore for PgKnowledgeStore {
                 .bind(id.to_owned())
                 .push(" AND ");
             push_knowledge_readable(&mut sql, ctx, true);
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let row = sql
                 .build()?
                 .fetch_optional(&mut *tx)
@@ -589,8 +592,10 @@ impl KnowledgeStore for PgKnowledgeStore {
     async fn delete_knowledge(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
         check_label("id", id)?;
         async {
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
-            let mut sql = Sql::new("SELECT f.owner FROM knowledge f WHERE f.tenant_id = ");
+            let mut tx = begin(&self.pool, ctx).await?;
+            let mut sql = Sql::new(
+                "SELECT f.owner, f.namespace, f.project_id FROM knowledge f WHERE f.tenant_id = ",
+            );
             sql.bind(ctx.tenant_id().to_owned())
                 .push(" AND f.id = ")
                 .bind(id.to_owned())
@@ -603,10 +608,14 @@ impl KnowledgeStore for PgKnowledgeStore {
                 .await
                 .map_err(store_error)?
                 .ok_or_else(|| not_found("knowledge", id))?;
-            let owner: String = row.try_get("owner").map_err(store_error)?;
-            if !modify_allowed(true, ctx.is_owner(&owner), ctx.is_privileged()) {
-                return Err(ctx.owned_by_other(format!("delete knowledge {id}"), &owner));
-            }
+            let meta = RecordMeta {
+                tenant_id: ctx.tenant_id().to_owned(),
+                owner: row.try_get("owner").map_err(store_error)?,
+                namespace: row.try_get("namespace").map_err(store_error)?,
+                project_id: row.try_get("project_id").map_err(store_error)?,
+                ..RecordMeta::default()
+            };
+            ctx.require_change(&meta, Change::Delete, format!("delete knowledge {id}"))?;
             delete_row(&mut tx, ctx, "knowledge", id).await?;
             tx.commit().await.map_err(store_error)?;
             Ok(())

@@ -5,7 +5,10 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
-use openvibe_protocols::{CallerContext, Classification, RecordMeta, StoreError, text_terms};
+use openvibe_protocols::{
+    CallerContext, Change, Classification, NamespaceScope, Placement, RecordMeta, StoreError,
+    text_terms,
+};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{Arguments, AssertSqlSafe, Encode, PgPool, Postgres, Row, Transaction, Type};
@@ -99,22 +102,53 @@ fn literal(s: &str) -> String {
     out
 }
 
-/// Begin a transaction confined to `tenant`: `BEGIN` and the
-/// transaction-local `openvibe.tenant_id` setting the row-level security
-/// policies read, sent together in one round trip. The setting ends with
-/// the transaction, so a pooled connection never carries it over.
+/// Begin a transaction confined to the caller: `BEGIN` and the
+/// transaction-local settings the row-level security policies read, sent
+/// together in one round trip: `openvibe.tenant_id`, and for a governed
+/// caller `openvibe.namespaces` (the namespaces it may read, as a text
+/// array literal) and `openvibe.project_id`. The settings end with the
+/// transaction, so a pooled connection never carries them over.
 pub(crate) async fn begin(
     pool: &PgPool,
-    tenant: &str,
+    ctx: &CallerContext,
 ) -> Result<Transaction<'static, Postgres>, StoreError> {
+    let tenant = ctx.tenant_id();
     check_label("tenant_id", tenant)?;
-    let statement = format!(
+    let mut statement = format!(
         "BEGIN; SELECT set_config('openvibe.tenant_id', {}, true)",
         literal(tenant)
     );
+    if let NamespaceScope::Only(namespaces) = ctx.read_scope() {
+        let array = namespaces
+            .iter()
+            .map(|n| array_element(n))
+            .collect::<Vec<_>>()
+            .join(",");
+        let _ = write!(
+            statement,
+            ", set_config('openvibe.namespaces', {}, true), set_config('openvibe.project_id', {}, true)",
+            literal(&format!("{{{array}}}")),
+            literal(ctx.project_id().unwrap_or(""))
+        );
+    }
     pool.begin_with(AssertSqlSafe(statement))
         .await
         .map_err(store_error)
+}
+
+/// `s` as an element of a Postgres array literal: double-quoted, with `"`
+/// and `\` escaped.
+fn array_element(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
 }
 
 /// Classifications readable with `level` ([`Classification::readable_at`]).
@@ -140,14 +174,38 @@ pub(crate) fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
     }
 }
 
-/// The contract's read rule (`openvibe_protocols::read_allowed`: project
-/// visible, and owned or cleared; the tenant is pinned by the caller's
-/// statement) as a predicate on the row aliased `a` (`"f."`).
+/// `{a}namespace` within `scope` (nothing for [`NamespaceScope::All`]),
+/// preceded by `" AND "`.
+pub(crate) fn push_namespace_scope(sql: &mut Sql, scope: &NamespaceScope, a: &str) {
+    if let NamespaceScope::Only(namespaces) = scope {
+        sql.push(&format!(" AND {a}namespace = ANY("))
+            .bind(namespaces.clone())
+            .push("::text[])");
+    }
+}
+
+/// The contract's read rule (`openvibe_protocols::read_allowed`: namespace
+/// readable, project visible, and owned or cleared; the tenant is pinned by
+/// the caller's statement) as a predicate on the row aliased `a` (`"f."`),
+/// for a read by id (the caller's [`CallerContext::read_scope`]).
 /// `domain`: the query's domain filter, when it has one (the clearance
 /// then reduces to one list of classifications).
 pub(crate) fn push_readable(sql: &mut Sql, ctx: &CallerContext, a: &str, domain: Option<&str>) {
+    push_readable_in(sql, ctx, a, domain, &ctx.read_scope());
+}
+
+/// [`push_readable`] within `scope` (a search's
+/// [`CallerContext::search_scope`], which lies within the read scope).
+pub(crate) fn push_readable_in(
+    sql: &mut Sql,
+    ctx: &CallerContext,
+    a: &str,
+    domain: Option<&str>,
+    scope: &NamespaceScope,
+) {
     sql.push("(");
     push_project(sql, ctx, a);
+    push_namespace_scope(sql, scope, a);
     sql.push(&format!(" AND ({a}owner = "))
         .bind(ctx.owner_key())
         .push(&format!(" OR {a}classification = ANY("));
@@ -184,12 +242,37 @@ pub(crate) fn push_readable(sql: &mut Sql, ctx: &CallerContext, a: &str, domain:
     sql.push("))");
 }
 
-/// `CallerContext::can_read && can_modify` on the row aliased `a`: what an
-/// update, upsert or delete requires.
-pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str) {
+/// `CallerContext::can_read && can_change(change)` on the row aliased `a`:
+/// what an update, upsert or delete requires. Ungoverned: owned unless
+/// privileged. Governed: a namespace with the right, and owned unless the
+/// namespace grants manage (or the caller is privileged).
+pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str, change: Change) {
     push_readable(sql, ctx, a, None);
-    if !ctx.is_privileged() {
-        sql.push(&format!(" AND {a}owner = ")).bind(ctx.owner_key());
+    match ctx.grants() {
+        None => {
+            if !ctx.is_privileged() {
+                sql.push(&format!(" AND {a}owner = ")).bind(ctx.owner_key());
+            }
+        }
+        Some(g) => {
+            let changeable: Vec<String> = g
+                .changeable(change)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            sql.push(&format!(" AND {a}namespace = ANY("))
+                .bind(changeable)
+                .push("::text[])");
+            if !ctx.is_privileged() {
+                let managed: Vec<String> =
+                    g.managed(change).into_iter().map(str::to_owned).collect();
+                sql.push(&format!(" AND ({a}owner = "))
+                    .bind(ctx.owner_key())
+                    .push(&format!(" OR {a}namespace = ANY("))
+                    .bind(managed)
+                    .push("::text[]))");
+            }
+        }
     }
 }
 
@@ -292,12 +375,14 @@ pub(crate) fn columns(cols: &[&str], a: &str) -> String {
         .join(", ")
 }
 
-/// Bind the identity of a new record, `tenant_id, id, project_id, owner,
-/// created_at, updated_at` (from the caller; both times `now`), each
-/// followed by `", "`.
+/// Bind the identity of a new record, `tenant_id, id, namespace,
+/// project_id, owner, created_at, updated_at` (tenant and owner from the
+/// caller, namespace and project from its `placement`, both times `now`),
+/// each followed by `", "`.
 pub(crate) fn push_new_identity(
     sql: &mut Sql,
     ctx: &CallerContext,
+    placement: &Placement,
     id: String,
     now: DateTime<Utc>,
 ) {
@@ -305,7 +390,9 @@ pub(crate) fn push_new_identity(
         .push(", ")
         .bind(id)
         .push(", ")
-        .bind(ctx.project_id().map(str::to_owned))
+        .bind(placement.namespace.clone())
+        .push(", ")
+        .bind(placement.project_id.clone())
         .push(", ")
         .bind(ctx.owner_key())
         .push(", ")
@@ -393,8 +480,8 @@ mod tests {
 }
 
 /// Bind the values of the governance columns every record table starts its
-/// mutable columns with: `namespace, classification, domain, entity, tags,
-/// source, updated_at` (the last is `now()`), followed by `", "`.
+/// mutable columns with: `classification, domain, entity, tags, source,
+/// updated_at` (the last is `now()`), followed by `", "`.
 pub(crate) fn push_governed(
     sql: &mut Sql,
     meta: &RecordMeta,
@@ -402,9 +489,7 @@ pub(crate) fn push_governed(
     entity: &str,
     tags: &[String],
 ) {
-    sql.bind(meta.namespace.clone())
-        .push(", ")
-        .bind(meta.classification.as_str())
+    sql.bind(meta.classification.as_str())
         .push(", ")
         .bind(domain.to_owned())
         .push(", ")
@@ -417,12 +502,13 @@ pub(crate) fn push_governed(
 }
 
 /// The columns every batch insert starts its `unnest` arrays with:
-/// `id, namespace, classification, domain, entity, tags (JSON text), source,
-/// created_at`, in that order.
+/// `id, namespace, project_id, classification, domain, entity, tags (JSON
+/// text), source, created_at`, in that order.
 #[derive(Default)]
 pub(crate) struct GovernedColumns {
     ids: Vec<String>,
     namespaces: Vec<String>,
+    projects: Vec<Option<String>>,
     classifications: Vec<&'static str>,
     domains: Vec<String>,
     entities: Vec<String>,
@@ -437,6 +523,7 @@ impl GovernedColumns {
         Self {
             ids: Vec::with_capacity(n),
             namespaces: Vec::with_capacity(n),
+            projects: Vec::with_capacity(n),
             classifications: Vec::with_capacity(n),
             domains: Vec::with_capacity(n),
             entities: Vec::with_capacity(n),
@@ -446,17 +533,19 @@ impl GovernedColumns {
         }
     }
 
-    /// Add one record's values.
+    /// Add one record's values (placed at `placement`).
     pub(crate) fn push(
         &mut self,
         id: String,
+        placement: Placement,
         meta: RecordMeta,
         domain: String,
         entity: String,
         tags: Vec<String>,
     ) {
         self.ids.push(id);
-        self.namespaces.push(meta.namespace);
+        self.namespaces.push(placement.namespace);
+        self.projects.push(placement.project_id);
         self.classifications.push(meta.classification.as_str());
         self.domains.push(domain);
         self.entities.push(entity);
@@ -465,11 +554,13 @@ impl GovernedColumns {
         self.created.push(meta.created_at);
     }
 
-    /// Bind the eight arrays, each followed by its cast and `", "`.
+    /// Bind the nine arrays, each followed by its cast and `", "`.
     pub(crate) fn bind(self, sql: &mut Sql) {
         sql.bind(self.ids)
             .push("::text[], ")
             .bind(self.namespaces)
+            .push("::text[], ")
+            .bind(self.projects)
             .push("::text[], ")
             .bind(self.classifications)
             .push("::text[], ")

@@ -12,9 +12,10 @@ use openvibe_protocols::memory::{
     check_json, check_label, check_opt_label, check_state_key, json_object,
 };
 use openvibe_protocols::{
-    CallerContext, Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
-    PlanStatus, PlanUpdate, Session, SessionDeleted, SessionQuery, StateEntry, StoreError,
-    TaskContext, WorkingStore, page_cursor, parse_cursor, store_time, validate_record_id,
+    CallerContext, Change, Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted,
+    PlanQuery, PlanStatus, PlanUpdate, Session, SessionDeleted, SessionQuery, StateEntry,
+    StoreError, TaskContext, WorkingStore, page_cursor, parse_cursor, store_time,
+    validate_record_id,
 };
 use serde_json::Value;
 use sqlx::postgres::PgRow;
@@ -156,7 +157,7 @@ pub(crate) async fn lock_changeable_as<R: Record>(
         .push(" AND f.id = ")
         .bind(id.to_owned())
         .push(" AND ");
-    push_changeable(&mut sql, ctx, "f.");
+    push_changeable(&mut sql, ctx, "f.", records::change_of(operation));
     sql.push(" ").push(lock);
     let found = sql
         .build()?
@@ -165,7 +166,7 @@ pub(crate) async fn lock_changeable_as<R: Record>(
         .map_err(store_error)?;
     match found {
         Some(_) => Ok(()),
-        None => Err(records::refusal::<R>(tx, ctx, id, operation, Mode::Update).await),
+        None => Err(records::refusal::<R>(tx, ctx, id, operation, Mode::Update, "").await),
     }
 }
 
@@ -221,7 +222,7 @@ async fn fetch_page<R: Record>(
     let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
     sql.push(" ORDER BY f.created_at DESC, f.id DESC LIMIT ")
         .bind(fetch);
-    let mut tx = begin(pool, ctx.tenant_id()).await?;
+    let mut tx = begin(pool, ctx).await?;
     let mut items = fetch_all::<R>(&mut tx, sql).await?;
     end_read(tx);
     let more = items.len() > limit;
@@ -295,7 +296,7 @@ impl PgWorkingStore {
         sql: Sql,
         otherwise: impl FnOnce() -> StoreError,
     ) -> Result<StateEntry, StoreError> {
-        let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+        let mut tx = begin(&self.pool, ctx).await?;
         let row = sql
             .build()?
             .fetch_optional(&mut *tx)
@@ -330,7 +331,7 @@ impl PgWorkingStore {
             .push(" AND f.id = ")
             .bind(plan_id.to_owned())
             .push(" AND ");
-        push_changeable(&mut sql, ctx, "f.");
+        push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql
     }
 }
@@ -349,17 +350,18 @@ impl WorkingStore for PgWorkingStore {
             let metadata = json_object("metadata", session.metadata)?;
             let now = store_time();
             let mut sql = Sql::new(
-                "INSERT INTO sessions (tenant_id, id, project_id, owner, created_at, updated_at, \
+                "INSERT INTO sessions (tenant_id, id, namespace, project_id, owner, created_at, updated_at, \
                  last_activity, name, metadata) VALUES (",
             );
-            push_new_identity(&mut sql, ctx, id, now);
+            let placement = ctx.placement("", &format!("create session {id}"))?;
+            push_new_identity(&mut sql, ctx, &placement, id, now);
             sql.bind(now)
                 .push(", ")
                 .bind(session.name)
                 .push(", ")
                 .bind(metadata)
                 .push(&format!(") RETURNING {}", columns(SESSION_COLS, "")));
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let created = fetch_optional::<Session>(&mut tx, sql)
                 .await?
                 .ok_or_else(|| StoreError::backend("the insert returned no row"))?;
@@ -413,7 +415,7 @@ impl WorkingStore for PgWorkingStore {
         id: &str,
     ) -> Result<SessionDeleted, StoreError> {
         async {
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             lock_changeable::<Session>(&mut tx, ctx, id, "delete").await?;
             let mut count = Sql::new("SELECT count(*) AS n FROM plans WHERE tenant_id = ");
             count
@@ -448,7 +450,7 @@ impl WorkingStore for PgWorkingStore {
             check_opt_label("parent_plan_id", plan.parent_plan_id.as_deref())?;
             let goal_data = json_object("goal_data", plan.goal_data)?;
             let now = store_time();
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             if let Some(session) = &plan.session_id {
                 require_readable::<Session>(&mut tx, ctx, session).await?;
             }
@@ -456,10 +458,11 @@ impl WorkingStore for PgWorkingStore {
                 require_readable::<Plan>(&mut tx, ctx, parent).await?;
             }
             let mut sql = Sql::new(
-                "INSERT INTO plans (tenant_id, id, project_id, owner, created_at, updated_at, \
+                "INSERT INTO plans (tenant_id, id, namespace, project_id, owner, created_at, updated_at, \
                  goal_event, goal_data, response_event, status, session_id, parent_plan_id) VALUES (",
             );
-            push_new_identity(&mut sql, ctx, id, now);
+            let placement = ctx.placement("", &format!("create plan {id}"))?;
+            push_new_identity(&mut sql, ctx, &placement, id, now);
             sql.bind(plan.goal_event)
                 .push(", ")
                 .bind(goal_data)
@@ -548,18 +551,18 @@ impl WorkingStore for PgWorkingStore {
                 .push(" AND f.id = ")
                 .bind(id.to_owned())
                 .push(" AND ");
-            push_changeable(&mut sql, ctx, "f.");
+            push_changeable(&mut sql, ctx, "f.", Change::Write);
             sql.push(&format!(" RETURNING {}", columns(PLAN_COLS, "f.")));
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             match fetch_optional::<Plan>(&mut tx, sql).await? {
                 Some(plan) => {
                     touch_session(&mut tx, ctx, plan.session_id.as_deref(), 0, now).await?;
                     tx.commit().await.map_err(store_error)?;
                     Ok(plan)
                 }
-                None => {
-                    Err(records::refusal::<Plan>(&mut tx, ctx, id, "change", Mode::Update).await)
-                }
+                None => Err(
+                    records::refusal::<Plan>(&mut tx, ctx, id, "change", Mode::Update, "").await,
+                ),
             }
         }
         .instrument(span("plan", "update", ctx))
@@ -568,7 +571,7 @@ impl WorkingStore for PgWorkingStore {
 
     async fn delete_plan(&self, ctx: &CallerContext, id: &str) -> Result<PlanDeleted, StoreError> {
         async {
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             lock_changeable::<Plan>(&mut tx, ctx, id, "delete").await?;
             let mut counts = Sql::new(
                 "SELECT f.session_id, \
@@ -670,7 +673,7 @@ impl WorkingStore for PgWorkingStore {
         check_state_key(key)?;
         check_json("value", &value)?;
         async {
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             lock_changeable_as::<Plan>(&mut tx, ctx, plan_id, "change", "FOR SHARE").await?;
             // The key's version (its row's changes plus its appended
             // items), with its row locked against concurrent sets.
@@ -785,7 +788,7 @@ impl WorkingStore for PgWorkingStore {
             .push(" AND f.id = ")
             .bind(plan_id.to_owned())
             .push(" AND ");
-        push_changeable(&mut sql, ctx, "f.");
+        push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql.push(
             "), r AS (INSERT INTO plan_state (tenant_id, plan_id, key, value, version, updated_at) \
              SELECT p.tenant_id, p.id, ",
@@ -805,7 +808,7 @@ impl WorkingStore for PgWorkingStore {
         .bind(key.to_owned())
         .push(" AND jsonb_typeof(s.value) <> 'array') RETURNING seq");
         async {
-            let mut tx = begin(&self.pool, ctx.tenant_id()).await?;
+            let mut tx = begin(&self.pool, ctx).await?;
             let appended = sql
                 .build()?
                 .fetch_optional(&mut *tx)

@@ -42,6 +42,9 @@ pub use memory::{
     validate_insight, validate_record_id,
 };
 pub use memory::{
+    Change, Grants, NamespaceGrant, NamespaceScope, Placement, Rights, check_fixed_namespace,
+};
+pub use memory::{
     Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan,
     NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus, PlanUpdate, Session,
     SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore, page_cursor, parse_cursor,

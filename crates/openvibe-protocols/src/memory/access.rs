@@ -9,6 +9,7 @@
 //! [`Clearance::allows`](super::Clearance::allows). The conformance suite
 //! checks every backend against it.
 
+use super::governance::Change;
 use super::{
     CallerContext, Classification, Episode, Fact, Insight, RecordMeta, RetrievalTrace, StoreError,
 };
@@ -37,30 +38,40 @@ macro_rules! governed {
 governed!(Fact, Insight, Episode, RetrievalTrace);
 
 /// The read rule, given its inputs for a record of the caller's tenant:
-/// the record's project is visible to the caller
+/// the record's namespace is readable by the caller
+/// ([`CallerContext::rights`]), its project is visible to the caller
 /// ([`CallerContext::sees_project`]), and the caller owns it or its
 /// clearance `level` in the record's domain reaches its `classification`.
 ///
 /// ```
 /// use openvibe_protocols::{Classification::*, read_allowed};
-/// assert!(read_allowed(true, true, Restricted, None), "owners read their own records");
-/// assert!(read_allowed(true, false, Internal, Some(Confidential)));
-/// assert!(!read_allowed(false, true, Public, None), "another project is invisible");
+/// assert!(read_allowed(true, true, true, Restricted, None), "owners read their own records");
+/// assert!(read_allowed(true, true, false, Internal, Some(Confidential)));
+/// assert!(!read_allowed(true, false, true, Public, None), "another project is invisible");
+/// assert!(!read_allowed(false, true, true, Public, None), "so is an unreadable namespace");
 /// ```
 pub fn read_allowed(
+    namespace_readable: bool,
     project_visible: bool,
     owned: bool,
     classification: Classification,
     level: Option<Classification>,
 ) -> bool {
-    project_visible && (owned || classification.readable_at(level))
+    namespace_readable && project_visible && (owned || classification.readable_at(level))
 }
 
-/// The modify rule (update, replace, delete), given its inputs for a record
-/// of the caller's tenant that the caller can read: the caller owns it or is
-/// privileged.
-pub fn modify_allowed(project_visible: bool, owned: bool, privileged: bool) -> bool {
-    project_visible && (owned || privileged)
+/// The change rule (update, replace, delete), given its inputs for a record
+/// of the caller's tenant that the caller can read: the caller has the
+/// right the change needs in the record's namespace (`right_granted`), and
+/// owns the record or may manage others' records there (`manage`: the
+/// namespace's manage right, or a privileged caller).
+pub fn modify_allowed(
+    right_granted: bool,
+    project_visible: bool,
+    owned: bool,
+    manage: bool,
+) -> bool {
+    right_granted && project_visible && (owned || manage)
 }
 
 impl CallerContext {
@@ -69,6 +80,7 @@ impl CallerContext {
     pub fn can_read(&self, meta: &RecordMeta, domain: &str) -> bool {
         meta.tenant_id == self.tenant_id()
             && read_allowed(
+                self.rights(&meta.namespace).read,
                 self.sees_project(meta.project_id.as_deref()),
                 self.is_owner(&meta.owner),
                 meta.classification,
@@ -81,32 +93,71 @@ impl CallerContext {
         self.can_read(record.meta(), record.domain())
     }
 
-    /// Whether this caller may update or delete a record with `meta`:
+    /// Whether this caller may make `change` to a record with `meta`:
     /// same tenant, and [`modify_allowed`].
-    pub fn can_modify(&self, meta: &RecordMeta) -> bool {
+    pub fn can_change(&self, meta: &RecordMeta, change: Change) -> bool {
+        let rights = self.rights(&meta.namespace);
         meta.tenant_id == self.tenant_id()
             && modify_allowed(
+                rights.allows(change),
                 self.sees_project(meta.project_id.as_deref()),
                 self.is_owner(&meta.owner),
-                self.is_privileged(),
+                rights.manage,
             )
     }
-}
 
-impl CallerContext {
-    /// `Ok` when this caller may change a record with `meta`
-    /// ([`CallerContext::can_modify`]); otherwise the refusal
-    /// ([`CallerContext::owned_by_other`]) for `operation`.
+    /// Whether this caller may update a record with `meta`
+    /// ([`CallerContext::can_change`] with [`Change::Write`]).
+    pub fn can_modify(&self, meta: &RecordMeta) -> bool {
+        self.can_change(meta, Change::Write)
+    }
+
+    /// `Ok` when this caller may make `change` to a record with `meta`
+    /// ([`CallerContext::can_change`]); otherwise a
+    /// [`StoreError::Unauthorized`] for `operation` whose reason names the
+    /// rule that refused it: the namespace right, or the ownership rule.
+    pub fn require_change(
+        &self,
+        meta: &RecordMeta,
+        change: Change,
+        operation: impl Into<String>,
+    ) -> Result<(), StoreError> {
+        if self.can_change(meta, change) {
+            return Ok(());
+        }
+        let rights = self.rights(&meta.namespace);
+        if !rights.allows(change) {
+            return Err(self.unauthorized(
+                operation,
+                format!(
+                    "the policy of namespace `{}` grants {} no {} right",
+                    meta.namespace,
+                    self.principal(),
+                    change.right()
+                ),
+            ));
+        }
+        if self.grants().is_some() {
+            return Err(self.unauthorized(
+                operation,
+                format!(
+                    "it is owned by {} and the policy of namespace `{}` grants {} no manage right",
+                    meta.owner,
+                    meta.namespace,
+                    self.principal()
+                ),
+            ));
+        }
+        Err(self.owned_by_other(operation, &meta.owner))
+    }
+
+    /// [`CallerContext::require_change`] with [`Change::Write`].
     pub fn require_modify(
         &self,
         meta: &RecordMeta,
         operation: impl Into<String>,
     ) -> Result<(), StoreError> {
-        if self.can_modify(meta) {
-            Ok(())
-        } else {
-            Err(self.owned_by_other(operation, &meta.owner))
-        }
+        self.require_change(meta, Change::Write, operation)
     }
 
     /// The [`StoreError::Unauthorized`] a caller gets for `operation` on a
@@ -176,24 +227,26 @@ mod tests {
     /// The rule, exhaustively, against its definition in words.
     #[test]
     fn read_rule_truth_table() {
-        for project_visible in [false, true] {
-            for owned in [false, true] {
-                for c in Classification::ALL {
-                    for level in std::iter::once(None).chain(Classification::ALL.map(Some)) {
-                        let cleared = c == Classification::Public
-                            || level.is_some_and(|l| l.rank() >= c.rank());
+        for ns in [false, true] {
+            for project_visible in [false, true] {
+                for owned in [false, true] {
+                    for c in Classification::ALL {
+                        for level in std::iter::once(None).chain(Classification::ALL.map(Some)) {
+                            let cleared = c == Classification::Public
+                                || level.is_some_and(|l| l.rank() >= c.rank());
+                            assert_eq!(
+                                read_allowed(ns, project_visible, owned, c, level),
+                                ns && project_visible && (owned || cleared),
+                                "{ns} {project_visible} {owned} {c} {level:?}"
+                            );
+                        }
+                    }
+                    for manage in [false, true] {
                         assert_eq!(
-                            read_allowed(project_visible, owned, c, level),
-                            project_visible && (owned || cleared),
-                            "{project_visible} {owned} {c} {level:?}"
+                            modify_allowed(ns, project_visible, owned, manage),
+                            ns && project_visible && (owned || manage)
                         );
                     }
-                }
-                for privileged in [false, true] {
-                    assert_eq!(
-                        modify_allowed(project_visible, owned, privileged),
-                        project_visible && (owned || privileged)
-                    );
                 }
             }
         }

@@ -9,9 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::governance::{Grants, NamespaceScope, Placement, Rights};
 use super::{Classification, RecordMeta, StoreError};
 
 /// What kind of principal is asking.
@@ -196,6 +198,8 @@ pub struct CallerContext {
     clearance: Clearance,
     project_id: Option<String>,
     privileged: bool,
+    /// Namespace grants (`None`: ungoverned).
+    grants: Option<Arc<Grants>>,
 }
 
 impl CallerContext {
@@ -207,6 +211,7 @@ impl CallerContext {
             clearance: Clearance::public_only(),
             project_id: None,
             privileged: false,
+            grants: None,
         }
     }
 
@@ -278,6 +283,103 @@ impl CallerContext {
     pub fn with_privileged(mut self, privileged: bool) -> Self {
         self.privileged = privileged;
         self
+    }
+
+    /// Govern this caller by `grants` (see [`Grants`] and the
+    /// [governance module](crate::memory::governance)).
+    #[must_use]
+    pub fn with_grants(mut self, grants: Grants) -> Self {
+        self.grants = Some(Arc::new(grants));
+        self
+    }
+
+    /// The caller's namespace grants (`None`: ungoverned, every namespace open).
+    pub fn grants(&self) -> Option<&Grants> {
+        self.grants.as_deref()
+    }
+
+    /// The caller's rights in `namespace`. Ungoverned: read, write and
+    /// delete everywhere, manage when privileged. Governed: what the grants
+    /// say, plus manage when privileged.
+    pub fn rights(&self, namespace: &str) -> Rights {
+        let mut rights = match &self.grants {
+            None => Rights::OWN,
+            Some(g) => g.rights(namespace),
+        };
+        rights.manage |= self.privileged;
+        rights
+    }
+
+    /// The namespaces a read by id (get, update, delete) may reach: every
+    /// namespace ungoverned, the readable ones governed.
+    pub fn read_scope(&self) -> NamespaceScope {
+        match &self.grants {
+            None => NamespaceScope::All,
+            Some(g) => NamespaceScope::only(g.readable()),
+        }
+    }
+
+    /// The namespaces a search or list covers when it asked for
+    /// `requested` (empty: none named): ungoverned, `requested` or every
+    /// namespace; governed, `requested` or the recall namespaces,
+    /// intersected with what the caller may read (never widened).
+    pub fn search_scope(&self, requested: &[String]) -> NamespaceScope {
+        match (&self.grants, requested.is_empty()) {
+            (None, true) => NamespaceScope::All,
+            (None, false) => NamespaceScope::only(requested.iter().cloned()),
+            (Some(g), true) => NamespaceScope::only(g.recall_namespaces()),
+            (Some(g), false) => {
+                NamespaceScope::only(requested.iter().filter(|n| g.rights(n).read).cloned())
+            }
+        }
+    }
+
+    /// Where a new record asked for `namespace` (empty: the default) goes,
+    /// or why it may not. Ungoverned: the namespace as asked, in the
+    /// caller's project. Governed: the home namespace when none is asked;
+    /// the `write` right is required; a project-scoped namespace places it
+    /// in the caller's project (and refuses a caller without one), any
+    /// other in no project. `operation` names the write in a refusal.
+    pub fn placement(&self, namespace: &str, operation: &str) -> Result<Placement, StoreError> {
+        let Some(g) = &self.grants else {
+            return Ok(Placement {
+                namespace: namespace.to_owned(),
+                project_id: self.project_id.clone(),
+            });
+        };
+        let namespace = if namespace.is_empty() {
+            g.home()
+        } else {
+            namespace
+        };
+        if !g.rights(namespace).write {
+            return Err(self.unauthorized(
+                operation,
+                format!(
+                    "the policy of namespace `{namespace}` grants {} no write right",
+                    self.principal
+                ),
+            ));
+        }
+        let project_id = if g.project_scoped(namespace) {
+            match &self.project_id {
+                Some(p) => Some(p.clone()),
+                None => {
+                    return Err(self.unauthorized(
+                        operation,
+                        format!(
+                            "namespace `{namespace}` is project-scoped and the caller has no project"
+                        ),
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Placement {
+            namespace: namespace.to_owned(),
+            project_id,
+        })
     }
 
     /// The tenant every read and write is confined to.

@@ -4,6 +4,7 @@
 //! | part | module |
 //! |---|---|
 //! | who is calling: [`Principal`], [`Clearance`], [`CallerContext`] (trusted identity) | `context` |
+//! | namespace governance as the stores see it: [`Grants`], [`Rights`], [`NamespaceScope`], [`Placement`] | `governance` |
 //! | the access decision: [`read_allowed`], [`modify_allowed`], [`CallerContext::can_read`], [`Governed`] | `access` |
 //! | records: [`Fact`], [`Episode`], [`Insight`], [`RetrievalTrace`], [`RecordMeta`], [`Classification`] | `records` |
 //! | queries: [`FactQuery`], [`EpisodeQuery`], [`InsightQuery`] and the normalised [`RecordFilter`] | `query` |
@@ -19,6 +20,7 @@
 mod access;
 mod context;
 mod error;
+pub mod governance;
 mod kv;
 mod query;
 mod records;
@@ -30,6 +32,9 @@ mod working;
 pub use access::{Governed, modify_allowed, read_allowed};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
+pub use governance::{
+    Change, Grants, NamespaceGrant, NamespaceScope, Placement, Rights, check_fixed_namespace,
+};
 pub use kv::{MemoryEntry, MemoryProvider};
 pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, text_terms};
 pub use records::{

@@ -85,6 +85,20 @@ macro_rules! query_builders {
             self
         }
 
+        /// Only records of these namespaces. Intersected with what the
+        /// caller may read, never widened; empty (the default): an
+        /// ungoverned caller's every namespace, a governed caller's recall
+        /// namespaces (`self + shared`).
+        #[must_use]
+        pub fn namespaces<I, S>(mut self, namespaces: I) -> Self
+        where
+            I: IntoIterator<Item = S>,
+            S: Into<String>,
+        {
+            self.namespaces = namespaces.into_iter().map(Into::into).collect();
+            self
+        }
+
         /// Set the limit.
         #[must_use]
         pub fn limit(mut self, limit: usize) -> Self {
@@ -142,6 +156,8 @@ pub struct FactQuery {
     pub domain: Option<String>,
     /// Only facts with any of these tags (none: no filter).
     pub tags: Vec<String>,
+    /// Only records of these namespaces (see the `namespaces` builder).
+    pub namespaces: Vec<String>,
     /// Only facts whose content contains every term (see [`text_terms`]).
     pub text: Option<String>,
     /// Only facts with at least this confidence.
@@ -162,6 +178,7 @@ impl Default for FactQuery {
             general: false,
             domain: None,
             tags: Vec::new(),
+            namespaces: Vec::new(),
             text: None,
             min_confidence: 0.0,
             since: None,
@@ -206,6 +223,8 @@ pub struct EpisodeQuery {
     pub domain: Option<String>,
     /// Only episodes with any of these tags.
     pub tags: Vec<String>,
+    /// Only records of these namespaces (see the `namespaces` builder).
+    pub namespaces: Vec<String>,
     /// Only episodes whose [`Episode::searchable_text`](super::Episode::searchable_text) contains every term.
     pub text: Option<String>,
     /// Only episodes with `timestamp` at or after this time.
@@ -217,6 +236,7 @@ pub struct EpisodeQuery {
 impl Default for EpisodeQuery {
     fn default() -> Self {
         Self {
+            namespaces: Vec::new(),
             agent_id: None,
             entity: None,
             domain: None,
@@ -262,6 +282,8 @@ pub struct InsightQuery {
     pub domain: Option<String>,
     /// Only insights with any of these tags.
     pub tags: Vec<String>,
+    /// Only records of these namespaces (see the `namespaces` builder).
+    pub namespaces: Vec<String>,
     /// Only insights whose content contains every term.
     pub text: Option<String>,
     /// Only insights with at least this confidence.
@@ -279,6 +301,7 @@ pub struct InsightQuery {
 impl Default for InsightQuery {
     fn default() -> Self {
         Self {
+            namespaces: Vec::new(),
             agent_id: None,
             entity: None,
             general: false,
@@ -324,6 +347,9 @@ impl InsightQuery {
 /// not filter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordFilter {
+    /// Only records of these namespaces (empty: the caller's default
+    /// scope, see [`CallerContext::search_scope`](crate::CallerContext::search_scope)).
+    pub namespaces: Vec<String>,
     /// Only records of this agent.
     pub agent_id: Option<String>,
     /// Only records about this entity; `Some("")`: only records that name
@@ -357,6 +383,7 @@ impl RecordFilter {
     /// No filters, `limit` results.
     pub fn new(limit: usize) -> Self {
         Self {
+            namespaces: Vec::new(),
             agent_id: None,
             entity: None,
             domain: None,
@@ -402,6 +429,7 @@ impl FactQuery {
             entity: entity_filter(&self.entity, self.general),
             domain: given(&self.domain),
             tags: self.tags.clone(),
+            namespaces: self.namespaces.clone(),
             relevance: !terms.is_empty(),
             terms,
             min_confidence: self.min_confidence,
@@ -420,6 +448,7 @@ impl EpisodeQuery {
             entity: given(&self.entity),
             domain: given(&self.domain),
             tags: self.tags.clone(),
+            namespaces: self.namespaces.clone(),
             terms: terms_of(&self.text),
             since: self.since,
             ..RecordFilter::new(self.limit)
@@ -435,6 +464,7 @@ impl InsightQuery {
             entity: entity_filter(&self.entity, self.general),
             domain: given(&self.domain),
             tags: self.tags.clone(),
+            namespaces: self.namespaces.clone(),
             terms: terms_of(&self.text),
             min_confidence: self.min_confidence,
             since: self.since,
