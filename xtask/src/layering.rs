@@ -38,6 +38,8 @@ const RULES: &[(&str, &[&str])] = &[
             "openvibe-macros",
         ],
     ),
+    // Governance policy: decides grants from the contract's types.
+    ("openvibe-governance", &["openvibe-protocols"]),
     // The conformance suite is written against the contract alone.
     ("openvibe-memory-testkit", &["openvibe-protocols"]),
     // A backend implements the contract; it never needs the memory core.

@@ -1,0 +1,258 @@
+//! The governance file: its types and how it is parsed.
+
+use std::collections::BTreeMap;
+
+use openvibe_protocols::{Principal, PrincipalKind, Rights};
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// A governance file, as written.
+///
+/// ```yaml
+/// shared_namespace: shared        # default `shared`
+/// default_principal: default      # for session keys no rule matches
+/// recall: [self, shared]          # what searches cover by default
+/// namespaces:
+///   developer:
+///     project_scoped: true
+///     read: ["*"]                 # principal ids, `kind:id`, or `*`
+///     write: ["*"]
+///     delete: ["*"]               # their own records
+///     manage: [l-cto]             # others' records too
+/// api_keys:
+///   - { principal: l-cto, env: MCP_API_KEY_L, namespace: developer }
+///   - { principal: ci, sha256: "<64 hex digits>" }
+/// session_keys:                   # ordered; the first match wins
+///   - map: { "telegram:42": alice }
+///     kind: user
+///   - prefix: "agent:"            # the segment after the prefix
+///   - regex: "^cron:(?P<principal>[^:]+)"
+///     principal: "${principal}-cron"
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GovernanceFile {
+    /// The namespace every principal may share through (`shared`).
+    #[serde(default = "shared")]
+    pub shared_namespace: String,
+    /// The principal of a session key no rule maps (`default`).
+    #[serde(default = "default_principal")]
+    pub default_principal: String,
+    /// The namespaces searches and lists cover when the caller names none
+    /// (`self` is the caller's home namespace); `[self, shared]` by default.
+    #[serde(default = "default_recall")]
+    pub recall: Vec<String>,
+    /// Declared namespaces and their policies.
+    #[serde(default, deserialize_with = "unique_map")]
+    pub namespaces: BTreeMap<String, NamespacePolicy>,
+    /// Service principals by API key.
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeyEntry>,
+    /// Ordered rules from session keys to principals.
+    #[serde(default)]
+    pub session_keys: Vec<SessionRule>,
+}
+
+impl Default for GovernanceFile {
+    fn default() -> Self {
+        Self {
+            shared_namespace: shared(),
+            default_principal: default_principal(),
+            recall: default_recall(),
+            namespaces: BTreeMap::new(),
+            api_keys: Vec::new(),
+            session_keys: Vec::new(),
+        }
+    }
+}
+
+fn shared() -> String {
+    "shared".to_owned()
+}
+
+fn default_principal() -> String {
+    "default".to_owned()
+}
+
+fn default_recall() -> Vec<String> {
+    vec!["self".to_owned(), shared()]
+}
+
+/// Who may do what in one namespace. Each list names principals by id
+/// (`cursor-ide`), by kind and id (`service:cursor-ide`), or `*` (everyone).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespacePolicy {
+    /// Records belong to the writer's project and are invisible from other
+    /// projects; otherwise they span projects.
+    #[serde(default)]
+    pub project_scoped: bool,
+    /// Who may read.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Who may write (create records, update their own).
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Who may delete (their own records).
+    #[serde(default)]
+    pub delete: Vec<String>,
+    /// Who may also update and delete records owned by others.
+    #[serde(default)]
+    pub manage: Vec<String>,
+}
+
+impl NamespacePolicy {
+    /// The four lists with their right's name.
+    pub fn lists(&self) -> [(&'static str, &[String]); 4] {
+        [
+            ("read", &self.read),
+            ("write", &self.write),
+            ("delete", &self.delete),
+            ("manage", &self.manage),
+        ]
+    }
+
+    /// The rights this policy gives `principal`.
+    pub fn rights_of(&self, principal: &Principal) -> Rights {
+        let listed = |list: &[String]| {
+            list.iter().any(|p| {
+                p == "*"
+                    || *p == principal.id
+                    || p.split_once(':').is_some_and(|(kind, id)| {
+                        kind == principal.kind.as_str() && id == principal.id
+                    })
+            })
+        };
+        Rights {
+            read: listed(&self.read),
+            write: listed(&self.write),
+            delete: listed(&self.delete),
+            manage: listed(&self.manage),
+        }
+    }
+}
+
+/// A service principal's API key: `sha256` (the key's SHA-256, hex) or
+/// `env` (a variable holding the key, read and hashed at load time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyEntry {
+    /// The principal's id.
+    pub principal: String,
+    /// Its kind (`service` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<PrincipalKind>,
+    /// The key's SHA-256 digest, 64 hex digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// An environment variable holding the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// Its home namespace (its id by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// One session-key rule: exactly one of `map`, `prefix`, `regex`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRule {
+    /// Exact session keys to principals.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "unique_map_opt"
+    )]
+    pub map: Option<BTreeMap<String, String>>,
+    /// Keys starting with this: the principal is `principal` when given,
+    /// else the text after the prefix up to the next `:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Keys matching this regular expression: the principal is
+    /// `principal` with `$1` / `${name}` expanded, else the group named
+    /// `principal`, else the first group, else the whole match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// The principal (a template for `regex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The principal's kind (`agent` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<PrincipalKind>,
+    /// Its home namespace (the principal's id by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// A mapping that names a key twice is an error (YAML parsers keep the last).
+fn unique_map<'de, D, V>(deserializer: D) -> Result<BTreeMap<String, V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Visit<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<V> {
+        type Value = BTreeMap<String, V>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a mapping")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if out.contains_key(&key) {
+                    return Err(serde::de::Error::custom(format!("duplicate key `{key}`")));
+                }
+                let value = map.next_value()?;
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_map(Visit(std::marker::PhantomData))
+}
+
+fn unique_map_opt<'de, D, V>(deserializer: D) -> Result<Option<BTreeMap<String, V>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    unique_map(deserializer).map(Some)
+}
+
+/// Parse the file's text; a malformed document is an [`Error`] with the
+/// line, column and key.
+pub(crate) fn parse(text: &str, path: &str) -> Result<GovernanceFile, Error> {
+    let deserializer = yaml_serde::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner();
+        let (line, column) = inner
+            .location()
+            .map_or((0, 0), |loc| (loc.line(), loc.column()));
+        Error::Config {
+            path: path.to_owned(),
+            line,
+            column,
+            key,
+            message: inner.to_string(),
+        }
+    })
+}
+
+/// An error about `key`, positioned at the first line of `text` where
+/// `needle` occurs (line 0 when it does not, e.g. for a file built in code).
+pub(crate) fn positioned(text: &str, path: &str, key: String, needle: &str, message: String) -> Error {
+    let (line, column) = text
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find(needle).map(|c| (i + 1, c + 1)))
+        .unwrap_or((0, 0));
+    Error::Config {
+        path: path.to_owned(),
+        line,
+        column,
+        key,
+        message,
+    }
+}
