@@ -40,8 +40,12 @@ const RULES: &[(&str, &[&str])] = &[
     ),
     // Governance policy: decides grants from the contract's types.
     ("openvibe-governance", &["openvibe-protocols"]),
-    // The conformance suite is written against the contract alone.
-    ("openvibe-memory-testkit", &["openvibe-protocols"]),
+    // The conformance suite is written against the contract (and uses the
+    // governance crate's example policies as fixtures).
+    (
+        "openvibe-memory-testkit",
+        &["openvibe-protocols", "openvibe-governance"],
+    ),
     // A backend implements the contract; it never needs the memory core.
     ("openvibe-postgres", &["openvibe-protocols"]),
 ];

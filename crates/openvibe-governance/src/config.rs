@@ -197,7 +197,10 @@ where
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a mapping")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
             let mut out = BTreeMap::new();
             while let Some(key) = map.next_key::<String>()? {
                 if out.contains_key(&key) {
@@ -242,7 +245,13 @@ pub(crate) fn parse(text: &str, path: &str) -> Result<GovernanceFile, Error> {
 
 /// An error about `key`, positioned at the first line of `text` where
 /// `needle` occurs (line 0 when it does not, e.g. for a file built in code).
-pub(crate) fn positioned(text: &str, path: &str, key: String, needle: &str, message: String) -> Error {
+pub(crate) fn positioned(
+    text: &str,
+    path: &str,
+    key: String,
+    needle: &str,
+    message: String,
+) -> Error {
     let (line, column) = text
         .lines()
         .enumerate()

@@ -46,6 +46,16 @@ mod config;
 mod error;
 mod principal;
 
+/// Example governance files, also used as test fixtures.
+pub mod examples {
+    /// The access matrix of the L9 memory-governance spec: a kernel actor
+    /// (`l-cto`) with every right everywhere, an IDE actor (`cursor-ide`)
+    /// limited to the project-scoped `developer` and the cross-project
+    /// `global` namespaces and its own records; both identified by API keys
+    /// read from `MCP_API_KEY_L` / `MCP_API_KEY_C`.
+    pub const SEED_003: &str = include_str!("../examples/seed-003.governance.yaml");
+}
+
 pub use config::{ApiKeyEntry, GovernanceFile, NamespacePolicy, SessionRule};
 pub use error::Error;
 pub use principal::{MAX_TOKEN_LEN, Resolved, sanitize};
@@ -113,7 +123,9 @@ impl Governance {
                 return Err(at(
                     format!("namespaces.{ns}"),
                     ns,
-                    format!("namespace `{ns}` is not a safe token (lowercase letters, digits, `-`, `_`, `.`)"),
+                    format!(
+                        "namespace `{ns}` is not a safe token (lowercase letters, digits, `-`, `_`, `.`)"
+                    ),
                 ));
             }
             for (right, list) in policy.lists() {
@@ -133,7 +145,9 @@ impl Governance {
                 return Err(at(
                     format!("recall[{i}]"),
                     ns,
-                    format!("unknown namespace `{ns}` (declare it under `namespaces`, or use `self` or the shared namespace)"),
+                    format!(
+                        "unknown namespace `{ns}` (declare it under `namespaces`, or use `self` or the shared namespace)"
+                    ),
                 ));
             }
         }
@@ -155,7 +169,9 @@ impl Governance {
                         return Err(at(
                             format!("session_keys[{i}].map.{key}"),
                             key,
-                            format!("session key `{key}` is already mapped by session_keys[{first}]"),
+                            format!(
+                                "session key `{key}` is already mapped by session_keys[{first}]"
+                            ),
                         ));
                     }
                 }
@@ -234,8 +250,14 @@ impl Governance {
                 id,
                 kind: entry.kind.unwrap_or(PrincipalKind::Service),
             };
-            let home = entry.namespace.clone().unwrap_or_else(|| principal.id.clone());
-            if api_keys.insert(digest, Resolved::with_home(principal, home)).is_some() {
+            let home = entry
+                .namespace
+                .clone()
+                .unwrap_or_else(|| principal.id.clone());
+            if api_keys
+                .insert(digest, Resolved::with_home(principal, home))
+                .is_some()
+            {
                 return Err(at(
                     format!("{key}"),
                     &entry.principal,

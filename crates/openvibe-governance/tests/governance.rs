@@ -4,7 +4,7 @@
 use openvibe_governance::{Error, Governance, Resolved, api_key_digest};
 use openvibe_protocols::{Principal, PrincipalKind, Rights};
 
-const SEED_003: &str = include_str!("fixtures/seed-003.governance.yaml");
+use openvibe_governance::examples::SEED_003;
 
 fn env(name: &str) -> Option<String> {
     match name {
@@ -26,7 +26,9 @@ fn load(text: &str) -> Result<Governance, Error> {
 fn problem(text: &str) -> (usize, String, String) {
     match load(text) {
         Ok(_) => panic!("loaded:\n{text}"),
-        Err(Error::Config { line, key, message, .. }) => (line, key, message),
+        Err(Error::Config {
+            line, key, message, ..
+        }) => (line, key, message),
     }
 }
 
@@ -50,7 +52,10 @@ fn seed_003_access_matrix_holds_as_written() {
     assert_eq!(gc.readable(), vec!["developer", "global"]);
     // "Any query from C MUST filter: WHERE scope IN ('developer', 'global')"
     assert_eq!(gc.recall_namespaces(), vec!["developer", "global"]);
-    assert_eq!(gl.recall_namespaces(), vec!["developer", "global", "l-private"]);
+    assert_eq!(
+        gl.recall_namespaces(),
+        vec!["developer", "global", "l-private"]
+    );
     // Project isolation for developer and l-private; global spans projects.
     assert!(gc.project_scoped("developer") && gl.project_scoped("l-private"));
     assert!(!gc.project_scoped("global"));
@@ -71,7 +76,11 @@ fn defaults_are_self_plus_shared() {
     assert_eq!(g.home(), "cro");
     assert_eq!(g.rights("cro"), Rights::OWN);
     assert_eq!(g.rights("shared"), Rights::OWN);
-    assert_eq!(g.rights("cmo"), Rights::NONE, "another agent's namespace is private");
+    assert_eq!(
+        g.rights("cmo"),
+        Rights::NONE,
+        "another agent's namespace is private"
+    );
     assert_eq!(g.recall_namespaces(), vec!["cro", "shared"]);
     let ctx = gov.context("acme", &who);
     assert_eq!(ctx.tenant_id(), "acme");
@@ -101,9 +110,19 @@ fn session_key_rules_in_order() {
         ("telegram:42", "alice", PrincipalKind::User, "alice"),
         ("telegram:7", "bob", PrincipalKind::User, "bob"),
         ("agent:CRO:main", "cro", PrincipalKind::Agent, "cro"),
-        ("agent:Sales Bot/../x", "sales-bot-..-x", PrincipalKind::Agent, "sales-bot-..-x"),
+        (
+            "agent:Sales Bot/../x",
+            "sales-bot-..-x",
+            PrincipalKind::Agent,
+            "sales-bot-..-x",
+        ),
         ("cron:nightly", "scheduler", PrincipalKind::Service, "ops"),
-        ("slack:ENG:Dana", "eng-dana", PrincipalKind::Agent, "eng-dana"),
+        (
+            "slack:ENG:Dana",
+            "eng-dana",
+            PrincipalKind::Agent,
+            "eng-dana",
+        ),
         ("ci:build-7", "build", PrincipalKind::Agent, "build"),
         // Nothing matches, or a match sanitises to nothing: the default.
         ("telegram:999", "default", PrincipalKind::Agent, "default"),
@@ -112,11 +131,19 @@ fn session_key_rules_in_order() {
     ];
     for (key, id, kind, home) in table {
         let r = gov.resolve_session_key(key);
-        assert_eq!((&r.principal.id[..], r.principal.kind, &r.home[..]), (*id, *kind, *home), "{key}");
+        assert_eq!(
+            (&r.principal.id[..], r.principal.kind, &r.home[..]),
+            (*id, *kind, *home),
+            "{key}"
+        );
     }
     let deployer = gov.grants_for(&Resolved::new(Principal::service("deployer")));
     assert!(deployer.rights("ops").write);
-    assert!(!gov.grants_for(&Resolved::new(Principal::agent("deployer"))).rights("ops").write);
+    assert!(
+        !gov.grants_for(&Resolved::new(Principal::agent("deployer")))
+            .rights("ops")
+            .write
+    );
 }
 
 #[test]
@@ -134,7 +161,10 @@ fn sanitised_tokens_are_safe() {
         assert_eq!(sanitize(raw).as_deref(), want, "{raw}");
     }
     let long = "x".repeat(200);
-    assert_eq!(sanitize(&long).unwrap().len(), openvibe_governance::MAX_TOKEN_LEN);
+    assert_eq!(
+        sanitize(&long).unwrap().len(),
+        openvibe_governance::MAX_TOKEN_LEN
+    );
 }
 
 #[test]
@@ -143,16 +173,24 @@ fn load_errors_are_positioned() {
     assert_eq!((line, key.as_str()), (2, "session_keys[0].regex"), "{msg}");
     assert!(msg.contains("invalid regex"), "{msg}");
 
-    let (line, key, msg) =
-        problem("namespaces:\n  a: {}\nsession_keys:\n  - prefix: \"x:\"\n    namespace: nowhere\n");
-    assert_eq!((line, key.as_str()), (5, "session_keys[0].namespace"), "{msg}");
+    let (line, key, msg) = problem(
+        "namespaces:\n  a: {}\nsession_keys:\n  - prefix: \"x:\"\n    namespace: nowhere\n",
+    );
+    assert_eq!(
+        (line, key.as_str()),
+        (5, "session_keys[0].namespace"),
+        "{msg}"
+    );
     assert!(msg.contains("unknown namespace `nowhere`"), "{msg}");
 
     let (line, key, msg) = problem(
         "session_keys:\n  - map: { \"k1\": a }\n  - map:\n      \"k2\": b\n      \"k1\": c\n",
     );
     assert_eq!(key, "session_keys[1].map.k1", "{msg}");
-    assert!(line > 0 && msg.contains("already mapped by session_keys[0]"), "{msg}");
+    assert!(
+        line > 0 && msg.contains("already mapped by session_keys[0]"),
+        "{msg}"
+    );
 
     // A key repeated inside one mapping (YAML parsers keep the last): the
     // error points at the mapping and names the key.
@@ -160,7 +198,10 @@ fn load_errors_are_positioned() {
     assert_eq!((line, key.as_str()), (2, "namespaces"), "{msg}");
     assert!(msg.contains("duplicate key `a`"), "{msg}");
     let (line, _, msg) = problem("session_keys:\n  - map:\n      k: a\n      k: b\n");
-    assert!(line >= 2 && msg.contains("duplicate key `k`"), "{line} {msg}");
+    assert!(
+        line >= 2 && msg.contains("duplicate key `k`"),
+        "{line} {msg}"
+    );
 
     let digest = api_key_digest("same");
     let text = format!(

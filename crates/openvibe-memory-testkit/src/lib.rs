@@ -39,6 +39,7 @@
 pub mod access;
 pub mod episodes;
 pub mod facts;
+pub mod governance;
 pub mod insights;
 pub mod model;
 pub mod semantic;
@@ -141,4 +142,8 @@ cases! {
     access::insight_tenant_isolation;
     access::insight_clearance_inside_the_query;
     access::insight_update_and_ownership;
+    governance::governance_seed_003_access_matrix;
+    governance::governance_changes_need_the_right;
+    governance::governance_working_and_semantic_records;
+    governance::governance_randomized_leak_check;
 }

@@ -23,9 +23,11 @@ fn term_quality(words: &[String], term: &str) -> u32 {
 /// stored: owner, tenant and project set by the store), in order.
 pub fn fact_query(facts: &[Fact], ctx: &CallerContext, query: &FactQuery) -> Vec<String> {
     let f = query.filter();
+    let scope = ctx.search_scope(&f.namespaces);
     let mut hits: Vec<(u32, &Fact)> = facts
         .iter()
         .filter(|fact| ctx.can_read_record(*fact))
+        .filter(|fact| scope.contains(&fact.meta.namespace))
         .filter(|fact| f.entity.as_deref().is_none_or(|e| fact.entity == e))
         .filter(|fact| f.domain.as_deref().is_none_or(|d| fact.domain() == d))
         .filter(|fact| f.tags.is_empty() || fact.tags.iter().any(|t| f.tags.contains(t)))
@@ -61,6 +63,16 @@ pub fn fact_query(facts: &[Fact], ctx: &CallerContext, query: &FactQuery) -> Vec
         .take(f.limit)
         .map(|(_, fact)| fact.id.clone())
         .collect()
+}
+
+/// The id `FactStore::get(ctx, id)` must return over `facts`: the fact
+/// when the caller may read it ([`CallerContext::can_read`]), else nothing.
+pub fn fact_get(facts: &[Fact], ctx: &CallerContext, id: &str) -> Option<String> {
+    facts
+        .iter()
+        .find(|f| f.id == id && f.meta.tenant_id == ctx.tenant_id())
+        .filter(|f| ctx.can_read_record(*f))
+        .map(|f| f.id.clone())
 }
 
 #[cfg(test)]

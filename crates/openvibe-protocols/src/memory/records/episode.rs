@@ -81,6 +81,14 @@ impl Default for Episode {
 }
 
 impl Episode {
+    /// Set the namespace (empty: the caller's default; see
+    /// [`CallerContext::placement`](crate::CallerContext::placement)).
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.meta.namespace = namespace.into();
+        self
+    }
+
     /// The text an episode is searched by and hashed over:
     /// action, input summary and output summary, one per line.
     pub fn searchable_text(&self) -> String {

@@ -92,13 +92,6 @@ impl Fact {
         self
     }
 
-    /// Set the namespace.
-    #[must_use]
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.meta.namespace = namespace.into();
-        self
-    }
-
     /// Set the confidence.
     #[must_use]
     pub fn confidence(mut self, confidence: f64) -> Self {

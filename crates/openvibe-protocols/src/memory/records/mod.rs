@@ -157,6 +157,14 @@ pub fn content_hash(text: &str) -> String {
 /// Builder methods the record types share.
 macro_rules! record_builders {
     () => {
+        /// Set the namespace (empty: the caller's default; see
+        /// [`CallerContext::placement`](crate::CallerContext::placement)).
+        #[must_use]
+        pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+            self.meta.namespace = namespace.into();
+            self
+        }
+
         /// Set the entity.
         #[must_use]
         pub fn entity(mut self, entity: impl Into<String>) -> Self {
