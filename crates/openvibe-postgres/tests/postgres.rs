@@ -796,3 +796,82 @@ async fn knowledge_batches_and_racing_upserts_leave_one_row_per_key() {
     };
     assert_eq!(rows, 1);
 }
+
+/// Governance below the stores: with a governed caller's settings
+/// (`openvibe.namespaces`, `openvibe.project_id`), a hand-written
+/// `SELECT *` through the application role (no superuser, no BYPASSRLS)
+/// sees only rows of readable namespaces in a visible project, and cannot
+/// write outside them.
+#[tokio::test]
+async fn row_level_security_isolates_namespaces_and_projects_in_sql() {
+    use openvibe_protocols::{Grants, Rights};
+    let pg = pg!();
+    let grants = Grants::new("ns-a")
+        .grant("ns-a", Rights::OWN, true)
+        .grant("ns-b", Rights::OWN, false)
+        .grant("global", Rights::OWN, false);
+    for (id, ns, project) in [
+        ("a-p1", "ns-a", "p1"),
+        ("a-p2", "ns-a", "p2"),
+        ("b", "ns-b", "p1"),
+        ("g", "global", "p2"),
+    ] {
+        let writer = CallerContext::agent("w")
+            .with_tenant("t1")
+            .with_project(project)
+            .with_grants(grants.clone());
+        pg.facts()
+            .store(&writer, Fact::new(id, "x").namespace(ns))
+            .await
+            .unwrap();
+    }
+    let mut conn = pg.pool().acquire().await.unwrap();
+    let (superuser, bypass): (bool, bool) =
+        sqlx::query_as("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+    assert!(
+        !superuser && !bypass,
+        "the test must run as a role subject to RLS"
+    );
+    let visible = |namespaces: &'static str, project: &'static str| (namespaces, project);
+    for ((namespaces, project), expected) in [
+        (visible("{ns-a,global}", "p1"), vec!["a-p1", "g"]),
+        (visible("{ns-a,ns-b,global}", "p2"), vec!["a-p2", "b", "g"]),
+        (visible("{global}", ""), vec!["g"]),
+        (visible("{}", "p1"), vec![]),
+        (visible("", ""), vec!["a-p1", "a-p2", "b", "g"]), // ungoverned: tenant only
+    ] {
+        let mut tx = conn.begin().await.unwrap();
+        sqlx::query(
+            "SELECT set_config('openvibe.tenant_id', 't1', true), \
+             set_config('openvibe.namespaces', $1, true), \
+             set_config('openvibe.project_id', $2, true)",
+        )
+        .bind(namespaces)
+        .bind(project)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM facts ORDER BY id")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+        assert_eq!(
+            ids, expected,
+            "namespaces {namespaces:?}, project {project:?}"
+        );
+        if !namespaces.is_empty() {
+            let err = sqlx::query(
+                "INSERT INTO facts (tenant_id, id, owner, content, namespace) \
+                 VALUES ('t1', 'sneaky', 'o', 'c', 'l-private')",
+            )
+            .execute(&mut *tx)
+            .await
+            .unwrap_err();
+            assert!(err.to_string().contains("row-level security"), "{err}");
+        }
+        tx.rollback().await.unwrap();
+    }
+}

@@ -33,10 +33,10 @@ pub struct Rights {
     /// Read its records.
     #[serde(default)]
     pub read: bool,
-    /// Create records and update its own.
+    /// Create records and update its own (only with `read`).
     #[serde(default)]
     pub write: bool,
-    /// Delete its own records.
+    /// Delete its own records (only with `read`).
     #[serde(default)]
     pub delete: bool,
     /// Update and delete records owned by others (with `write` / `delete`).
@@ -81,6 +81,12 @@ impl Rights {
             delete: self.delete || other.delete,
             manage: self.manage || other.manage,
         }
+    }
+
+    /// These rights as they apply: none at all without `read`.
+    #[must_use]
+    pub fn effective(self) -> Self {
+        if self.read { self } else { Self::NONE }
     }
 
     /// Whether the right `change` needs is granted.
@@ -185,11 +191,14 @@ impl Grants {
         &self.home
     }
 
-    /// The caller's rights in `namespace` (none when not granted).
+    /// The caller's rights in `namespace` (none when not granted). Write,
+    /// delete and manage count only with read: a store returns what it
+    /// wrote, and row-level security admits rows by the readable set.
     pub fn rights(&self, namespace: &str) -> Rights {
         self.namespaces
             .get(namespace)
             .map_or(Rights::NONE, |g| g.rights)
+            .effective()
     }
 
     /// Whether `namespace` is project-scoped.
