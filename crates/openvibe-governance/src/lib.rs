@@ -259,7 +259,7 @@ impl Governance {
                 .is_some()
             {
                 return Err(at(
-                    format!("{key}"),
+                    key,
                     &entry.principal,
                     "the same API key is listed twice".into(),
                 ));

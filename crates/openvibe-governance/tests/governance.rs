@@ -1,5 +1,6 @@
 //! The governance file: the seeds' rule tables and access matrix, and every
 //! load-time error with its position.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use openvibe_governance::{Error, Governance, Resolved, api_key_digest};
 use openvibe_protocols::{Principal, PrincipalKind, Rights};

@@ -581,3 +581,238 @@ where
         "seed {seed}: the generator exercised too little"
     );
 }
+
+/// The audit trail: every insert, update and delete with the record's
+/// namespace and project, every search with its filters and top k, every
+/// refused change with its reason; read back by principal, namespace,
+/// operation and time; a caller that is not privileged reads only its own.
+pub async fn governance_audit_trail<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::{AuditOp, AuditQuery, AuditStatus, KnowledgeQuery};
+    let s = factory().await;
+    let start = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let ann = CallerContext::user("ann")
+        .with_tenant("t1")
+        .with_project("p1")
+        .with_grants(only("team", Rights::OWN).grant("lab", Rights::OWN, true));
+    let bob = CallerContext::user("bob")
+        .with_tenant("t1")
+        .with_clearance(openvibe_protocols::Clearance::unrestricted())
+        .with_grants(only("team", Rights::OWN));
+    s.facts.store(&ann, fact("f1", "team")).await.unwrap();
+    s.facts.store(&ann, fact("f2", "lab")).await.unwrap();
+    s.facts
+        .update(&ann, Fact::new("f1", "changed"))
+        .await
+        .unwrap();
+    let q = FactQuery::new().text("changed").limit(7);
+    s.facts.query(&ann, &q).await.unwrap();
+    assert!(is_unauthorized(s.facts.delete(&bob, "f1").await));
+    s.facts.delete(&ann, "f1").await.unwrap();
+    s.episodes
+        .store(&ann, crate::support::episode("e1", "ann", 0))
+        .await
+        .unwrap();
+    let k = s
+        .knowledge
+        .store_knowledge(&ann, NewKnowledge::new("a note"))
+        .await
+        .unwrap();
+    s.knowledge
+        .query_knowledge(
+            &ann,
+            &KnowledgeQuery {
+                top_k: 3,
+                ..KnowledgeQuery::by_text("note")
+            },
+        )
+        .await
+        .unwrap();
+    let session = s
+        .working
+        .create_session(&ann, NewSession::default())
+        .await
+        .unwrap();
+    s.audit.flush().await.unwrap();
+
+    let admin = CallerContext::system().with_tenant("t1");
+    let trail = s.audit.query(&admin, &AuditQuery::new()).await.unwrap();
+    assert!(
+        trail
+            .windows(2)
+            .all(|w| (w[0].at, w[0].seq) >= (w[1].at, w[1].seq)),
+        "newest first"
+    );
+    let mut seen: Vec<(AuditOp, String, Option<String>, AuditStatus, String)> = trail
+        .iter()
+        .map(|e| {
+            (
+                e.operation,
+                e.kind.clone(),
+                e.record_id.clone(),
+                e.status,
+                e.principal.clone(),
+            )
+        })
+        .collect();
+    seen.sort_by_key(|e| format!("{e:?}"));
+    let entry = |op, kind: &str, id: Option<&str>, status, who: &str| {
+        (
+            op,
+            kind.to_owned(),
+            id.map(str::to_owned),
+            status,
+            who.to_owned(),
+        )
+    };
+    let mut want = vec![
+        entry(
+            AuditOp::Insert,
+            "fact",
+            Some("f1"),
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+        entry(
+            AuditOp::Insert,
+            "fact",
+            Some("f2"),
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+        entry(
+            AuditOp::Update,
+            "fact",
+            Some("f1"),
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+        entry(AuditOp::Search, "fact", None, AuditStatus::Ok, "user:ann"),
+        entry(
+            AuditOp::Delete,
+            "fact",
+            Some("f1"),
+            AuditStatus::Refused,
+            "user:bob",
+        ),
+        entry(
+            AuditOp::Delete,
+            "fact",
+            Some("f1"),
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+        entry(
+            AuditOp::Insert,
+            "episode",
+            Some("e1"),
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+        entry(
+            AuditOp::Insert,
+            "knowledge",
+            Some(&k.id),
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+        entry(
+            AuditOp::Search,
+            "knowledge",
+            None,
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+        entry(
+            AuditOp::Insert,
+            "session",
+            Some(&session.id),
+            AuditStatus::Ok,
+            "user:ann",
+        ),
+    ];
+    want.sort_by_key(|e| format!("{e:?}"));
+    assert_eq!(seen, want);
+
+    // Details: placement of changes, filters and top k of searches, reasons of refusals.
+    let f2 = trail
+        .iter()
+        .find(|e| e.record_id.as_deref() == Some("f2"))
+        .unwrap();
+    assert_eq!(
+        (f2.namespace.as_deref(), f2.project_id.as_deref()),
+        (Some("lab"), Some("p1"))
+    );
+    let search = trail
+        .iter()
+        .find(|e| e.operation == AuditOp::Search && e.kind == "fact")
+        .unwrap();
+    assert_eq!(search.top_k, Some(7));
+    let filters = search.filters.as_ref().unwrap();
+    assert_eq!(filters["text"], "changed");
+    assert_eq!(filters["scope"], json!(["team"]));
+    let refused = trail
+        .iter()
+        .find(|e| e.status == AuditStatus::Refused)
+        .unwrap();
+    assert!(
+        refused
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("owned by user:ann")
+    );
+
+    // Filters of the query API.
+    let by = |q: AuditQuery| {
+        let s = &s;
+        let admin = admin.clone();
+        async move { s.audit.query(&admin, &q).await.unwrap() }
+    };
+    let bobs = by(AuditQuery {
+        principal: Some("user:bob".into()),
+        ..AuditQuery::new()
+    })
+    .await;
+    assert_eq!(bobs.len(), 1);
+    let lab = by(AuditQuery {
+        namespace: Some("lab".into()),
+        ..AuditQuery::new()
+    })
+    .await;
+    assert_eq!(lab.len(), 1);
+    let deletes = by(AuditQuery {
+        operation: Some(AuditOp::Delete),
+        ..AuditQuery::new()
+    })
+    .await;
+    assert_eq!(deletes.len(), 2);
+    let window = by(AuditQuery {
+        since: Some(start),
+        until: Some(chrono::Utc::now() + chrono::Duration::seconds(5)),
+        limit: 3,
+        ..AuditQuery::new()
+    })
+    .await;
+    assert_eq!(window.len(), 3);
+    let before = by(AuditQuery {
+        until: Some(start),
+        ..AuditQuery::new()
+    })
+    .await;
+    assert!(before.is_empty());
+    // Not privileged: only one's own entries; another tenant: none.
+    let own = s.audit.query(&bob, &AuditQuery::new()).await.unwrap();
+    assert!(own.iter().all(|e| e.principal == "user:bob") && own.len() == 1);
+    let other = CallerContext::system().with_tenant("t2");
+    assert!(
+        s.audit
+            .query(&other, &AuditQuery::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -146,4 +146,5 @@ cases! {
     governance::governance_changes_need_the_right;
     governance::governance_working_and_semantic_records;
     governance::governance_randomized_leak_check;
+    governance::governance_audit_trail;
 }

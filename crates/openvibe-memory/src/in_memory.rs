@@ -14,14 +14,15 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    CallerContext, Change, Embedder, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery,
-    FactStore, Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter, RecordMeta,
-    STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace, content_hash, validate_episode,
-    validate_fact, validate_insight,
+    AuditEntry, AuditOp, CallerContext, Change, Embedder, Episode, EpisodeQuery, EpisodicStore,
+    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter,
+    RecordMeta, STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace, content_hash,
+    validate_episode, validate_fact, validate_insight,
 };
 
 use openvibe_protocols::memory::check_caller;
 
+use crate::audit::InMemoryAuditLog;
 use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
 use crate::working::InMemoryWorkingStore;
 
@@ -207,12 +208,15 @@ enum Mode {
 /// Per-tenant tables of one record type behind one lock.
 struct Tables<R: Indexed> {
     inner: RwLock<HashMap<String, Table<R>>>,
+    /// Where changes, refusals and searches are audited.
+    audit: Arc<InMemoryAuditLog>,
 }
 
 impl<R: Indexed> Default for Tables<R> {
     fn default() -> Self {
         Self {
             inner: RwLock::new(HashMap::new()),
+            audit: Arc::default(),
         }
     }
 }
@@ -252,8 +256,23 @@ impl<R: Indexed> Tables<R> {
         }
     }
 
-    fn write_record(&self, ctx: &CallerContext, mut rec: R, mode: Mode) -> Result<R, StoreError> {
+    fn write_record(&self, ctx: &CallerContext, rec: R, mode: Mode) -> Result<R, StoreError> {
         let _span = Self::span("write_record", ctx);
+        let id = rec.id().to_owned();
+        let op = match mode {
+            Mode::Upsert => AuditOp::Insert,
+            Mode::Update => AuditOp::Update,
+        };
+        let result = self.write_record_audited(ctx, rec, mode);
+        self.audit.refusal(ctx, op, R::KIND, &id, result)
+    }
+
+    fn write_record_audited(
+        &self,
+        ctx: &CallerContext,
+        mut rec: R,
+        mode: Mode,
+    ) -> Result<R, StoreError> {
         if rec.id().is_empty() && mode == Mode::Upsert {
             rec.set_id(uuid::Uuid::new_v4().simple().to_string());
         }
@@ -312,6 +331,13 @@ impl<R: Indexed> Tables<R> {
                 meta.created_at = created;
                 meta.updated_at = now;
                 table.replace(slot, rec.clone());
+                self.audit.record(AuditEntry::change(
+                    ctx,
+                    AuditOp::Update,
+                    R::KIND,
+                    rec.id(),
+                    rec.meta(),
+                ));
             }
             None if mode == Mode::Update => return Err(Self::not_found(rec.id())),
             None => {
@@ -327,6 +353,13 @@ impl<R: Indexed> Tables<R> {
                 meta.project_id = placement.project_id;
                 meta.updated_at = now;
                 table.insert(rec.clone())?;
+                self.audit.record(AuditEntry::change(
+                    ctx,
+                    AuditOp::Insert,
+                    R::KIND,
+                    rec.id(),
+                    rec.meta(),
+                ));
             }
         }
         Ok(rec)
@@ -372,6 +405,12 @@ impl<R: Indexed> Tables<R> {
 
     fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
         let _span = Self::span("delete", ctx);
+        let result = self.delete_audited(ctx, id);
+        self.audit
+            .refusal(ctx, AuditOp::Delete, R::KIND, id, result)
+    }
+
+    fn delete_audited(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
         let mut guard = self.write()?;
         let table = guard
             .get_mut(ctx.tenant_id())
@@ -387,6 +426,13 @@ impl<R: Indexed> Tables<R> {
             format!("delete {} {id}", R::KIND),
         )?;
         table.remove(slot);
+        self.audit.record(AuditEntry::change(
+            ctx,
+            AuditOp::Delete,
+            R::KIND,
+            id,
+            rec.meta(),
+        ));
         Ok(())
     }
 
@@ -399,6 +445,17 @@ impl<R: Indexed> Tables<R> {
         change: impl FnOnce(&mut R, DateTime<Utc>),
     ) -> Result<R, StoreError> {
         let _span = Self::span("modify", ctx);
+        let result = self.modify_audited(ctx, id, change);
+        self.audit
+            .refusal(ctx, AuditOp::Update, R::KIND, id, result)
+    }
+
+    fn modify_audited(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        change: impl FnOnce(&mut R, DateTime<Utc>),
+    ) -> Result<R, StoreError> {
         let mut guard = self.write()?;
         let table = guard
             .get_mut(ctx.tenant_id())
@@ -414,6 +471,13 @@ impl<R: Indexed> Tables<R> {
         rec.validate()?;
         rec.meta_mut().updated_at = now;
         table.replace(slot, rec.clone());
+        self.audit.record(AuditEntry::change(
+            ctx,
+            AuditOp::Update,
+            R::KIND,
+            id,
+            rec.meta(),
+        ));
         Ok(rec)
     }
 
@@ -456,6 +520,18 @@ impl InMemoryFactStore {
         Self::default()
     }
 
+    /// Audit into `audit` (shared with other stores) instead of a trail of its own.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Arc<InMemoryAuditLog>) -> Self {
+        self.tables.audit = audit;
+        self
+    }
+
+    /// The trail this store audits into.
+    pub fn audit(&self) -> Arc<InMemoryAuditLog> {
+        self.tables.audit.clone()
+    }
+
     /// Number of facts over all tenants.
     pub fn len(&self) -> Result<usize, StoreError> {
         self.tables.len()
@@ -484,6 +560,9 @@ impl FactStore for InMemoryFactStore {
     }
 
     async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
+        self.tables
+            .audit
+            .record(AuditEntry::search(ctx, "fact", q, &q.namespaces, q.limit));
         self.tables.query(ctx, &q.filter())
     }
 
@@ -511,6 +590,18 @@ impl InMemoryEpisodicStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Audit into `audit` (shared with other stores) instead of a trail of its own.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Arc<InMemoryAuditLog>) -> Self {
+        self.tables.audit = audit;
+        self
+    }
+
+    /// The trail this store audits into.
+    pub fn audit(&self) -> Arc<InMemoryAuditLog> {
+        self.tables.audit.clone()
     }
 
     /// Number of episodes over all tenants.
@@ -546,6 +637,13 @@ impl EpisodicStore for InMemoryEpisodicStore {
         ctx: &CallerContext,
         q: &EpisodeQuery,
     ) -> Result<Vec<Episode>, StoreError> {
+        self.tables.audit.record(AuditEntry::search(
+            ctx,
+            "episode",
+            q,
+            &q.namespaces,
+            q.limit,
+        ));
         self.tables.query(ctx, &q.filter())
     }
 
@@ -565,6 +663,18 @@ impl InMemoryInsightStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Audit into `audit` (shared with other stores) instead of a trail of its own.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Arc<InMemoryAuditLog>) -> Self {
+        self.tables.audit = audit;
+        self
+    }
+
+    /// The trail this store audits into.
+    pub fn audit(&self) -> Arc<InMemoryAuditLog> {
+        self.tables.audit.clone()
     }
 
     /// Number of insights over all tenants.
@@ -600,6 +710,13 @@ impl InsightStore for InMemoryInsightStore {
         ctx: &CallerContext,
         q: &InsightQuery,
     ) -> Result<Vec<Insight>, StoreError> {
+        self.tables.audit.record(AuditEntry::search(
+            ctx,
+            "insight",
+            q,
+            &q.namespaces,
+            q.limit,
+        ));
         self.tables.query(ctx, &q.filter())
     }
 
@@ -664,12 +781,14 @@ pub fn in_memory_stores_with_embedder(embedder: Arc<dyn Embedder>) -> Stores {
 }
 
 fn stores_over(working: InMemoryWorkingStore) -> Stores {
-    let working = Arc::new(working);
+    let audit = Arc::new(InMemoryAuditLog::new());
+    let working = Arc::new(working.with_audit(audit.clone()));
     Stores {
-        facts: Arc::new(InMemoryFactStore::new()),
-        episodes: Arc::new(InMemoryEpisodicStore::new()),
-        insights: Arc::new(InMemoryInsightStore::new()),
+        facts: Arc::new(InMemoryFactStore::new().with_audit(audit.clone())),
+        episodes: Arc::new(InMemoryEpisodicStore::new().with_audit(audit.clone())),
+        insights: Arc::new(InMemoryInsightStore::new().with_audit(audit.clone())),
         working: working.clone(),
         knowledge: working,
+        audit,
     }
 }

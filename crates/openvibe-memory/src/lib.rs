@@ -38,6 +38,7 @@
 mod access;
 mod agent;
 mod assembler;
+mod audit;
 mod error;
 mod filesystem;
 mod gateway;
@@ -58,6 +59,7 @@ pub use agent::{
 pub use assembler::{
     ApproxTokenCounter, AssemblyLimits, MemoryAssembler, TokenCounter, approx_tokens,
 };
+pub use audit::InMemoryAuditLog;
 pub use error::MemoryError;
 pub use filesystem::{
     BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,

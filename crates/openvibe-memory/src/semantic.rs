@@ -9,8 +9,8 @@ use openvibe_protocols::memory::{
     validate_knowledge,
 };
 use openvibe_protocols::{
-    CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge,
-    StoreError, content_hash, store_time,
+    AuditEntry, AuditOp, CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery,
+    KnowledgeStore, NewKnowledge, StoreError, content_hash, store_time,
 };
 
 use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
@@ -127,6 +127,12 @@ impl KnowledgeStore for InMemoryWorkingStore {
                 .by_hash
                 .insert((owner, knowledge.content_hash.clone()), id.clone()),
         };
+        let op = if existing.is_some() {
+            AuditOp::Update
+        } else {
+            AuditOp::Insert
+        };
+        self.audit_change(ctx, op, "knowledge", &id, &knowledge.meta);
         tenant.knowledge.insert(id, knowledge.clone());
         Ok(knowledge)
     }
@@ -137,6 +143,13 @@ impl KnowledgeStore for InMemoryWorkingStore {
         query: &KnowledgeQuery,
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
+        self.audit.record(AuditEntry::search(
+            ctx,
+            "knowledge",
+            &query.audit_view(),
+            &[],
+            query.top_k,
+        ));
         let vector = self
             .embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
             .await?;
@@ -226,7 +239,9 @@ impl KnowledgeStore for InMemoryWorkingStore {
                 tenant.by_hash.remove(&(owner, hash));
             }
         }
-        tenant.knowledge.remove(id);
+        if let Some(gone) = tenant.knowledge.remove(id) {
+            self.audit_change(ctx, AuditOp::Delete, "knowledge", id, &gone.meta);
+        }
         Ok(())
     }
 }

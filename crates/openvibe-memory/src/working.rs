@@ -7,15 +7,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::audit::InMemoryAuditLog;
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
     check_json, check_label, check_opt_label, check_state_key, json_object, normalize_ids,
 };
 use openvibe_protocols::{
-    CallerContext, Change, Embedder, Expect, Knowledge, NewPlan, NewSession, Page, Plan,
-    PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RecordMeta, Session, SessionDeleted,
-    SessionQuery, StateEntry, StoreError, TaskContext, WorkingStore, page_cursor, parse_cursor,
-    store_time, validate_record_id,
+    AuditEntry, AuditOp, CallerContext, Change, Embedder, Expect, Knowledge, NewPlan, NewSession,
+    Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RecordMeta, Session,
+    SessionDeleted, SessionQuery, StateEntry, StoreError, TaskContext, WorkingStore, page_cursor,
+    parse_cursor, store_time, validate_record_id,
 };
 use serde_json::Value;
 
@@ -51,6 +52,8 @@ pub struct InMemoryWorkingStore {
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) model: String,
     pub(crate) dimensions: usize,
+    /// Where changes and knowledge searches are audited.
+    pub(crate) audit: Arc<InMemoryAuditLog>,
 }
 
 impl Default for InMemoryWorkingStore {
@@ -70,6 +73,26 @@ impl std::fmt::Debug for InMemoryWorkingStore {
 }
 
 impl InMemoryWorkingStore {
+    /// Audit into `audit` (shared with other stores) instead of a trail of its own.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Arc<InMemoryAuditLog>) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Append the audit entry of `operation` on record `id` of `kind`.
+    pub(crate) fn audit_change(
+        &self,
+        ctx: &CallerContext,
+        operation: AuditOp,
+        kind: &str,
+        id: &str,
+        meta: &RecordMeta,
+    ) {
+        self.audit
+            .record(AuditEntry::change(ctx, operation, kind, id, meta));
+    }
+
     /// An empty store without an embedder: knowledge must come with
     /// embeddings of [`DEFAULT_EMBEDDING_MODEL`]'s size.
     pub fn new() -> Self {
@@ -78,6 +101,7 @@ impl InMemoryWorkingStore {
             embedder: None,
             model: DEFAULT_EMBEDDING_MODEL.0.to_owned(),
             dimensions: DEFAULT_EMBEDDING_MODEL.1,
+            audit: Arc::default(),
         }
     }
 
@@ -264,6 +288,7 @@ impl WorkingStore for InMemoryWorkingStore {
             metadata,
             plan_count: 0,
         };
+        self.audit_change(ctx, AuditOp::Insert, "session", &id, &created.meta);
         tenant.sessions.insert(id, created.clone());
         Ok(created)
     }
@@ -317,7 +342,9 @@ impl WorkingStore for InMemoryWorkingStore {
             Change::Delete,
             format!("delete session {id}"),
         )?;
+        let meta = session.meta.clone();
         tenant.sessions.remove(id);
+        self.audit_change(ctx, AuditOp::Delete, "session", id, &meta);
         let mut detached = 0;
         for plan in tenant.plans.values_mut() {
             if plan.session_id.as_deref() == Some(id) {
@@ -380,6 +407,7 @@ impl WorkingStore for InMemoryWorkingStore {
             s.plan_count += 1;
         }
         tenant.touch_session(created.session_id.as_deref(), now);
+        self.audit_change(ctx, AuditOp::Insert, "plan", &id, &created.meta);
         tenant.plans.insert(id, created.clone());
         Ok(created)
     }
@@ -454,6 +482,7 @@ impl WorkingStore for InMemoryWorkingStore {
         }
         plan.meta.updated_at = now;
         let updated = plan.clone();
+        self.audit_change(ctx, AuditOp::Update, "plan", id, &updated.meta);
         tenant.touch_session(updated.session_id.as_deref(), now);
         Ok(updated)
     }
@@ -468,6 +497,7 @@ impl WorkingStore for InMemoryWorkingStore {
         let Some(plan) = tenant.plans.remove(id) else {
             return Err(not_found("plan", id));
         };
+        self.audit_change(ctx, AuditOp::Delete, "plan", id, &plan.meta);
         if let Some(s) = plan
             .session_id
             .as_deref()
@@ -549,6 +579,12 @@ impl WorkingStore for InMemoryWorkingStore {
         for sub in &task.sub_task_ids {
             tenant.subtasks.insert(sub.clone(), id.clone());
         }
+        let op = if tenant.tasks.contains_key(&id) {
+            AuditOp::Update
+        } else {
+            AuditOp::Insert
+        };
+        self.audit_change(ctx, op, "task_context", &id, &task.meta);
         tenant.tasks.insert(id, task.clone());
         Ok(task)
     }
@@ -603,7 +639,9 @@ impl WorkingStore for InMemoryWorkingStore {
             Change::Delete,
             format!("delete task context {task_id}"),
         )?;
+        let meta = task.meta.clone();
         tenant.tasks.remove(task_id);
+        self.audit_change(ctx, AuditOp::Delete, "task_context", task_id, &meta);
         tenant.subtasks.retain(|_, t| t != task_id);
         Ok(true)
     }

@@ -2,12 +2,14 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Episode, EpisodeQuery, EpisodicStore, StoreError, content_hash, validate_episode,
+    AuditEntry, CallerContext, Episode, EpisodeQuery, EpisodicStore, StoreError, content_hash,
+    validate_episode,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
+use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_TIME, select};
@@ -152,12 +154,24 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
 #[derive(Debug, Clone)]
 pub struct PgEpisodicStore {
     pool: PgPool,
+    audit: AuditWriter,
 }
 
 impl PgEpisodicStore {
     /// A store over `pool` (migrated: see [`crate::migrate`]).
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            audit: AuditWriter::new(pool.clone()),
+            pool,
+        }
+    }
+
+    /// Write searches and refusals through `audit` (shared with other
+    /// stores) instead of a writer of its own.
+    #[must_use]
+    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
+        self.audit = audit;
+        self
     }
 
     async fn write(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
@@ -167,10 +181,13 @@ impl PgEpisodicStore {
         let namespace = p.episode.meta.namespace.clone();
         records::write(
             &self.pool,
+            &self.audit,
             ctx,
-            id,
-            &namespace,
-            created_at,
+            records::Target {
+                id,
+                namespace: &namespace,
+                created_at,
+            },
             Mode::Upsert,
             |sql| push_mutable(sql, &p),
         )
@@ -307,6 +324,13 @@ impl EpisodicStore for PgEpisodicStore {
         ctx: &CallerContext,
         q: &EpisodeQuery,
     ) -> Result<Vec<Episode>, StoreError> {
+        self.audit.record(AuditEntry::search(
+            ctx,
+            "episode",
+            q,
+            &q.namespaces,
+            q.limit,
+        ));
         let Some(sql) = select::<Episode>(ctx, &q.filter(), &BY_TIME) else {
             return Ok(Vec::new());
         };
@@ -316,6 +340,6 @@ impl EpisodicStore for PgEpisodicStore {
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        records::delete::<Episode>(&self.pool, ctx, id).await
+        records::delete::<Episode>(&self.pool, &self.audit, ctx, id).await
     }
 }

@@ -2,13 +2,14 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Classification, Fact, FactQuery, FactStore, RecordFilter, RecordMeta,
-    StoreError, content_hash, validate_fact,
+    AuditEntry, CallerContext, Classification, Fact, FactQuery, FactStore, RecordFilter,
+    RecordMeta, StoreError, content_hash, validate_fact,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
+use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
@@ -142,12 +143,24 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
 #[derive(Debug, Clone)]
 pub struct PgFactStore {
     pool: PgPool,
+    audit: AuditWriter,
 }
 
 impl PgFactStore {
     /// A store over `pool` (migrated: see [`crate::migrate`]).
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            audit: AuditWriter::new(pool.clone()),
+            pool,
+        }
+    }
+
+    /// Write searches and refusals through `audit` (shared with other
+    /// stores) instead of a writer of its own.
+    #[must_use]
+    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
+        self.audit = audit;
+        self
     }
 
     async fn write(&self, ctx: &CallerContext, fact: Fact, mode: Mode) -> Result<Fact, StoreError> {
@@ -155,9 +168,18 @@ impl PgFactStore {
         let id = p.fact.id.clone();
         let created_at = p.fact.meta.created_at;
         let namespace = p.fact.meta.namespace.clone();
-        records::write(&self.pool, ctx, id, &namespace, created_at, mode, |sql| {
-            push_mutable(sql, &p)
-        })
+        records::write(
+            &self.pool,
+            &self.audit,
+            ctx,
+            records::Target {
+                id,
+                namespace: &namespace,
+                created_at,
+            },
+            mode,
+            |sql| push_mutable(sql, &p),
+        )
         .await
     }
 
@@ -297,6 +319,8 @@ impl FactStore for PgFactStore {
     }
 
     async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
+        self.audit
+            .record(AuditEntry::search(ctx, "fact", q, &q.namespaces, q.limit));
         let Some(sql) = select::<Fact>(ctx, &q.filter(), &BY_CONFIDENCE) else {
             return Ok(Vec::new());
         };
@@ -312,7 +336,7 @@ impl FactStore for PgFactStore {
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        records::delete::<Fact>(&self.pool, ctx, id).await
+        records::delete::<Fact>(&self.pool, &self.audit, ctx, id).await
     }
 
     async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {

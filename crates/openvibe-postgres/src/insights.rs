@@ -2,13 +2,14 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Change, Insight, InsightQuery, InsightStatus, InsightStore, STRENGTHEN_STEP,
-    StoreError, content_hash, validate_insight,
+    AuditEntry, CallerContext, Change, Insight, InsightQuery, InsightStatus, InsightStore,
+    STRENGTHEN_STEP, StoreError, content_hash, validate_insight,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
+use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
 use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_CONFIDENCE, select};
@@ -156,12 +157,24 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
 #[derive(Debug, Clone)]
 pub struct PgInsightStore {
     pool: PgPool,
+    audit: AuditWriter,
 }
 
 impl PgInsightStore {
     /// A store over `pool` (migrated: see [`crate::migrate`]).
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            audit: AuditWriter::new(pool.clone()),
+            pool,
+        }
+    }
+
+    /// Write searches and refusals through `audit` (shared with other
+    /// stores) instead of a writer of its own.
+    #[must_use]
+    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
+        self.audit = audit;
+        self
     }
 
     async fn write(
@@ -174,9 +187,18 @@ impl PgInsightStore {
         let id = p.insight.id.clone();
         let created_at = p.insight.meta.created_at;
         let namespace = p.insight.meta.namespace.clone();
-        records::write(&self.pool, ctx, id, &namespace, created_at, mode, |sql| {
-            push_mutable(sql, &p)
-        })
+        records::write(
+            &self.pool,
+            &self.audit,
+            ctx,
+            records::Target {
+                id,
+                namespace: &namespace,
+                created_at,
+            },
+            mode,
+            |sql| push_mutable(sql, &p),
+        )
         .await
     }
 
@@ -303,6 +325,13 @@ impl InsightStore for PgInsightStore {
         ctx: &CallerContext,
         q: &InsightQuery,
     ) -> Result<Vec<Insight>, StoreError> {
+        self.audit.record(AuditEntry::search(
+            ctx,
+            "insight",
+            q,
+            &q.namespaces,
+            q.limit,
+        ));
         let Some(sql) = select::<Insight>(ctx, &q.filter(), &BY_CONFIDENCE) else {
             return Ok(Vec::new());
         };
@@ -318,7 +347,7 @@ impl InsightStore for PgInsightStore {
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        records::delete::<Insight>(&self.pool, ctx, id).await
+        records::delete::<Insight>(&self.pool, &self.audit, ctx, id).await
     }
 
     async fn find_similar(
@@ -371,7 +400,7 @@ impl InsightStore for PgInsightStore {
         episode_ids: &[String],
     ) -> Result<Insight, StoreError> {
         check_tags("episode_ids", episode_ids)?;
-        async {
+        let result = async {
             // One statement: no read-modify-write, so concurrent
             // reflections each add their step.
             let mut sql = Sql::new("UPDATE insights AS f SET confidence = least(f.confidence + ");
@@ -410,6 +439,13 @@ impl InsightStore for PgInsightStore {
             }
         }
         .instrument(span("insight", "strengthen", ctx))
-        .await
+        .await;
+        self.audit.refusal(
+            ctx,
+            openvibe_protocols::AuditOp::Update,
+            "insight",
+            id,
+            result,
+        )
     }
 }

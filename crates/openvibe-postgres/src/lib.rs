@@ -39,6 +39,7 @@
 //! embedded here ([`MIGRATOR`]); [`PgStores::connect`] applies it, and so
 //! does `cargo xtask db migrate`.
 
+mod audit;
 mod contexts;
 mod episodes;
 mod error;
@@ -55,13 +56,14 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use openvibe_protocols::{
-    CallerContext, Embedder, EpisodicStore, FactStore, InsightStore, KnowledgeStore, StoreError,
-    Stores, WorkingStore,
+    AuditLog, CallerContext, Embedder, EpisodicStore, FactStore, InsightStore, KnowledgeStore,
+    StoreError, Stores, WorkingStore,
 };
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
+pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
 pub use episodes::PgEpisodicStore;
 pub use error::PgError;
 pub use facts::PgFactStore;
@@ -109,6 +111,8 @@ pub struct PgStores {
     insights: Arc<PgInsightStore>,
     working: Arc<PgWorkingStore>,
     knowledge: Arc<PgKnowledgeStore>,
+    audit: Arc<PgAuditLog>,
+    writer: AuditWriter,
 }
 
 /// The embedding model of a store without an embedder, and its side table
@@ -134,18 +138,24 @@ impl PgStores {
     /// [`PgStores::with_embedder`] to have the store compute them.
     pub fn from_pool(pool: PgPool) -> Self {
         let (model, dimensions, table) = DEFAULT_EMBEDDING_MODEL;
+        let writer = AuditWriter::new(pool.clone());
         Self {
-            facts: Arc::new(PgFactStore::new(pool.clone())),
-            episodes: Arc::new(PgEpisodicStore::new(pool.clone())),
-            insights: Arc::new(PgInsightStore::new(pool.clone())),
+            facts: Arc::new(PgFactStore::new(pool.clone()).with_audit(writer.clone())),
+            episodes: Arc::new(PgEpisodicStore::new(pool.clone()).with_audit(writer.clone())),
+            insights: Arc::new(PgInsightStore::new(pool.clone()).with_audit(writer.clone())),
             working: Arc::new(PgWorkingStore::new(pool.clone())),
-            knowledge: Arc::new(PgKnowledgeStore::new(
-                pool.clone(),
-                model.to_owned(),
-                dimensions,
-                table.to_owned(),
-                None,
-            )),
+            knowledge: Arc::new(
+                PgKnowledgeStore::new(
+                    pool.clone(),
+                    model.to_owned(),
+                    dimensions,
+                    table.to_owned(),
+                    None,
+                )
+                .with_audit(writer.clone()),
+            ),
+            audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
+            writer,
             pool,
         }
     }
@@ -157,13 +167,10 @@ impl PgStores {
         let model = embedder.model_id().to_owned();
         let dimensions = embedder.dimensions();
         let table = PgKnowledgeStore::register(&self.pool, &model, dimensions).await?;
-        self.knowledge = Arc::new(PgKnowledgeStore::new(
-            self.pool.clone(),
-            model,
-            dimensions,
-            table,
-            Some(embedder),
-        ));
+        self.knowledge = Arc::new(
+            PgKnowledgeStore::new(self.pool.clone(), model, dimensions, table, Some(embedder))
+                .with_audit(self.writer.clone()),
+        );
         Ok(self)
     }
 
@@ -181,7 +188,13 @@ impl PgStores {
             insights: self.insights.clone() as Arc<dyn InsightStore>,
             working: self.working.clone() as Arc<dyn WorkingStore>,
             knowledge: self.knowledge.clone() as Arc<dyn KnowledgeStore>,
+            audit: self.audit.clone() as Arc<dyn AuditLog>,
         }
+    }
+
+    /// The audit trail.
+    pub fn audit(&self) -> Arc<PgAuditLog> {
+        self.audit.clone()
     }
 
     /// The working-memory store.

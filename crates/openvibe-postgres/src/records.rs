@@ -2,11 +2,14 @@
 //! query, and explaining a change that matched no row.
 
 use chrono::{DateTime, Utc};
-use openvibe_protocols::{CallerContext, Change, RecordMeta, StoreError, check_fixed_namespace};
+use openvibe_protocols::{
+    AuditOp, CallerContext, Change, RecordMeta, StoreError, check_fixed_namespace,
+};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 use tracing::Instrument;
 
+use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::sql::{Sql, begin, columns, push_changeable, push_readable};
 
@@ -143,13 +146,41 @@ pub(crate) async fn get<R: Record>(
 /// matched, the transaction is rolled back and [`refusal`] says why.
 pub(crate) async fn write<R: Record>(
     pool: &PgPool,
+    audit: &AuditWriter,
     ctx: &CallerContext,
-    id: String,
-    namespace: &str,
-    created_at: DateTime<Utc>,
+    target: Target<'_>,
     mode: Mode,
     push_mutable: impl FnOnce(&mut Sql),
 ) -> Result<R, StoreError> {
+    let audited = match mode {
+        Mode::Upsert => AuditOp::Insert,
+        Mode::Update => AuditOp::Update,
+    };
+    let id = target.id.clone();
+    let result = write_unaudited::<R>(pool, ctx, target, mode, push_mutable).await;
+    audit.refusal(ctx, audited, R::KIND, &id, result)
+}
+
+/// What a write names: the record's id, the namespace asked for (empty:
+/// the default, or keep) and the creation time it carries.
+pub(crate) struct Target<'a> {
+    pub(crate) id: String,
+    pub(crate) namespace: &'a str,
+    pub(crate) created_at: DateTime<Utc>,
+}
+
+async fn write_unaudited<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    target: Target<'_>,
+    mode: Mode,
+    push_mutable: impl FnOnce(&mut Sql),
+) -> Result<R, StoreError> {
+    let Target {
+        id,
+        namespace,
+        created_at,
+    } = target;
     let mutable = R::MUTABLE;
     let op = match mode {
         Mode::Upsert => "store",
@@ -291,10 +322,11 @@ pub(crate) async fn refusal<R: Record>(
 /// Delete `id` when the caller may read and change it.
 pub(crate) async fn delete<R: Record>(
     pool: &PgPool,
+    audit: &AuditWriter,
     ctx: &CallerContext,
     id: &str,
 ) -> Result<(), StoreError> {
-    async {
+    let result = async {
         let mut sql = Sql::new(&format!("DELETE FROM {} f WHERE f.tenant_id = ", R::TABLE));
         sql.bind(ctx.tenant_id().to_owned())
             .push(" AND f.id = ")
@@ -317,7 +349,8 @@ pub(crate) async fn delete<R: Record>(
         tx.commit().await.map_err(store_error)
     }
     .instrument(span(R::KIND, "delete", ctx))
-    .await
+    .await;
+    audit.refusal(ctx, AuditOp::Delete, R::KIND, id, result)
 }
 
 /// Count the readable records among `ids` as accessed (an id listed twice

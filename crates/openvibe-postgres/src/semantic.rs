@@ -16,14 +16,15 @@ use openvibe_protocols::memory::{
     check_embedding, check_label, check_user, json_object, resolve_embedding, validate_knowledge,
 };
 use openvibe_protocols::{
-    CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
-    NewKnowledge, Plan, RecordMeta, Session, StoreError, content_hash, store_time,
+    AuditEntry, CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery,
+    KnowledgeStore, NewKnowledge, Plan, RecordMeta, Session, StoreError, content_hash, store_time,
 };
 use pgvector::Vector;
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
 use tracing::Instrument;
 
+use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{end_read, not_found, span};
@@ -190,6 +191,7 @@ pub struct PgKnowledgeStore {
     dimensions: usize,
     /// The model's side table (an identifier from `embedding_models`).
     table: String,
+    audit: AuditWriter,
 }
 
 impl std::fmt::Debug for PgKnowledgeStore {
@@ -214,12 +216,20 @@ impl PgKnowledgeStore {
         embedder: Option<Arc<dyn Embedder>>,
     ) -> Self {
         Self {
+            audit: AuditWriter::new(pool.clone()),
             pool,
             embedder,
             model,
             dimensions,
             table,
         }
+    }
+
+    /// Audit searches through `audit` (shared with other stores).
+    #[must_use]
+    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
+        self.audit = audit;
+        self
     }
 
     /// Register `model` (creating its side table when new); returns the table.
@@ -479,6 +489,13 @@ impl KnowledgeStore for PgKnowledgeStore {
         query: &KnowledgeQuery,
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
+        self.audit.record(AuditEntry::search(
+            ctx,
+            "knowledge",
+            &query.audit_view(),
+            &[],
+            query.top_k,
+        ));
         let vector = self
             .embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
             .await?;

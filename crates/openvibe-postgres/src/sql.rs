@@ -103,8 +103,9 @@ fn literal(s: &str) -> String {
 }
 
 /// Begin a transaction confined to the caller: `BEGIN` and the
-/// transaction-local settings the row-level security policies read, sent
-/// together in one round trip: `openvibe.tenant_id`, and for a governed
+/// transaction-local settings the row-level security policies and the audit
+/// triggers read, sent together in one round trip: `openvibe.tenant_id`,
+/// `openvibe.principal` (the caller's owner key), and for a governed
 /// caller `openvibe.namespaces` (the namespaces it may read, as a text
 /// array literal) and `openvibe.project_id`. The settings end with the
 /// transaction, so a pooled connection never carries them over.
@@ -115,8 +116,10 @@ pub(crate) async fn begin(
     let tenant = ctx.tenant_id();
     check_label("tenant_id", tenant)?;
     let mut statement = format!(
-        "BEGIN; SELECT set_config('openvibe.tenant_id', {}, true)",
-        literal(tenant)
+        "BEGIN; SELECT set_config('openvibe.tenant_id', {}, true), \
+         set_config('openvibe.principal', {}, true)",
+        literal(tenant),
+        literal(&ctx.owner_key())
     );
     if let NamespaceScope::Only(namespaces) = ctx.read_scope() {
         let array = namespaces

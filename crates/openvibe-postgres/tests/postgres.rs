@@ -875,3 +875,89 @@ async fn row_level_security_isolates_namespaces_and_projects_in_sql() {
         tx.rollback().await.unwrap();
     }
 }
+
+/// The audit trail is append-only for the application role (privileges and
+/// a trigger), and written in the changing transaction: a batch that fails
+/// leaves no audit row, one that succeeds leaves one per record.
+#[tokio::test]
+async fn the_audit_trail_is_append_only_and_transactional() {
+    use openvibe_protocols::{AuditLog, AuditOp, AuditQuery};
+    let pg = pg!();
+    let ctx = sys();
+    let mut batch: Vec<Episode> = (0..20).map(|i| episode(&format!("ep{i}"), i)).collect();
+    batch[15].id = "ep3".into();
+    assert!(pg.episodes().store_batch(&ctx, batch).await.is_err());
+    let audit = pg.audit();
+    let inserts = AuditQuery {
+        operation: Some(AuditOp::Insert),
+        ..AuditQuery::new()
+    };
+    assert!(
+        audit.query(&ctx, &inserts).await.unwrap().is_empty(),
+        "rolled back with the batch"
+    );
+    let batch: Vec<Episode> = (0..20).map(|i| episode(&format!("ep{i}"), i)).collect();
+    pg.episodes().store_batch(&ctx, batch).await.unwrap();
+    let rows = audit.query(&ctx, &inserts).await.unwrap();
+    assert_eq!(rows.len(), 20);
+    assert!(
+        rows.iter()
+            .all(|r| r.principal == "service:system" && r.kind == "episode")
+    );
+    // Access statistics are not changes.
+    pg.facts().store(&ctx, Fact::new("f1", "x")).await.unwrap();
+    pg.facts().touch(&ctx, &["f1".into()]).await.unwrap();
+    let updates = AuditQuery {
+        operation: Some(AuditOp::Update),
+        ..AuditQuery::new()
+    };
+    assert!(audit.query(&ctx, &updates).await.unwrap().is_empty());
+
+    let mut conn = pg.pool().acquire().await.unwrap();
+    for statement in [
+        "UPDATE audit_log SET principal = 'someone else'",
+        "DELETE FROM audit_log",
+        "TRUNCATE audit_log",
+    ] {
+        let mut tx = conn.begin().await.unwrap();
+        sqlx::query("SELECT set_config('openvibe.tenant_id', 't1', true)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let err = sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&mut *tx)
+            .await
+            .expect_err(statement);
+        let text = err.to_string();
+        assert!(
+            text.contains("permission denied") || text.contains("append-only"),
+            "{statement}: {text}"
+        );
+        tx.rollback().await.unwrap();
+    }
+    // Should the privileges come back, row-level security (no update or
+    // delete policy) reaches no row, and the trigger refuses any it would.
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("GRANT UPDATE, DELETE ON audit_log TO CURRENT_USER")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("SELECT set_config('openvibe.tenant_id', 't1', true)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    for statement in ["DELETE FROM audit_log", "UPDATE audit_log SET reason = 'x'"] {
+        match sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&mut *tx)
+            .await
+        {
+            Ok(done) => assert_eq!(done.rows_affected(), 0, "{statement}"),
+            Err(e) => assert!(e.to_string().contains("append-only"), "{statement}: {e}"),
+        }
+    }
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        audit.query(&ctx, &AuditQuery::new()).await.unwrap().len(),
+        21
+    );
+}

@@ -32,6 +32,7 @@ pub use llm::{
     ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MODEL_ALIASES, Message,
     MessageContent, MessageRole, StopReason, ToolCall, ToolChoice, ToolDefinition, resolve_model,
 };
+pub use memory::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus};
 pub use memory::{
     CallerContext, Classification, Clearance, Episode, EpisodeQuery, EpisodicStore, ErrorSource,
     Fact, FactQuery, FactStore, Governed, Insight, InsightQuery, InsightStatus, InsightStore,

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | who is calling: [`Principal`], [`Clearance`], [`CallerContext`] (trusted identity) | `context` |
 //! | namespace governance as the stores see it: [`Grants`], [`Rights`], [`NamespaceScope`], [`Placement`] | `governance` |
+//! | the audit trail: [`AuditLog`], [`AuditEntry`], [`AuditQuery`] | `audit` |
 //! | the access decision: [`read_allowed`], [`modify_allowed`], [`CallerContext::can_read`], [`Governed`] | `access` |
 //! | records: [`Fact`], [`Episode`], [`Insight`], [`RetrievalTrace`], [`RecordMeta`], [`Classification`] | `records` |
 //! | queries: [`FactQuery`], [`EpisodeQuery`], [`InsightQuery`] and the normalised [`RecordFilter`] | `query` |
@@ -18,6 +19,7 @@
 //! Everything here is re-exported at the crate root.
 
 mod access;
+mod audit;
 mod context;
 mod error;
 pub mod governance;
@@ -30,6 +32,7 @@ mod validate;
 mod working;
 
 pub use access::{Governed, modify_allowed, read_allowed};
+pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
 pub use governance::{

@@ -132,6 +132,22 @@ impl Default for KnowledgeQuery {
 }
 
 impl KnowledgeQuery {
+    /// What an audit entry records of this query: every filter, and whether
+    /// an embedding was given (not the vector).
+    pub fn audit_view(&self) -> Value {
+        serde_json::json!({
+            "text": self.text,
+            "embedding_given": self.embedding.is_some(),
+            "user_id": self.user_id,
+            "include_public": self.include_public,
+            "top_k": self.top_k,
+            "tags": self.tags,
+            "source": self.source,
+            "plan_id": self.plan_id,
+            "session_id": self.session_id,
+        })
+    }
+
     /// Knowledge nearest to `embedding`.
     pub fn by_embedding(embedding: Vec<f32>) -> Self {
         Self {

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    CallerContext, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, KnowledgeStore,
-    StoreError, WorkingStore,
+    AuditLog, CallerContext, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery,
+    KnowledgeStore, StoreError, WorkingStore,
 };
 
 /// Shared, classified facts (workspace memory).
@@ -141,6 +141,8 @@ pub struct Stores {
     pub working: Arc<dyn WorkingStore>,
     /// Semantic memory.
     pub knowledge: Arc<dyn KnowledgeStore>,
+    /// The audit trail the stores above write.
+    pub audit: Arc<dyn AuditLog>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -157,5 +159,6 @@ fn _object_safe(
     _: &dyn InsightStore,
     _: &dyn WorkingStore,
     _: &dyn KnowledgeStore,
+    _: &dyn super::AuditLog,
 ) {
 }

@@ -1,0 +1,287 @@
+//! The audit trail on PostgreSQL: record changes are written by the
+//! triggers of migration 0005 in the changing transaction; searches and
+//! refusals go through [`AuditWriter`], a buffer written in batches so that
+//! a read never waits on a write; [`PgAuditLog`] reads the trail.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use openvibe_protocols::{
+    AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, CallerContext, StoreError,
+};
+use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use tracing::Instrument;
+
+use crate::error::{corrupt, store_error};
+use crate::records::span;
+use crate::sql::{Sql, begin, col};
+
+/// Entries buffered before a batch is written without waiting for the timer.
+pub const AUDIT_BATCH: usize = 256;
+/// How long a buffered entry waits at most (while the process runs).
+pub const AUDIT_INTERVAL: Duration = Duration::from_millis(500);
+
+#[derive(Debug)]
+struct Inner {
+    pool: PgPool,
+    pending: Mutex<Vec<AuditEntry>>,
+    timer: std::sync::Once,
+}
+
+/// Appends search and refusal entries in batches: at [`AUDIT_BATCH`]
+/// entries, every [`AUDIT_INTERVAL`] while entries wait, and on
+/// [`AuditWriter::flush`]. A crash loses at most the entries of the last
+/// interval; record changes are never in this buffer (triggers write them
+/// with the change). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AuditWriter {
+    inner: Arc<Inner>,
+}
+
+impl AuditWriter {
+    /// A writer into `pool`'s `audit_log`.
+    pub fn new(pool: PgPool) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                pending: Mutex::new(Vec::new()),
+                timer: std::sync::Once::new(),
+            }),
+        }
+    }
+
+    /// Queue `entry` (never blocks on the database).
+    pub fn record(&self, entry: AuditEntry) {
+        let full = match self.inner.pending.lock() {
+            Ok(mut pending) => {
+                pending.push(entry);
+                pending.len() >= AUDIT_BATCH
+            }
+            Err(_) => return,
+        };
+        self.start_timer();
+        if full && let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let writer = self.clone();
+            handle.spawn(async move {
+                if let Err(e) = writer.flush().await {
+                    tracing::warn!(error = %e, "audit batch not written");
+                }
+            });
+        }
+    }
+
+    /// Queue the refusal entry of `operation` on `kind` `id` when `result`
+    /// is an authorization error; pass `result` through.
+    pub fn refusal<T>(
+        &self,
+        ctx: &CallerContext,
+        operation: AuditOp,
+        kind: &str,
+        id: &str,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Some(entry) =
+            openvibe_protocols::memory::refusal_entry(ctx, operation, kind, id, &result)
+        {
+            self.record(entry);
+        }
+        result
+    }
+
+    /// The background flush, started with the first entry (it needs the
+    /// runtime) and ended when the last writer is dropped.
+    fn start_timer(&self) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        self.inner.timer.call_once(|| {
+            handle.spawn(async move {
+                loop {
+                    tokio::time::sleep(AUDIT_INTERVAL).await;
+                    let Some(inner) = weak.upgrade() else { break };
+                    let writer = AuditWriter { inner };
+                    if let Err(e) = writer.flush().await {
+                        tracing::warn!(error = %e, "audit batch not written");
+                    }
+                }
+            });
+        });
+    }
+
+    /// Write every queued entry now, one transaction per tenant. Entries
+    /// of a failed batch are queued again.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let batch = match self.inner.pending.lock() {
+            Ok(mut pending) => std::mem::take(&mut *pending),
+            Err(_) => return Err(StoreError::backend("the audit buffer lock is poisoned")),
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut tenants: Vec<&str> = batch.iter().map(|e| e.tenant_id.as_str()).collect();
+        tenants.sort_unstable();
+        tenants.dedup();
+        for tenant in tenants {
+            let entries: Vec<&AuditEntry> =
+                batch.iter().filter(|e| e.tenant_id == tenant).collect();
+            if let Err(e) = write_batch(&self.inner.pool, tenant, &entries).await {
+                if let Ok(mut pending) = self.inner.pending.lock() {
+                    pending.extend(entries.into_iter().cloned());
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Insert `entries` (all of `tenant`) in one statement.
+async fn write_batch(
+    pool: &PgPool,
+    tenant: &str,
+    entries: &[&AuditEntry],
+) -> Result<(), StoreError> {
+    let ctx = CallerContext::system().with_tenant(tenant);
+    let text = |f: fn(&AuditEntry) -> Option<String>| -> Vec<Option<String>> {
+        entries.iter().map(|e| f(e)).collect()
+    };
+    let mut sql = Sql::new(
+        "INSERT INTO audit_log (tenant_id, at, principal, operation, record_kind, namespace, \
+         project_id, record_id, filters, top_k, status, reason) SELECT ",
+    );
+    sql.bind(tenant.to_owned())
+        .push(
+            ", u.at, u.principal, u.operation, u.kind, u.namespace, u.project_id, u.record_id, \
+             u.filters::jsonb, u.top_k, u.status, u.reason FROM unnest(",
+        )
+        .bind(entries.iter().map(|e| e.at).collect::<Vec<DateTime<Utc>>>())
+        .push("::timestamptz[], ")
+        .bind(text(|e| Some(e.principal.clone())))
+        .push("::text[], ")
+        .bind(text(|e| Some(e.operation.as_str().to_owned())))
+        .push("::text[], ")
+        .bind(text(|e| Some(e.kind.clone())))
+        .push("::text[], ")
+        .bind(text(|e| e.namespace.clone()))
+        .push("::text[], ")
+        .bind(text(|e| e.project_id.clone()))
+        .push("::text[], ")
+        .bind(text(|e| e.record_id.clone()))
+        .push("::text[], ")
+        .bind(text(|e| e.filters.as_ref().map(ToString::to_string)))
+        .push("::text[], ")
+        .bind(
+            entries
+                .iter()
+                .map(|e| e.top_k.map(|k| i64::try_from(k).unwrap_or(i64::MAX)))
+                .collect::<Vec<Option<i64>>>(),
+        )
+        .push("::int8[], ")
+        .bind(text(|e| Some(e.status.as_str().to_owned())))
+        .push("::text[], ")
+        .bind(text(|e| e.reason.clone()))
+        .push(
+            "::text[]) AS u(at, principal, operation, kind, namespace, project_id, record_id, \
+             filters, top_k, status, reason)",
+        );
+    let mut tx = begin(pool, &ctx).await?;
+    sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+    tx.commit().await.map_err(store_error)
+}
+
+/// [`AuditLog`] on PostgreSQL: reads `audit_log` (and flushes the writer first).
+#[derive(Debug, Clone)]
+pub struct PgAuditLog {
+    pool: PgPool,
+    writer: AuditWriter,
+}
+
+impl PgAuditLog {
+    /// The trail in `pool`, flushing `writer` before each read.
+    pub fn new(pool: PgPool, writer: AuditWriter) -> Self {
+        Self { pool, writer }
+    }
+}
+
+fn decode(row: &PgRow) -> Result<AuditEntry, StoreError> {
+    let seq: i64 = col(row, "seq")?;
+    let operation: String = col(row, "operation")?;
+    let status: String = col(row, "status")?;
+    let top_k: Option<i64> = col(row, "top_k")?;
+    let id = seq.to_string();
+    Ok(AuditEntry {
+        seq: u64::try_from(seq).unwrap_or(0),
+        at: col(row, "at")?,
+        tenant_id: col(row, "tenant_id")?,
+        principal: col(row, "principal")?,
+        operation: AuditOp::parse(&operation)
+            .ok_or_else(|| corrupt("audit entry", &id, format!("operation `{operation}`")))?,
+        kind: col(row, "record_kind")?,
+        namespace: col(row, "namespace")?,
+        project_id: col(row, "project_id")?,
+        record_id: col(row, "record_id")?,
+        filters: col(row, "filters")?,
+        top_k: top_k.and_then(|k| u64::try_from(k).ok()),
+        status: if status == "refused" {
+            AuditStatus::Refused
+        } else {
+            AuditStatus::Ok
+        },
+        reason: col(row, "reason")?,
+    })
+}
+
+#[async_trait]
+impl AuditLog for PgAuditLog {
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        query: &AuditQuery,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        self.writer.flush().await?;
+        let q = query.for_caller(ctx);
+        async {
+            let mut sql = Sql::new(
+                "SELECT tenant_id, seq, at, principal, operation, record_kind, namespace, \
+                 project_id, record_id, filters, top_k, status, reason FROM audit_log \
+                 WHERE tenant_id = ",
+            );
+            sql.bind(ctx.tenant_id().to_owned());
+            if let Some(p) = &q.principal {
+                sql.push(" AND principal = ").bind(p.clone());
+            }
+            if let Some(n) = &q.namespace {
+                sql.push(" AND namespace = ").bind(n.clone());
+            }
+            if let Some(op) = q.operation {
+                sql.push(" AND operation = ").bind(op.as_str());
+            }
+            if let Some(s) = q.since {
+                sql.push(" AND at >= ").bind(s);
+            }
+            if let Some(u) = q.until {
+                sql.push(" AND at < ").bind(u);
+            }
+            sql.push(" ORDER BY at DESC, seq DESC LIMIT ")
+                .bind(i64::try_from(q.limit).unwrap_or(i64::MAX));
+            let mut tx = begin(&self.pool, ctx).await?;
+            let rows = sql
+                .build()?
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            drop(tx);
+            rows.iter().map(decode).collect()
+        }
+        .instrument(span("audit", "query", ctx))
+        .await
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.writer.flush().await
+    }
+}
