@@ -18,7 +18,11 @@ const RULES: &[(&str, &[&str])] = &[
     ),
     (
         "openvibe-memory",
-        &["openvibe-protocols", "openvibe-macros"],
+        &[
+            "openvibe-protocols",
+            "openvibe-governance",
+            "openvibe-macros",
+        ],
     ),
     (
         "openvibe-operators",
@@ -34,6 +38,7 @@ const RULES: &[(&str, &[&str])] = &[
             "openvibe-operators",
             "openvibe-primitives",
             "openvibe-memory",
+            "openvibe-governance",
             "openvibe-protocols",
             "openvibe-macros",
         ],

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use openvibe_protocols::memory::promotion::AutoPromote;
 use openvibe_protocols::{Principal, PrincipalKind, Rights};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,11 @@ use crate::Error;
 ///   - prefix: "agent:"            # the segment after the prefix
 ///   - regex: "^cron:(?P<principal>[^:]+)"
 ///     principal: "${principal}-cron"
+/// auto_promote:                   # off unless enabled
+///   enabled: true
+///   categories: [correction, decision, preference]
+///   min_confidence: 0.9
+///   to: shared
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +58,9 @@ pub struct GovernanceFile {
     /// Ordered rules from session keys to principals.
     #[serde(default)]
     pub session_keys: Vec<SessionRule>,
+    /// Automatic promotion of new memories (off by default).
+    #[serde(default)]
+    pub auto_promote: AutoPromote,
 }
 
 impl Default for GovernanceFile {
@@ -63,6 +72,7 @@ impl Default for GovernanceFile {
             namespaces: BTreeMap::new(),
             api_keys: Vec::new(),
             session_keys: Vec::new(),
+            auto_promote: AutoPromote::default(),
         }
     }
 }

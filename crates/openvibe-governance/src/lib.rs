@@ -265,6 +265,13 @@ impl Governance {
                 ));
             }
         }
+        if file.auto_promote.enabled && !known(&file.auto_promote.to) {
+            return Err(at(
+                "auto_promote.to".into(),
+                &file.auto_promote.to,
+                format!("unknown namespace `{}`", file.auto_promote.to),
+            ));
+        }
         if sanitize(&file.default_principal).as_deref() != Some(file.default_principal.as_str()) {
             return Err(at(
                 "default_principal".into(),

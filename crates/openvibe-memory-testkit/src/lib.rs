@@ -147,4 +147,5 @@ cases! {
     governance::governance_working_and_semantic_records;
     governance::governance_randomized_leak_check;
     governance::governance_audit_trail;
+    governance::governance_promotion;
 }

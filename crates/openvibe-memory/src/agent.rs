@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use openvibe_protocols::AuditLog;
+use openvibe_protocols::memory::promotion::{AutoPromote, Promotion, promote_insight};
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
     InsightQuery, InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry,
@@ -81,6 +83,8 @@ pub struct AgentMemory {
     workspace: Option<WorkspaceMemory>,
     episodes: Arc<dyn EpisodicStore>,
     insights: Arc<dyn InsightStore>,
+    audit: Option<Arc<dyn AuditLog>>,
+    auto_promote: Option<AutoPromote>,
 }
 
 impl std::fmt::Debug for AgentMemory {
@@ -103,7 +107,24 @@ impl AgentMemory {
             workspace: None,
             episodes: Arc::new(InMemoryEpisodicStore::new()),
             insights: Arc::new(InMemoryInsightStore::new()),
+            audit: None,
+            auto_promote: None,
         }
+    }
+
+    /// Audit promotions (publishing, automatic promotion) into `audit`.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Arc<dyn AuditLog>) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
+    /// Promote eligible insights to the workspace as they are stored
+    /// (see [`AutoPromote`]; off unless `policy.enabled`).
+    #[must_use]
+    pub fn with_auto_promote(mut self, policy: AutoPromote) -> Self {
+        self.auto_promote = policy.enabled.then_some(policy);
+        self
     }
 
     /// Connect a workspace (for publishing, references and assembly).
@@ -220,12 +241,34 @@ impl AgentMemory {
     // --- L3: insights ---
 
     /// Store (insert or replace) an insight of this agent (`agent_id` is set).
+    ///
+    /// With automatic promotion on ([`AgentMemory::with_auto_promote`]) an
+    /// eligible insight is also promoted to the workspace; a refused
+    /// promotion is logged, not an error (the insight is stored).
     pub async fn store_insight(&self, mut insight: Insight) -> Result<Insight, MemoryError> {
         insight.agent_id.clone_from(&self.agent_id);
         if insight.meta.namespace.is_empty() {
             insight.meta.namespace.clone_from(&self.agent_id);
         }
-        Ok(self.insights.store(&self.ctx, insight).await?)
+        let stored = self.insights.store(&self.ctx, insight).await?;
+        if let (Some(policy), Some(workspace)) = (&self.auto_promote, &self.workspace)
+            && policy.eligible_insight(&stored)
+        {
+            let promotion = Promotion::to(policy.to.clone()).note("automatic promotion");
+            if let Err(e) = promote_insight(
+                self.insights.as_ref(),
+                workspace.store().as_ref(),
+                self.audit.as_deref(),
+                &self.ctx,
+                &stored.id,
+                &promotion,
+            )
+            .await
+            {
+                tracing::warn!(insight = %stored.id, error = %e, "automatic promotion refused");
+            }
+        }
+        Ok(stored)
     }
 
     /// This agent's insights matching `query` (its `agent_id` is forced),
@@ -339,9 +382,12 @@ impl AgentMemory {
 
     /// Publish this agent's active insights with at least `min_confidence`
     /// to the workspace as facts (most confident first, at most
-    /// [`PUBLISH_LIMIT`]). Idempotent: the fact of insight `i` has id
-    /// `pub_<i>` and lineage `external_id = i`, so publishing again updates
-    /// it instead of adding a copy. No workspace: nothing is published.
+    /// [`PUBLISH_LIMIT`]), through the promotion path
+    /// ([`promote_insight`]): the caller must be allowed to write the
+    /// workspace namespace, and publishing is idempotent (the fact of
+    /// insight `i` has a fixed id and lineage `external_id = "insight:i"`;
+    /// an unchanged insight is not written again). No workspace: nothing
+    /// is published.
     pub async fn publish_to_workspace(
         &self,
         min_confidence: f64,
@@ -358,18 +404,20 @@ impl AgentMemory {
             )
             .await?;
         let mut published = Vec::with_capacity(insights.len());
+        let promotion = Promotion::to(WorkspaceMemory::NAMESPACE)
+            .note(format!("published by {}", self.agent_id));
         for insight in insights {
-            let mut fact = Fact::new(format!("pub_{}", insight.id), insight.content)
-                .source(self.agent_id.clone())
-                .confidence(insight.confidence)
-                .importance(insight.importance)
-                .entity(insight.entity)
-                .domain(insight.domain)
-                .tags(insight.tags)
-                .classification(insight.meta.classification)
-                .external_id(insight.id);
-            fact.meta.namespace = WorkspaceMemory::NAMESPACE.to_owned();
-            published.push(workspace.store_fact_as(&self.ctx, fact).await?);
+            published.push(
+                promote_insight(
+                    self.insight_store().as_ref(),
+                    workspace.store().as_ref(),
+                    self.audit.as_deref(),
+                    &self.ctx,
+                    &insight.id,
+                    &promotion,
+                )
+                .await?,
+            );
         }
         Ok(published)
     }

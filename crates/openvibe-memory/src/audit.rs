@@ -82,4 +82,9 @@ impl AuditLog for InMemoryAuditLog {
     async fn flush(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    async fn append(&self, ctx: &CallerContext, entry: AuditEntry) -> Result<(), StoreError> {
+        self.record(entry.stamped(ctx));
+        Ok(())
+    }
 }

@@ -4,9 +4,13 @@
 //! ([`caller_context`]), once, from the principal, the tenant, the project
 //! and the clearance. The memory types ([`WorkspaceMemory`], [`AgentMemory`])
 //! then carry that context into every store call; the assembler and the
-//! memory filesystem reach records only through them. This is where
-//! governance (namespace policies, principal resolution) and audit hook in.
+//! memory filesystem reach records only through them. With a
+//! [`Governance`] policy ([`MemoryGateway::with_governance`]) every context
+//! carries its principal's namespace grants.
 
+use std::sync::Arc;
+
+use openvibe_governance::{Governance, Resolved};
 use openvibe_protocols::{CallerContext, Clearance, Principal, RecordMeta, Stores};
 
 use crate::access::ClearanceProfile;
@@ -54,6 +58,7 @@ pub struct MemoryGateway {
     project_id: Option<String>,
     stores: Option<Stores>,
     workspace: Option<WorkspaceMemory>,
+    governance: Option<Arc<Governance>>,
 }
 
 impl std::fmt::Debug for MemoryGateway {
@@ -63,6 +68,7 @@ impl std::fmt::Debug for MemoryGateway {
             .field("project_id", &self.project_id)
             .field("stores", &self.stores.is_some())
             .field("workspace", &self.workspace.is_some())
+            .field("governed", &self.governance.is_some())
             .finish()
     }
 }
@@ -105,6 +111,21 @@ impl MemoryGateway {
         self
     }
 
+    /// Govern every context this gateway makes by `governance`: each
+    /// principal gets the grants its policy gives it (home namespace: its
+    /// id), and agent memories promote automatically when the policy's
+    /// `auto_promote` is on. Without governance, contexts are ungoverned.
+    #[must_use]
+    pub fn with_governance(mut self, governance: Arc<Governance>) -> Self {
+        self.governance = Some(governance);
+        self
+    }
+
+    /// The governance policy, when one was given.
+    pub fn governance(&self) -> Option<&Governance> {
+        self.governance.as_deref()
+    }
+
     /// The tenant.
     pub fn tenant_id(&self) -> &str {
         self.tenant_id
@@ -121,12 +142,20 @@ impl MemoryGateway {
     /// gateway's tenant and project. The one place a context is built from
     /// an identity.
     pub fn context(&self, principal: Principal, clearance: Clearance) -> CallerContext {
-        caller_context(
+        let grants = self
+            .governance
+            .as_deref()
+            .map(|g| g.grants_for(&Resolved::new(principal.clone())));
+        let ctx = caller_context(
             self.tenant_id(),
             self.project_id.as_deref(),
             principal,
             clearance,
-        )
+        );
+        match grants {
+            Some(grants) => ctx.with_grants(grants),
+            None => ctx,
+        }
     }
 
     /// The system of this tenant and project (unrestricted, privileged).
@@ -156,7 +185,12 @@ impl MemoryGateway {
         let ctx = self.context(Principal::agent(agent_id), clearance.clearance());
         let mut memory = AgentMemory::new(agent_id).with_context(ctx);
         if let Some(stores) = &self.stores {
-            memory = memory.with_stores(stores.episodes.clone(), stores.insights.clone());
+            memory = memory
+                .with_stores(stores.episodes.clone(), stores.insights.clone())
+                .with_audit(stores.audit.clone());
+        }
+        if let Some(governance) = &self.governance {
+            memory = memory.with_auto_promote(governance.file().auto_promote.clone());
         }
         if let Some(workspace) = self.workspace() {
             memory = memory.with_workspace(workspace);

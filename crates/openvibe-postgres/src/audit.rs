@@ -284,4 +284,9 @@ impl AuditLog for PgAuditLog {
     async fn flush(&self) -> Result<(), StoreError> {
         self.writer.flush().await
     }
+
+    async fn append(&self, ctx: &CallerContext, entry: AuditEntry) -> Result<(), StoreError> {
+        let entry = entry.stamped(ctx);
+        write_batch(&self.pool, ctx.tenant_id(), &[&entry]).await
+    }
 }

@@ -214,6 +214,16 @@ pub fn refusal_entry<T>(
     }
 }
 
+impl AuditEntry {
+    /// This entry in `ctx`'s name (tenant and principal).
+    #[must_use]
+    pub fn stamped(mut self, ctx: &CallerContext) -> Self {
+        self.tenant_id = ctx.tenant_id().to_owned();
+        self.principal = ctx.owner_key();
+        self
+    }
+}
+
 /// Which audit entries to read. Empty fields: no filter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -292,4 +302,9 @@ pub trait AuditLog: Send + Sync {
 
     /// Write the batched entries (searches, refusals) now.
     async fn flush(&self) -> Result<(), StoreError>;
+
+    /// Append `entry` for an operation composed above the stores (a
+    /// promotion), durably before returning. Its tenant and principal are
+    /// the caller's, whatever `entry` says: nobody appends in another's name.
+    async fn append(&self, ctx: &CallerContext, entry: AuditEntry) -> Result<(), StoreError>;
 }

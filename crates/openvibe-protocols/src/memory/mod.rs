@@ -14,6 +14,7 @@
 //! | errors: [`StoreError`] (with its source and [`StoreError::is_transient`]) | `error` |
 //! | working memory: sessions, plans, task and plan contexts, plan state ([`WorkingStore`]) | `working` |
 //! | semantic memory: knowledge with embeddings, upsert, privacy ([`KnowledgeStore`]) | `semantic` |
+//! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
 //! Everything here is re-exported at the crate root.
@@ -24,6 +25,7 @@ mod context;
 mod error;
 pub mod governance;
 mod kv;
+pub mod promotion;
 mod query;
 mod records;
 mod semantic;
