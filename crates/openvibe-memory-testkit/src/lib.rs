@@ -148,4 +148,5 @@ cases! {
     governance::governance_randomized_leak_check;
     governance::governance_audit_trail;
     governance::governance_promotion;
+    governance::governance_namespace_migration;
 }

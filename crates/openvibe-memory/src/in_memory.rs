@@ -8,16 +8,17 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use openvibe_protocols::memory::check_admin;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, Embedder, Episode, EpisodeQuery, EpisodicStore,
-    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter,
-    RecordMeta, STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace, content_hash,
-    validate_episode, validate_fact, validate_insight,
+    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, NamespaceAdmin,
+    NamespaceCount, RecordFilter, RecordMeta, STRENGTHEN_STEP, StoreError, Stores,
+    check_fixed_namespace, content_hash, validate_episode, validate_fact, validate_insight,
 };
 
 use openvibe_protocols::memory::check_caller;
@@ -505,6 +506,49 @@ impl<R: Indexed> Tables<R> {
     fn len(&self) -> Result<usize, StoreError> {
         Ok(self.read()?.values().map(Table::len).sum())
     }
+
+    /// Records per namespace in `ctx`'s tenant.
+    fn namespace_counts(&self, ctx: &CallerContext) -> Result<BTreeMap<String, u64>, StoreError> {
+        Ok(self
+            .read()?
+            .get(ctx.tenant_id())
+            .map(Table::namespace_counts)
+            .unwrap_or_default())
+    }
+
+    /// Move at most `batch` records from `from` to `to` (re-indexed and
+    /// audited as updates); returns how many moved.
+    fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        let mut guard = self.write()?;
+        let Some(table) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let now = Utc::now();
+        let mut moved = 0;
+        for slot in table.slots_in_namespace(from, batch) {
+            let Some(mut rec) = table.materialize(slot) else {
+                continue;
+            };
+            rec.meta_mut().namespace = to.to_owned();
+            rec.meta_mut().updated_at = now;
+            self.audit.record(AuditEntry::change(
+                ctx,
+                AuditOp::Update,
+                R::KIND,
+                rec.id(),
+                rec.meta(),
+            ));
+            table.replace(slot, rec);
+            moved += 1;
+        }
+        Ok(moved)
+    }
 }
 
 /// In-memory [`FactStore`], indexed by entity, domain, tag, text term and
@@ -782,13 +826,75 @@ pub fn in_memory_stores_with_embedder(embedder: Arc<dyn Embedder>) -> Stores {
 
 fn stores_over(working: InMemoryWorkingStore) -> Stores {
     let audit = Arc::new(InMemoryAuditLog::new());
-    let working = Arc::new(working.with_audit(audit.clone()));
-    Stores {
+    let admin = Arc::new(InMemoryAdmin {
         facts: Arc::new(InMemoryFactStore::new().with_audit(audit.clone())),
         episodes: Arc::new(InMemoryEpisodicStore::new().with_audit(audit.clone())),
         insights: Arc::new(InMemoryInsightStore::new().with_audit(audit.clone())),
-        working: working.clone(),
-        knowledge: working,
+        working: Arc::new(working.with_audit(audit.clone())),
+    });
+    Stores {
+        facts: admin.facts.clone(),
+        episodes: admin.episodes.clone(),
+        insights: admin.insights.clone(),
+        working: admin.working.clone(),
+        knowledge: admin.working.clone(),
         audit,
+        admin,
+    }
+}
+
+/// [`NamespaceAdmin`] over one set of in-memory stores.
+pub struct InMemoryAdmin {
+    facts: Arc<InMemoryFactStore>,
+    episodes: Arc<InMemoryEpisodicStore>,
+    insights: Arc<InMemoryInsightStore>,
+    working: Arc<InMemoryWorkingStore>,
+}
+
+#[async_trait]
+impl NamespaceAdmin for InMemoryAdmin {
+    async fn namespace_counts(
+        &self,
+        ctx: &CallerContext,
+    ) -> Result<Vec<NamespaceCount>, StoreError> {
+        check_admin(ctx, "count namespaces", None)?;
+        let mut out = Vec::new();
+        let mut push = |kind: &str, counts: BTreeMap<String, u64>| {
+            out.extend(
+                counts
+                    .into_iter()
+                    .map(|(namespace, records)| NamespaceCount {
+                        kind: kind.to_owned(),
+                        namespace,
+                        records,
+                    }),
+            );
+        };
+        push("fact", self.facts.tables.namespace_counts(ctx)?);
+        push("episode", self.episodes.tables.namespace_counts(ctx)?);
+        push("insight", self.insights.tables.namespace_counts(ctx)?);
+        for (kind, counts) in self.working.namespace_counts(ctx)? {
+            push(kind, counts);
+        }
+        out.sort_by(|a, b| (&a.kind, &a.namespace).cmp(&(&b.kind, &b.namespace)));
+        Ok(out)
+    }
+
+    async fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        check_admin(ctx, "move records between namespaces", Some(kind))?;
+        openvibe_protocols::memory::check_label("namespace", to)?;
+        match kind {
+            "fact" => self.facts.tables.move_namespace(ctx, from, to, batch),
+            "episode" => self.episodes.tables.move_namespace(ctx, from, to, batch),
+            "insight" => self.insights.tables.move_namespace(ctx, from, to, batch),
+            _ => self.working.move_namespace(ctx, kind, from, to, batch),
+        }
     }
 }

@@ -319,6 +319,29 @@ impl<R: Indexed> Table<R> {
     }
 
     /// The slot of record `id`.
+    /// Live records per namespace.
+    pub fn namespace_counts(&self) -> BTreeMap<String, u64> {
+        let mut counts = BTreeMap::new();
+        for hot in self.hot.iter().filter(|h| h.live) {
+            *counts
+                .entry(self.strings.name(hot.namespace).to_owned())
+                .or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// At most `limit` live slots whose record lives in `namespace`.
+    pub fn slots_in_namespace(&self, namespace: &str, limit: usize) -> Vec<Slot> {
+        let Some(id) = self.strings.get(namespace) else {
+            return Vec::new();
+        };
+        (0..self.hot.len())
+            .filter(|&i| self.hot[i].live && self.hot[i].namespace == id)
+            .take(limit)
+            .filter_map(|i| Slot::try_from(i).ok())
+            .collect()
+    }
+
     pub fn slot(&self, id: &str) -> Option<Slot> {
         self.ids.get(id).copied()
     }

@@ -66,8 +66,8 @@ pub use filesystem::{
 };
 pub use gateway::MemoryGateway;
 pub use in_memory::{
-    InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, in_memory_stores,
-    in_memory_stores_with_embedder,
+    InMemoryAdmin, InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore,
+    in_memory_stores, in_memory_stores_with_embedder,
 };
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;

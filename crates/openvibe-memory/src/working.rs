@@ -877,3 +877,99 @@ fn write_entry<'t>(
     entry.updated_at = now;
     Ok(entry)
 }
+
+/// Namespace maintenance of the working and semantic records (see
+/// [`NamespaceAdmin`](openvibe_protocols::NamespaceAdmin)).
+impl InMemoryWorkingStore {
+    /// Records per namespace, per kind, in `ctx`'s tenant.
+    pub(crate) fn namespace_counts(
+        &self,
+        ctx: &CallerContext,
+    ) -> Result<Vec<(&'static str, BTreeMap<String, u64>)>, StoreError> {
+        fn count<'a>(metas: impl Iterator<Item = &'a RecordMeta>) -> BTreeMap<String, u64> {
+            let mut counts = BTreeMap::new();
+            for meta in metas {
+                *counts.entry(meta.namespace.clone()).or_insert(0) += 1;
+            }
+            counts
+        }
+        let guard = self.read()?;
+        let Some(t) = guard.get(ctx.tenant_id()) else {
+            return Ok(Vec::new());
+        };
+        Ok(vec![
+            ("session", count(t.sessions.values().map(|r| &r.meta))),
+            ("plan", count(t.plans.values().map(|r| &r.meta))),
+            ("task_context", count(t.tasks.values().map(|r| &r.meta))),
+            ("knowledge", count(t.knowledge.values().map(|r| &r.meta))),
+        ])
+    }
+
+    /// Move at most `batch` records of `kind` from `from` to `to`.
+    pub(crate) fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        fn relocate<'a>(
+            metas: impl Iterator<Item = (&'a String, &'a mut RecordMeta)>,
+            from: &str,
+            to: &str,
+            batch: usize,
+        ) -> Vec<(String, RecordMeta)> {
+            let now = store_time();
+            metas
+                .filter(|(_, m)| m.namespace == from)
+                .take(batch)
+                .map(|(id, m)| {
+                    m.namespace = to.to_owned();
+                    m.updated_at = now;
+                    (id.clone(), m.clone())
+                })
+                .collect()
+        }
+        let mut guard = self.write()?;
+        let Some(t) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let moved = match kind {
+            "session" => relocate(
+                t.sessions.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            "plan" => relocate(
+                t.plans.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            "task_context" => relocate(
+                t.tasks.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            "knowledge" => relocate(
+                t.knowledge.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            other => {
+                return Err(StoreError::invalid(
+                    "kind",
+                    format!("`{other}` is not a record kind"),
+                ));
+            }
+        };
+        for (id, meta) in &moved {
+            self.audit_change(ctx, AuditOp::Update, kind, id, meta);
+        }
+        Ok(moved.len() as u64)
+    }
+}

@@ -352,7 +352,11 @@ async fn publishing_twice_does_not_duplicate() {
         .await
         .unwrap();
     assert_eq!(facts.len(), 1);
-    assert_eq!(facts[0].external_id.as_deref(), Some("insight:ins1"), "lineage");
+    assert_eq!(
+        facts[0].external_id.as_deref(),
+        Some("insight:ins1"),
+        "lineage"
+    );
     assert_eq!(facts[0].meta.owner, "agent:cro");
     assert_eq!(facts[0].meta.classification, Classification::Internal);
     // A changed insight republishes in place.

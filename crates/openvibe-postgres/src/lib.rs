@@ -39,6 +39,7 @@
 //! embedded here ([`MIGRATOR`]); [`PgStores::connect`] applies it, and so
 //! does `cargo xtask db migrate`.
 
+mod admin;
 mod audit;
 mod contexts;
 mod episodes;
@@ -63,6 +64,7 @@ use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
+pub use admin::PgNamespaceAdmin;
 pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
 pub use episodes::PgEpisodicStore;
 pub use error::PgError;
@@ -189,6 +191,7 @@ impl PgStores {
             working: self.working.clone() as Arc<dyn WorkingStore>,
             knowledge: self.knowledge.clone() as Arc<dyn KnowledgeStore>,
             audit: self.audit.clone() as Arc<dyn AuditLog>,
+            admin: Arc::new(PgNamespaceAdmin::new(self.pool.clone())),
         }
     }
 

@@ -51,6 +51,7 @@ pub use memory::{
     SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore, page_cursor, parse_cursor,
     store_time,
 };
+pub use memory::{NamespaceAdmin, NamespaceCount};
 pub use schedule::{ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind};
 pub use state::{State, StateError};
 

@@ -20,6 +20,7 @@
 //! Everything here is re-exported at the crate root.
 
 mod access;
+mod admin;
 mod audit;
 mod context;
 mod error;
@@ -34,6 +35,7 @@ mod validate;
 mod working;
 
 pub use access::{Governed, modify_allowed, read_allowed};
+pub use admin::{NamespaceAdmin, NamespaceCount, RECORD_KINDS, check_admin};
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};

@@ -143,6 +143,8 @@ pub struct Stores {
     pub knowledge: Arc<dyn KnowledgeStore>,
     /// The audit trail the stores above write.
     pub audit: Arc<dyn AuditLog>,
+    /// Namespace maintenance (privileged callers only).
+    pub admin: Arc<dyn super::NamespaceAdmin>,
 }
 
 impl std::fmt::Debug for Stores {

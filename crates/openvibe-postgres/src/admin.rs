@@ -1,0 +1,123 @@
+//! [`NamespaceAdmin`] on PostgreSQL: counts by `GROUP BY`, moves in
+//! batches of one `UPDATE` each (the audit triggers record every moved row
+//! as an update).
+
+use async_trait::async_trait;
+use openvibe_protocols::memory::{check_admin, check_label};
+use openvibe_protocols::{CallerContext, NamespaceAdmin, NamespaceCount, StoreError};
+use sqlx::PgPool;
+use tracing::Instrument;
+
+use crate::error::store_error;
+use crate::records::span;
+use crate::sql::{Sql, begin, col};
+
+/// Each record kind's table.
+const TABLES: [(&str, &str); 7] = [
+    ("fact", "facts"),
+    ("episode", "episodes"),
+    ("insight", "insights"),
+    ("session", "sessions"),
+    ("plan", "plans"),
+    ("task_context", "task_contexts"),
+    ("knowledge", "knowledge"),
+];
+
+/// [`NamespaceAdmin`] over a pool.
+#[derive(Debug, Clone)]
+pub struct PgNamespaceAdmin {
+    pool: PgPool,
+}
+
+impl PgNamespaceAdmin {
+    /// Administration of `pool`'s stores.
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+#[async_trait]
+impl NamespaceAdmin for PgNamespaceAdmin {
+    async fn namespace_counts(
+        &self,
+        ctx: &CallerContext,
+    ) -> Result<Vec<NamespaceCount>, StoreError> {
+        check_admin(ctx, "count namespaces", None)?;
+        async {
+            let mut sql = Sql::new("");
+            for (i, (kind, table)) in TABLES.iter().enumerate() {
+                if i > 0 {
+                    sql.push(" UNION ALL ");
+                }
+                sql.push(&format!(
+                    "SELECT '{kind}'::text AS kind, namespace, count(*)::bigint AS records \
+                     FROM {table} WHERE tenant_id = "
+                ))
+                .bind(ctx.tenant_id().to_owned())
+                .push(" GROUP BY namespace");
+            }
+            sql.push(" ORDER BY kind, namespace");
+            let mut tx = begin(&self.pool, ctx).await?;
+            let rows = sql
+                .build()?
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            drop(tx);
+            rows.iter()
+                .map(|row| {
+                    let records: i64 = col(row, "records")?;
+                    Ok(NamespaceCount {
+                        kind: col(row, "kind")?,
+                        namespace: col(row, "namespace")?,
+                        records: u64::try_from(records).unwrap_or(0),
+                    })
+                })
+                .collect()
+        }
+        .instrument(span("namespace", "counts", ctx))
+        .await
+    }
+
+    async fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        check_admin(ctx, "move records between namespaces", Some(kind))?;
+        check_label("namespace", to)?;
+        let table = TABLES
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| StoreError::invalid("kind", format!("`{kind}` is not a record kind")))?;
+        async {
+            // The batch is chosen once (a materialized CTE), locked, and
+            // skips rows another migration holds.
+            let mut sql = Sql::new(&format!(
+                "WITH batch AS MATERIALIZED (SELECT m.id FROM {table} m WHERE m.tenant_id = "
+            ));
+            sql.bind(ctx.tenant_id().to_owned())
+                .push(" AND m.namespace = ")
+                .bind(from.to_owned())
+                .push(" LIMIT ")
+                .bind(i64::try_from(batch).unwrap_or(i64::MAX))
+                .push(&format!(
+                    " FOR UPDATE SKIP LOCKED) UPDATE {table} f SET namespace = "
+                ))
+                .bind(to.to_owned())
+                .push(", updated_at = now() FROM batch WHERE f.tenant_id = ")
+                .bind(ctx.tenant_id().to_owned())
+                .push(" AND f.id = batch.id");
+            let mut tx = begin(&self.pool, ctx).await?;
+            let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(done.rows_affected())
+        }
+        .instrument(span("namespace", "move", ctx))
+        .await
+    }
+}
