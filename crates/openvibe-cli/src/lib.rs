@@ -3,6 +3,7 @@
 //! - `openvibe demo`: the CRO example end to end, offline by default.
 //! - `openvibe run <role.yaml>`: any role file (see [`spec`]).
 
+pub mod admin;
 pub mod demo;
 pub mod logging;
 pub mod spec;
@@ -50,6 +51,15 @@ pub enum CliError {
     /// The database could not be reached or migrated.
     #[error("database: {0}")]
     Database(#[from] openvibe::postgres::PgError),
+    /// A store refused or failed.
+    #[error(transparent)]
+    Store(#[from] openvibe::protocols::StoreError),
+    /// The governance file is unusable.
+    #[error(transparent)]
+    Governance(#[from] openvibe::governance::Error),
+    /// The command line asks for something impossible.
+    #[error("{0}")]
+    Usage(String),
     /// A value could not be printed as JSON.
     #[error("printing JSON: {0}")]
     Json(#[from] serde_json::Error),

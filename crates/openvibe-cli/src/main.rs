@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use openvibe::governance::Governance;
+use openvibe::protocols::{AuditOp, AuditQuery};
 use openvibe_cli::CliError;
+use openvibe_cli::admin;
 use openvibe_cli::demo::{self, DEMO_FILES, LlmChoice, Options};
 use openvibe_cli::logging::{self, LogFormat};
 use openvibe_cli::spec::{Files, RoleFile};
@@ -76,6 +79,112 @@ struct LlmArgs {
     database_url: Option<String>,
 }
 
+/// Which records a maintenance command works on.
+#[derive(clap::Args)]
+struct BackendArgs {
+    /// A PostgreSQL database (e.g. the URL `cargo xtask db up` prints).
+    #[arg(long, env = "OPENVIBE_DATABASE_URL", conflicts_with = "memory_file")]
+    database_url: Option<String>,
+    /// An in-memory snapshot file (JSON: {"facts": [...], "episodes": [...], "insights": [...]}).
+    #[arg(long)]
+    memory_file: Option<PathBuf>,
+    /// The tenant.
+    #[arg(long, default_value = "default")]
+    tenant: String,
+}
+
+impl BackendArgs {
+    fn backend(&self) -> Result<admin::Backend, CliError> {
+        match (&self.database_url, &self.memory_file) {
+            (Some(url), None) => Ok(admin::Backend::Postgres(url.clone())),
+            (None, Some(path)) => Ok(admin::Backend::File(path.clone())),
+            _ => Err(CliError::Usage(
+                "name the records: --database-url URL (or OPENVIBE_DATABASE_URL) or --memory-file FILE"
+                    .into(),
+            )),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum NamespacesCommand {
+    /// List namespaces with their records per kind (and policies, with --governance).
+    #[command(after_help = "\
+Examples:
+  openvibe namespaces ls --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe
+  openvibe namespaces ls --memory-file memory.json --governance governance.yaml")]
+    Ls {
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// A governance file whose policies to show.
+        #[arg(long)]
+        governance: Option<PathBuf>,
+    },
+    /// Move records written before namespaces (or of --from) into --to, in
+    /// batches; resumable: run it again to finish an interrupted migration.
+    #[command(after_help = "\
+Examples:
+  openvibe namespaces migrate --to default --dry-run --memory-file memory.json
+  openvibe namespaces migrate --to default --database-url $DATABASE_URL --batch 1000")]
+    Migrate {
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// The target namespace.
+        #[arg(long)]
+        to: String,
+        /// The source namespace (default: none, i.e. legacy records).
+        #[arg(long, default_value = "")]
+        from: String,
+        /// Records per batch (one transaction each).
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        /// Only say what would move.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Operation {
+    Insert,
+    Update,
+    Delete,
+    Search,
+    Promote,
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// The newest audit entries (oldest of them first), filtered.
+    #[command(after_help = "\
+Examples:
+  openvibe audit tail --database-url $DATABASE_URL -n 50
+  openvibe audit tail --database-url $DATABASE_URL --principal agent:cro --operation search
+  openvibe audit tail --database-url $DATABASE_URL --namespace shared --since 2026-11-01T00:00:00Z")]
+    Tail {
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Only this principal's entries (`agent:cro`, `user:ann`).
+        #[arg(long)]
+        principal: Option<String>,
+        /// Only entries about this namespace.
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Only this operation.
+        #[arg(long, value_enum)]
+        operation: Option<Operation>,
+        /// Only entries at or after this time (RFC 3339).
+        #[arg(long)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// Only entries before this time (RFC 3339).
+        #[arg(long)]
+        until: Option<chrono::DateTime<chrono::Utc>>,
+        /// How many entries.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+    },
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the CRO example end to end: two leads, reflection in between, and
@@ -106,6 +215,12 @@ Examples:
         #[command(flatten)]
         llm: LlmArgs,
     },
+    /// Inspect namespaces and move legacy records into one.
+    #[command(subcommand)]
+    Namespaces(NamespacesCommand),
+    /// Read the audit trail.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Print a completion script for a shell.
     #[command(after_help = "\
 Examples:
@@ -185,6 +300,84 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let (file, files) = RoleFile::load(&role_file)?;
             let (options, label) = options(&llm, Llm::Anthropic, reflect);
             demo::execute(&file, &files, &options, &label, &mut stdout).await
+        }
+        Command::Namespaces(NamespacesCommand::Ls {
+            backend,
+            governance,
+        }) => {
+            let governance = match governance {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path).map_err(|e| CliError::Io {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
+                    Some(Governance::from_yaml(&text, path.display().to_string())?)
+                }
+                None => None,
+            };
+            let opened = admin::open(&backend.backend()?).await?;
+            admin::namespaces_ls(
+                &opened.stores,
+                &backend.tenant,
+                governance.as_ref(),
+                &mut stdout,
+            )
+            .await
+        }
+        Command::Namespaces(NamespacesCommand::Migrate {
+            backend,
+            to,
+            from,
+            batch,
+            dry_run,
+        }) => {
+            let opened = admin::open(&backend.backend()?).await?;
+            admin::namespaces_migrate(
+                &opened,
+                &admin::Migration {
+                    tenant: backend.tenant.clone(),
+                    from,
+                    to,
+                    batch,
+                    dry_run,
+                },
+                admin::Progress::detect(),
+                &mut stdout,
+            )
+            .await
+            .map(|_| ())
+        }
+        Command::Audit(AuditCommand::Tail {
+            backend,
+            principal,
+            namespace,
+            operation,
+            since,
+            until,
+            lines,
+        }) => {
+            let backend_choice = backend.backend()?;
+            if matches!(backend_choice, admin::Backend::File(_)) {
+                return Err(CliError::Usage(
+                    "an in-memory audit trail lives and dies with its process: `audit tail` needs --database-url".into(),
+                ));
+            }
+            let opened = admin::open(&backend_choice).await?;
+            let query = AuditQuery {
+                principal,
+                namespace,
+                operation: operation.map(|op| match op {
+                    Operation::Insert => AuditOp::Insert,
+                    Operation::Update => AuditOp::Update,
+                    Operation::Delete => AuditOp::Delete,
+                    Operation::Search => AuditOp::Search,
+                    Operation::Promote => AuditOp::Promote,
+                }),
+                since,
+                until,
+                limit: lines,
+            };
+            admin::audit_tail(&opened.stores, &backend.tenant, &query, &mut stdout).await
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "openvibe", &mut stdout);

@@ -153,16 +153,8 @@ fn inconsistent_role_files_are_reported() {
 
 #[tokio::test]
 async fn the_demo_on_postgres_gives_the_same_output() {
-    let url = match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ if std::env::var("OPENVIBE_SKIP_PG").as_deref() == Ok("1") => {
-            eprintln!("SKIPPED: OPENVIBE_SKIP_PG=1 and DATABASE_URL is unset");
-            return;
-        }
-        _ => panic!(
-            "DATABASE_URL is not set: run `cargo xtask db up` and export the URL it prints, \
-             or run `cargo xtask test-all` (OPENVIBE_SKIP_PG=1 skips this test explicitly)"
-        ),
+    let Some(url) = openvibe_memory_testkit::skip::database_url() else {
+        return;
     };
     let on_postgres = run_demo_on(LlmChoice::Replay, Some(url)).await;
     let in_memory = run_demo(LlmChoice::Replay).await;

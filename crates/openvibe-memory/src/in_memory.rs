@@ -13,16 +13,16 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use openvibe_protocols::memory::check_admin;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, Embedder, Episode, EpisodeQuery, EpisodicStore,
-    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, NamespaceAdmin,
-    NamespaceCount, RecordFilter, RecordMeta, STRENGTHEN_STEP, StoreError, Stores,
-    check_fixed_namespace, content_hash, validate_episode, validate_fact, validate_insight,
+    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter,
+    RecordMeta, STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace, content_hash,
+    validate_episode, validate_fact, validate_insight,
 };
 
 use openvibe_protocols::memory::check_caller;
 
+use crate::admin::InMemoryAdmin;
 use crate::audit::InMemoryAuditLog;
 use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
 use crate::working::InMemoryWorkingStore;
@@ -507,6 +507,41 @@ impl<R: Indexed> Tables<R> {
         Ok(self.read()?.values().map(Table::len).sum())
     }
 
+    /// Put `records` in as they are (tenant, owner, namespace, times kept):
+    /// loading a snapshot. Invalid records are refused; an id already
+    /// present in its tenant is replaced.
+    fn restore(&self, records: Vec<R>) -> Result<usize, StoreError> {
+        let mut guard = self.write()?;
+        let n = records.len();
+        for rec in records {
+            rec.validate()?;
+            let table = guard.entry(rec.meta().tenant_id.clone()).or_default();
+            match table.slot(rec.id()) {
+                Some(slot) => table.replace(slot, rec),
+                None => {
+                    table.insert(rec)?;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Every record of every tenant (for a snapshot), by tenant then id.
+    fn all(&self) -> Result<Vec<R>, StoreError> {
+        let guard = self.read()?;
+        let mut tenants: Vec<&String> = guard.keys().collect();
+        tenants.sort();
+        let mut out = Vec::new();
+        for tenant in tenants {
+            if let Some(table) = guard.get(tenant) {
+                let mut recs = table.all();
+                recs.sort_by(|a, b| a.id().cmp(b.id()));
+                out.extend(recs);
+            }
+        }
+        Ok(out)
+    }
+
     /// Records per namespace in `ctx`'s tenant.
     fn namespace_counts(&self, ctx: &CallerContext) -> Result<BTreeMap<String, u64>, StoreError> {
         Ok(self
@@ -825,76 +860,42 @@ pub fn in_memory_stores_with_embedder(embedder: Arc<dyn Embedder>) -> Stores {
 }
 
 fn stores_over(working: InMemoryWorkingStore) -> Stores {
-    let audit = Arc::new(InMemoryAuditLog::new());
-    let admin = Arc::new(InMemoryAdmin {
-        facts: Arc::new(InMemoryFactStore::new().with_audit(audit.clone())),
-        episodes: Arc::new(InMemoryEpisodicStore::new().with_audit(audit.clone())),
-        insights: Arc::new(InMemoryInsightStore::new().with_audit(audit.clone())),
-        working: Arc::new(working.with_audit(audit.clone())),
-    });
-    Stores {
-        facts: admin.facts.clone(),
-        episodes: admin.episodes.clone(),
-        insights: admin.insights.clone(),
-        working: admin.working.clone(),
-        knowledge: admin.working.clone(),
-        audit,
-        admin,
-    }
+    InMemoryAdmin::over(working).into_stores()
 }
 
-/// [`NamespaceAdmin`] over one set of in-memory stores.
-pub struct InMemoryAdmin {
-    facts: Arc<InMemoryFactStore>,
-    episodes: Arc<InMemoryEpisodicStore>,
-    insights: Arc<InMemoryInsightStore>,
-    working: Arc<InMemoryWorkingStore>,
-}
+/// What namespace administration and snapshots need of a record store.
+macro_rules! admin_access {
+    ($($store:ty => $rec:ty),*) => {$(
+        impl $store {
+            pub(crate) fn namespace_counts(
+                &self,
+                ctx: &CallerContext,
+            ) -> Result<BTreeMap<String, u64>, StoreError> {
+                self.tables.namespace_counts(ctx)
+            }
 
-#[async_trait]
-impl NamespaceAdmin for InMemoryAdmin {
-    async fn namespace_counts(
-        &self,
-        ctx: &CallerContext,
-    ) -> Result<Vec<NamespaceCount>, StoreError> {
-        check_admin(ctx, "count namespaces", None)?;
-        let mut out = Vec::new();
-        let mut push = |kind: &str, counts: BTreeMap<String, u64>| {
-            out.extend(
-                counts
-                    .into_iter()
-                    .map(|(namespace, records)| NamespaceCount {
-                        kind: kind.to_owned(),
-                        namespace,
-                        records,
-                    }),
-            );
-        };
-        push("fact", self.facts.tables.namespace_counts(ctx)?);
-        push("episode", self.episodes.tables.namespace_counts(ctx)?);
-        push("insight", self.insights.tables.namespace_counts(ctx)?);
-        for (kind, counts) in self.working.namespace_counts(ctx)? {
-            push(kind, counts);
+            pub(crate) fn move_namespace(
+                &self,
+                ctx: &CallerContext,
+                from: &str,
+                to: &str,
+                batch: usize,
+            ) -> Result<u64, StoreError> {
+                self.tables.move_namespace(ctx, from, to, batch)
+            }
+
+            pub(crate) fn restore(&self, records: Vec<$rec>) -> Result<usize, StoreError> {
+                self.tables.restore(records)
+            }
+
+            pub(crate) fn all(&self) -> Result<Vec<$rec>, StoreError> {
+                self.tables.all()
+            }
         }
-        out.sort_by(|a, b| (&a.kind, &a.namespace).cmp(&(&b.kind, &b.namespace)));
-        Ok(out)
-    }
-
-    async fn move_namespace(
-        &self,
-        ctx: &CallerContext,
-        kind: &str,
-        from: &str,
-        to: &str,
-        batch: usize,
-    ) -> Result<u64, StoreError> {
-        check_admin(ctx, "move records between namespaces", Some(kind))?;
-        openvibe_protocols::memory::check_label("namespace", to)?;
-        match kind {
-            "fact" => self.facts.tables.move_namespace(ctx, from, to, batch),
-            "episode" => self.episodes.tables.move_namespace(ctx, from, to, batch),
-            "insight" => self.insights.tables.move_namespace(ctx, from, to, batch),
-            _ => self.working.move_namespace(ctx, kind, from, to, batch),
-        }
-    }
+    )*};
 }
+admin_access!(
+    InMemoryFactStore => Fact,
+    InMemoryEpisodicStore => Episode,
+    InMemoryInsightStore => Insight
+);

@@ -319,6 +319,14 @@ impl<R: Indexed> Table<R> {
     }
 
     /// The slot of record `id`.
+    /// Every live record.
+    pub fn all(&self) -> Vec<R> {
+        (0..self.rows.len())
+            .filter_map(|i| Slot::try_from(i).ok())
+            .filter_map(|slot| self.materialize(slot))
+            .collect()
+    }
+
     /// Live records per namespace.
     pub fn namespace_counts(&self) -> BTreeMap<String, u64> {
         let mut counts = BTreeMap::new();

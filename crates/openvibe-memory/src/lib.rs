@@ -36,6 +36,7 @@
 //! ```
 
 mod access;
+mod admin;
 mod agent;
 mod assembler;
 mod audit;
@@ -52,6 +53,7 @@ mod workspace;
 pub use access::{
     AccessFilter, CLASSIFICATION_RANK, ClassificationRanks, ClearanceProfile, Governed,
 };
+pub use admin::{InMemoryAdmin, MemorySnapshot, SnapshotHandle};
 pub use agent::{
     AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, InMemoryStore, PUBLISH_LIMIT, ReflectOptions,
     ReflectionReport,
@@ -66,8 +68,8 @@ pub use filesystem::{
 };
 pub use gateway::MemoryGateway;
 pub use in_memory::{
-    InMemoryAdmin, InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore,
-    in_memory_stores, in_memory_stores_with_embedder,
+    InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, in_memory_stores,
+    in_memory_stores_with_embedder,
 };
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;

@@ -58,6 +58,8 @@
 //! # }).unwrap();
 //! ```
 
+/// Governance policy: principals, namespace policies, the governance file.
+pub use openvibe_governance as governance;
 pub use openvibe_memory as memory;
 pub use openvibe_operators as operators;
 /// The PostgreSQL + pgvector backend (feature `postgres`):

@@ -1,0 +1,264 @@
+//! Namespace administration of the in-memory stores ([`InMemoryAdmin`])
+//! and snapshot files ([`MemorySnapshot`]): what the CLI's `namespaces`
+//! commands use with `--memory-file`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use openvibe_protocols::memory::check_admin;
+use openvibe_protocols::{
+    AuditOp, CallerContext, Episode, Fact, Insight, NamespaceAdmin, NamespaceCount, RecordMeta,
+    StoreError, Stores, store_time,
+};
+
+use crate::audit::InMemoryAuditLog;
+use crate::in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
+use crate::working::InMemoryWorkingStore;
+
+/// `counts` of `kind` as [`NamespaceCount`]s.
+fn counts_of(
+    kind: &str,
+    counts: BTreeMap<String, u64>,
+) -> impl Iterator<Item = NamespaceCount> + '_ {
+    counts
+        .into_iter()
+        .map(move |(namespace, records)| NamespaceCount {
+            kind: kind.to_owned(),
+            namespace,
+            records,
+        })
+}
+
+impl InMemoryAdmin {
+    /// Fresh stores sharing one audit trail, `working` among them.
+    pub(crate) fn over(working: InMemoryWorkingStore) -> Self {
+        let audit = Arc::new(InMemoryAuditLog::new());
+        Self {
+            facts: Arc::new(InMemoryFactStore::new().with_audit(audit.clone())),
+            episodes: Arc::new(InMemoryEpisodicStore::new().with_audit(audit.clone())),
+            insights: Arc::new(InMemoryInsightStore::new().with_audit(audit.clone())),
+            working: Arc::new(working.with_audit(audit.clone())),
+            audit,
+        }
+    }
+
+    /// Fresh stores without an embedder.
+    fn fresh() -> Self {
+        Self::over(InMemoryWorkingStore::new())
+    }
+
+    /// The set of stores, administered by this.
+    pub(crate) fn into_stores(self) -> Stores {
+        let admin = Arc::new(self);
+        Stores {
+            facts: admin.facts.clone(),
+            episodes: admin.episodes.clone(),
+            insights: admin.insights.clone(),
+            working: admin.working.clone(),
+            knowledge: admin.working.clone(),
+            audit: admin.audit.clone(),
+            admin,
+        }
+    }
+}
+
+/// [`NamespaceAdmin`] over one set of in-memory stores.
+pub struct InMemoryAdmin {
+    facts: Arc<InMemoryFactStore>,
+    episodes: Arc<InMemoryEpisodicStore>,
+    insights: Arc<InMemoryInsightStore>,
+    working: Arc<InMemoryWorkingStore>,
+    audit: Arc<InMemoryAuditLog>,
+}
+
+#[async_trait]
+impl NamespaceAdmin for InMemoryAdmin {
+    async fn namespace_counts(
+        &self,
+        ctx: &CallerContext,
+    ) -> Result<Vec<NamespaceCount>, StoreError> {
+        check_admin(ctx, "count namespaces", None)?;
+        let mut out = Vec::new();
+        out.extend(counts_of("fact", self.facts.namespace_counts(ctx)?));
+        out.extend(counts_of("episode", self.episodes.namespace_counts(ctx)?));
+        out.extend(counts_of("insight", self.insights.namespace_counts(ctx)?));
+        out.extend(self.working.namespace_counts(ctx)?);
+        out.sort_by(|a, b| (&a.kind, &a.namespace).cmp(&(&b.kind, &b.namespace)));
+        Ok(out)
+    }
+
+    async fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        check_admin(ctx, "move records between namespaces", Some(kind))?;
+        openvibe_protocols::memory::check_label("namespace", to)?;
+        match kind {
+            "fact" => self.facts.move_namespace(ctx, from, to, batch),
+            "episode" => self.episodes.move_namespace(ctx, from, to, batch),
+            "insight" => self.insights.move_namespace(ctx, from, to, batch),
+            _ => self.working.move_namespace(ctx, kind, from, to, batch),
+        }
+    }
+}
+
+/// The records of in-memory stores as a file holds them (JSON): what the
+/// CLI's namespace tools read with `--memory-file` and write back.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemorySnapshot {
+    /// Facts.
+    pub facts: Vec<Fact>,
+    /// Episodes.
+    pub episodes: Vec<Episode>,
+    /// Insights.
+    pub insights: Vec<Insight>,
+}
+
+impl MemorySnapshot {
+    /// In-memory stores holding these records as they are (owners,
+    /// namespaces, tenants and times kept), and a handle to take a
+    /// snapshot of them again.
+    pub fn into_stores(self) -> Result<(Stores, SnapshotHandle), StoreError> {
+        let admin = InMemoryAdmin::fresh();
+        admin.facts.restore(self.facts)?;
+        admin.episodes.restore(self.episodes)?;
+        admin.insights.restore(self.insights)?;
+        let handle = SnapshotHandle {
+            facts: admin.facts.clone(),
+            episodes: admin.episodes.clone(),
+            insights: admin.insights.clone(),
+        };
+        Ok((admin.into_stores(), handle))
+    }
+}
+
+/// Takes [`MemorySnapshot`]s of the stores [`MemorySnapshot::into_stores`] made.
+#[derive(Clone)]
+pub struct SnapshotHandle {
+    facts: Arc<InMemoryFactStore>,
+    episodes: Arc<InMemoryEpisodicStore>,
+    insights: Arc<InMemoryInsightStore>,
+}
+
+impl std::fmt::Debug for SnapshotHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapshotHandle").finish_non_exhaustive()
+    }
+}
+
+impl SnapshotHandle {
+    /// The records now.
+    pub fn snapshot(&self) -> Result<MemorySnapshot, StoreError> {
+        Ok(MemorySnapshot {
+            facts: self.facts.all()?,
+            episodes: self.episodes.all()?,
+            insights: self.insights.all()?,
+        })
+    }
+}
+
+/// Namespace maintenance of the working and semantic records (see
+/// [`NamespaceAdmin`](openvibe_protocols::NamespaceAdmin)).
+impl InMemoryWorkingStore {
+    /// Records per namespace, per kind, in `ctx`'s tenant.
+    pub(crate) fn namespace_counts(
+        &self,
+        ctx: &CallerContext,
+    ) -> Result<Vec<NamespaceCount>, StoreError> {
+        fn count<'a>(metas: impl Iterator<Item = &'a RecordMeta>) -> BTreeMap<String, u64> {
+            let mut counts = BTreeMap::new();
+            for meta in metas {
+                *counts.entry(meta.namespace.clone()).or_insert(0) += 1;
+            }
+            counts
+        }
+        let guard = self.read()?;
+        let Some(t) = guard.get(ctx.tenant_id()) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (kind, counts) in [
+            ("session", count(t.sessions.values().map(|r| &r.meta))),
+            ("plan", count(t.plans.values().map(|r| &r.meta))),
+            ("task_context", count(t.tasks.values().map(|r| &r.meta))),
+            ("knowledge", count(t.knowledge.values().map(|r| &r.meta))),
+        ] {
+            out.extend(counts_of(kind, counts));
+        }
+        Ok(out)
+    }
+
+    /// Move at most `batch` records of `kind` from `from` to `to`.
+    pub(crate) fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        fn relocate<'a>(
+            metas: impl Iterator<Item = (&'a String, &'a mut RecordMeta)>,
+            from: &str,
+            to: &str,
+            batch: usize,
+        ) -> Vec<(String, RecordMeta)> {
+            let now = store_time();
+            metas
+                .filter(|(_, m)| m.namespace == from)
+                .take(batch)
+                .map(|(id, m)| {
+                    m.namespace = to.to_owned();
+                    m.updated_at = now;
+                    (id.clone(), m.clone())
+                })
+                .collect()
+        }
+        let mut guard = self.write()?;
+        let Some(t) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let moved = match kind {
+            "session" => relocate(
+                t.sessions.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            "plan" => relocate(
+                t.plans.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            "task_context" => relocate(
+                t.tasks.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            "knowledge" => relocate(
+                t.knowledge.iter_mut().map(|(k, r)| (k, &mut r.meta)),
+                from,
+                to,
+                batch,
+            ),
+            other => {
+                return Err(StoreError::invalid(
+                    "kind",
+                    format!("`{other}` is not a record kind"),
+                ));
+            }
+        };
+        for (id, meta) in &moved {
+            self.audit_change(ctx, AuditOp::Update, kind, id, meta);
+        }
+        Ok(moved.len() as u64)
+    }
+}
