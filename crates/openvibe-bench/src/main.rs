@@ -1,5 +1,6 @@
 //! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
 
+mod governance;
 mod graph;
 mod memory;
 mod pg;
@@ -18,6 +19,7 @@ const GROUPS: &[Group] = &[
     ("pg", || Box::pin(pg::run())),
     ("semantic", || Box::pin(working::run_memory())),
     ("pg_working", || Box::pin(working::run_pg())),
+    ("pg_gov", || Box::pin(governance::run())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -26,12 +26,12 @@ use openvibe_protocols::{
 use sqlx::{Executor, PgPool};
 
 const SCHEMA: &str = "openvibe_bench";
-const TENANT: &str = "bench";
+pub(crate) const TENANT: &str = "bench";
 /// Bump when the generated data changes, to reload.
 const DATASET: &str = "v1";
 const RECORDS: u32 = 1_000_000;
-const ENTITIES: u32 = 500;
-const DOMAINS: u32 = 10;
+pub(crate) const ENTITIES: u32 = 500;
+pub(crate) const DOMAINS: u32 = 10;
 const LOAD_BATCH: u32 = 10_000;
 const INSERT_BATCH: u32 = 1_000;
 const INSERT_BATCHES: u32 = 50;
@@ -53,17 +53,17 @@ impl Lcg {
     }
 }
 
-fn entity(i: u32) -> String {
+pub(crate) fn entity(i: u32) -> String {
     format!("entity{}", i % ENTITIES)
 }
 
-fn domain(i: u32) -> String {
+pub(crate) fn domain(i: u32) -> String {
     format!("domain{}", (i / ENTITIES) % DOMAINS)
 }
 
 /// Reads `domain0..2` up to confidential, `domain3..5` up to internal,
 /// the rest public only (as the in-memory benchmark).
-fn clearance() -> ClearanceProfile {
+pub(crate) fn clearance() -> ClearanceProfile {
     (0..DOMAINS).fold(ClearanceProfile::new("cro"), |p, d| match d {
         0..=2 => p.with_domain(format!("domain{d}"), Classification::Confidential),
         3..=5 => p.with_domain(format!("domain{d}"), Classification::Internal),
@@ -144,7 +144,7 @@ pub(crate) async fn set_tenant_and(
 }
 
 /// Load 1,000,000 facts, insights and episodes unless already there.
-async fn ensure_loaded(pool: &PgPool, pg: &PgStores) -> Result<(), String> {
+pub(crate) async fn ensure_loaded(pool: &PgPool, pg: &PgStores) -> Result<(), String> {
     let loaded: Option<String> =
         sqlx::query_scalar("SELECT name FROM bench_dataset WHERE name = $1")
             .bind(DATASET)

@@ -39,6 +39,7 @@ struct Inner {
 #[derive(Debug, Clone)]
 pub struct AuditWriter {
     inner: Arc<Inner>,
+    enabled: bool,
 }
 
 impl AuditWriter {
@@ -50,11 +51,23 @@ impl AuditWriter {
                 pending: Mutex::new(Vec::new()),
                 timer: std::sync::Once::new(),
             }),
+            enabled: true,
         }
+    }
+
+    /// This writer, recording (`true`, the default) or dropping every
+    /// entry. Record changes are audited by the database either way.
+    #[must_use]
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
     }
 
     /// Queue `entry` (never blocks on the database).
     pub fn record(&self, entry: AuditEntry) {
+        if !self.enabled {
+            return;
+        }
         let full = match self.inner.pending.lock() {
             Ok(mut pending) => {
                 pending.push(entry);
@@ -103,7 +116,10 @@ impl AuditWriter {
                 loop {
                     tokio::time::sleep(AUDIT_INTERVAL).await;
                     let Some(inner) = weak.upgrade() else { break };
-                    let writer = AuditWriter { inner };
+                    let writer = AuditWriter {
+                        inner,
+                        enabled: true,
+                    };
                     if let Err(e) = writer.flush().await {
                         tracing::warn!(error = %e, "audit batch not written");
                     }

@@ -135,12 +135,23 @@ impl PgStores {
         Ok(Self::from_pool(pool))
     }
 
+    /// Stores on an existing pool whose searches and refusals are audited
+    /// (`true`, what [`PgStores::from_pool`] does) or not. Record changes
+    /// are audited by the database's triggers either way.
+    pub fn from_pool_audited(pool: PgPool, search_audit: bool) -> Self {
+        let writer = AuditWriter::new(pool.clone()).enabled(search_audit);
+        Self::build(pool, writer)
+    }
+
     /// Stores on an existing pool, as it is (no migration: see [`migrate`]).
     /// Knowledge needs embeddings of [`DEFAULT_EMBEDDING_MODEL`]'s size; see
     /// [`PgStores::with_embedder`] to have the store compute them.
     pub fn from_pool(pool: PgPool) -> Self {
+        Self::from_pool_audited(pool, true)
+    }
+
+    fn build(pool: PgPool, writer: AuditWriter) -> Self {
         let (model, dimensions, table) = DEFAULT_EMBEDDING_MODEL;
-        let writer = AuditWriter::new(pool.clone());
         Self {
             facts: Arc::new(PgFactStore::new(pool.clone()).with_audit(writer.clone())),
             episodes: Arc::new(PgEpisodicStore::new(pool.clone()).with_audit(writer.clone())),

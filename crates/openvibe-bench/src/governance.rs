@@ -1,0 +1,131 @@
+//! Governance overhead on PostgreSQL (group `pg_gov`, needs `DATABASE_URL`;
+//! `cargo xtask bench pg_gov` provides it), over the `pg` group's
+//! 1,000,000-fact data set:
+//!
+//! - `gov_fact_query_base_p50_us`: the `pg` group's fact query (entity +
+//!   domain + clearance, limit 10) by an ungoverned caller, searches not
+//!   audited;
+//! - `gov_fact_query_governed_p50_us`: the same query by a governed caller
+//!   (namespace grants in the SQL predicate and in the row-level security
+//!   settings, four readable namespaces) with search audit on;
+//! - `gov_policy_overhead_pct`: how much slower the governed query is at
+//!   the median.
+//!
+//! The two are measured in alternating rounds so that drift in the machine
+//! affects both alike.
+
+use std::hint::black_box;
+
+use openvibe_bench::{report, sample};
+use openvibe_postgres::PgStores;
+use openvibe_protocols::{AuditLog, CallerContext, FactQuery, FactStore, Grants, Rights};
+
+use crate::pg::{self, DOMAINS, ENTITIES, TENANT, domain, entity};
+
+/// The `pg` group's reader (clearance in six of ten domains).
+fn reader() -> CallerContext {
+    pg::clearance().context(TENANT)
+}
+
+async fn run_inner(url: &str) -> Result<(), String> {
+    let pool = pg::bench_pool(url).await?;
+    pg::ensure_loaded(&pool, &PgStores::from_pool(pool.clone())).await?;
+    let base = PgStores::from_pool_audited(pool.clone(), false);
+    let governed = PgStores::from_pool_audited(pool.clone(), true);
+    // The data set was written before namespaces (namespace ""): the
+    // governed reader is granted it among others, as after a migration
+    // into one namespace.
+    let grants = Grants::new("cro")
+        .grant("", Rights::READ, false)
+        .grant("cro", Rights::OWN, false)
+        .grant("shared", Rights::OWN, false)
+        .grant("team", Rights::READ, true)
+        .recall(["", "cro", "shared", "team"]);
+    let plain = reader();
+    let ruled = reader().with_grants(grants).with_project("p1");
+    let queries: Vec<FactQuery> = (0..1000u32)
+        .map(|k| {
+            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
+            FactQuery::new()
+                .entity(entity(i))
+                .domain(domain(i))
+                .limit(10)
+        })
+        .collect();
+    // Both must see the same facts, or the comparison means nothing.
+    for q in queries.iter().take(20) {
+        let a = base
+            .facts()
+            .query(&plain, q)
+            .await
+            .map_err(|e| e.to_string())?;
+        let b = governed
+            .facts()
+            .query(&ruled, q)
+            .await
+            .map_err(|e| e.to_string())?;
+        if a != b {
+            return Err(format!("governed and plain results differ for {q:?}"));
+        }
+    }
+    if std::env::var_os("OPENVIBE_BENCH_EXPLAIN").is_some() {
+        for (stores, ctx, who) in [(&base, &plain, "plain"), (&governed, &ruled, "governed")] {
+            let plan = stores
+                .facts()
+                .explain_query(ctx, &queries[1])
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("pg_gov: plan ({who}):\n{plan}");
+        }
+    }
+    let (mut base_us, mut gov_us) = (Vec::new(), Vec::new());
+    for round in 0..6 {
+        for (stores, ctx, into) in [
+            (&base, &plain, &mut base_us),
+            (&governed, &ruled, &mut gov_us),
+        ] {
+            let facts = stores.facts();
+            let mut next = round * 97;
+            let samples = sample(100, 500, || {
+                let query = &queries[next % queries.len()];
+                next += 1;
+                let facts = &facts;
+                async move {
+                    match facts.query(ctx, query).await {
+                        Ok(found) => {
+                            black_box(found.len());
+                        }
+                        Err(e) => eprintln!("query failed: {e}"),
+                    }
+                }
+            })
+            .await;
+            into.push(samples.quantile_us(0.50));
+        }
+    }
+    governed.audit().flush().await.map_err(|e| e.to_string())?;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (b, g) = (median(&mut base_us), median(&mut gov_us));
+    report("gov_fact_query_base_p50_us", b, "us");
+    report("gov_fact_query_governed_p50_us", g, "us");
+    report("gov_policy_overhead_pct", (g - b) / b * 100.0, "pct");
+    pool.close().await;
+    Ok(())
+}
+
+/// Run the group.
+pub async fn run() {
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!("pg_gov: skipped: DATABASE_URL is not set (run `cargo xtask bench pg_gov`)");
+        return;
+    };
+    if let Err(e) = run_inner(&url).await {
+        eprintln!("pg_gov: benchmark failed: {e}");
+    }
+}
