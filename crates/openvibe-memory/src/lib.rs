@@ -76,3 +76,8 @@ pub use openvibe_protocols::Stores;
 pub use workflow::{ACTION_HISTORY, WorkflowState};
 pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 pub use workspace::WorkspaceMemory;
+
+/// `docs/governance.md`, whose worked example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/governance.md")]
+pub struct GovernanceGuide;
