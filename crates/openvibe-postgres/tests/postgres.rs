@@ -961,3 +961,95 @@ async fn the_audit_trail_is_append_only_and_transactional() {
         21
     );
 }
+
+/// Under forced row-level security a tag-only query still uses the GIN
+/// index on `tags` (and a text query may use the one on `search`): the
+/// operators' functions are LEAKPROOF (`cargo xtask db up` marks them), so
+/// the planner may run them as index conditions below the policy.
+#[tokio::test]
+async fn tag_and_text_queries_use_their_gin_indexes_under_rls() {
+    use openvibe_protocols::{Grants, Rights};
+    let pg = pg!();
+    let mut conn = pg.pool().acquire().await.unwrap();
+    let leakproof: Vec<(String, bool)> = sqlx::query_as(
+        "SELECT proname::text, proleakproof FROM pg_proc \
+         WHERE proname IN ('arrayoverlap', 'ts_match_vq') ORDER BY proname",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    assert!(
+        leakproof.iter().all(|(_, l)| *l) && leakproof.len() == 2,
+        "{leakproof:?}: as a superuser run ALTER FUNCTION pg_catalog.arrayoverlap(anyarray, anyarray) \
+         LEAKPROOF and ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF \
+         (`cargo xtask db up` does)"
+    );
+    let ctx = sys();
+    let facts: Vec<Fact> = (0..5000)
+        .map(|i| {
+            Fact::new(format!("f{i}"), format!("common words number {i}"))
+                .tags([format!("t{}", i % 50)])
+                .namespace("team")
+                .classification(Classification::Public)
+        })
+        .collect();
+    pg.facts().store_batch(&ctx, facts).await.unwrap();
+    let rare = Fact::new("rare", "a zanzibar fact")
+        .tags(["rare-tag"])
+        .namespace("team")
+        .classification(Classification::Public);
+    pg.facts().store(&ctx, rare).await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SELECT set_config('openvibe.tenant_id', 't1', true)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("ANALYZE facts")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let governed = CallerContext::agent("reader")
+        .with_tenant("t1")
+        .with_grants(
+            Grants::new("team")
+                .grant("team", Rights::READ, false)
+                .recall(["team"]),
+        );
+    for (reader, who) in [(&ctx, "ungoverned"), (&governed, "governed")] {
+        let plan = pg
+            .facts()
+            .explain_query(reader, &FactQuery::new().tags(["rare-tag"]))
+            .await
+            .unwrap();
+        assert!(plan.contains("facts_tags"), "{who} tag query:\n{plan}");
+        let found = pg
+            .facts()
+            .query(reader, &FactQuery::new().tags(["rare-tag"]))
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 1);
+    }
+    // Text: over 5,000 rows a sequential scan is cheaper, so show that the
+    // index is *allowed* under the policy: with sequential scans priced
+    // out, a non-leakproof `@@` would still be a filter above a scan.
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query(
+        "SELECT set_config('openvibe.tenant_id', 't1', true), \
+         set_config('openvibe.namespaces', '{team}', true), set_config('enable_seqscan', 'off', true)",
+    )
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    let plan: Vec<String> =
+        sqlx::query_scalar("EXPLAIN SELECT id FROM facts WHERE search @@ 'zanzibar:*'::tsquery")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Scan on facts_search"),
+        "text query under RLS:\n{plan}"
+    );
+    tx.rollback().await.unwrap();
+}

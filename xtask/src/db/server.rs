@@ -20,6 +20,16 @@ pub const DATABASE: &str = "openvibe";
 /// Extensions created (as superuser) in the app database.
 pub const EXTENSIONS: [&str; 2] = ["vector", "pg_trgm"];
 
+/// Functions behind the tag (`&&`) and text (`@@`) filters, marked
+/// `LEAKPROOF` (as superuser) so that PostgreSQL may use the GIN indexes
+/// for them under forced row-level security. Neither raises an error that
+/// depends on a row's value, which is what LEAKPROOF promises. Without it,
+/// a tag- or text-only query scans the tenant (docs/decisions.md).
+pub const LEAKPROOF: [&str; 2] = [
+    "arrayoverlap(anyarray, anyarray)",
+    "ts_match_vq(tsvector, tsquery)",
+];
+
 /// Connection URL of the app role.
 pub fn app_url(port: u16) -> String {
     format!("postgres://{APP_ROLE}:{APP_PASSWORD}@127.0.0.1:{port}/{DATABASE}")
@@ -320,6 +330,11 @@ pub fn provision(layout: &Layout, port: u16) -> Result<(), String> {
         EXTENSIONS
             .iter()
             .map(|e| format!("CREATE EXTENSION IF NOT EXISTS {e}")),
+    );
+    sql.extend(
+        LEAKPROOF
+            .iter()
+            .map(|f| format!("ALTER FUNCTION pg_catalog.{f} LEAKPROOF")),
     );
     let sql: Vec<&str> = sql.iter().map(String::as_str).collect();
     psql_admin(layout, port, DATABASE, &sql)?;
