@@ -107,7 +107,8 @@ fn literal(s: &str) -> String {
 /// triggers read, sent together in one round trip: `openvibe.tenant_id`,
 /// `openvibe.principal` (the caller's owner key), and for a governed
 /// caller `openvibe.namespaces` (the namespaces it may read, as a text
-/// array literal) and `openvibe.project_id`. The settings end with the
+/// array literal), `openvibe.project_id` and `openvibe.delete_any` (where it
+/// may delete others' records; `{*}` when privileged). The settings end with the
 /// transaction, so a pooled connection never carries them over.
 pub(crate) async fn begin(
     pool: &PgPool,
@@ -121,22 +122,34 @@ pub(crate) async fn begin(
         literal(tenant),
         literal(&ctx.owner_key())
     );
-    if let NamespaceScope::Only(namespaces) = ctx.read_scope() {
-        let array = namespaces
-            .iter()
-            .map(|n| array_element(n))
-            .collect::<Vec<_>>()
-            .join(",");
+    if let (NamespaceScope::Only(namespaces), Some(grants)) = (ctx.read_scope(), ctx.grants()) {
+        let delete_any: Vec<String> = if ctx.is_privileged() {
+            vec!["*".to_owned()]
+        } else {
+            grants
+                .managed(Change::Delete)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        };
         let _ = write!(
             statement,
-            ", set_config('openvibe.namespaces', {}, true), set_config('openvibe.project_id', {}, true)",
-            literal(&format!("{{{array}}}")),
-            literal(ctx.project_id().unwrap_or(""))
+            ", set_config('openvibe.namespaces', {}, true), set_config('openvibe.project_id', {}, true), \
+             set_config('openvibe.delete_any', {}, true)",
+            literal(&array_literal(&namespaces)),
+            literal(ctx.project_id().unwrap_or("")),
+            literal(&array_literal(&delete_any))
         );
     }
     pool.begin_with(AssertSqlSafe(statement))
         .await
         .map_err(store_error)
+}
+
+/// `items` as a Postgres text array literal (`{"a","b"}`).
+fn array_literal(items: &[String]) -> String {
+    let elements: Vec<String> = items.iter().map(|n| array_element(n)).collect();
+    format!("{{{}}}", elements.join(","))
 }
 
 /// `s` as an element of a Postgres array literal: double-quoted, with `"`

@@ -1053,3 +1053,62 @@ async fn tag_and_text_queries_use_their_gin_indexes_under_rls() {
     );
     tx.rollback().await.unwrap();
 }
+
+/// Row-level security on the owner: a governed transaction's hand-written
+/// `DELETE` removes only the principal's own rows, or rows of namespaces
+/// where it may delete others' (`openvibe.delete_any`).
+#[tokio::test]
+async fn row_level_security_limits_deletes_to_owned_or_managed_rows() {
+    use openvibe_protocols::{Grants, Rights};
+    let pg = pg!();
+    let grants = Grants::new("a")
+        .grant("a", Rights::OWN, false)
+        .grant("b", Rights::OWN, false);
+    for (who, id, ns) in [
+        ("ann", "ann-a", "a"),
+        ("bob", "bob-a", "a"),
+        ("bob", "bob-b", "b"),
+    ] {
+        let ctx = CallerContext::user(who)
+            .with_tenant("t1")
+            .with_grants(grants.clone());
+        pg.facts()
+            .store(
+                &ctx,
+                Fact::new(id, "x")
+                    .namespace(ns)
+                    .classification(Classification::Public),
+            )
+            .await
+            .unwrap();
+    }
+    let mut conn = pg.pool().acquire().await.unwrap();
+    for (delete_any, expected_left) in [
+        ("{}", vec!["bob-a", "bob-b"]),
+        ("{b}", vec!["bob-a"]),
+        ("{*}", vec![]),
+    ] {
+        let mut tx = conn.begin().await.unwrap();
+        sqlx::query(
+            "SELECT set_config('openvibe.tenant_id', 't1', true), \
+             set_config('openvibe.namespaces', '{a,b}', true), \
+             set_config('openvibe.project_id', '', true), \
+             set_config('openvibe.principal', 'user:ann', true), \
+             set_config('openvibe.delete_any', $1, true)",
+        )
+        .bind(delete_any)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        sqlx::query("DELETE FROM facts")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let left: Vec<String> = sqlx::query_scalar("SELECT id FROM facts ORDER BY id")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+        assert_eq!(left, expected_left, "delete_any {delete_any}");
+        tx.rollback().await.unwrap();
+    }
+}
