@@ -366,6 +366,25 @@ impl<R: Indexed> Tables<R> {
         Ok(rec)
     }
 
+    /// [`Tables::query`] for a search by `ctx` with `query` (audited with
+    /// its filters, the namespaces it covers and its limit).
+    fn search(
+        &self,
+        ctx: &CallerContext,
+        query: &impl serde::Serialize,
+        namespaces: &[String],
+        filter: &RecordFilter,
+    ) -> Result<Vec<R>, StoreError> {
+        self.audit.record(AuditEntry::search(
+            ctx,
+            R::KIND,
+            query,
+            namespaces,
+            filter.limit,
+        ));
+        self.query(ctx, filter)
+    }
+
     fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<R>, StoreError> {
         let _span = Self::span("get", ctx);
         let guard = self.read()?;
@@ -639,10 +658,7 @@ impl FactStore for InMemoryFactStore {
     }
 
     async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
-        self.tables
-            .audit
-            .record(AuditEntry::search(ctx, "fact", q, &q.namespaces, q.limit));
-        self.tables.query(ctx, &q.filter())
+        self.tables.search(ctx, q, &q.namespaces, &q.filter())
     }
 
     async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
@@ -716,14 +732,7 @@ impl EpisodicStore for InMemoryEpisodicStore {
         ctx: &CallerContext,
         q: &EpisodeQuery,
     ) -> Result<Vec<Episode>, StoreError> {
-        self.tables.audit.record(AuditEntry::search(
-            ctx,
-            "episode",
-            q,
-            &q.namespaces,
-            q.limit,
-        ));
-        self.tables.query(ctx, &q.filter())
+        self.tables.search(ctx, q, &q.namespaces, &q.filter())
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
@@ -789,14 +798,7 @@ impl InsightStore for InMemoryInsightStore {
         ctx: &CallerContext,
         q: &InsightQuery,
     ) -> Result<Vec<Insight>, StoreError> {
-        self.tables.audit.record(AuditEntry::search(
-            ctx,
-            "insight",
-            q,
-            &q.namespaces,
-            q.limit,
-        ));
-        self.tables.query(ctx, &q.filter())
+        self.tables.search(ctx, q, &q.namespaces, &q.filter())
     }
 
     async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {

@@ -19,6 +19,31 @@ use crate::error::{corrupt, store_error};
 use crate::records::span;
 use crate::sql::{Sql, begin, col};
 
+/// `new(pool)` and `with_audit(writer)` of a store holding `pool` and `audit`.
+macro_rules! audited_store {
+    ($store:ident) => {
+        impl $store {
+            /// A store over `pool` (migrated: see [`crate::migrate`]), with an
+            /// audit writer of its own.
+            pub fn new(pool: PgPool) -> Self {
+                Self {
+                    audit: AuditWriter::new(pool.clone()),
+                    pool,
+                }
+            }
+
+            /// Write searches and refusals through `audit` (shared with other
+            /// stores) instead of a writer of its own.
+            #[must_use]
+            pub fn with_audit(mut self, audit: AuditWriter) -> Self {
+                self.audit = audit;
+                self
+            }
+        }
+    };
+}
+pub(crate) use audited_store;
+
 /// Entries buffered before a batch is written without waiting for the timer.
 pub const AUDIT_BATCH: usize = 256;
 /// How long a buffered entry waits at most (while the process runs).

@@ -146,23 +146,9 @@ pub struct PgFactStore {
     audit: AuditWriter,
 }
 
+crate::audit::audited_store!(PgFactStore);
+
 impl PgFactStore {
-    /// A store over `pool` (migrated: see [`crate::migrate`]).
-    pub fn new(pool: PgPool) -> Self {
-        Self {
-            audit: AuditWriter::new(pool.clone()),
-            pool,
-        }
-    }
-
-    /// Write searches and refusals through `audit` (shared with other
-    /// stores) instead of a writer of its own.
-    #[must_use]
-    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
-        self.audit = audit;
-        self
-    }
-
     async fn write(&self, ctx: &CallerContext, fact: Fact, mode: Mode) -> Result<Fact, StoreError> {
         let p = prepare(ctx, fact, mode)?;
         let id = p.fact.id.clone();

@@ -160,23 +160,9 @@ pub struct PgInsightStore {
     audit: AuditWriter,
 }
 
+crate::audit::audited_store!(PgInsightStore);
+
 impl PgInsightStore {
-    /// A store over `pool` (migrated: see [`crate::migrate`]).
-    pub fn new(pool: PgPool) -> Self {
-        Self {
-            audit: AuditWriter::new(pool.clone()),
-            pool,
-        }
-    }
-
-    /// Write searches and refusals through `audit` (shared with other
-    /// stores) instead of a writer of its own.
-    #[must_use]
-    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
-        self.audit = audit;
-        self
-    }
-
     async fn write(
         &self,
         ctx: &CallerContext,

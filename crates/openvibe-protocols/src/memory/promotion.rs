@@ -151,6 +151,14 @@ impl AutoPromote {
     }
 }
 
+/// The error of a source the caller cannot read.
+fn missing(kind: &'static str, id: &str) -> StoreError {
+    StoreError::NotFound {
+        kind,
+        id: id.to_owned(),
+    }
+}
+
 /// Promote fact `id` as `ctx` ([module docs](self)). Returns the copy.
 pub async fn promote_fact(
     facts: &dyn FactStore,
@@ -162,10 +170,7 @@ pub async fn promote_fact(
     let source = facts
         .get(ctx, id)
         .await?
-        .ok_or_else(|| StoreError::NotFound {
-            kind: "fact",
-            id: id.to_owned(),
-        })?;
+        .ok_or_else(|| missing("fact", id))?;
     let copy = Fact {
         id: String::new(),
         meta: source.meta.clone(),
@@ -201,10 +206,7 @@ pub async fn promote_insight(
     let source = insights
         .get(ctx, id)
         .await?
-        .ok_or_else(|| StoreError::NotFound {
-            kind: "insight",
-            id: id.to_owned(),
-        })?;
+        .ok_or_else(|| missing("insight", id))?;
     let copy = Fact::new("", source.content.clone())
         .source(source.agent_id.clone())
         .confidence(source.confidence)
