@@ -80,6 +80,15 @@ pub(crate) fn store_error(e: sqlx::Error) -> StoreError {
             })
             .unwrap_or_else(|| "record".to_owned());
         match code.as_str() {
+            // query_canceled: the statement timeout (or a cancel request).
+            "57014" => {
+                return StoreError::Timeout {
+                    message: format!(
+                        "the statement was cancelled after the statement timeout: {message}"
+                    ),
+                    source: Some(std::sync::Arc::new(e)),
+                };
+            }
             "23505" => {
                 return StoreError::Conflict {
                     message,
@@ -101,6 +110,12 @@ pub(crate) fn store_error(e: sqlx::Error) -> StoreError {
                 );
             }
         }
+    }
+    if matches!(e, sqlx::Error::PoolTimedOut) {
+        return StoreError::Timeout {
+            message: "no database connection came free within the pool's acquire timeout".into(),
+            source: Some(std::sync::Arc::new(e)),
+        };
     }
     let transient = is_transient(&e);
     StoreError::backend_from(e.to_string(), transient, e)

@@ -87,21 +87,40 @@ pub async fn migrate(pool: &PgPool) -> Result<(), PgError> {
 /// Default pool size of [`PgStores::connect`].
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
 
+/// How long a store call waits for a free connection before it fails with
+/// `StoreError::Timeout` (see [`pool_options`]).
+pub const DEFAULT_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long one statement may run before PostgreSQL cancels it and the call
+/// fails with `StoreError::Timeout` (see [`connect_options`]).
+pub const DEFAULT_STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Pool options the stores are tuned for: no liveness ping before every
-/// acquire (a broken connection surfaces as a `Backend` error and is
-/// dropped by the pool), and `max_connections` connections.
+/// acquire (a broken connection surfaces as a transient `Backend` error and
+/// is dropped by the pool, which opens a new one for the next call),
+/// `max_connections` connections, and [`DEFAULT_ACQUIRE_TIMEOUT`].
 pub fn pool_options(max_connections: u32) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(max_connections)
         .test_before_acquire(false)
+        .acquire_timeout(DEFAULT_ACQUIRE_TIMEOUT)
 }
 
 /// Connection options from a URL, with a statement cache large enough for
-/// every filter combination the stores prepare.
+/// every filter combination the stores prepare and
+/// [`DEFAULT_STATEMENT_TIMEOUT`] unless the URL sets its own
+/// (`?options=-c%20statement_timeout%3D5s`).
 pub fn connect_options(url: &str) -> Result<PgConnectOptions, PgError> {
-    PgConnectOptions::from_str(url)
-        .map(|o| o.statement_cache_capacity(512))
-        .map_err(PgError::Config)
+    let options = PgConnectOptions::from_str(url)
+        .map_err(PgError::Config)?
+        .statement_cache_capacity(512);
+    if url.contains("statement_timeout") {
+        return Ok(options);
+    }
+    Ok(options.options([(
+        "statement_timeout",
+        format!("{}ms", DEFAULT_STATEMENT_TIMEOUT.as_millis()),
+    )]))
 }
 
 /// Every store on one pool. Cheap to clone.

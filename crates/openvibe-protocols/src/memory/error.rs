@@ -46,6 +46,16 @@ pub enum StoreError {
         /// The backend's error, when there is one.
         source: Option<ErrorSource>,
     },
+    /// The call took too long: a statement ran past the backend's statement
+    /// timeout (it was cancelled and its transaction rolled back), or no
+    /// connection came free within the pool's acquire timeout. Nothing was
+    /// written. Transient: retrying later may succeed.
+    Timeout {
+        /// What timed out.
+        message: String,
+        /// The backend's error, when there is one.
+        source: Option<ErrorSource>,
+    },
     /// The backend failed (database error, lost connection, poisoned lock, ...).
     Backend {
         /// What failed.
@@ -106,7 +116,7 @@ impl StoreError {
             Self::Backend {
                 transient: true,
                 ..
-            }
+            } | Self::Timeout { .. }
         )
     }
 }
@@ -122,6 +132,7 @@ impl std::fmt::Display for StoreError {
             } => write!(f, "{principal} may not {operation}: {reason}"),
             Self::InvalidInput { field, reason } => write!(f, "invalid {field}: {reason}"),
             Self::Conflict { message, .. } => write!(f, "conflict: {message}"),
+            Self::Timeout { message, .. } => write!(f, "timed out: {message}"),
             Self::Backend { message, .. } => write!(f, "memory backend error: {message}"),
         }
     }
@@ -132,7 +143,9 @@ impl std::error::Error for StoreError {
     /// e.g. `sqlx::Error`).
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Conflict { source, .. } | Self::Backend { source, .. } => source
+            Self::Conflict { source, .. }
+            | Self::Timeout { source, .. }
+            | Self::Backend { source, .. } => source
                 .as_deref()
                 .map(|s| s as &(dyn std::error::Error + 'static)),
             _ => None,
@@ -168,7 +181,8 @@ impl PartialEq for StoreError {
                     reason: d,
                 },
             ) => a == c && b == d,
-            (Self::Conflict { message: a, .. }, Self::Conflict { message: b, .. }) => a == b,
+            (Self::Conflict { message: a, .. }, Self::Conflict { message: b, .. })
+            | (Self::Timeout { message: a, .. }, Self::Timeout { message: b, .. }) => a == b,
             (
                 Self::Backend {
                     message: a,
