@@ -112,6 +112,7 @@ cases! {
     working::working_concurrent_appends_lose_nothing;
     working::working_worker_delegates_and_resumes;
     working::working_planner_sessions_and_plans;
+    working::working_json_limits_hold_at_the_boundary;
     semantic::semantic_upsert_without_duplicates;
     semantic::semantic_privacy;
     semantic::semantic_identity_comes_from_the_caller;

@@ -859,3 +859,55 @@ where
     assert_eq!(sessions.items.len(), 1);
     assert_eq!(sessions.items[0].plan_count, 1);
 }
+
+/// JSON fields (session metadata here) hold at most `MAX_JSON_BYTES`
+/// serialised and `MAX_JSON_DEPTH` levels: at the limit stored, one over
+/// refused with `InvalidInput` and nothing written, on every backend.
+pub async fn working_json_limits_hold_at_the_boundary<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::memory::{MAX_JSON_BYTES, MAX_JSON_DEPTH};
+    let s = factory().await;
+    let ann = alice();
+    // `{"k":"…"}` is 8 bytes around the string.
+    let sized = |n: usize| json!({ "k": "x".repeat(n - 8) });
+    let nested = |levels: usize| {
+        let mut v = json!(1);
+        for _ in 0..levels {
+            v = json!([v]);
+        }
+        json!({ "k": v })
+    };
+    for (metadata, ok) in [
+        (sized(MAX_JSON_BYTES - 1), true),
+        (sized(MAX_JSON_BYTES), true),
+        (sized(MAX_JSON_BYTES + 1), false),
+        // The object is level 0, each array one more, the number the last.
+        (nested(MAX_JSON_DEPTH - 1), true),
+        (nested(MAX_JSON_DEPTH), false),
+    ] {
+        let result = s
+            .working
+            .create_session(
+                &ann,
+                NewSession {
+                    metadata,
+                    ..NewSession::default()
+                },
+            )
+            .await;
+        if ok {
+            result.unwrap();
+        } else {
+            assert!(is_invalid(result));
+        }
+    }
+    let listed = s
+        .working
+        .list_sessions(&ann, &SessionQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 3, "the refused ones wrote nothing");
+}

@@ -193,6 +193,7 @@ impl PgEpisodicStore {
             if episodes.is_empty() {
                 return Ok(0);
             }
+            openvibe_protocols::memory::check_batch(episodes.len())?;
             let n = episodes.len();
             let mut governed = GovernedColumns::with_capacity(n);
             let mut agents = Vec::with_capacity(n);

@@ -211,6 +211,7 @@ impl PgFactStore {
             if facts.is_empty() {
                 return Ok(0);
             }
+            openvibe_protocols::memory::check_batch(facts.len())?;
             let n = facts.len();
             let mut governed = GovernedColumns::with_capacity(n);
             let mut contents = Vec::with_capacity(n);

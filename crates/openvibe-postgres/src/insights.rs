@@ -201,6 +201,7 @@ impl PgInsightStore {
             if insights.is_empty() {
                 return Ok(0);
             }
+            openvibe_protocols::memory::check_batch(insights.len())?;
             let n = insights.len();
             let mut governed = GovernedColumns::with_capacity(n);
             let mut agents = Vec::with_capacity(n);

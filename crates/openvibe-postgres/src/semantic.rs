@@ -295,6 +295,7 @@ impl PgKnowledgeStore {
         inputs: Vec<NewKnowledge>,
     ) -> Result<Vec<Prepared>, StoreError> {
         check_caller(ctx)?;
+        openvibe_protocols::memory::check_batch(inputs.len())?;
         // A single input's error is its own; a batch's names the index.
         let single = inputs.len() == 1;
         let at = move |i: usize, e: StoreError| {

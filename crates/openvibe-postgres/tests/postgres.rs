@@ -1112,3 +1112,36 @@ async fn row_level_security_limits_deletes_to_owned_or_managed_rows() {
         tx.rollback().await.unwrap();
     }
 }
+
+/// A batch holds at most `MAX_BATCH_LEN` records: at the limit stored, one
+/// over refused with `InvalidInput` and nothing written.
+#[tokio::test]
+async fn batches_hold_at_most_the_limit() {
+    use openvibe_protocols::memory::MAX_BATCH_LEN;
+    let pg = pg!();
+    let ctx = sys();
+    let batch = |n: usize, prefix: &str| -> Vec<Episode> {
+        (0..n)
+            .map(|i| episode(&format!("{prefix}{i}"), 0))
+            .collect()
+    };
+    let err = pg
+        .episodes()
+        .store_batch(&ctx, batch(MAX_BATCH_LEN + 1, "over"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidInput { .. }), "{err:?}");
+    assert_eq!(
+        pg.episodes()
+            .store_batch(&ctx, batch(MAX_BATCH_LEN, "at"))
+            .await
+            .unwrap(),
+        MAX_BATCH_LEN as u64
+    );
+    let over = pg
+        .episodes()
+        .query(&ctx, &EpisodeQuery::new().text("over0").limit(5))
+        .await
+        .unwrap();
+    assert!(over.is_empty());
+}

@@ -666,7 +666,7 @@ async fn execute_call(
     });
     let block = ContentBlock::ToolResult {
         tool_use_id: call.id.clone(),
-        content,
+        content: openvibe_protocols::bound_tool_result(content),
         is_error,
     };
     (block, record)

@@ -55,6 +55,31 @@ pub use memory::{NamespaceAdmin, NamespaceCount};
 pub use schedule::{ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind};
 pub use state::{State, StateError};
 
+/// The most text of one tool result a model is shown: 100,000 bytes. A
+/// longer result is cut at a character boundary and ends with a note of
+/// how much was cut ([`bound_tool_result`]).
+pub const MAX_TOOL_RESULT_BYTES: usize = 100_000;
+
+/// `text` within [`MAX_TOOL_RESULT_BYTES`]: unchanged when it fits, else
+/// cut at a character boundary with `…[N bytes cut]` appended.
+///
+/// ```
+/// use openvibe_protocols::{MAX_TOOL_RESULT_BYTES, bound_tool_result};
+/// assert_eq!(bound_tool_result("short".into()), "short");
+/// let long = bound_tool_result("é".repeat(MAX_TOOL_RESULT_BYTES));
+/// assert!(long.len() <= MAX_TOOL_RESULT_BYTES + 32 && long.ends_with("bytes cut]"));
+/// ```
+pub fn bound_tool_result(text: String) -> String {
+    if text.len() <= MAX_TOOL_RESULT_BYTES {
+        return text;
+    }
+    let mut end = MAX_TOOL_RESULT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…[{} bytes cut]", &text[..end], text.len() - end)
+}
+
 /// Truncate `text` to at most `max_chars` characters, never splitting a
 /// UTF-8 character. Used for episode summaries and error excerpts.
 pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
@@ -66,7 +91,19 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::truncate_chars;
+    use super::{MAX_TOOL_RESULT_BYTES, bound_tool_result, truncate_chars};
+
+    #[test]
+    fn tool_results_are_bounded_at_the_limit() {
+        for n in [MAX_TOOL_RESULT_BYTES - 1, MAX_TOOL_RESULT_BYTES] {
+            assert_eq!(bound_tool_result("a".repeat(n)).len(), n);
+        }
+        let over = bound_tool_result("a".repeat(MAX_TOOL_RESULT_BYTES + 1));
+        assert_eq!(
+            over,
+            format!("{}…[1 bytes cut]", "a".repeat(MAX_TOOL_RESULT_BYTES))
+        );
+    }
 
     #[test]
     fn truncate_respects_char_boundaries() {

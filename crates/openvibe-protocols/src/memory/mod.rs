@@ -54,10 +54,11 @@ pub use semantic::{
 };
 pub use store::{EpisodicStore, FactStore, InsightStore, STRENGTHEN_STEP, Stores};
 pub use validate::{
-    MAX_CONTENT_LEN, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN,
-    check_caller, check_content, check_importance, check_json, check_label, check_meta,
-    check_opt_label, check_tags, check_text, check_unit, json_object, record_terms,
-    validate_episode, validate_fact, validate_insight, validate_record_id,
+    MAX_BATCH_LEN, MAX_CONTENT_LEN, MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_LABEL_LEN,
+    MAX_RECORD_ID_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN, check_batch, check_caller, check_content,
+    check_importance, check_json, check_label, check_meta, check_opt_label, check_tags, check_text,
+    check_unit, json_object, record_terms, validate_episode, validate_fact, validate_insight,
+    validate_record_id,
 };
 pub use working::{
     Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus,

@@ -49,6 +49,30 @@ pub const MAX_CONTENT_LEN: usize = 1_000_000;
 /// tsvector lexeme limit is 2,047).
 pub const MAX_WORD_LEN: usize = 2046;
 
+/// The largest JSON value a record field holds (metadata, goal data,
+/// contexts, plan state, outcomes), serialised: 1,000,000 bytes.
+pub const MAX_JSON_BYTES: usize = 1_000_000;
+
+/// The deepest nesting of such a JSON value: 64 levels (PostgreSQL's `jsonb`
+/// and `serde_json` accept more; a deeper value from a model is an error).
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// The most records one batch call writes (`store_batch`): 10,000. A
+/// larger batch is `InvalidInput` and writes nothing; split it.
+pub const MAX_BATCH_LEN: usize = 10_000;
+
+/// `Ok` when a batch of `len` records is within [`MAX_BATCH_LEN`].
+pub fn check_batch(len: usize) -> Result<(), StoreError> {
+    if len > MAX_BATCH_LEN {
+        Err(StoreError::invalid(
+            "batch",
+            format!("{len} records exceed the limit of {MAX_BATCH_LEN} per call"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Most bytes of distinct words one record's searchable text may hold
 /// (a tsvector holds at most 1 MiB of lexemes).
 pub const MAX_SEARCH_BYTES: usize = 1_000_000;
@@ -84,12 +108,32 @@ pub fn check_tags(field: &str, tags: &[String]) -> Result<(), StoreError> {
 
 /// JSON stored as jsonb: no NUL in any string or key.
 pub fn check_json(field: &str, value: &serde_json::Value) -> Result<(), StoreError> {
+    check_json_at(field, value, 0)?;
+    let size = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
+    if size > MAX_JSON_BYTES {
+        return Err(StoreError::invalid(
+            field,
+            format!("{size} bytes of JSON exceed the limit of {MAX_JSON_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_json_at(field: &str, value: &serde_json::Value, depth: usize) -> Result<(), StoreError> {
+    if depth > MAX_JSON_DEPTH {
+        return Err(StoreError::invalid(
+            field,
+            format!("JSON nested deeper than {MAX_JSON_DEPTH} levels"),
+        ));
+    }
     match value {
         serde_json::Value::String(s) => check_text(field, s),
-        serde_json::Value::Array(items) => items.iter().try_for_each(|v| check_json(field, v)),
-        serde_json::Value::Object(map) => map
+        serde_json::Value::Array(items) => items
             .iter()
-            .try_for_each(|(k, v)| check_text(field, k).and_then(|()| check_json(field, v))),
+            .try_for_each(|v| check_json_at(field, v, depth + 1)),
+        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+            check_text(field, k).and_then(|()| check_json_at(field, v, depth + 1))
+        }),
         _ => Ok(()),
     }
 }
