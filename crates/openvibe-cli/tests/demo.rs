@@ -2,6 +2,9 @@
 //! the stand-in model, and role files from disk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/pg.rs"]
+mod support;
+
 use std::path::Path;
 
 use openvibe_cli::CliError;
@@ -156,7 +159,9 @@ async fn the_demo_on_postgres_gives_the_same_output() {
     let Some(url) = openvibe_memory_testkit::skip::database_url() else {
         return;
     };
-    let on_postgres = run_demo_on(LlmChoice::Replay, Some(url)).await;
+    let schema = support::TempSchema::new(&url).await;
+    let on_postgres = run_demo_on(LlmChoice::Replay, Some(schema.url())).await;
+    schema.drop().await;
     let in_memory = run_demo(LlmChoice::Replay).await;
     let body = |text: &str| {
         text.split_once('\n')

@@ -2,6 +2,9 @@
 //! runs them, on a snapshot file and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/pg.rs"]
+mod support;
+
 use std::process::{Command, Output};
 
 use openvibe::memory::MemorySnapshot;
@@ -123,9 +126,11 @@ fn maintenance_commands_say_what_is_missing() {
 
 #[tokio::test]
 async fn migrating_on_postgres_is_audited_and_audit_tail_filters() {
-    let Some(url) = openvibe_memory_testkit::skip::database_url() else {
+    let Some(base) = openvibe_memory_testkit::skip::database_url() else {
         return;
     };
+    let schema = support::TempSchema::new(&base).await;
+    let url = schema.url();
     let tenant = format!("cli-ns-{}", std::process::id());
     let pg = openvibe::postgres::PgStores::connect(&url).await.unwrap();
     let system = CallerContext::system().with_tenant(tenant.clone());
@@ -165,4 +170,6 @@ async fn migrating_on_postgres_is_audited_and_audit_tail_filters() {
     let mut tail = vec!["audit".to_owned(), "tail".to_owned()];
     tail.extend(args(&["--principal", "agent:nobody"]));
     assert_eq!(ok(&run(tail)), "");
+    pg.pool().close().await;
+    schema.drop().await;
 }
