@@ -30,7 +30,9 @@ pub mod testing;
 pub use error::Error;
 pub use node::{AgentNode, LlmNode, Node, NodeContext};
 pub use output::parse_output;
-pub use providers::{AnthropicProvider, OpenAiProvider, ProviderConfig, RetryPolicy};
+pub use providers::{
+    AnthropicProvider, OpenAiProvider, ProviderConfig, RetryPolicy, TokenLimitField,
+};
 pub use scope::ScopeSpec;
 pub use tool::{FnTool, Tool, ToolDecision, ToolError, ToolGate, input_schema_for, tool_output};
 

@@ -179,6 +179,16 @@ impl HttpClient {
             "llm http answer"
         );
         if status.is_success() {
+            // Some gateways answer 200 with `{"error": {...}}` and nothing
+            // else: an upstream failure, not an answer.
+            if let Some(message) = error_in_success(&text) {
+                return Err(Failure::Status {
+                    status: StatusCode::BAD_GATEWAY,
+                    error_type: None,
+                    message: format!("the server answered 200 with an error: {message}"),
+                    retry_after,
+                });
+            }
             return Ok(text);
         }
         let (error_type, message) = error_details(status, &text);
@@ -367,6 +377,24 @@ fn non_negative_secs(secs: f64) -> Option<Duration> {
     } else {
         None
     }
+}
+
+/// The message of a 2xx body that is an error object and no answer
+/// (`{"error": …}` without `choices` or `content`).
+fn error_in_success(body: &str) -> Option<String> {
+    if !body.trim_start().starts_with('{') || !body.contains("\"error\"") {
+        return None;
+    }
+    let value: Value = serde_json::from_str(body).ok()?;
+    let object = value.as_object()?;
+    if !object.contains_key("error")
+        || object.contains_key("choices")
+        || object.contains_key("content")
+        || object.get("error").is_some_and(Value::is_null)
+    {
+        return None;
+    }
+    Some(error_details(StatusCode::BAD_GATEWAY, body).1)
 }
 
 /// The error type and message of an error body.

@@ -15,7 +15,7 @@ mod http;
 mod openai;
 
 pub use anthropic::AnthropicProvider;
-pub use openai::OpenAiProvider;
+pub use openai::{OpenAiProvider, TokenLimitField};
 
 use std::time::Duration;
 

@@ -38,6 +38,41 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct OpenAiProvider {
     http: HttpClient,
     model: Option<String>,
+    token_field: TokenLimitField,
+}
+
+/// Which request field carries `LlmRequest::max_tokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TokenLimitField {
+    /// `max_completion_tokens` for the models that require it (OpenAI's
+    /// reasoning models: `o1…`, `o3…`, `o4…`, `gpt-5…`), `max_tokens` for
+    /// every other model (and most compatible servers).
+    #[default]
+    Auto,
+    /// Always `max_tokens`.
+    MaxTokens,
+    /// Always `max_completion_tokens`.
+    MaxCompletionTokens,
+}
+
+impl TokenLimitField {
+    /// Whether a request for `model` sends `max_completion_tokens`.
+    pub fn completion_tokens_for(self, model: &str) -> bool {
+        match self {
+            Self::MaxTokens => false,
+            Self::MaxCompletionTokens => true,
+            Self::Auto => {
+                let m = model
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(model)
+                    .to_ascii_lowercase();
+                ["o1", "o3", "o4", "gpt-5"]
+                    .iter()
+                    .any(|p| m == *p || m.starts_with(&format!("{p}-")))
+            }
+        }
+    }
 }
 
 impl OpenAiProvider {
@@ -72,7 +107,18 @@ impl OpenAiProvider {
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
         let http = HttpClient::new(PROVIDER, KEY_VAR, &config, headers)?;
-        Ok(Self { http, model: None })
+        Ok(Self {
+            http,
+            model: None,
+            token_field: TokenLimitField::Auto,
+        })
+    }
+
+    /// Send the token limit in `field` (default [`TokenLimitField::Auto`]).
+    #[must_use]
+    pub fn with_token_limit_field(mut self, field: TokenLimitField) -> Self {
+        self.token_field = field;
+        self
     }
 
     /// Send every request to `model`, whatever model the request names (for
@@ -99,7 +145,10 @@ impl OpenAiProvider {
 struct ChatBody<'a> {
     model: &'a str,
     messages: Vec<Value>,
-    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -109,11 +158,13 @@ struct ChatBody<'a> {
 }
 
 impl<'a> ChatBody<'a> {
-    fn new(request: &'a LlmRequest, model: &'a str) -> Self {
+    fn new(request: &'a LlmRequest, model: &'a str, field: TokenLimitField) -> Self {
+        let completion = field.completion_tokens_for(model);
         Self {
             model,
             messages: chat_messages(request),
-            max_tokens: request.max_tokens,
+            max_tokens: (!completion).then_some(request.max_tokens),
+            max_completion_tokens: completion.then_some(request.max_tokens),
             temperature: request.temperature,
             tools: request
                 .tools
@@ -329,7 +380,7 @@ impl ChatResponse {
 impl LlmProvider for OpenAiProvider {
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let model = self.model.as_deref().unwrap_or(&request.model);
-        let body = ChatBody::new(request, model);
+        let body = ChatBody::new(request, model, self.token_field);
         let answer: ChatResponse = self
             .http
             .post_json("/chat/completions", model, &body)
