@@ -2,13 +2,16 @@
 //!
 //! - `test-all`: format check, clippy (warnings denied), the layering check,
 //!   rustdoc (warnings denied: broken intra-doc links fail), every test
-//!   (in-memory and Postgres) and the doc tests; fails when any
-//!   test reports itself skipped (listing each by name).
+//!   (in-memory and Postgres) and the doc tests, then a fuzzing smoke
+//!   (each target 15 s); fails when any test reports itself skipped
+//!   (listing each by name).
 //! - `layering`: only the layering check.
 //! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`.
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
+//! - `fuzz [--seconds N] [target...]`: the libFuzzer targets of `fuzz/`.
 
 mod db;
+mod fuzz;
 mod layering;
 
 use std::path::PathBuf;
@@ -18,9 +21,12 @@ const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
   test-all              fmt --check, clippy -D warnings, layering check, rustdoc -D warnings,
-                        all tests, doc tests; fails when a test was skipped
+                        all tests, doc tests, fuzzing smoke; fails when a test was skipped
   layering              check that crates only depend on the layers below them
-  bench [group...]      run benchmarks (groups: primitives, graph, memory, pg, semantic, pg_working), print BENCH lines
+  bench [group...]      run benchmarks (groups: primitives, graph, memory, pg, semantic, pg_working, pg_gov), print BENCH lines
+  fuzz [--seconds N] [target...]
+                        run the libFuzzer targets (yaml_loader, path_validator, output_parser)
+                        for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)
   db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url";
 
 fn main() -> std::process::ExitCode {
@@ -31,6 +37,7 @@ fn main() -> std::process::ExitCode {
         Some("layering") => layering::check(),
         Some("bench") => bench(rest),
         Some("db") => db::main(rest),
+        Some("fuzz") => fuzz::main(rest),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(())
@@ -128,6 +135,9 @@ fn test_all() -> Result<(), String> {
             skipped.join("\n  ")
         ));
     }
+    // Every fuzz target for a short while (the long runs: `cargo xtask fuzz`).
+    let targets: Vec<String> = fuzz::TARGETS.iter().map(|t| (*t).to_owned()).collect();
+    fuzz::run(&targets, fuzz::SMOKE_SECONDS)?;
     eprintln!("==> test-all: everything passed, no test skipped");
     Ok(())
 }
