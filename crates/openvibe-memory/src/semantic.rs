@@ -9,8 +9,8 @@ use openvibe_protocols::memory::{
     validate_knowledge,
 };
 use openvibe_protocols::{
-    AuditEntry, AuditOp, CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery,
-    KnowledgeStore, NewKnowledge, StoreError, content_hash, store_time,
+    AuditOp, CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
+    NewKnowledge, StoreError, content_hash, store_time,
 };
 
 use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
@@ -143,13 +143,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
         query: &KnowledgeQuery,
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
-        self.audit.record(AuditEntry::search(
-            ctx,
-            "knowledge",
-            &query.audit_view(),
-            &[],
-            query.top_k,
-        ));
+        self.audit.record(query.audit_entry(ctx));
         let vector = self
             .embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
             .await?;

@@ -88,6 +88,14 @@ impl AuditWriter {
         self
     }
 
+    /// Queue the entry `build` makes, building it only when this writer
+    /// records (a search's filters are serialised for nothing otherwise).
+    pub fn record_with(&self, build: impl FnOnce() -> AuditEntry) {
+        if self.enabled {
+            self.record(build());
+        }
+    }
+
     /// Queue `entry` (never blocks on the database).
     pub fn record(&self, entry: AuditEntry) {
         if !self.enabled {

@@ -311,13 +311,8 @@ impl EpisodicStore for PgEpisodicStore {
         ctx: &CallerContext,
         q: &EpisodeQuery,
     ) -> Result<Vec<Episode>, StoreError> {
-        self.audit.record(AuditEntry::search(
-            ctx,
-            "episode",
-            q,
-            &q.namespaces,
-            q.limit,
-        ));
+        self.audit
+            .record_with(|| AuditEntry::search(ctx, "episode", q, &q.namespaces, q.limit));
         let Some(sql) = select::<Episode>(ctx, &q.filter(), &BY_TIME) else {
             return Ok(Vec::new());
         };

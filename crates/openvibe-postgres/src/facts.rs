@@ -307,7 +307,7 @@ impl FactStore for PgFactStore {
 
     async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
         self.audit
-            .record(AuditEntry::search(ctx, "fact", q, &q.namespaces, q.limit));
+            .record_with(|| AuditEntry::search(ctx, "fact", q, &q.namespaces, q.limit));
         let Some(sql) = select::<Fact>(ctx, &q.filter(), &BY_CONFIDENCE) else {
             return Ok(Vec::new());
         };

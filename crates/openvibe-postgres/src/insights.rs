@@ -312,13 +312,8 @@ impl InsightStore for PgInsightStore {
         ctx: &CallerContext,
         q: &InsightQuery,
     ) -> Result<Vec<Insight>, StoreError> {
-        self.audit.record(AuditEntry::search(
-            ctx,
-            "insight",
-            q,
-            &q.namespaces,
-            q.limit,
-        ));
+        self.audit
+            .record_with(|| AuditEntry::search(ctx, "insight", q, &q.namespaces, q.limit));
         let Some(sql) = select::<Insight>(ctx, &q.filter(), &BY_CONFIDENCE) else {
             return Ok(Vec::new());
         };

@@ -16,8 +16,8 @@ use openvibe_protocols::memory::{
     check_embedding, check_label, check_user, json_object, resolve_embedding, validate_knowledge,
 };
 use openvibe_protocols::{
-    AuditEntry, CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery,
-    KnowledgeStore, NewKnowledge, Plan, RecordMeta, Session, StoreError, content_hash, store_time,
+    CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
+    NewKnowledge, Plan, RecordMeta, Session, StoreError, content_hash, store_time,
 };
 use pgvector::Vector;
 use sqlx::postgres::PgRow;
@@ -490,13 +490,7 @@ impl KnowledgeStore for PgKnowledgeStore {
         query: &KnowledgeQuery,
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
-        self.audit.record(AuditEntry::search(
-            ctx,
-            "knowledge",
-            &query.audit_view(),
-            &[],
-            query.top_k,
-        ));
+        self.audit.record_with(|| query.audit_entry(ctx));
         let vector = self
             .embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
             .await?;

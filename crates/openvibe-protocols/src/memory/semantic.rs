@@ -132,9 +132,15 @@ impl Default for KnowledgeQuery {
 }
 
 impl KnowledgeQuery {
-    /// What an audit entry records of this query: every filter, and whether
-    /// an embedding was given (not the vector).
-    pub fn audit_view(&self) -> Value {
+    /// The audit entry of this search by `ctx`: every filter, whether an
+    /// embedding was given (not the vector), and `top_k`. Both backends
+    /// audit knowledge searches with it.
+    pub fn audit_entry(&self, ctx: &super::CallerContext) -> super::AuditEntry {
+        super::AuditEntry::search(ctx, "knowledge", &self.audit_view(), &[], self.top_k)
+    }
+
+    /// What an audit entry records of this query.
+    fn audit_view(&self) -> Value {
         serde_json::json!({
             "text": self.text,
             "embedding_given": self.embedding.is_some(),
