@@ -6,13 +6,16 @@
 //!   (each target 15 s); fails when any test reports itself skipped
 //!   (listing each by name).
 //! - `layering`: only the layering check.
-//! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`.
+//! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`;
+//!   the `reliability` group runs the property and fault tests and reports
+//!   what they measured.
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
 //! - `fuzz [--seconds N] [target...]`: the libFuzzer targets of `fuzz/`.
 
 mod db;
 mod fuzz;
 mod layering;
+mod reliability;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,7 +26,8 @@ tasks:
   test-all              fmt --check, clippy -D warnings, layering check, rustdoc -D warnings,
                         all tests, doc tests, fuzzing smoke; fails when a test was skipped
   layering              check that crates only depend on the layers below them
-  bench [group...]      run benchmarks (groups: primitives, graph, memory, pg, semantic, pg_working, pg_gov), print BENCH lines
+  bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
+                        semantic, pg_working, pg_gov, reliability; all when none is named)
   fuzz [--seconds N] [target...]
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)
                         for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)
@@ -115,6 +119,10 @@ fn test_all() -> Result<(), String> {
     )?;
     let mut tests = cargo();
     tests.args(["test", "--workspace", "--all-features"]);
+    // insta finds snapshots from a path compiled into the test binary; with a
+    // target directory shared by several checkouts, a binary built in one
+    // would read (and write) another's snapshots. See CONTRIBUTING.md.
+    tests.env("INSTA_WORKSPACE_ROOT", workspace_root());
     if let Some(url) = database_url_for_tests()? {
         tests.env("DATABASE_URL", url);
     }
@@ -160,16 +168,25 @@ fn skipped_tests(report: &std::path::Path) -> Vec<String> {
 }
 
 fn bench(groups: &[String]) -> Result<(), String> {
-    let mut cmd = cargo();
-    cmd.args(["run", "--quiet", "--release", "-p", "openvibe-bench", "--"]);
-    cmd.args(groups);
-    // Every group runs when none is named, the Postgres one included.
-    if (groups.is_empty() || groups.iter().any(|g| g.starts_with("pg")))
-        && let Some(url) = database_url_for_tests()?
-    {
-        cmd.env("DATABASE_URL", url);
+    let all = groups.is_empty();
+    let reliability = all || groups.iter().any(|g| g == "reliability");
+    let others: Vec<&String> = groups.iter().filter(|g| *g != "reliability").collect();
+    if all || !others.is_empty() {
+        let mut cmd = cargo();
+        cmd.args(["run", "--quiet", "--release", "-p", "openvibe-bench", "--"]);
+        cmd.args(&others);
+        // Every group runs when none is named, the Postgres one included.
+        if (all || others.iter().any(|g| g.starts_with("pg")))
+            && let Some(url) = database_url_for_tests()?
+        {
+            cmd.env("DATABASE_URL", url);
+        }
+        run("benchmarks", &mut cmd)?;
     }
-    run("benchmarks", &mut cmd)
+    if reliability {
+        reliability::run(database_url_for_tests()?.as_deref())?;
+    }
+    Ok(())
 }
 
 /// The database the Postgres tests use: `DATABASE_URL` when set; otherwise,

@@ -59,6 +59,9 @@ pub struct Options {
     pub reflect: bool,
     /// Keep memory in this PostgreSQL database instead of in process.
     pub database_url: Option<String>,
+    /// On PostgreSQL, keep the run's tenant when the run ends (by default
+    /// its records are deleted, so demo runs do not accumulate).
+    pub keep_memory: bool,
 }
 
 /// Build the model `options` asks for.
@@ -100,14 +103,19 @@ pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
     })
 }
 
-/// The memory backend: in process by default, PostgreSQL with a database URL
-/// (each run then gets a fresh tenant, so runs never see each other's memory).
-async fn make_stores(options: &Options) -> Result<(Stores, String, String), CliError> {
+/// The memory backend, its tenant, a label, and the pool to purge the
+/// tenant from when the run ends: in process by default, PostgreSQL with a
+/// database URL (each run then gets a fresh tenant, so runs never see each
+/// other's memory).
+async fn make_stores(
+    options: &Options,
+) -> Result<(Stores, String, String, Option<openvibe::postgres::PgStores>), CliError> {
     match &options.database_url {
         None => Ok((
             in_memory_stores(),
             RecordMeta::DEFAULT_TENANT.to_owned(),
             "in-memory".to_owned(),
+            None,
         )),
         Some(url) => {
             let stores = openvibe::postgres::PgStores::connect(url).await?;
@@ -117,7 +125,8 @@ async fn make_stores(options: &Options) -> Result<(Stores, String, String), CliE
                 .unwrap_or_default();
             let tenant = format!("cli_{stamp}");
             let backend = format!("PostgreSQL (tenant {tenant})");
-            Ok((stores.stores(), tenant, backend))
+            let purge = (!options.keep_memory).then(|| stores.clone());
+            Ok((stores.stores(), tenant, backend, purge))
         }
     }
 }
@@ -163,11 +172,37 @@ pub async fn execute(
         inner: make_llm(options)?,
         requests: Mutex::new(Vec::new()),
     });
-    let (stores, tenant, backend) = make_stores(options).await?;
+    let (stores, tenant, backend, purge) = make_stores(options).await?;
+    let result = run_all(
+        file, files, options, llm_label, transcript, stores, &tenant, &backend, out,
+    )
+    .await;
+    // Purge even when the run failed; the run's error comes first.
+    if let Some(pool) = purge {
+        let deleted = openvibe::postgres::purge_tenant(pool.pool(), &tenant).await;
+        result?;
+        tracing::info!(%tenant, deleted = deleted?, "run tenant purged (--keep-memory keeps it)");
+        return Ok(());
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_all(
+    file: &RoleFile,
+    files: &Files,
+    options: &Options,
+    llm_label: &str,
+    transcript: Arc<Transcript>,
+    stores: Stores,
+    tenant: &str,
+    backend: &str,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let role = file.build_role(files)?;
     let role_id = role.role_id().to_owned();
     let runtime = RoleRuntime::new(transcript.clone())
-        .with_tenant(tenant)
+        .with_tenant(tenant.to_owned())
         .with_stores(stores)
         .role(role)?;
     if let Some(workspace) = runtime.workspace() {

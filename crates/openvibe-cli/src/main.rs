@@ -77,6 +77,10 @@ struct LlmArgs {
     /// Keep memory in this PostgreSQL database (e.g. the URL `cargo xtask db up` prints).
     #[arg(long, env = "OPENVIBE_DATABASE_URL")]
     database_url: Option<String>,
+    /// With --database-url: keep the run's tenant afterwards (by default
+    /// its records are deleted when the run ends; the audit log keeps its entries).
+    #[arg(long, requires = "database_url")]
+    keep_memory: bool,
 }
 
 /// Which records a maintenance command works on.
@@ -268,6 +272,7 @@ fn options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, String) {
         record: args.record.clone(),
         reflect,
         database_url: args.database_url.clone(),
+        keep_memory: args.keep_memory,
     };
     (options, label)
 }

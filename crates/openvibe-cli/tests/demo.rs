@@ -26,12 +26,16 @@ async fn run_demo(llm: LlmChoice) -> String {
 }
 
 async fn run_demo_on(llm: LlmChoice, database_url: Option<String>) -> String {
-    let options = Options {
+    run_demo_with(Options {
         llm,
         reflect: true,
         database_url,
         ..Options::default()
-    };
+    })
+    .await
+}
+
+async fn run_demo_with(options: Options) -> String {
     let mut out = Vec::new();
     execute(
         &demo_file(),
@@ -43,6 +47,34 @@ async fn run_demo_on(llm: LlmChoice, database_url: Option<String>) -> String {
     .await
     .unwrap();
     redact_ids(&String::from_utf8(out).unwrap())
+}
+
+/// Episodes, insights and memory entries in the database at `url` of the
+/// tenant a demo run named in its `output`.
+async fn records_in(url: &str, output: &str) -> i64 {
+    use sqlx::Connection;
+    let tenant = output
+        .split("(tenant ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap();
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
+        .bind(tenant)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let n: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM episodes) + (SELECT count(*) FROM insights) \
+         + (SELECT count(*) FROM memory_entries)",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    tx.rollback().await.unwrap();
+    conn.close().await.unwrap();
+    n
 }
 
 /// Record ids are random: `ins_<32 hex>` → `ins_<id>`, same for `ep_`.
@@ -161,6 +193,16 @@ async fn the_demo_on_postgres_gives_the_same_output() {
     };
     let schema = support::TempSchema::new(&url).await;
     let on_postgres = run_demo_on(LlmChoice::Replay, Some(schema.url())).await;
+    // The run's tenant is purged when it ends, unless --keep-memory.
+    assert_eq!(records_in(&schema.url(), &on_postgres).await, 0);
+    let kept = run_demo_with(Options {
+        reflect: true,
+        database_url: Some(schema.url()),
+        keep_memory: true,
+        ..Options::default()
+    })
+    .await;
+    assert!(records_in(&schema.url(), &kept).await > 5);
     schema.drop().await;
     let in_memory = run_demo(LlmChoice::Replay).await;
     let body = |text: &str| {

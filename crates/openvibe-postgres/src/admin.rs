@@ -121,3 +121,41 @@ impl NamespaceAdmin for PgNamespaceAdmin {
         .await
     }
 }
+
+/// Delete every record of `tenant` (all kinds, working memory and
+/// embeddings included) in one transaction, and return how many rows went.
+///
+/// The audit log is append-only and keeps its entries. For throwaway
+/// tenants, such as the CLI demo's run on PostgreSQL; the caller must be
+/// the system ([`CallerContext::system`]) or nothing is deleted.
+pub async fn purge_tenant(pool: &PgPool, tenant: &str) -> Result<u64, StoreError> {
+    let ctx = CallerContext::system().with_tenant(tenant);
+    check_label("tenant_id", tenant)?;
+    async {
+        let mut tx = begin(pool, &ctx).await?;
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND column_name = 'tenant_id' \
+             AND table_name <> 'audit_log' ORDER BY table_name",
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let mut deleted = 0;
+        for table in tables {
+            deleted += sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM \"{}\" WHERE tenant_id = $1",
+                table.replace('"', "\"\"")
+            )))
+            .bind(tenant)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        }
+        tx.commit().await.map_err(store_error)?;
+        Ok(deleted)
+    }
+    .instrument(span("tenant", "purge", &ctx))
+    .await
+}

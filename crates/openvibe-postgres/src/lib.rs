@@ -64,7 +64,7 @@ use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-pub use admin::PgNamespaceAdmin;
+pub use admin::{PgNamespaceAdmin, purge_tenant};
 pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
 pub use episodes::PgEpisodicStore;
 pub use error::PgError;
