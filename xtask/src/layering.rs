@@ -53,15 +53,30 @@ const RULES: &[(&str, &[&str])] = &[
     ),
     // A backend implements the contract; it never needs the memory core.
     ("openvibe-postgres", &["openvibe-protocols"]),
+    // The service's wire format: plain types over the contract.
+    ("openvibe-api", &["openvibe-protocols"]),
+    // The service serves any `Stores` (the CLI picks the backend) and
+    // authenticates callers by the governance policy.
+    (
+        "openvibe-service",
+        &["openvibe-api", "openvibe-protocols", "openvibe-governance"],
+    ),
+    // The remote client: the contract over the wire format, no server code.
+    ("openvibe-remote", &["openvibe-api", "openvibe-protocols"]),
 ];
 
 /// Crates whose dev-dependencies (tests, examples) are restricted too: a
 /// backend is tested through the contract and the conformance suite, not
 /// by comparing it with another backend's internals.
-const DEV_RULES: &[(&str, &[&str])] = &[(
-    "openvibe-postgres",
-    &["openvibe-protocols", "openvibe-memory-testkit"],
-)];
+const DEV_RULES: &[(&str, &[&str])] = &[
+    (
+        "openvibe-postgres",
+        &["openvibe-protocols", "openvibe-memory-testkit"],
+    ),
+    // The remote client is tested against a live service (in the service's
+    // tests), never against a backend directly.
+    ("openvibe-remote", &["openvibe-api", "openvibe-protocols"]),
+];
 
 /// Run the check on this workspace.
 pub fn check() -> Result<(), String> {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use openvibe_protocols::memory::promotion::AutoPromote;
-use openvibe_protocols::{Principal, PrincipalKind, Rights};
+use openvibe_protocols::{Clearance, Principal, PrincipalKind, Rights};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
@@ -162,6 +162,22 @@ pub struct ApiKeyEntry {
     /// Its home namespace (its id by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The tenant its requests act in (`default` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// Its clearance (public only when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clearance: Option<Clearance>,
+    /// Whether it may change others' records where its policy grants
+    /// `manage`, read the whole audit trail and run namespace maintenance.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub privileged: bool,
+    /// A runtime inside your trust boundary (a `RoleRuntime` host, the
+    /// remote memory client of a service you run) that states, with each
+    /// request, the caller it acts for. Its requests are governed as that
+    /// caller, as they would be in process. Off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trusted: bool,
 }
 
 /// One session-key rule: exactly one of `map`, `prefix`, `regex`.

@@ -62,7 +62,9 @@ pub use principal::{MAX_TOKEN_LEN, Resolved, sanitize};
 
 use std::collections::{BTreeMap, HashMap};
 
-use openvibe_protocols::{CallerContext, Grants, Principal, PrincipalKind, Rights};
+use openvibe_protocols::{
+    CallerContext, Clearance, Grants, Principal, PrincipalKind, RecordMeta, Rights,
+};
 use regex::Regex;
 use sha2::{Digest, Sha256};
 
@@ -71,7 +73,23 @@ use sha2::{Digest, Sha256};
 pub struct Governance {
     file: GovernanceFile,
     rules: Vec<principal::Rule>,
-    api_keys: HashMap<[u8; 32], Resolved>,
+    api_keys: HashMap<[u8; 32], ApiKey>,
+}
+
+/// What an API key stands for: set in the governance file's `api_keys`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Its principal and home namespace.
+    pub who: Resolved,
+    /// The tenant its requests act in.
+    pub tenant: String,
+    /// Its clearance.
+    pub clearance: Clearance,
+    /// Whether its context is privileged.
+    pub privileged: bool,
+    /// Whether it may state, per request, the caller it acts for
+    /// ([`ApiKeyEntry::trusted`]).
+    pub trusted: bool,
 }
 
 /// The SHA-256 digest of an API key, as the governance file stores it (hex).
@@ -254,10 +272,30 @@ impl Governance {
                 .namespace
                 .clone()
                 .unwrap_or_else(|| principal.id.clone());
-            if api_keys
-                .insert(digest, Resolved::with_home(principal, home))
-                .is_some()
+            let tenant = entry
+                .tenant
+                .clone()
+                .unwrap_or_else(|| RecordMeta::DEFAULT_TENANT.to_owned());
+            if openvibe_protocols::memory::check_label("tenant", &tenant).is_err()
+                || tenant.is_empty()
             {
+                return Err(at(
+                    format!("{key}.tenant"),
+                    &tenant,
+                    "the tenant is not a valid label".into(),
+                ));
+            }
+            let api_key = ApiKey {
+                who: Resolved::with_home(principal, home),
+                tenant,
+                clearance: entry
+                    .clearance
+                    .clone()
+                    .unwrap_or_else(Clearance::public_only),
+                privileged: entry.privileged,
+                trusted: entry.trusted,
+            };
+            if api_keys.insert(digest, api_key).is_some() {
                 return Err(at(
                     key,
                     &entry.principal,
@@ -294,8 +332,21 @@ impl Governance {
     /// The principal an API key belongs to (`None`: unknown key). The key is
     /// compared by its SHA-256 digest; it is never stored or logged.
     pub fn resolve_api_key(&self, key: &str) -> Option<Resolved> {
+        self.api_key(key).map(|k| k.who.clone())
+    }
+
+    /// What an API key stands for (`None`: unknown key), compared by digest.
+    pub fn api_key(&self, key: &str) -> Option<&ApiKey> {
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        self.api_keys.get(&digest).cloned()
+        self.api_keys.get(&digest)
+    }
+
+    /// The caller context of an API key's own requests: its principal in its
+    /// tenant, governed by its grants, with its clearance and privilege.
+    pub fn key_context(&self, key: &ApiKey) -> CallerContext {
+        self.context(&key.tenant, &key.who)
+            .with_clearance(key.clearance.clone())
+            .with_privileged(key.privileged)
     }
 
     /// The principal a session key maps to: the first rule that matches, in

@@ -20,6 +20,7 @@ pub const RECORD_KINDS: [&str; 7] = [
 
 /// How many records of one kind one namespace holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NamespaceCount {
     /// The record kind (one of [`RECORD_KINDS`]).
     pub kind: String,

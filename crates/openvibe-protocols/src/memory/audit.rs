@@ -18,6 +18,7 @@ use super::{CallerContext, NamespaceScope, RecordMeta, StoreError};
 
 /// What an audited operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum AuditOp {
     /// A record was created.
@@ -61,6 +62,7 @@ impl AuditOp {
 
 /// Whether an audited operation happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum AuditStatus {
     /// It happened.
@@ -81,6 +83,7 @@ impl AuditStatus {
 
 /// One line of the audit trail.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AuditEntry {
     /// Position in the tenant's trail (increasing; assigned by the backend).
     pub seq: u64,
@@ -226,6 +229,7 @@ impl AuditEntry {
 
 /// Which audit entries to read. Empty fields: no filter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct AuditQuery {
     /// Only this principal's (`agent:cro`).

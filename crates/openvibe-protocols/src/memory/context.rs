@@ -18,6 +18,7 @@ use super::{Classification, RecordMeta, StoreError};
 
 /// What kind of principal is asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PrincipalKind {
     /// An agent (role).
@@ -41,6 +42,7 @@ impl PrincipalKind {
 
 /// Who is asking.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Principal {
     /// The principal's id (e.g. `cro`, `alice`).
     pub id: String,
@@ -103,6 +105,7 @@ impl fmt::Display for Principal {
 /// ([`Clearance::level_for`]) is at least `c`. The level for `d` is the
 /// higher of the domain's own entry and `everywhere`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Clearance {
     /// A level granted in every domain (`None`: only what `domains` grants).
     #[serde(default, skip_serializing_if = "Option::is_none")]

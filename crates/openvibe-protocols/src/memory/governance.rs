@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 /// What a principal may do in one namespace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Rights {
     /// Read its records.
     #[serde(default)]

@@ -8,6 +8,7 @@ use super::StoreError;
 
 /// One remembered item of V1 key/value memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MemoryEntry {
     /// Key within the namespace.
     pub key: String,

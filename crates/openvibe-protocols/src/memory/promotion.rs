@@ -20,6 +20,7 @@ use super::{
 
 /// Copy the record, or move it (the source is deleted).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PromoteMode {
     /// Keep the source.
@@ -31,6 +32,7 @@ pub enum PromoteMode {
 
 /// Where and how to promote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Promotion {
     /// The target namespace.
     pub to: String,
@@ -104,6 +106,7 @@ pub const NEVER_AUTO_PROMOTED: [&str; 4] = ["transcript", "raw", "message", "mom
 /// `min_confidence`, and with none of [`NEVER_AUTO_PROMOTED`], is copied to
 /// `to` when it is written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct AutoPromote {
     /// On or off (off).

@@ -144,6 +144,7 @@ macro_rules! query_builders {
 /// matched as a whole word counts 2, as a word prefix 1), then confidence
 /// (highest first), then recency (`meta.created_at`, newest first), then id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct FactQuery {
     /// Only facts about this entity.
@@ -213,6 +214,7 @@ impl FactQuery {
 ///
 /// Results are ordered newest first (`timestamp`), then by id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct EpisodeQuery {
     /// Only episodes of this agent.
@@ -268,6 +270,7 @@ impl EpisodeQuery {
 /// Results are ordered by confidence (highest first), then recency
 /// (`meta.created_at`, newest first), then id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct InsightQuery {
     /// Only insights of this agent.

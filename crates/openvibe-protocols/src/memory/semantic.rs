@@ -27,6 +27,7 @@ use super::{
 
 /// One piece of knowledge.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Knowledge {
     /// Unique id within the tenant (generated).
     pub id: String,
@@ -57,6 +58,7 @@ pub struct Knowledge {
 
 /// What [`KnowledgeStore::store_knowledge`] needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct NewKnowledge {
     /// The text (required, not blank).
@@ -93,6 +95,7 @@ impl NewKnowledge {
 
 /// What [`KnowledgeStore::query_knowledge`] looks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct KnowledgeQuery {
     /// Text to embed with the store's embedder (when no `embedding`).
@@ -173,6 +176,7 @@ impl KnowledgeQuery {
 
 /// A query result: the knowledge and its cosine similarity to the query.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KnowledgeHit {
     /// The knowledge.
     pub knowledge: Knowledge,

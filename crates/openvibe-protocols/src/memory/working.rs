@@ -29,6 +29,7 @@ use super::{CallerContext, RecordMeta, StoreError, check_label, check_tags};
 
 /// Lifecycle of a [`Plan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PlanStatus {
     /// Being worked on (the default).
@@ -80,6 +81,7 @@ impl std::str::FromStr for PlanStatus {
 
 /// A conversation: a group of related plans.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Session {
     /// Unique id within the tenant (generated).
     pub id: String,
@@ -98,6 +100,7 @@ pub struct Session {
 
 /// What [`WorkingStore::create_session`] needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct NewSession {
     /// An id to use (generated when `None`).
@@ -110,6 +113,7 @@ pub struct NewSession {
 
 /// One goal being executed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Plan {
     /// Unique id within the tenant.
     pub id: String,
@@ -132,6 +136,7 @@ pub struct Plan {
 
 /// What [`WorkingStore::create_plan`] needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct NewPlan {
     /// An id to use (generated when `None`).
@@ -150,6 +155,7 @@ pub struct NewPlan {
 
 /// A change to a plan: the fields given are replaced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct PlanUpdate {
     /// New status.
@@ -163,6 +169,7 @@ pub struct PlanUpdate {
 /// Filters of [`WorkingStore::list_plans`]. Results are newest first
 /// (creation time, then id), a page at a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct PlanQuery {
     /// Only plans in this status.
@@ -191,6 +198,7 @@ impl Default for PlanQuery {
 
 /// Filters of [`WorkingStore::list_sessions`]: newest first, a page at a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct SessionQuery {
     /// Only sessions whose last activity is before this time (for cleanup).
@@ -213,6 +221,7 @@ impl Default for SessionQuery {
 
 /// One page of a list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Page<T> {
     /// The items, in order.
     pub items: Vec<T>,
@@ -263,6 +272,7 @@ pub fn parse_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
 
 /// What deleting a session did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SessionDeleted {
     /// Plans of the session, kept but detached (their `session_id` cleared).
     pub plans_detached: u64,
@@ -270,6 +280,7 @@ pub struct SessionDeleted {
 
 /// What deleting a plan did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PlanDeleted {
     /// Plan-state keys deleted with it.
     pub state_keys: u64,
@@ -282,6 +293,7 @@ pub struct PlanDeleted {
 /// What a worker saved when it delegated: found again by its own id or by
 /// any of its sub-task ids.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskContext {
     /// The task's id (unique within the tenant).
     pub task_id: String,
@@ -312,6 +324,7 @@ impl TaskContext {
 /// A planner's state machine for one plan: found again by the plan id or
 /// by any of its correlation ids.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PlanContext {
     /// The plan (must exist; the context is governed by it).
     pub plan_id: String,
@@ -340,6 +353,7 @@ impl PlanContext {
 
 /// One key of a plan's working memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StateEntry {
     /// The plan.
     pub plan_id: String,
@@ -355,6 +369,7 @@ pub struct StateEntry {
 
 /// What a write of plan state expects to find.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Expect {
     /// Anything (last write wins).
     #[default]

@@ -8,6 +8,7 @@ use super::RecordMeta;
 
 /// L2 memory: the structured record of one node run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Episode {
     /// Unique id.
     pub id: String,

@@ -11,6 +11,7 @@ use super::{Classification, RecordMeta};
 /// `meta.updated_at`, `access_count`, `last_accessed`, `content_hash`) are
 /// overwritten by the store; values supplied by the caller are ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Fact {
     /// Unique id within the tenant (the store generates one when empty).
     pub id: String,

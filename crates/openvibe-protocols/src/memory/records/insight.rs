@@ -9,6 +9,7 @@ use super::{Classification, RecordMeta};
 
 /// Lifecycle of an [`Insight`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum InsightStatus {
     /// In use (the default).
@@ -47,6 +48,7 @@ impl PartialEq<&str> for InsightStatus {
 ///
 /// Store-maintained fields are the same as for [`Fact`](crate::Fact).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Insight {
     /// Unique id within the tenant (the store generates one when empty).
     pub id: String,

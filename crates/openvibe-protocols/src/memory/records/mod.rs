@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Classification {
     /// Readable by everyone.
@@ -93,6 +94,7 @@ impl FromStr for Classification {
 /// `owner` is set by the store from the caller's identity; a value supplied
 /// by the caller is never trusted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RecordMeta {
     /// Tenant (organisation) the record belongs to.
     pub tenant_id: String,

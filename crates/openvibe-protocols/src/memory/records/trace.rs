@@ -9,6 +9,7 @@ use super::RecordMeta;
 
 /// What a [`RetrievalTrace`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TraceAction {
     /// A directory listing.
@@ -47,6 +48,7 @@ impl PartialEq<&str> for TraceAction {
 
 /// Observable trace of one memory access (through the memory filesystem).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RetrievalTrace {
     /// Unique id.
     pub id: String,

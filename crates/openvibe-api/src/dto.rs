@@ -1,0 +1,165 @@
+//! Request and response bodies that are not protocol types themselves.
+
+use openvibe_protocols::memory::promotion::PromoteMode;
+use openvibe_protocols::{Expect, Insight};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Ids to mark as accessed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Touch {
+    /// The record ids.
+    pub ids: Vec<String>,
+}
+
+/// How many records a touch counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Touched {
+    /// How many of the ids were readable and counted.
+    pub touched: usize,
+}
+
+/// Find the insight most similar to `content`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimilarInsight {
+    /// Whose insights.
+    pub agent_id: String,
+    /// The text to compare with.
+    pub content: String,
+}
+
+/// An insight, or none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MaybeInsight {
+    /// The insight (`null`: none similar enough).
+    pub insight: Option<Insight>,
+}
+
+/// Observe an insight again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Strengthen {
+    /// Episodes to add to its sources.
+    #[serde(default)]
+    pub episode_ids: Vec<String>,
+}
+
+/// Set one key of a plan's working memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetState {
+    /// The value.
+    pub value: Value,
+    /// What the write expects to find: `"Any"` (default, last write wins),
+    /// `"Absent"` (create only) or `{"Version": n}` (compare-and-set).
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// Append to a list in a plan's working memory, atomically.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicAppend {
+    /// The plan.
+    pub plan_id: String,
+    /// The key (the seed calls it `path`).
+    #[serde(alias = "path")]
+    pub key: String,
+    /// The item to append.
+    pub value: Value,
+}
+
+/// Add to a counter in a plan's working memory, atomically.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicIncrement {
+    /// The plan.
+    pub plan_id: String,
+    /// The key (the seed calls it `path`).
+    #[serde(alias = "path")]
+    pub key: String,
+    /// How much to add (1 by default; may be negative).
+    #[serde(default = "one")]
+    pub by: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// Whether a delete found something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Deleted {
+    /// `false`: there was nothing to delete.
+    pub deleted: bool,
+}
+
+/// How many entries a delete removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DeletedCount {
+    /// The number of entries removed.
+    pub deleted_count: u64,
+}
+
+/// The embedding model of the semantic store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EmbeddingModel {
+    /// Its name.
+    pub model: String,
+    /// Its vectors' length.
+    pub dimensions: usize,
+}
+
+/// Move one kind's records between namespaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveNamespace {
+    /// The record kind (`fact`, `episode`, …).
+    pub kind: String,
+    /// From this namespace (`""`: records without one).
+    pub from: String,
+    /// To this one.
+    pub to: String,
+    /// Records per statement.
+    #[serde(default = "batch")]
+    pub batch: usize,
+}
+
+fn batch() -> usize {
+    500
+}
+
+/// How many records moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Moved {
+    /// The number moved.
+    pub moved: u64,
+}
+
+/// Promote a fact or insight into another namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Promote {
+    /// `fact` or `insight`.
+    pub kind: String,
+    /// The record.
+    pub id: String,
+    /// The namespace it goes to.
+    pub to: String,
+    /// Copy (default) or move.
+    #[serde(default)]
+    pub mode: PromoteMode,
+    /// Why (kept in the audit entry).
+    #[serde(default)]
+    pub note: String,
+}
+
+/// Liveness or readiness.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    /// `ok`, or what is not.
+    pub status: String,
+}

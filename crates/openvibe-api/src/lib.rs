@@ -1,0 +1,30 @@
+//! The wire format of the openvibe memory service (`openvibe-service`),
+//! shared with its remote client (`openvibe-remote`): the [`paths`], the
+//! request and response bodies ([`dto`]), the [`ErrorBody`] every failure
+//! answers with, and the [`Caller`] a trusted runtime states per request.
+//!
+//! Record, query and working-memory bodies are the protocol types
+//! themselves (`Fact`, `FactQuery`, `NewPlan`, …), serialized with serde;
+//! their JSON Schemas (`schemars`) make up the service's OpenAPI document.
+//!
+//! ```
+//! use openvibe_api::{ErrorBody, paths};
+//! use openvibe_protocols::StoreError;
+//!
+//! let body = ErrorBody::from_store(&StoreError::invalid("content", "must not be empty"));
+//! assert_eq!(body.status(), 400);
+//! assert_eq!(body.into_store_error(), StoreError::invalid("content", "must not be empty"));
+//! assert_eq!(paths::FACTS, "/v1/memory/facts");
+//! ```
+
+mod caller;
+pub mod dto;
+mod error;
+pub mod paths;
+
+pub use caller::{CALLER_HEADER, Caller, WireGrant, WireGrants};
+pub use error::{ApiError, ErrorBody, ErrorCode};
+
+/// The header carrying the request id (set by the server on every response;
+/// a client may send its own).
+pub const REQUEST_ID_HEADER: &str = "x-request-id";

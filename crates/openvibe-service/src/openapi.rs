@@ -1,0 +1,211 @@
+//! The OpenAPI 3.1 document, generated from the route table: each route's
+//! [`Op`] names its request, query and response types, whose JSON Schemas
+//! (draft 2020-12, as OpenAPI 3.1 uses) `schemars` derives from the types.
+
+use axum::http::Method;
+use openvibe_api::ErrorBody;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// One operation: a method on a path, and the types it takes and answers.
+#[derive(Clone)]
+pub(crate) struct Op {
+    pub(crate) method: Method,
+    pub(crate) path: &'static str,
+    id: &'static str,
+    summary: &'static str,
+    body: Option<SchemaFn>,
+    query: Option<SchemaFn>,
+    response: Option<SchemaFn>,
+    authenticated: bool,
+}
+
+impl Op {
+    /// `method path`, named `id` (camelCase), described by `summary`.
+    pub(crate) fn new(
+        method: Method,
+        path: &'static str,
+        id: &'static str,
+        summary: &'static str,
+    ) -> Self {
+        Self {
+            method,
+            path,
+            id,
+            summary,
+            body: None,
+            query: None,
+            response: None,
+            authenticated: true,
+        }
+    }
+
+    /// It takes a JSON body of type `T`.
+    pub(crate) fn body<T: JsonSchema>(mut self) -> Self {
+        self.body = Some(schema_of::<T>);
+        self
+    }
+
+    /// It takes the fields of `T` as query parameters.
+    pub(crate) fn query<T: JsonSchema>(mut self) -> Self {
+        self.query = Some(schema_of::<T>);
+        self
+    }
+
+    /// It answers 200 with a JSON `T` (without: 204, no content).
+    pub(crate) fn returns<T: JsonSchema>(mut self) -> Self {
+        self.response = Some(schema_of::<T>);
+        self
+    }
+
+    /// It needs no API key.
+    pub(crate) fn public(mut self) -> Self {
+        self.authenticated = false;
+        self
+    }
+
+    fn operation(&self, generator: &mut SchemaGenerator) -> Value {
+        let mut parameters: Vec<Value> = path_params(self.path)
+            .map(|name| {
+                json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}})
+            })
+            .collect();
+        if let Some(query) = self.query {
+            parameters.extend(query_params(query(generator), generator));
+        }
+        let tag = self
+            .path
+            .trim_start_matches("/v1/memory/")
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .trim_start_matches('/');
+        let mut op = Map::new();
+        op.insert("operationId".into(), json!(self.id));
+        op.insert("summary".into(), json!(self.summary));
+        op.insert("tags".into(), json!([tag]));
+        if !parameters.is_empty() {
+            op.insert("parameters".into(), Value::Array(parameters));
+        }
+        if let Some(body) = self.body {
+            op.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {"application/json": {"schema": body(generator)}}}),
+            );
+        }
+        let mut responses = Map::new();
+        match self.response {
+            Some(response) => responses.insert(
+                "200".into(),
+                json!({"description": "OK", "content": {"application/json": {"schema": response(generator)}}}),
+            ),
+            None => responses.insert("204".into(), json!({"description": "Done, no content"})),
+        };
+        let error = generator.subschema_for::<ErrorBody>();
+        responses.insert(
+            "default".into(),
+            json!({
+                "description": "An error: 400 malformed or invalid, 401 no or unknown API key, \
+                                403 refused by policy, 404 not found, 409 conflict, 413 too large, \
+                                503 saturated (see retry-after), 504 timed out",
+                "content": {"application/json": {"schema": error}}
+            }),
+        );
+        op.insert("responses".into(), Value::Object(responses));
+        if !self.authenticated {
+            op.insert("security".into(), json!([]));
+        }
+        Value::Object(op)
+    }
+}
+
+/// The `{name}` segments of `path`.
+fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/')
+        .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+/// A struct's fields as query parameters (`schema` refers to its definition).
+fn query_params(schema: Schema, generator: &SchemaGenerator) -> Vec<Value> {
+    let definition = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+        .and_then(|name| generator.definitions().get(name))
+        .cloned()
+        .unwrap_or_else(|| schema.to_value());
+    let required: Vec<&str> = definition
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    definition
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, schema)| {
+                    let mut schema = schema.clone();
+                    let description = schema
+                        .as_object_mut()
+                        .and_then(|o| o.remove("description"))
+                        .unwrap_or(Value::Null);
+                    let mut param = json!({
+                        "name": name,
+                        "in": "query",
+                        "required": required.contains(&name.as_str()),
+                        "schema": schema,
+                    });
+                    if !description.is_null() {
+                        param["description"] = description;
+                    }
+                    param
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The service's OpenAPI 3.1 document.
+pub fn openapi_document() -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.definitions_path = "/components/schemas".into();
+        s.meta_schema = None;
+    });
+    let mut generator = settings.into_generator();
+    let mut paths = Map::new();
+    for op in crate::routes::routes().ops {
+        let operation = op.operation(&mut generator);
+        let item = paths
+            .entry(op.path.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(item) = item {
+            item.insert(op.method.as_str().to_ascii_lowercase(), operation);
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "openvibe memory service",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "A governed memory shared by agents, people and machines: facts, episodes, \
+                            insights, sessions, plans, task and plan contexts, plan-scoped working \
+                            memory, semantic knowledge, the audit trail. Every request is governed \
+                            as the caller its API key names.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": generator.take_definitions(true),
+            "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"apiKey": []}],
+    })
+}
