@@ -62,6 +62,10 @@ pub struct Options {
     /// On PostgreSQL, keep the run's tenant when the run ends (by default
     /// its records are deleted, so demo runs do not accumulate).
     pub keep_memory: bool,
+    /// Keep memory in this memory service instead (the remote client).
+    pub memory_url: Option<String>,
+    /// Its API key.
+    pub memory_key: Option<String>,
 }
 
 /// Build the model `options` asks for.
@@ -110,6 +114,14 @@ pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
 async fn make_stores(
     options: &Options,
 ) -> Result<(Stores, String, String, Option<openvibe::postgres::PgStores>), CliError> {
+    if let Some(url) = &options.memory_url {
+        let remote = openvibe::remote::RemoteMemory::connect(url, options.memory_key.clone())
+            .await
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let tenant = run_tenant();
+        let backend = format!("memory service {url} (tenant {tenant})");
+        return Ok((remote.stores(), tenant, backend, None));
+    }
     match &options.database_url {
         None => Ok((
             in_memory_stores(),
@@ -119,16 +131,21 @@ async fn make_stores(
         )),
         Some(url) => {
             let stores = openvibe::postgres::PgStores::connect(url).await?;
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or_default();
-            let tenant = format!("cli_{stamp}");
+            let tenant = run_tenant();
             let backend = format!("PostgreSQL (tenant {tenant})");
             let purge = (!options.keep_memory).then(|| stores.clone());
             Ok((stores.stores(), tenant, backend, purge))
         }
     }
+}
+
+/// A tenant of its own for one run: `cli_<milliseconds since 1970>`.
+fn run_tenant() -> String {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!("cli_{stamp}")
 }
 
 /// Remembers every request it forwards (to show the prompts the role built).

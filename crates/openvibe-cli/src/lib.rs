@@ -2,10 +2,12 @@
 //!
 //! - `openvibe demo`: the CRO example end to end, offline by default.
 //! - `openvibe run <role.yaml>`: any role file (see [`spec`]).
+//! - `openvibe serve`: the memory service (see [`serve`]).
 
 pub mod admin;
 pub mod demo;
 pub mod logging;
+pub mod serve;
 pub mod spec;
 pub mod standin;
 pub mod template;

@@ -10,6 +10,7 @@ use openvibe_cli::CliError;
 use openvibe_cli::admin;
 use openvibe_cli::demo::{self, DEMO_FILES, LlmChoice, Options};
 use openvibe_cli::logging::{self, LogFormat};
+use openvibe_cli::serve;
 use openvibe_cli::spec::{Files, RoleFile};
 
 const EXIT_CODES: &str = "\
@@ -77,6 +78,12 @@ struct LlmArgs {
     /// Keep memory in this PostgreSQL database (e.g. the URL `cargo xtask db up` prints).
     #[arg(long, env = "OPENVIBE_DATABASE_URL")]
     database_url: Option<String>,
+    /// Keep memory in this memory service (`openvibe serve`), through the remote client.
+    #[arg(long, env = "OPENVIBE_MEMORY_URL", conflicts_with = "database_url")]
+    memory_url: Option<String>,
+    /// The memory service's API key (with --memory-url).
+    #[arg(long, env = "OPENVIBE_MEMORY_KEY", hide_env_values = true)]
+    memory_key: Option<String>,
     /// With --database-url: keep the run's tenant afterwards (by default
     /// its records are deleted when the run ends; the audit log keeps its entries).
     #[arg(long, requires = "database_url")]
@@ -191,6 +198,45 @@ Examples:
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the memory service: the HTTP API over PostgreSQL (or in-process
+    /// memory), for agents in many processes to share one governed memory.
+    #[command(after_help = "\
+Without --governance the service runs in development mode: no API keys, and
+only on a loopback address. With it, every request needs an API key the file
+lists (Authorization: Bearer <key>); see docs/governance.md.
+
+Examples:
+  openvibe serve --memory                                    development, in process
+  openvibe serve --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe \\
+                 --governance governance.yaml --addr 0.0.0.0:8077
+  curl -s http://127.0.0.1:8077/openapi.json                 the API, as OpenAPI 3.1")]
+    Serve {
+        /// Listen on this address.
+        #[arg(long, default_value = "127.0.0.1:8077")]
+        addr: std::net::SocketAddr,
+        /// Keep memory in this PostgreSQL database.
+        #[arg(long, env = "OPENVIBE_DATABASE_URL")]
+        database_url: Option<String>,
+        /// Keep memory in this process (lost when it stops): for development.
+        /// Wins over OPENVIBE_DATABASE_URL.
+        #[arg(long)]
+        memory: bool,
+        /// The governance file: API keys, principals, namespace policies.
+        #[arg(long)]
+        governance: Option<PathBuf>,
+        /// Development mode: the tenant of requests that state no caller.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// Requests handled at once; more get 503 with retry-after.
+        #[arg(long, default_value_t = 512)]
+        max_in_flight: usize,
+        /// The largest request body, in bytes (413 beyond).
+        #[arg(long, default_value_t = openvibe::service::DEFAULT_BODY_LIMIT)]
+        body_limit: usize,
+        /// Seconds a request may take (504 beyond).
+        #[arg(long, default_value_t = 30)]
+        request_timeout: u64,
+    },
     /// Run the CRO example end to end: two leads, reflection in between, and
     /// what the second run learned from the first.
     #[command(after_help = "\
@@ -273,6 +319,8 @@ fn options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, String) {
         reflect,
         database_url: args.database_url.clone(),
         keep_memory: args.keep_memory,
+        memory_url: args.memory_url.clone(),
+        memory_key: args.memory_key.clone(),
     };
     (options, label)
 }
@@ -383,6 +431,37 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 limit: lines,
             };
             admin::audit_tail(&opened.stores, &backend.tenant, &query, &mut stdout).await
+        }
+        Command::Serve {
+            addr,
+            database_url,
+            memory,
+            governance,
+            tenant,
+            max_in_flight,
+            body_limit,
+            request_timeout,
+        } => {
+            if database_url.is_none() && !memory {
+                return Err(CliError::Usage(
+                    "say where memory lives: --database-url URL (or OPENVIBE_DATABASE_URL), \
+                     or --memory for in-process memory (development)"
+                        .into(),
+                ));
+            }
+            let database_url = if memory { None } else { database_url };
+            let mut config = openvibe::service::ServiceConfig::default();
+            config.max_in_flight = max_in_flight;
+            config.body_limit = body_limit;
+            config.request_timeout = serve::seconds(request_timeout);
+            serve::serve(serve::ServeOptions {
+                addr,
+                database_url,
+                governance,
+                tenant,
+                config,
+            })
+            .await
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "openvibe", &mut stdout);

@@ -219,3 +219,39 @@ async fn the_demo_on_postgres_gives_the_same_output() {
     );
     assert_eq!(body(&on_postgres), body(&in_memory));
 }
+
+#[tokio::test]
+async fn the_demo_through_the_memory_service_gives_the_same_output() {
+    let Some(url) = openvibe_memory_testkit::skip::database_url() else {
+        return;
+    };
+    let schema = support::TempSchema::new(&url).await;
+    let pg = openvibe::postgres::PgStores::connect(&schema.url())
+        .await
+        .unwrap();
+    let service =
+        openvibe::service::Service::new(pg.stores(), openvibe::service::Access::open("default"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let service_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let remote = run_demo_with(Options {
+        reflect: true,
+        memory_url: Some(service_url.clone()),
+        ..Options::default()
+    })
+    .await;
+    let in_memory = run_demo(LlmChoice::Replay).await;
+    let first = remote.lines().next().unwrap();
+    assert!(
+        first.contains(&format!(
+            "memory backend: memory service {service_url} (tenant cli_"
+        )),
+        "{first}"
+    );
+    let body = |text: &str| text.split_once('\n').map(|(_, r)| r.to_owned());
+    assert_eq!(body(&remote), body(&in_memory));
+    // The records went through the service into PostgreSQL.
+    assert!(records_in(&schema.url(), &remote).await > 5);
+    pg.pool().close().await;
+    schema.drop().await;
+}

@@ -271,3 +271,13 @@ impl From<PgStores> for Stores {
         pg.stores()
     }
 }
+
+/// Whether the database answers (`SELECT 1` on one pooled connection):
+/// a readiness check.
+pub async fn ping(pool: &PgPool) -> Result<(), StoreError> {
+    sqlx::query("SELECT 1")
+        .execute(pool)
+        .await
+        .map(|_| ())
+        .map_err(error::store_error)
+}

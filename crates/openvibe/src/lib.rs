@@ -66,6 +66,19 @@ pub use openvibe_operators as operators;
 /// `RoleRuntime::with_stores(PgStores::connect(url).await?.stores())`.
 #[cfg(feature = "postgres")]
 pub use openvibe_postgres as postgres;
+
+/// The memory service (feature `service`): the HTTP API over any stores.
+#[cfg(feature = "service")]
+pub use openvibe_service as service;
+
+/// The memory service's remote client (feature `remote`): every store
+/// trait over HTTP.
+#[cfg(feature = "remote")]
+pub use openvibe_remote as remote;
+
+/// The memory service's wire format (features `service` or `remote`).
+#[cfg(any(feature = "service", feature = "remote"))]
+pub use openvibe_api as api;
 pub use openvibe_primitives as primitives;
 pub use openvibe_protocols as protocols;
 pub use openvibe_roles as roles;

@@ -1,0 +1,123 @@
+//! `openvibe serve`: the memory service on PostgreSQL or in process.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openvibe::governance::Governance;
+use openvibe::service::{Access, Readiness, Service, ServiceConfig};
+
+use crate::CliError;
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The address to listen on.
+    pub addr: SocketAddr,
+    /// PostgreSQL (`None`: in-process memory, lost when the process ends).
+    pub database_url: Option<String>,
+    /// The governance file (`None`: development mode, no keys, loopback only).
+    pub governance: Option<PathBuf>,
+    /// The tenant of development-mode requests that state no caller.
+    pub tenant: String,
+    /// Limits.
+    pub config: ServiceConfig,
+}
+
+/// Build the service `options` describe.
+pub async fn service(options: &ServeOptions) -> Result<Service, CliError> {
+    let (stores, ready): (_, Option<Readiness>) = match &options.database_url {
+        Some(url) => {
+            let pg = openvibe::postgres::PgStores::connect(url).await?;
+            let pool = pg.pool().clone();
+            let ready: Readiness = Arc::new(move || {
+                let pool = pool.clone();
+                Box::pin(async move {
+                    openvibe::postgres::ping(&pool)
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+            });
+            (pg.stores(), Some(ready))
+        }
+        None => (openvibe::memory::in_memory_stores(), None),
+    };
+    let access = match &options.governance {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| CliError::Io {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            Access::Governed(Arc::new(Governance::from_yaml(
+                &text,
+                path.display().to_string(),
+            )?))
+        }
+        None if options.addr.ip().is_loopback() => Access::open(options.tenant.clone()),
+        None => {
+            return Err(CliError::Usage(format!(
+                "without --governance the service takes no API keys (development mode), so it \
+                 only listens on a loopback address, not {}",
+                options.addr
+            )));
+        }
+    };
+    let mut service = Service::new(stores, access).with_config(options.config.clone());
+    if let Some(ready) = ready {
+        service = service.with_readiness(ready);
+    }
+    Ok(service)
+}
+
+/// Serve until Ctrl-C or SIGTERM, then finish the requests in flight.
+pub async fn serve(options: ServeOptions) -> Result<(), CliError> {
+    let service = service(&options).await?;
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| CliError::Usage(format!("cannot listen on {}: {e}", options.addr)))?;
+    let addr = listener.local_addr()?;
+    eprintln!(
+        "memory service on http://{addr} ({}, {}); OpenAPI at http://{addr}/openapi.json",
+        if options.database_url.is_some() {
+            "PostgreSQL"
+        } else {
+            "in-process memory: lost when it stops"
+        },
+        if options.governance.is_some() {
+            "API keys from the governance file"
+        } else {
+            "development mode: no API keys"
+        }
+    );
+    service.serve(listener, shutdown_signal()).await?;
+    eprintln!("memory service stopped");
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// Seconds as a duration (for `--request-timeout`).
+pub fn seconds(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
