@@ -27,7 +27,7 @@ tasks:
                         all tests, doc tests, fuzzing smoke; fails when a test was skipped
   layering              check that crates only depend on the layers below them
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
-                        semantic, pg_working, pg_gov, reliability; all when none is named)
+                        semantic, pg_working, pg_gov, svc, reliability; all when none is named)
   fuzz [--seconds N] [target...]
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)
                         for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)
@@ -176,7 +176,7 @@ fn bench(groups: &[String]) -> Result<(), String> {
         cmd.args(["run", "--quiet", "--release", "-p", "openvibe-bench", "--"]);
         cmd.args(&others);
         // Every group runs when none is named, the Postgres one included.
-        if (all || others.iter().any(|g| g.starts_with("pg")))
+        if (all || others.iter().any(|g| g.starts_with("pg") || *g == "svc"))
             && let Some(url) = database_url_for_tests()?
         {
             cmd.env("DATABASE_URL", url);

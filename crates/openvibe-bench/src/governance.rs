@@ -28,7 +28,7 @@ fn reader() -> CallerContext {
 }
 
 async fn run_inner(url: &str) -> Result<(), String> {
-    let pool = pg::bench_pool(url).await?;
+    let pool = pg::bench_pool(url, 4).await?;
     pg::ensure_loaded(&pool, &PgStores::from_pool(pool.clone())).await?;
     let base = PgStores::from_pool_audited(pool.clone(), false);
     let governed = PgStores::from_pool_audited(pool.clone(), true);

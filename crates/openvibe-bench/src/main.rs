@@ -5,6 +5,7 @@ mod graph;
 mod memory;
 mod pg;
 mod primitives;
+mod service;
 mod working;
 
 type Group = (
@@ -20,6 +21,7 @@ const GROUPS: &[Group] = &[
     ("semantic", || Box::pin(working::run_memory())),
     ("pg_working", || Box::pin(working::run_pg())),
     ("pg_gov", || Box::pin(governance::run())),
+    ("svc", || Box::pin(service::run())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -96,7 +96,7 @@ fn episode(i: u32, rng: &mut Lcg) -> Episode {
     }
 }
 
-pub(crate) async fn bench_pool(url: &str) -> Result<PgPool, String> {
+pub(crate) async fn bench_pool(url: &str, connections: u32) -> Result<PgPool, String> {
     let admin = pool_options(1)
         .connect_with(connect_options(url).map_err(|e| e.to_string())?)
         .await
@@ -111,7 +111,7 @@ pub(crate) async fn bench_pool(url: &str) -> Result<PgPool, String> {
     let options = connect_options(url)
         .map_err(|e| e.to_string())?
         .options([("search_path", format!("{SCHEMA},public"))]);
-    let pool = pool_options(4)
+    let pool = pool_options(connections)
         .connect_with(options)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
@@ -263,7 +263,7 @@ async fn episode_inserts(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
 }
 
 async fn run_inner(url: &str) -> Result<(), String> {
-    let pool = bench_pool(url).await?;
+    let pool = bench_pool(url, 4).await?;
     let pg = PgStores::from_pool(pool.clone());
     ensure_loaded(&pool, &pg).await?;
 

@@ -315,7 +315,7 @@ async fn upserts(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
 }
 
 async fn run_inner(url: &str) -> Result<(), String> {
-    let pool = bench_pool(url).await?;
+    let pool = bench_pool(url, 4).await?;
     let pg = PgStores::from_pool(pool.clone())
         .with_embedder(Arc::new(HashEmbedder::new(DIMS)))
         .await

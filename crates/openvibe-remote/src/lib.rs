@@ -29,6 +29,7 @@
 //! increment, strengthen) are retried only when the request never reached
 //! the server.
 
+pub mod load;
 mod stores;
 
 use std::sync::Arc;

@@ -1,0 +1,168 @@
+//! The memory service under load (group `svc`, needs `DATABASE_URL`):
+//! a service on PostgreSQL on a loopback port, driven by 64 concurrent
+//! remote clients in the same process (two runtime threads serve both).
+//!
+//! - `svc_writes_per_s`: fact writes acknowledged per second (64 clients);
+//! - `svc_search_p50_us` / `svc_search_p99_us`: fact searches (text +
+//!   entity, limit 10) with 64 clients in flight;
+//! - `svc_search_1client_p50_us`: the same search from one client alone
+//!   (the service's own latency; with 64 in flight, latency is mostly
+//!   queueing: 64 / throughput);
+//! - `svc_mixed_ops_per_s`, `svc_errors`, `svc_lost_writes`: half writes,
+//!   half searches; every acknowledged write is then read back from the
+//!   database directly (must be 0 lost, 0 errors).
+//!
+//! It runs in a schema of its own, `openvibe_bench_svc`, emptied before
+//! each run: the searches cover the 20,000 facts the writes left, not the
+//! million-row data set of the `pg` group (whose common words would turn
+//! every text search into a scan of other tenants' matches; that is the
+//! store's cost, measured by `pg`, not the service's).
+
+use std::time::Duration;
+
+use openvibe_bench::report;
+use openvibe_postgres::{PgStores, connect_options, migrate, pool_options, purge_tenant};
+use openvibe_protocols::CallerContext;
+use openvibe_remote::RemoteMemory;
+use openvibe_remote::load::{LoadPlan, run as load};
+use openvibe_service::{Access, Service};
+
+const CLIENTS: usize = 64;
+const REQUESTS: usize = 20_000;
+
+/// Run the group (on a runtime of its own with two worker threads).
+pub async fn run() {
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!("svc: skipped, DATABASE_URL is not set (cargo xtask bench svc sets it)");
+        return;
+    };
+    let outcome = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?
+            .block_on(measure(&url))
+    })
+    .join();
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("svc: failed: {e}"),
+        Err(_) => eprintln!("svc: the benchmark thread panicked"),
+    }
+}
+
+async fn measure(url: &str) -> Result<(), String> {
+    let pool = svc_pool(url, 16).await?;
+    let pg = PgStores::from_pool(pool.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let service = Service::new(pg.stores(), Access::open("default"));
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let remote = RemoteMemory::connect(&format!("http://{addr}"), None)
+        .await
+        .map_err(|e| e.to_string())?
+        .stores();
+    let tenant = format!(
+        "bench-svc-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    );
+    let caller = CallerContext::agent("bench").with_tenant(tenant.clone());
+    let plan = |share: f64, prefix: &str| LoadPlan {
+        clients: CLIENTS,
+        requests: REQUESTS,
+        max_duration: Duration::from_secs(30),
+        write_share: share,
+        caller: caller.clone(),
+        id_prefix: prefix.into(),
+    };
+    // Writes first: the searches then run over 20,000 facts.
+    let writes = load(&remote, &plan(1.0, "w")).await;
+    report("svc_writes_per_s", writes.writes_per_s(), "writes/s");
+    eprintln!(
+        "    writes: {} in {:?}, p50 {:.0} µs, p99 {:.0} µs, {} errors",
+        writes.written.len(),
+        writes.elapsed,
+        writes.write_us(0.5),
+        writes.write_us(0.99),
+        writes.errors
+    );
+    let searches = load(&remote, &plan(0.0, "s")).await;
+    report("svc_search_p50_us", searches.search_us(0.5), "us");
+    report("svc_search_p99_us", searches.search_us(0.99), "us");
+    eprintln!(
+        "    searches: {} in {:?} ({:.0}/s), {} errors",
+        searches.searches,
+        searches.elapsed,
+        searches.ops_per_s(),
+        searches.errors
+    );
+    // One client alone: the service's own latency, without queueing.
+    let mut alone = plan(0.0, "a");
+    alone.clients = 1;
+    alone.requests = 2_000;
+    let alone = load(&remote, &alone).await;
+    report("svc_search_1client_p50_us", alone.search_us(0.5), "us");
+    let mixed = load(&remote, &plan(0.5, "m")).await;
+    report("svc_mixed_ops_per_s", mixed.ops_per_s(), "ops/s");
+    let errors = writes.errors + searches.errors + mixed.errors;
+    report("svc_errors", errors as f64, "errors");
+    let mut lost = 0usize;
+    for id in writes.written.iter().chain(&mixed.written) {
+        let found = pg
+            .stores()
+            .facts
+            .get(&caller, id)
+            .await
+            .map_err(|e| e.to_string())?;
+        lost += usize::from(found.is_none());
+    }
+    report("svc_lost_writes", lost as f64, "writes");
+    for e in writes
+        .first_errors
+        .iter()
+        .chain(&searches.first_errors)
+        .chain(&mixed.first_errors)
+    {
+        eprintln!("    error: {e}");
+    }
+    purge_tenant(&pool, &tenant)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+const SCHEMA: &str = "openvibe_bench_svc";
+
+/// A pool on the group's own schema, created and migrated when missing,
+/// emptied of earlier runs.
+async fn svc_pool(url: &str, connections: u32) -> Result<sqlx::PgPool, String> {
+    use sqlx::Executor;
+    let admin = pool_options(1)
+        .connect_with(connect_options(url).map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "CREATE SCHEMA IF NOT EXISTS {SCHEMA}"
+        )))
+        .await
+        .map_err(|e| e.to_string())?;
+    admin.close().await;
+    let options = connect_options(url)
+        .map_err(|e| e.to_string())?
+        .options([("search_path", format!("{SCHEMA},public"))]);
+    let pool = pool_options(connections)
+        .connect_with(options)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    migrate(&pool).await.map_err(|e| e.to_string())?;
+    Ok(pool)
+}
