@@ -162,3 +162,26 @@ impl FromRequestParts<AppState> for Ctx {
         Ok(Self(ctx))
     }
 }
+
+/// Authenticate a request to the MCP endpoint as any other, and hand the
+/// caller to the tools in the request's extensions.
+pub(crate) async fn mcp_caller(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let authenticated = {
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+        state
+            .access
+            .authenticate(header(AUTHORIZATION.as_str()), header(CALLER_HEADER))
+    };
+    match authenticated {
+        Ok(ctx) => {
+            req.extensions_mut().insert(ctx);
+            next.run(req).await
+        }
+        Err(failure) => failure.into_response(),
+    }
+}

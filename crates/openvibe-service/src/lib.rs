@@ -30,6 +30,7 @@
 mod auth;
 mod error;
 mod extract;
+pub mod mcp;
 mod middleware;
 mod openapi;
 mod routes;
@@ -45,6 +46,7 @@ use openvibe_protocols::Stores;
 pub use auth::Access;
 pub use error::Failure;
 pub use openapi::openapi_document;
+pub use routes::MCP_PATH;
 
 /// A readiness check: `Ok` when the backing database answers.
 pub type Readiness =
@@ -62,6 +64,10 @@ pub struct ServiceConfig {
     pub max_in_flight: usize,
     /// The `retry-after` a saturated service sends, in seconds.
     pub retry_after_secs: u64,
+    /// The `Host` names the MCP endpoint answers (it refuses others, against
+    /// DNS rebinding); loopback names by default: add yours when serving
+    /// beyond this machine.
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 impl Default for ServiceConfig {
@@ -71,6 +77,7 @@ impl Default for ServiceConfig {
             request_timeout: Duration::from_secs(30),
             max_in_flight: 512,
             retry_after_secs: 1,
+            mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
         }
     }
 }

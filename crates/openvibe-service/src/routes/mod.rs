@@ -17,6 +17,9 @@ use crate::auth::Access;
 use crate::openapi::Op;
 use crate::{Readiness, Service};
 
+/// Where the MCP server's streamable HTTP endpoint is.
+pub const MCP_PATH: &str = "/mcp";
+
 /// What handlers share.
 #[derive(Clone)]
 pub(crate) struct AppState {
@@ -83,8 +86,13 @@ pub(crate) fn router(service: Service) -> Router {
         ready,
     };
     let limit = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
+    let mcp = crate::mcp::streamable_http(state.stores.clone(), &config);
+    let mcp = Router::<AppState>::new().nest_service(MCP_PATH, mcp).layer(
+        axum::middleware::from_fn_with_state(state.clone(), crate::auth::mcp_caller),
+    );
     routes()
         .router
+        .merge(mcp)
         .fallback(|| async {
             crate::error::Failure::new(openvibe_api::ErrorCode::NotFound, "no such route")
         })

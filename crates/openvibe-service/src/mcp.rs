@@ -1,0 +1,384 @@
+//! The MCP server (the official Rust SDK, `rmcp`): memory tools over the
+//! same governed stores, on stdio or streamable HTTP (`/mcp` of the
+//! service).
+//!
+//! Tools, with the seed's per-caller rules (the stores enforce them):
+//! - `saveMemory`: store a fact in a namespace (`scope`); its owner (the
+//!   seed's *creator*) and `source` are set by the server from the caller,
+//!   whatever the arguments say;
+//! - `searchMemory`: text search over the facts the caller may read, in the
+//!   namespaces it names or its recall namespaces (audited as a search);
+//! - `getMemoryStats`: how many facts the caller can see, per namespace;
+//! - `setPlanState`, `getPlanState`, `appendPlanState`: plan-scoped working
+//!   memory (optimistic locking with `expect_version`, atomic append).
+//!
+//! A refusal or bad input is a tool result with `isError: true` and the
+//! service's [`ErrorBody`] as structured content, so the model sees why.
+
+use std::sync::Arc;
+
+use openvibe_api::ErrorBody;
+use openvibe_protocols::{CallerContext, Expect, Fact, FactQuery, StoreError, Stores};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The largest number of facts `getMemoryStats` counts.
+pub const STATS_LIMIT: usize = 10_000;
+
+/// Where a tool call's caller comes from.
+#[derive(Clone)]
+enum Caller {
+    /// Fixed for the whole connection (stdio: the key given at start).
+    Fixed(Arc<CallerContext>),
+    /// Per HTTP request: set by the service's authentication in the
+    /// request's extensions.
+    PerRequest,
+}
+
+/// The memory tools over one set of stores.
+#[derive(Clone)]
+pub struct MemoryTools {
+    stores: Stores,
+    caller: Caller,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for MemoryTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTools").finish_non_exhaustive()
+    }
+}
+
+/// `saveMemory`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SaveMemory {
+    /// What to remember.
+    pub content: String,
+    /// The namespace (scope) to save it in; the caller's home by default.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The project you work in: a memory in a project-scoped scope
+    /// belongs to it and is seen only from it.
+    #[serde(default)]
+    pub project: Option<String>,
+    /// What it is about.
+    #[serde(default)]
+    pub entity: Option<String>,
+    /// Its domain.
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// `searchMemory`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchMemory {
+    /// Words to look for (every one must appear).
+    pub query: String,
+    /// Namespaces to search (the caller's recall namespaces by default).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The project you work in (project-scoped memories of other projects
+    /// are not searched).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// At most this many results (10 by default).
+    #[serde(default)]
+    pub top_k: Option<usize>,
+}
+
+/// `getMemoryStats`'s arguments.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryStats {
+    /// The project you work in (counts its project-scoped memories).
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// `setPlanState`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetPlanState {
+    /// The plan.
+    pub plan_id: String,
+    /// The key.
+    pub key: String,
+    /// The value (any JSON).
+    pub value: Value,
+    /// Write only if the key is at this version (0: only if absent).
+    #[serde(default)]
+    pub expect_version: Option<u64>,
+}
+
+/// `getPlanState`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanKey {
+    /// The plan.
+    pub plan_id: String,
+    /// The key.
+    pub key: String,
+}
+
+/// `appendPlanState`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendPlanState {
+    /// The plan.
+    pub plan_id: String,
+    /// The key of the list.
+    pub key: String,
+    /// The item to append.
+    pub value: Value,
+}
+
+impl MemoryTools {
+    /// Tools whose every call acts as `caller` (stdio).
+    pub fn for_caller(stores: Stores, caller: CallerContext) -> Self {
+        Self {
+            stores,
+            caller: Caller::Fixed(Arc::new(caller)),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Tools whose caller comes from each HTTP request (the service's
+    /// streamable HTTP endpoint authenticates it first).
+    pub(crate) fn per_request(stores: Stores) -> Self {
+        Self {
+            stores,
+            caller: Caller::PerRequest,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Result<CallerContext, ErrorData> {
+        match &self.caller {
+            Caller::Fixed(c) => Ok(c.as_ref().clone()),
+            Caller::PerRequest => ctx
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.extensions.get::<CallerContext>())
+                .cloned()
+                .ok_or_else(|| ErrorData::internal_error("the request carries no caller", None)),
+        }
+    }
+}
+
+/// A store outcome as a tool result.
+fn answer(result: Result<Value, StoreError>) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::structured(value),
+        Err(e) => {
+            let body = ErrorBody::from_store(&e);
+            CallToolResult::structured_error(serde_json::to_value(body).unwrap_or(Value::Null))
+        }
+    }
+}
+
+fn fact_json(f: &Fact) -> Value {
+    json!({
+        "id": f.id,
+        "content": f.content,
+        "scope": f.meta.namespace,
+        "creator": f.meta.owner,
+        "source": f.meta.source,
+        "entity": f.entity,
+        "domain": f.domain,
+        "tags": f.tags,
+        "confidence": f.confidence,
+        "created_at": f.meta.created_at,
+    })
+}
+
+#[tool_router]
+impl MemoryTools {
+    #[tool(
+        name = "saveMemory",
+        description = "Save a memory (a fact) in a scope you may write to. Its creator and source are set by the server from who you are."
+    )]
+    async fn save_memory(
+        &self,
+        Parameters(args): Parameters<SaveMemory>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = in_project(self.caller(&ctx)?, args.project);
+        let mut fact = Fact::new("", args.content);
+        if let Some(scope) = args.scope {
+            fact = fact.namespace(scope);
+        }
+        fact.entity = args.entity.unwrap_or_default();
+        fact.domain = args.domain.unwrap_or_default();
+        fact.tags = args.tags;
+        // The seed's `source`: who wrote it, set here, never by the caller.
+        fact.meta.source = format!("mcp:{}", caller.principal());
+        let stored = self.stores.facts.store(&caller, fact).await;
+        Ok(answer(stored.map(|f| fact_json(&f))))
+    }
+
+    #[tool(
+        name = "searchMemory",
+        description = "Search the memories you may read for words (all must appear), in the scopes you name or your usual ones."
+    )]
+    async fn search_memory(
+        &self,
+        Parameters(args): Parameters<SearchMemory>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = in_project(self.caller(&ctx)?, args.project);
+        let mut query = FactQuery::default()
+            .text(args.query)
+            .limit(args.top_k.unwrap_or(10));
+        if !args.scopes.is_empty() {
+            query = query.namespaces(args.scopes);
+        }
+        let found = self.stores.facts.query(&caller, &query).await;
+        Ok(answer(found.map(
+            |facts| json!({"memories": facts.iter().map(fact_json).collect::<Vec<_>>()}),
+        )))
+    }
+
+    #[tool(
+        name = "getMemoryStats",
+        description = "How many memories you can see, in all and per scope."
+    )]
+    async fn get_memory_stats(
+        &self,
+        Parameters(args): Parameters<MemoryStats>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = in_project(self.caller(&ctx)?, args.project);
+        let query = FactQuery::default().limit(STATS_LIMIT);
+        let facts = self.stores.facts.query(&caller, &query).await;
+        Ok(answer(facts.map(|facts| {
+            let mut per_scope = std::collections::BTreeMap::<String, usize>::new();
+            for f in &facts {
+                *per_scope.entry(f.meta.namespace.clone()).or_default() += 1;
+            }
+            json!({
+                "total": facts.len(),
+                "per_scope": per_scope,
+                "capped": facts.len() >= STATS_LIMIT,
+            })
+        })))
+    }
+
+    #[tool(
+        name = "setPlanState",
+        description = "Set one key of a plan's working memory; with expect_version the write happens only at that version (0: only if absent)."
+    )]
+    async fn set_plan_state(
+        &self,
+        Parameters(args): Parameters<SetPlanState>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let expect = match args.expect_version {
+            None => Expect::Any,
+            Some(0) => Expect::Absent,
+            Some(v) => Expect::Version(v),
+        };
+        let entry = self
+            .stores
+            .working
+            .set_state(&caller, &args.plan_id, &args.key, args.value, expect)
+            .await;
+        Ok(answer(entry.and_then(to_value)))
+    }
+
+    #[tool(
+        name = "getPlanState",
+        description = "One key of a plan's working memory."
+    )]
+    async fn get_plan_state(
+        &self,
+        Parameters(args): Parameters<PlanKey>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let entry = self
+            .stores
+            .working
+            .get_state(&caller, &args.plan_id, &args.key)
+            .await;
+        Ok(answer(entry.and_then(|e| match e {
+            Some(e) => to_value(e),
+            None => Ok(json!({"plan_id": args.plan_id, "key": args.key, "value": null})),
+        })))
+    }
+
+    #[tool(
+        name = "appendPlanState",
+        description = "Append an item to a list in a plan's working memory, atomically."
+    )]
+    async fn append_plan_state(
+        &self,
+        Parameters(args): Parameters<AppendPlanState>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(&ctx)?;
+        let done = self
+            .stores
+            .working
+            .append_state(&caller, &args.plan_id, &args.key, args.value)
+            .await;
+        Ok(answer(done.map(|()| json!({"appended": true}))))
+    }
+}
+
+/// `caller` working in `project` (when one is named).
+fn in_project(caller: CallerContext, project: Option<String>) -> CallerContext {
+    match project {
+        Some(p) if !p.is_empty() => caller.with_project(p),
+        _ => caller,
+    }
+}
+
+fn to_value(v: impl serde::Serialize) -> Result<Value, StoreError> {
+    serde_json::to_value(v).map_err(|e| StoreError::backend(e.to_string()))
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MemoryTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "openvibe memory: save and search memories in the scopes your key may use, \
+             and keep plan-scoped working memory.",
+        )
+    }
+}
+
+/// The streamable HTTP endpoint: stateless (no session kept in the
+/// instance, so any instance behind a load balancer answers any request),
+/// JSON responses.
+pub(crate) fn streamable_http(
+    stores: Stores,
+    config: &crate::ServiceConfig,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    MemoryTools,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let mut http =
+        StreamableHttpServerConfig::default().with_allowed_hosts(config.mcp_allowed_hosts.clone());
+    http.legacy_session_mode = false;
+    http.json_response = true;
+    http.max_request_body_bytes = config.body_limit;
+    StreamableHttpService::new(
+        move || Ok(MemoryTools::per_request(stores.clone())),
+        Default::default(),
+        http,
+    )
+}

@@ -1,0 +1,189 @@
+//! The MCP server over streamable HTTP with a real MCP client (rmcp's):
+//! the seed's per-caller rules (seed 003: L-CTO and Cursor-IDE), creator
+//! and source set by the server, refusals as tool errors that write nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use openvibe_governance::Governance;
+use openvibe_governance::examples::SEED_003;
+use openvibe_protocols::{CallerContext, FactQuery};
+use openvibe_service::{MCP_PATH, Service};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+fn governance() -> Governance {
+    Governance::from_yaml_with_env(SEED_003, "seed-003.governance.yaml", |name| {
+        Some(
+            match name {
+                "MCP_API_KEY_L" => "key-l",
+                "MCP_API_KEY_C" => "key-c",
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    })
+    .unwrap()
+}
+
+async fn client(url: &str, key: &str) -> RunningService<rmcp::RoleClient, ()> {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{url}{MCP_PATH}")).auth_header(key);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+async fn call(
+    client: &RunningService<rmcp::RoleClient, ()>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap()
+}
+
+fn structured(result: &CallToolResult) -> Value {
+    result.structured_content.clone().unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn mcp_tools_follow_the_seed_rules() {
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    let l = client(&url, "key-l").await;
+    let c = client(&url, "key-c").await;
+
+    let tools: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for expected in [
+        "saveMemory",
+        "searchMemory",
+        "getMemoryStats",
+        "setPlanState",
+    ] {
+        assert!(tools.contains(&expected.to_owned()), "{tools:?}");
+    }
+
+    // Cursor saves into `global`: the server sets creator and source.
+    let saved = call(
+        &c,
+        "saveMemory",
+        json!({"content": "prefer sqlx over diesel", "scope": "global"}),
+    )
+    .await;
+    assert_ne!(saved.is_error, Some(true), "{saved:?}");
+    let memory = structured(&saved);
+    assert_eq!(memory["creator"], "service:cursor-ide");
+    assert_eq!(memory["source"], "mcp:service:cursor-ide");
+    assert_eq!(memory["scope"], "global");
+    // L saves into l-private.
+    let saved = call(
+        &l,
+        "saveMemory",
+        json!({"content": "sqlx migration plan for the kernel", "scope": "l-private", "project": "l9"}),
+    )
+    .await;
+    assert_ne!(saved.is_error, Some(true), "{saved:?}");
+
+    // Cursor may not write l-private: a tool error, nothing written.
+    let before = stores
+        .facts
+        .query(&CallerContext::system(), &FactQuery::default())
+        .await
+        .unwrap()
+        .len();
+    let refused = call(
+        &c,
+        "saveMemory",
+        json!({"content": "sneaky", "scope": "l-private", "project": "l9"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert_eq!(structured(&refused)["error"]["code"], "forbidden");
+    let after = stores
+        .facts
+        .query(&CallerContext::system(), &FactQuery::default())
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(before, after);
+
+    // Searches see only what the caller may read.
+    let found = call(&c, "searchMemory", json!({"query": "sqlx"})).await;
+    let memories = structured(&found)["memories"].as_array().unwrap().clone();
+    assert_eq!(memories.len(), 1, "{memories:?}");
+    assert_eq!(memories[0]["scope"], "global");
+    let found = call(
+        &l,
+        "searchMemory",
+        json!({"query": "sqlx", "project": "l9"}),
+    )
+    .await;
+    assert_eq!(
+        structured(&found)["memories"].as_array().unwrap().len(),
+        2,
+        "{found:?}"
+    );
+
+    let stats = call(&c, "getMemoryStats", json!({})).await;
+    assert_eq!(structured(&stats)["total"], 1);
+    let stats = call(&l, "getMemoryStats", json!({"project": "l9"})).await;
+    assert_eq!(structured(&stats)["per_scope"]["l-private"], 1);
+
+    // Bad arguments are refused by the schema (unknown field).
+    let bad = c
+        .call_tool(
+            CallToolRequestParams::new("saveMemory").with_arguments(
+                json!({"content": "x", "creator": "L-CTO"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await;
+    let rejected = match bad {
+        Err(_) => true,
+        Ok(r) => r.is_error == Some(true),
+    };
+    assert!(rejected, "a caller cannot set the creator");
+
+    l.cancel().await.unwrap();
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn mcp_without_a_key_is_refused() {
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores, governance())).await;
+    let response = reqwest::Client::new()
+        .post(format!("{url}{MCP_PATH}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{url}{MCP_PATH}"))
+        .auth_header("wrong-key");
+    assert!(
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .is_err()
+    );
+}
