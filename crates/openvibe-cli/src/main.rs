@@ -198,6 +198,33 @@ Examples:
 
 #[derive(Subcommand)]
 enum Command {
+    /// The memory tools over MCP on stdio (for an MCP client that starts
+    /// its servers as programs: an IDE, an agent host).
+    #[command(after_help = "\
+The same tools as the service's /mcp endpoint: saveMemory, searchMemory,
+getMemoryStats, setPlanState, getPlanState, appendPlanState. Every call acts as
+the principal the API key names in the governance file.
+
+Examples:
+  openvibe mcp --memory
+  OPENVIBE_API_KEY=... openvibe mcp --database-url postgres://... --governance governance.yaml")]
+    Mcp {
+        /// Keep memory in this PostgreSQL database.
+        #[arg(long, env = "OPENVIBE_DATABASE_URL")]
+        database_url: Option<String>,
+        /// Keep memory in this process (lost when it stops). Wins over OPENVIBE_DATABASE_URL.
+        #[arg(long)]
+        memory: bool,
+        /// The governance file: API keys, principals, namespace policies.
+        #[arg(long)]
+        governance: Option<PathBuf>,
+        /// The API key to act with (with --governance).
+        #[arg(long, env = "OPENVIBE_API_KEY", hide_env_values = true)]
+        api_key: Option<String>,
+        /// Development mode: the tenant to act in.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+    },
     /// Run the memory service: the HTTP API over PostgreSQL (or in-process
     /// memory), for agents in many processes to share one governed memory.
     #[command(after_help = "\
@@ -326,7 +353,9 @@ fn options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, String) {
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
+    // Not locked for the whole command: `mcp` writes the protocol to stdout
+    // from tokio's blocking threads.
+    let mut stdout = std::io::stdout();
     match cli.command {
         Command::Demo { llm } => {
             let text = DEMO_FILES
@@ -461,6 +490,33 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 tenant,
                 config,
             })
+            .await
+        }
+        Command::Mcp {
+            database_url,
+            memory,
+            governance,
+            api_key,
+            tenant,
+        } => {
+            let database_url = if memory { None } else { database_url };
+            if database_url.is_none() && !memory {
+                return Err(CliError::Usage(
+                    "say where memory lives: --database-url URL (or OPENVIBE_DATABASE_URL), \
+                     or --memory for in-process memory (development)"
+                        .into(),
+                ));
+            }
+            serve::mcp_stdio(
+                serve::ServeOptions {
+                    addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                    database_url,
+                    governance,
+                    tenant,
+                    config: openvibe::service::ServiceConfig::default(),
+                },
+                api_key,
+            )
             .await
         }
         Command::Completions { shell } => {

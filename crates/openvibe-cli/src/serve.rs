@@ -25,8 +25,10 @@ pub struct ServeOptions {
     pub config: ServiceConfig,
 }
 
-/// Build the service `options` describe.
-pub async fn service(options: &ServeOptions) -> Result<Service, CliError> {
+/// The stores and access `options` describe, and a readiness check.
+async fn backend(
+    options: &ServeOptions,
+) -> Result<(openvibe::protocols::Stores, Access, Option<Readiness>), CliError> {
     let (stores, ready): (_, Option<Readiness>) = match &options.database_url {
         Some(url) => {
             let pg = openvibe::postgres::PgStores::connect(url).await?;
@@ -63,6 +65,12 @@ pub async fn service(options: &ServeOptions) -> Result<Service, CliError> {
             )));
         }
     };
+    Ok((stores, access, ready))
+}
+
+/// Build the service `options` describe.
+pub async fn service(options: &ServeOptions) -> Result<Service, CliError> {
+    let (stores, access, ready) = backend(options).await?;
     let mut service = Service::new(stores, access).with_config(options.config.clone());
     if let Some(ready) = ready {
         service = service.with_readiness(ready);
@@ -120,4 +128,16 @@ async fn shutdown_signal() {
 /// Seconds as a duration (for `--request-timeout`).
 pub fn seconds(s: u64) -> Duration {
     Duration::from_secs(s)
+}
+
+/// Serve the MCP tools on stdio, as the caller `api_key` names (development
+/// mode without --governance: `user:anonymous` in the tenant).
+pub async fn mcp_stdio(options: ServeOptions, api_key: Option<String>) -> Result<(), CliError> {
+    let (stores, access, _) = backend(&options).await?;
+    let authorization = api_key.map(|k| format!("Bearer {k}"));
+    let caller = access
+        .authenticate(authorization.as_deref(), None)
+        .map_err(|f| CliError::Usage(f.error_body().error.message.clone()))?;
+    openvibe::service::mcp::serve_stdio(stores, caller).await?;
+    Ok(())
 }

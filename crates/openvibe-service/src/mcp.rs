@@ -382,3 +382,16 @@ pub(crate) fn streamable_http(
         http,
     )
 }
+
+/// Serve the memory tools on stdin/stdout as `caller` until the client
+/// closes the connection. Nothing but the protocol is written to stdout.
+pub async fn serve_stdio(stores: Stores, caller: CallerContext) -> Result<(), std::io::Error> {
+    use rmcp::ServiceExt;
+    tracing::info!(principal = %caller.principal(), tenant = caller.tenant_id(), "MCP server on stdio");
+    let running = MemoryTools::for_caller(stores, caller)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}

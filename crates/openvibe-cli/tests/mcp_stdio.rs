@@ -1,0 +1,96 @@
+//! `openvibe mcp` on stdio, driven by a real MCP client (rmcp's, spawning
+//! the binary as MCP hosts do), with an API key from a governance file.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+
+const POLICY: &str = "\
+shared_namespace: shared
+namespaces:
+  team:
+    read: ['*']
+    write: [alice]
+api_keys:
+  - { principal: alice, kind: agent, env: STDIO_KEY_ALICE, namespace: team }
+  - { principal: bob, kind: agent, env: STDIO_KEY_BOB, namespace: team }
+";
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &str,
+    args: serde_json::Value,
+) -> rmcp::model::CallToolResult {
+    client
+        .call_tool(
+            CallToolRequestParams::new(tool.to_owned())
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_mcp_tools_over_stdio() {
+    let dir = std::env::temp_dir().join(format!("openvibe-mcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("governance.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_openvibe"));
+    command
+        .args(["mcp", "--memory", "--governance"])
+        .arg(&policy)
+        .env("STDIO_KEY_ALICE", "alice-secret")
+        .env("STDIO_KEY_BOB", "bob-secret")
+        .env("OPENVIBE_API_KEY", "alice-secret")
+        .env_remove("OPENVIBE_DATABASE_URL");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "saveMemory"), "{tools:?}");
+
+    let saved = call(
+        &client,
+        "saveMemory",
+        json!({"content": "the pilot starts in May", "scope": "team"}),
+    )
+    .await;
+    assert_ne!(saved.is_error, Some(true), "{saved:?}");
+    let memory = saved.structured_content.unwrap();
+    assert_eq!(memory["creator"], "agent:alice");
+    let found = call(&client, "searchMemory", json!({"query": "pilot"})).await;
+    assert_eq!(
+        found.structured_content.unwrap()["memories"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let set = call(
+        &client,
+        "appendPlanState",
+        json!({"plan_id": "p1", "key": "log", "value": "x"}),
+    )
+    .await;
+    // The plan does not exist: a typed tool error, not a crash.
+    assert_eq!(set.is_error, Some(true), "{set:?}");
+    assert_eq!(
+        set.structured_content.unwrap()["error"]["code"],
+        "not_found"
+    );
+    client.cancel().await.unwrap();
+
+    // An unknown key: the server refuses to start, saying why.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_openvibe"))
+        .args(["mcp", "--memory", "--governance"])
+        .arg(&policy)
+        .env("STDIO_KEY_ALICE", "alice-secret")
+        .env("STDIO_KEY_BOB", "bob-secret")
+        .env("OPENVIBE_API_KEY", "wrong")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown API key"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
