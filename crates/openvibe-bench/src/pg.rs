@@ -96,31 +96,44 @@ fn episode(i: u32, rng: &mut Lcg) -> Episode {
     }
 }
 
+/// A pool of `connections` on the bench schema (migrated), with the table
+/// that records which data sets are loaded.
 pub(crate) async fn bench_pool(url: &str, connections: u32) -> Result<PgPool, String> {
+    let pool = schema_pool(url, SCHEMA, connections).await?;
+    pool.execute(
+        "CREATE TABLE IF NOT EXISTS bench_dataset (name text PRIMARY KEY, loaded_at timestamptz)",
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(pool)
+}
+
+/// A pool of `connections` on `schema` (created when missing, then `public`
+/// for `vector`), migrated.
+pub(crate) async fn schema_pool(
+    url: &str,
+    schema: &str,
+    connections: u32,
+) -> Result<PgPool, String> {
     let admin = pool_options(1)
         .connect_with(connect_options(url).map_err(|e| e.to_string())?)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     admin
         .execute(sqlx::AssertSqlSafe(format!(
-            "CREATE SCHEMA IF NOT EXISTS {SCHEMA}"
+            "CREATE SCHEMA IF NOT EXISTS {schema}"
         )))
         .await
         .map_err(|e| e.to_string())?;
     admin.close().await;
     let options = connect_options(url)
         .map_err(|e| e.to_string())?
-        .options([("search_path", format!("{SCHEMA},public"))]);
+        .options([("search_path", format!("{schema},public"))]);
     let pool = pool_options(connections)
         .connect_with(options)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     migrate(&pool).await.map_err(|e| e.to_string())?;
-    pool.execute(
-        "CREATE TABLE IF NOT EXISTS bench_dataset (name text PRIMARY KEY, loaded_at timestamptz)",
-    )
-    .await
-    .map_err(|e| e.to_string())?;
     Ok(pool)
 }
 

@@ -12,8 +12,9 @@
 //!   half searches; every acknowledged write is then read back from the
 //!   database directly (must be 0 lost, 0 errors).
 //!
-//! It runs in a schema of its own, `openvibe_bench_svc`, emptied before
-//! each run: the searches cover the 20,000 facts the writes left, not the
+//! It runs in a schema of its own, `openvibe_bench_svc`, in a tenant of
+//! its own per run, purged at the end: the searches cover the 20,000 facts
+//! the writes left, not the
 //! million-row data set of the `pg` group (whose common words would turn
 //! every text search into a scan of other tenants' matches; that is the
 //! store's cost, measured by `pg`, not the service's).
@@ -21,7 +22,7 @@
 use std::time::Duration;
 
 use openvibe_bench::report;
-use openvibe_postgres::{PgStores, connect_options, migrate, pool_options, purge_tenant};
+use openvibe_postgres::{PgStores, purge_tenant};
 use openvibe_protocols::CallerContext;
 use openvibe_remote::RemoteMemory;
 use openvibe_remote::load::{LoadPlan, run as load};
@@ -56,7 +57,7 @@ pub async fn run() {
 }
 
 async fn measure(url: &str) -> Result<(), String> {
-    let pool = svc_pool(url, 16).await?;
+    let pool = crate::pg::schema_pool(url, SCHEMA, 16).await?;
     let pg = PgStores::from_pool(pool.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -140,29 +141,3 @@ async fn measure(url: &str) -> Result<(), String> {
 }
 
 const SCHEMA: &str = "openvibe_bench_svc";
-
-/// A pool on the group's own schema, created and migrated when missing,
-/// emptied of earlier runs.
-async fn svc_pool(url: &str, connections: u32) -> Result<sqlx::PgPool, String> {
-    use sqlx::Executor;
-    let admin = pool_options(1)
-        .connect_with(connect_options(url).map_err(|e| e.to_string())?)
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    admin
-        .execute(sqlx::AssertSqlSafe(format!(
-            "CREATE SCHEMA IF NOT EXISTS {SCHEMA}"
-        )))
-        .await
-        .map_err(|e| e.to_string())?;
-    admin.close().await;
-    let options = connect_options(url)
-        .map_err(|e| e.to_string())?
-        .options([("search_path", format!("{SCHEMA},public"))]);
-    let pool = pool_options(connections)
-        .connect_with(options)
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    migrate(&pool).await.map_err(|e| e.to_string())?;
-    Ok(pool)
-}
