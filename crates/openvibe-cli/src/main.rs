@@ -263,6 +263,11 @@ Examples:
         /// Seconds a request may take (504 beyond).
         #[arg(long, default_value_t = 30)]
         request_timeout: u64,
+        /// A host name (or host:port) the MCP endpoint answers besides the
+        /// loopback ones; repeat for several. It refuses other Host headers
+        /// (DNS-rebinding protection), so name yours when serving beyond this machine.
+        #[arg(long = "mcp-host", value_name = "HOST")]
+        mcp_hosts: Vec<String>,
     },
     /// Run the CRO example end to end: two leads, reflection in between, and
     /// what the second run learned from the first.
@@ -470,6 +475,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             max_in_flight,
             body_limit,
             request_timeout,
+            mcp_hosts,
         } => {
             if database_url.is_none() && !memory {
                 return Err(CliError::Usage(
@@ -483,6 +489,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             config.max_in_flight = max_in_flight;
             config.body_limit = body_limit;
             config.request_timeout = serve::seconds(request_timeout);
+            config.mcp_allowed_hosts.extend(mcp_hosts);
             serve::serve(serve::ServeOptions {
                 addr,
                 database_url,

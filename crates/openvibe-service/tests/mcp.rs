@@ -187,3 +187,29 @@ async fn mcp_without_a_key_is_refused() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn mcp_answers_only_the_hosts_it_is_told() {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let post = |url: String| async move {
+        reqwest::Client::new()
+            .post(format!("{url}{MCP_PATH}"))
+            .header("host", "memory.example")
+            .header("authorization", "Bearer key-l")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    assert_eq!(post(url).await, 403, "an unknown Host is refused");
+    let mut config = openvibe_service::ServiceConfig::default();
+    config.mcp_allowed_hosts.push("memory.example".into());
+    let url = support::spawn(Service::governed(stores, governance()).with_config(config)).await;
+    assert_eq!(post(url).await, 200);
+}
