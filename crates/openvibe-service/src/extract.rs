@@ -83,3 +83,39 @@ where
             .map_err(|rejection| Failure::body(ErrorBody::malformed("?", rejection.body_text())))
     }
 }
+
+/// A JSON body of a protocol type, which (flattening its metadata) cannot
+/// refuse unknown fields itself: parsed as [`Body`] does, then every
+/// top-level key of the body must be a field the type has (a key whose
+/// value is `null` is allowed: an absent optional field). A 400 names the
+/// first unknown one.
+#[derive(Debug, Clone)]
+pub struct Record<T>(pub T);
+
+impl<S, T> FromRequest<S> for Record<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + serde::Serialize,
+{
+    type Rejection = Failure;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Body(raw) = Body::<serde_json::Value>::from_request(req, state).await?;
+        let value: T = parse(raw.to_string().as_bytes())?;
+        if let serde_json::Value::Object(given) = &raw {
+            let known = serde_json::to_value(&value)
+                .map_err(|e| Failure::body(ErrorBody::malformed("", e.to_string())))?;
+            let known = known.as_object();
+            let unknown = given.iter().find(|(key, v)| {
+                !v.is_null() && !known.is_some_and(|k| k.contains_key(key.as_str()))
+            });
+            if let Some((key, _)) = unknown {
+                return Err(Failure::body(ErrorBody::malformed(
+                    format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+                    format!("unknown field `{key}`"),
+                )));
+            }
+        }
+        Ok(Self(value))
+    }
+}

@@ -287,6 +287,24 @@ async fn bad_bodies_are_named_and_change_nothing() {
     assert_eq!(r.status().as_u16(), 400);
     let body: ErrorBody = r.json().await.unwrap();
     assert!(body.error.message.contains("extra"), "{body:?}");
+    // An unknown field in a record is refused too (records flatten their
+    // metadata, so this is checked by the service, not by serde).
+    let mut fact = serde_json::to_value(Fact::new("f1", "x")).unwrap();
+    fact["colour"] = json!("red");
+    let r = post(fact.to_string()).await.unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let body: ErrorBody = r.json().await.unwrap();
+    assert_eq!(body.error.pointer.as_deref(), Some("/colour"), "{body:?}");
+    // An absent optional field may be given as null.
+    let mut fact = serde_json::to_value(Fact::new("f0", "x")).unwrap();
+    fact["project_id"] = Value::Null;
+    let r = post(fact.to_string()).await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    stores
+        .facts
+        .delete(&CallerContext::system(), "f0")
+        .await
+        .unwrap();
     // Too large: 413.
     let big = json!({"id": "f2", "content": "x".repeat(10_000)}).to_string();
     let r = post(big).await.unwrap();

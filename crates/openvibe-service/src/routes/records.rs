@@ -13,7 +13,7 @@ use openvibe_protocols::{
 use super::{Api, AppState, not_found, on};
 use crate::auth::Ctx;
 use crate::error::Failure;
-use crate::extract::Body;
+use crate::extract::{Body, Record};
 use crate::openapi::Op;
 
 type Answer<T> = Result<Json<T>, Failure>;
@@ -271,7 +271,7 @@ pub(super) fn routes(api: Api) -> Api {
 async fn store_fact(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(fact): Body<Fact>,
+    Record(fact): Record<Fact>,
 ) -> Answer<Fact> {
     Ok(Json(s.stores.facts.store(&ctx, fact).await?))
 }
@@ -289,7 +289,7 @@ async fn update_fact(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
-    Body(fact): Body<Fact>,
+    Record(fact): Record<Fact>,
 ) -> Answer<Fact> {
     same_id(&id, &fact.id)?;
     Ok(Json(s.stores.facts.update(&ctx, fact).await?))
@@ -307,7 +307,7 @@ async fn delete_fact(
 async fn query_facts(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(q): Body<FactQuery>,
+    Record(q): Record<FactQuery>,
 ) -> Answer<Vec<Fact>> {
     Ok(Json(s.stores.facts.query(&ctx, &q).await?))
 }
@@ -324,7 +324,7 @@ async fn touch_facts(
 async fn store_episode(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(e): Body<Episode>,
+    Record(e): Record<Episode>,
 ) -> Answer<Episode> {
     Ok(Json(s.stores.episodes.store(&ctx, e).await?))
 }
@@ -350,7 +350,7 @@ async fn delete_episode(
 async fn query_episodes(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(q): Body<EpisodeQuery>,
+    Record(q): Record<EpisodeQuery>,
 ) -> Answer<Vec<Episode>> {
     Ok(Json(s.stores.episodes.query(&ctx, &q).await?))
 }
@@ -358,7 +358,7 @@ async fn query_episodes(
 async fn store_insight(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(i): Body<Insight>,
+    Record(i): Record<Insight>,
 ) -> Answer<Insight> {
     Ok(Json(s.stores.insights.store(&ctx, i).await?))
 }
@@ -376,7 +376,7 @@ async fn update_insight(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
-    Body(insight): Body<Insight>,
+    Record(insight): Record<Insight>,
 ) -> Answer<Insight> {
     same_id(&id, &insight.id)?;
     Ok(Json(s.stores.insights.update(&ctx, insight).await?))
@@ -394,7 +394,7 @@ async fn delete_insight(
 async fn query_insights(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(q): Body<InsightQuery>,
+    Record(q): Record<InsightQuery>,
 ) -> Answer<Vec<Insight>> {
     Ok(Json(s.stores.insights.query(&ctx, &q).await?))
 }
@@ -438,7 +438,7 @@ async fn strengthen_insight(
 async fn store_knowledge(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(k): Body<NewKnowledge>,
+    Record(k): Record<NewKnowledge>,
 ) -> Answer<Knowledge> {
     Ok(Json(s.stores.knowledge.store_knowledge(&ctx, k).await?))
 }
@@ -446,7 +446,7 @@ async fn store_knowledge(
 async fn query_knowledge(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(q): Body<KnowledgeQuery>,
+    Record(q): Record<KnowledgeQuery>,
 ) -> Answer<Vec<KnowledgeHit>> {
     Ok(Json(s.stores.knowledge.query_knowledge(&ctx, &q).await?))
 }

@@ -12,7 +12,7 @@ use openvibe_protocols::{AuditEntry, AuditQuery, Fact, NamespaceCount, StoreErro
 use super::{Api, AppState, on};
 use crate::auth::Ctx;
 use crate::error::Failure;
-use crate::extract::Body;
+use crate::extract::{Body, Record};
 use crate::openapi::Op;
 
 pub(super) fn routes(api: Api) -> Api {
@@ -137,7 +137,7 @@ async fn openapi() -> Json<serde_json::Value> {
 async fn append_audit(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(entry): Body<AuditEntry>,
+    Record(entry): Record<AuditEntry>,
 ) -> Result<StatusCode, Failure> {
     s.stores.audit.append(&ctx, entry).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -146,7 +146,7 @@ async fn append_audit(
 async fn query_audit(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(query): Body<AuditQuery>,
+    Record(query): Record<AuditQuery>,
 ) -> Result<Json<Vec<AuditEntry>>, Failure> {
     Ok(Json(s.stores.audit.query(&ctx, &query).await?))
 }

@@ -13,7 +13,7 @@ use openvibe_protocols::{
 use super::{Api, AppState, not_found, on};
 use crate::auth::Ctx;
 use crate::error::Failure;
-use crate::extract::{Body, Params};
+use crate::extract::{Body, Params, Record};
 use crate::openapi::Op;
 
 type Answer<T> = Result<Json<T>, Failure>;
@@ -259,7 +259,7 @@ pub(super) fn routes(api: Api) -> Api {
 async fn create_session(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(b): Body<NewSession>,
+    Record(b): Record<NewSession>,
 ) -> Answer<Session> {
     Ok(Json(s.stores.working.create_session(&ctx, b).await?))
 }
@@ -292,7 +292,7 @@ async fn delete_session(
 async fn create_plan(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(b): Body<NewPlan>,
+    Record(b): Record<NewPlan>,
 ) -> Answer<Plan> {
     Ok(Json(s.stores.working.create_plan(&ctx, b).await?))
 }
@@ -318,7 +318,7 @@ async fn update_plan(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
-    Body(b): Body<PlanUpdate>,
+    Record(b): Record<PlanUpdate>,
 ) -> Answer<Plan> {
     Ok(Json(s.stores.working.update_plan(&ctx, &id, b).await?))
 }
@@ -334,7 +334,7 @@ async fn delete_plan(
 async fn store_task_context(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(b): Body<TaskContext>,
+    Record(b): Record<TaskContext>,
 ) -> Answer<TaskContext> {
     Ok(Json(s.stores.working.store_task_context(&ctx, b).await?))
 }
@@ -369,7 +369,7 @@ async fn get_task_by_subtask(
 async fn store_plan_context(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Body(b): Body<PlanContext>,
+    Record(b): Record<PlanContext>,
 ) -> Answer<PlanContext> {
     Ok(Json(s.stores.working.store_plan_context(&ctx, b).await?))
 }
