@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use openvibe_api::{CALLER_HEADER, Caller, ErrorBody, ErrorCode};
@@ -140,27 +141,30 @@ impl FromRequestParts<AppState> for Ctx {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = |name| {
-            parts
-                .headers
-                .get(name)
-                .map(|v| {
-                    v.to_str().map_err(|_| {
-                        Failure::body(ErrorBody::malformed(
-                            format!("header:{name}"),
-                            format!("the {name} header is not ASCII"),
-                        ))
-                    })
-                })
-                .transpose()
-        };
-        let ctx = state
-            .access
-            .authenticate(header(AUTHORIZATION.as_str())?, header(CALLER_HEADER)?)?;
+        let ctx = caller_of(&state.access, &parts.headers)?;
         tracing::Span::current().record("tenant", ctx.tenant_id());
         tracing::Span::current().record("principal", tracing::field::display(ctx.principal()));
         Ok(Self(ctx))
     }
+}
+
+/// The caller of a request with `headers` (its API key and caller header);
+/// a header that is not ASCII is a 400.
+fn caller_of(access: &Access, headers: &HeaderMap) -> Result<CallerContext, Failure> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| {
+                v.to_str().map_err(|_| {
+                    Failure::body(ErrorBody::malformed(
+                        format!("header:{name}"),
+                        format!("the {name} header is not ASCII"),
+                    ))
+                })
+            })
+            .transpose()
+    };
+    access.authenticate(header(AUTHORIZATION.as_str())?, header(CALLER_HEADER)?)
 }
 
 /// Authenticate a request to the MCP endpoint as any other, and hand the
@@ -171,13 +175,7 @@ pub(crate) async fn mcp_caller(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let authenticated = {
-        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
-        state
-            .access
-            .authenticate(header(AUTHORIZATION.as_str()), header(CALLER_HEADER))
-    };
-    match authenticated {
+    match caller_of(&state.access, req.headers()) {
         Ok(ctx) => {
             req.extensions_mut().insert(ctx);
             next.run(req).await

@@ -62,8 +62,6 @@ pub struct ServiceConfig {
     pub request_timeout: Duration,
     /// Requests handled at once; more are refused with 503 and `retry-after`.
     pub max_in_flight: usize,
-    /// The `retry-after` a saturated service sends, in seconds.
-    pub retry_after_secs: u64,
     /// The `Host` names the MCP endpoint answers (it refuses others, against
     /// DNS rebinding); loopback names by default: add yours when serving
     /// beyond this machine.
@@ -76,7 +74,6 @@ impl Default for ServiceConfig {
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: Duration::from_secs(30),
             max_in_flight: 512,
-            retry_after_secs: 1,
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
         }
     }

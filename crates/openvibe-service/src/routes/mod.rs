@@ -20,6 +20,9 @@ use crate::{Readiness, Service};
 /// Where the MCP server's streamable HTTP endpoint is.
 pub const MCP_PATH: &str = "/mcp";
 
+/// A handler's answer: a JSON body or an error response.
+pub(crate) type Answer<T> = Result<axum::Json<T>, crate::error::Failure>;
+
 /// What handlers share.
 #[derive(Clone)]
 pub(crate) struct AppState {

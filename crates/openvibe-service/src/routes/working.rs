@@ -10,13 +10,11 @@ use openvibe_protocols::{
     SessionDeleted, SessionQuery, StateEntry, TaskContext,
 };
 
-use super::{Api, AppState, not_found, on};
+use super::{Answer, Api, AppState, not_found, on};
 use crate::auth::Ctx;
 use crate::error::Failure;
 use crate::extract::{Body, Params, Record};
 use crate::openapi::Op;
-
-type Answer<T> = Result<Json<T>, Failure>;
 
 pub(super) fn routes(api: Api) -> Api {
     use Method as M;
