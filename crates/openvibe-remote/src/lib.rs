@@ -41,8 +41,6 @@ use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use openvibe_api::CALLER_HEADER as CALLER_HEADER_NAME;
-
 /// Errors building a client (store calls report [`StoreError`]s).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -124,7 +122,7 @@ impl RemoteMemory {
         };
         let model: openvibe_api::dto::EmbeddingModel = client
             .call(
-                &CallerContextOrNone::None,
+                None,
                 Method::GET,
                 &[paths::SEMANTIC_MODEL],
                 None::<&()>,
@@ -167,23 +165,17 @@ pub(crate) enum Idempotent {
     No,
 }
 
-/// The caller a request states (none for the connection check).
-pub(crate) enum CallerContextOrNone<'a> {
-    Ctx(&'a CallerContext),
-    None,
-}
-
 impl Inner {
     /// `method` on the path made of `segments` (the first one a path
     /// constant, the others percent-encoded segments) with `body` and
     /// `query`; the answer parsed as `T`.
     pub(crate) async fn call<T: DeserializeOwned>(
         &self,
-        caller: &CallerContextOrNone<'_>,
+        caller: Option<&CallerContext>,
         method: Method,
         segments: &[&str],
         body: Option<&impl Serialize>,
-        query: &[(&str, String)],
+        query: &[(String, String)],
         idempotent: Idempotent,
     ) -> Result<T, StoreError> {
         let bytes = self
@@ -205,26 +197,23 @@ impl Inner {
 
     async fn send(
         &self,
-        caller: &CallerContextOrNone<'_>,
+        caller: Option<&CallerContext>,
         method: Method,
         segments: &[&str],
         body: Option<&impl Serialize>,
-        query: &[(&str, String)],
+        query: &[(String, String)],
         idempotent: Idempotent,
     ) -> Result<Vec<u8>, StoreError> {
         let mut url = self.url(segments)?;
         if !query.is_empty() {
             url.query_pairs_mut()
-                .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+                .extend_pairs(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
         let body = body
             .map(serde_json::to_vec)
             .transpose()
             .map_err(|e| StoreError::invalid("body", e.to_string()))?;
-        let caller = match caller {
-            CallerContextOrNone::Ctx(ctx) => Some(Caller::from(*ctx).to_header()),
-            CallerContextOrNone::None => None,
-        };
+        let caller = caller.map(|ctx| Caller::from(ctx).to_header());
         let mut attempt = 0;
         loop {
             let mut request = self.http.request(method.clone(), url.clone());

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{CallerContextOrNone, Idempotent, RemoteMemory};
+use crate::{Idempotent, RemoteMemory};
 
 const NO_BODY: Option<&()> = None;
 
@@ -32,14 +32,7 @@ impl RemoteMemory {
         idempotent: Idempotent,
     ) -> Result<T, StoreError> {
         self.inner
-            .call(
-                &CallerContextOrNone::Ctx(ctx),
-                method,
-                segments,
-                body,
-                &[],
-                idempotent,
-            )
+            .call(Some(ctx), method, segments, body, &[], idempotent)
             .await
     }
 
@@ -86,7 +79,7 @@ impl RemoteMemory {
         let pairs = query_pairs(query)?;
         self.inner
             .call(
-                &CallerContextOrNone::Ctx(ctx),
+                Some(ctx),
                 Method::GET,
                 &[path],
                 NO_BODY,
@@ -98,30 +91,20 @@ impl RemoteMemory {
 }
 
 /// A flat struct as query-string pairs (`None` fields left out).
-fn query_pairs(query: &impl Serialize) -> Result<Vec<(&'static str, String)>, StoreError> {
+fn query_pairs(query: &impl Serialize) -> Result<Vec<(String, String)>, StoreError> {
     let value =
         serde_json::to_value(query).map_err(|e| StoreError::invalid("query", e.to_string()))?;
-    let mut pairs = Vec::new();
-    if let Value::Object(map) = value {
-        for (k, v) in map {
-            let text = match v {
-                Value::Null => continue,
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            // The field names of SessionQuery and PlanQuery.
-            let key: &'static str = match k.as_str() {
-                "status" => "status",
-                "session_id" => "session_id",
-                "older_than" => "older_than",
-                "limit" => "limit",
-                "cursor" => "cursor",
-                _ => return Err(StoreError::invalid("query", format!("unknown field `{k}`"))),
-            };
-            pairs.push((key, text));
-        }
-    }
-    Ok(pairs)
+    let Value::Object(map) = value else {
+        return Err(StoreError::invalid("query", "not a set of fields"));
+    };
+    Ok(map
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            Value::Null => None,
+            Value::String(s) => Some((k, s)),
+            other => Some((k, other.to_string())),
+        })
+        .collect())
 }
 
 #[async_trait]
@@ -738,7 +721,7 @@ impl AuditLog for RemoteMemory {
         // Any key may ask for a flush; it reveals nothing.
         self.inner
             .call::<Value>(
-                &CallerContextOrNone::None,
+                None,
                 Method::POST,
                 &[paths::AUDIT_FLUSH],
                 NO_BODY,
