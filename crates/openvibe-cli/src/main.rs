@@ -477,18 +477,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             request_timeout,
             mcp_hosts,
         } => {
-            if database_url.is_none() && !memory {
-                return Err(CliError::Usage(
-                    "say where memory lives: --database-url URL (or OPENVIBE_DATABASE_URL), \
-                     or --memory for in-process memory (development)"
-                        .into(),
-                ));
-            }
-            let database_url = if memory { None } else { database_url };
+            let database_url = serve::memory_location(database_url, memory)?;
             let mut config = openvibe::service::ServiceConfig::default();
             config.max_in_flight = max_in_flight;
             config.body_limit = body_limit;
-            config.request_timeout = serve::seconds(request_timeout);
+            config.request_timeout = std::time::Duration::from_secs(request_timeout);
             config.mcp_allowed_hosts.extend(mcp_hosts);
             serve::serve(serve::ServeOptions {
                 addr,
@@ -506,14 +499,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             api_key,
             tenant,
         } => {
-            let database_url = if memory { None } else { database_url };
-            if database_url.is_none() && !memory {
-                return Err(CliError::Usage(
-                    "say where memory lives: --database-url URL (or OPENVIBE_DATABASE_URL), \
-                     or --memory for in-process memory (development)"
-                        .into(),
-                ));
-            }
+            let database_url = serve::memory_location(database_url, memory)?;
             serve::mcp_stdio(
                 serve::ServeOptions {
                     addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),

@@ -3,7 +3,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use openvibe::governance::Governance;
 use openvibe::service::{Access, Readiness, Service, ServiceConfig};
@@ -125,9 +124,22 @@ async fn shutdown_signal() {
     }
 }
 
-/// Seconds as a duration (for `--request-timeout`).
-pub fn seconds(s: u64) -> Duration {
-    Duration::from_secs(s)
+/// Where memory lives for `serve` and `mcp`: the database URL, or `None`
+/// for in-process memory (`--memory`, which wins over
+/// `OPENVIBE_DATABASE_URL`); neither is a usage error.
+pub fn memory_location(
+    database_url: Option<String>,
+    memory: bool,
+) -> Result<Option<String>, CliError> {
+    match (database_url, memory) {
+        (_, true) => Ok(None),
+        (Some(url), false) => Ok(Some(url)),
+        (None, false) => Err(CliError::Usage(
+            "say where memory lives: --database-url URL (or OPENVIBE_DATABASE_URL), \
+             or --memory for in-process memory (development)"
+                .into(),
+        )),
+    }
 }
 
 /// Serve the MCP tools on stdio, as the caller `api_key` names (development
