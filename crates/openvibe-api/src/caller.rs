@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use openvibe_protocols::{CallerContext, Clearance, Grants, Principal, Rights};
+use openvibe_protocols::{CallerContext, Clearance, Grants, Principal, Retention, Rights};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +50,9 @@ pub struct WireGrants {
     /// The namespaces searches cover when the caller names none.
     #[serde(default)]
     pub recall: Vec<String>,
+    /// How long records are kept (see `Retention`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retention: Vec<Retention>,
 }
 
 /// One namespace's grant.
@@ -97,6 +100,7 @@ impl From<&Grants> for WireGrants {
                 .into_iter()
                 .map(str::to_owned)
                 .collect(),
+            retention: grants.retention_rules().to_vec(),
         }
     }
 }
@@ -108,7 +112,9 @@ impl WireGrants {
         for (ns, g) in self.namespaces {
             grants = grants.grant(ns, g.rights, g.project_scoped);
         }
-        grants.recall(self.recall)
+        self.retention
+            .into_iter()
+            .fold(grants.recall(self.recall), Grants::retain)
     }
 }
 
@@ -161,7 +167,12 @@ mod tests {
         let grants = Grants::new("dev")
             .grant("dev", Rights::OWN, false)
             .grant("proj", Rights::READ, true)
-            .recall(["dev", "proj", "nope"]);
+            .recall(["dev", "proj", "nope"])
+            .retain(Retention {
+                namespace: Some("dev".into()),
+                kind: Some("fact".into()),
+                keep_secs: 60,
+            });
         let ctx = CallerContext::agent("ünïcode-agent")
             .with_tenant("acme")
             .with_domain_clearance("hr", Classification::Confidential)
@@ -181,6 +192,10 @@ mod tests {
             NamespaceScope::only(["dev".to_owned(), "proj".to_owned()])
         );
         assert_eq!(back.rights("proj"), ctx.rights("proj"));
+        assert_eq!(
+            back.grants().map(Grants::retention_rules),
+            ctx.grants().map(Grants::retention_rules)
+        );
         let system = CallerContext::system();
         let back = Caller::from_header(&Caller::from(&system).to_header())
             .unwrap()

@@ -132,6 +132,16 @@ fn batch() -> usize {
     500
 }
 
+/// Delete one batch of expired records (see
+/// `NamespaceAdmin::delete_expired`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteExpired {
+    /// At most this many records (500 by default).
+    #[serde(default = "batch")]
+    pub batch: usize,
+}
+
 /// How many records moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Moved {

@@ -46,5 +46,7 @@ pub const AUDIT_FLUSH: &str = "/v1/memory/audit/flush";
 pub const NAMESPACES: &str = "/v1/memory/namespaces";
 /// Move one kind's records between namespaces.
 pub const NAMESPACES_MOVE: &str = "/v1/memory/namespaces/move";
+/// Delete expired records, one batch.
+pub const EXPIRED_DELETE: &str = "/v1/memory/expired/delete";
 /// Promote a fact or insight to another namespace.
 pub const PROMOTE: &str = "/v1/memory/promote";

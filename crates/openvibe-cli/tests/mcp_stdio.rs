@@ -2,6 +2,9 @@
 //! the binary as MCP hosts do), with an API key from a governance file.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/pg.rs"]
+mod support;
+
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
@@ -92,5 +95,67 @@ async fn the_mcp_tools_over_stdio() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown API key"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An MCP client on `openvibe mcp` over PostgreSQL at `url`, with seed 003's
+/// policy, acting with `key`.
+async fn seed_003_client(
+    url: &str,
+    policy: &std::path::Path,
+    key: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_openvibe"));
+    command
+        .args(["mcp", "--database-url", url, "--governance"])
+        .arg(policy)
+        .env("MCP_API_KEY_L", "key-of-l")
+        .env("MCP_API_KEY_C", "key-of-c")
+        .env("OPENVIBE_API_KEY", key);
+    ().serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn expired_memories_are_cleaned_up_over_stdio_on_postgres_by_l_only() {
+    let Some(base) = openvibe_memory_testkit::skip::database_url() else {
+        return;
+    };
+    let schema = support::TempSchema::new(&base).await;
+    let dir = std::env::temp_dir().join(format!("openvibe-mcp-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("seed-003.governance.yaml");
+    std::fs::write(&policy, openvibe::governance::examples::SEED_003).unwrap();
+
+    let c = seed_003_client(&schema.url(), &policy, "key-of-c").await;
+    let saved = call(
+        &c,
+        "saveMemory",
+        json!({"content": "a workaround until the fix lands", "scope": "global", "ttl_seconds": 1}),
+    )
+    .await;
+    assert_ne!(saved.is_error, Some(true), "{saved:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let found = call(&c, "searchMemory", json!({"query": "workaround"})).await;
+    assert_eq!(
+        found.structured_content.unwrap()["memories"],
+        json!([]),
+        "expired on PostgreSQL too"
+    );
+    let refused = call(&c, "deleteExpiredMemories", json!({})).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert_eq!(
+        refused.structured_content.unwrap()["error"]["code"],
+        "forbidden"
+    );
+    c.cancel().await.unwrap();
+
+    let l = seed_003_client(&schema.url(), &policy, "key-of-l").await;
+    let cleaned = call(&l, "deleteExpiredMemories", json!({})).await;
+    assert_ne!(cleaned.is_error, Some(true), "{cleaned:?}");
+    assert_eq!(cleaned.structured_content.unwrap()["deleted"], 1);
+    l.cancel().await.unwrap();
+    schema.drop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

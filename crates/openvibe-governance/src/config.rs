@@ -21,6 +21,7 @@ use crate::Error;
 ///     write: ["*"]
 ///     delete: ["*"]               # their own records
 ///     manage: [l-cto]             # others' records too
+///     retention: 30d              # or per kind: { fact: 30d, knowledge: 7d }
 /// api_keys:
 ///   - { principal: l-cto, env: MCP_API_KEY_L, namespace: developer }
 ///   - { principal: ci, sha256: "<64 hex digits>" }
@@ -30,6 +31,8 @@ use crate::Error;
 ///   - prefix: "agent:"            # the segment after the prefix
 ///   - regex: "^cron:(?P<principal>[^:]+)"
 ///     principal: "${principal}-cron"
+/// retention:                      # per record kind, every namespace
+///   episode: 90d
 /// auto_promote:                   # off unless enabled
 ///   enabled: true
 ///   categories: [correction, decision, preference]
@@ -58,9 +61,89 @@ pub struct GovernanceFile {
     /// Ordered rules from session keys to principals.
     #[serde(default)]
     pub session_keys: Vec<SessionRule>,
+    /// How long records of each kind are kept, in every namespace
+    /// (`fact`, `episode`, `insight`, `knowledge`; kept until deleted when
+    /// absent). Where several retentions apply, the shortest wins.
+    #[serde(default, deserialize_with = "unique_map")]
+    pub retention: BTreeMap<String, Keep>,
     /// Automatic promotion of new memories (off by default).
     #[serde(default)]
     pub auto_promote: AutoPromote,
+}
+
+/// A retention period, written as a duration (`30d`, `12h`, `90days`,
+/// `1h 30m`): records expire that long after they are created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep(pub std::time::Duration);
+
+/// The longest retention accepted: 100 years.
+pub const MAX_RETENTION: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
+
+impl Serialize for Keep {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Keep {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let keep = humantime::parse_duration(text.trim()).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not a duration ({e}); write e.g. `30d`, `12h` or `90days`"
+            ))
+        })?;
+        if keep.as_secs() == 0 {
+            return Err(serde::de::Error::custom(
+                "a retention must be at least one second",
+            ));
+        }
+        if keep > MAX_RETENTION {
+            return Err(serde::de::Error::custom(
+                "a retention longer than 100 years: leave it out to keep records until deleted",
+            ));
+        }
+        Ok(Self(keep))
+    }
+}
+
+/// A namespace's retention: one for every kind, or per kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum NamespaceRetention {
+    /// Every kind (`retention: 30d`).
+    All(Keep),
+    /// Per kind (`retention: { fact: 30d, knowledge: 7d }`).
+    ByKind(BTreeMap<String, Keep>),
+}
+
+impl<'de> Deserialize<'de> for NamespaceRetention {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NamespaceRetention;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a duration (`30d`) or a map from record kind to duration")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Keep::deserialize(serde::de::value::StrDeserializer::<E>::new(v))
+                    .map(NamespaceRetention::All)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some((kind, keep)) = map.next_entry::<String, Keep>()? {
+                    if out.insert(kind.clone(), keep).is_some() {
+                        return Err(serde::de::Error::custom(format!("duplicate key `{kind}`")));
+                    }
+                }
+                Ok(NamespaceRetention::ByKind(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Default for GovernanceFile {
@@ -72,6 +155,7 @@ impl Default for GovernanceFile {
             namespaces: BTreeMap::new(),
             api_keys: Vec::new(),
             session_keys: Vec::new(),
+            retention: BTreeMap::new(),
             auto_promote: AutoPromote::default(),
         }
     }
@@ -110,6 +194,9 @@ pub struct NamespacePolicy {
     /// Who may also update and delete records owned by others.
     #[serde(default)]
     pub manage: Vec<String>,
+    /// How long records here are kept (none: until deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<NamespaceRetention>,
 }
 
 impl NamespacePolicy {

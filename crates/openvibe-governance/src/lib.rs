@@ -56,14 +56,18 @@ pub mod examples {
     pub const SEED_003: &str = include_str!("../examples/seed-003.governance.yaml");
 }
 
-pub use config::{ApiKeyEntry, GovernanceFile, NamespacePolicy, SessionRule};
+pub use config::{
+    ApiKeyEntry, GovernanceFile, Keep, MAX_RETENTION, NamespacePolicy, NamespaceRetention,
+    SessionRule,
+};
 pub use error::Error;
 pub use principal::{MAX_TOKEN_LEN, Resolved, sanitize};
 
 use std::collections::{BTreeMap, HashMap};
 
+use openvibe_protocols::memory::EXPIRING_KINDS;
 use openvibe_protocols::{
-    CallerContext, Clearance, Grants, Principal, PrincipalKind, RecordMeta, Rights,
+    CallerContext, Clearance, Grants, Principal, PrincipalKind, RecordMeta, Retention, Rights,
 };
 use regex::Regex;
 use sha2::{Digest, Sha256};
@@ -155,6 +159,30 @@ impl Governance {
                             "an empty principal".into(),
                         ));
                     }
+                }
+            }
+        }
+        let check_kind = |key: String, kind: &str| {
+            if EXPIRING_KINDS.contains(&kind) {
+                Ok(())
+            } else {
+                Err(at(
+                    key,
+                    kind,
+                    format!(
+                        "`{kind}` records do not expire (retention applies to {})",
+                        EXPIRING_KINDS.join(", ")
+                    ),
+                ))
+            }
+        };
+        for kind in file.retention.keys() {
+            check_kind(format!("retention.{kind}"), kind)?;
+        }
+        for (ns, policy) in &file.namespaces {
+            if let Some(NamespaceRetention::ByKind(kinds)) = &policy.retention {
+                for kind in kinds.keys() {
+                    check_kind(format!("namespaces.{ns}.retention.{kind}"), kind)?;
                 }
             }
         }
@@ -379,13 +407,44 @@ impl Governance {
                 grants = grants.grant(implicit, Rights::OWN, false);
             }
         }
-        grants.recall(self.file.recall.iter().map(|ns| {
+        grants = grants.recall(self.file.recall.iter().map(|ns| {
             if ns == "self" {
                 home.to_owned()
             } else {
                 ns.clone()
             }
-        }))
+        }));
+        self.retention_rules()
+            .into_iter()
+            .fold(grants, Grants::retain)
+    }
+
+    /// The file's retentions as rules: per kind everywhere, then per
+    /// namespace (for every kind, or per kind).
+    pub fn retention_rules(&self) -> Vec<Retention> {
+        let rule = |namespace: Option<&str>, kind: Option<&str>, keep: &Keep| Retention {
+            namespace: namespace.map(str::to_owned),
+            kind: kind.map(str::to_owned),
+            keep_secs: keep.0.as_secs(),
+        };
+        let mut rules: Vec<Retention> = self
+            .file
+            .retention
+            .iter()
+            .map(|(kind, keep)| rule(None, Some(kind), keep))
+            .collect();
+        for (ns, policy) in &self.file.namespaces {
+            match &policy.retention {
+                None => {}
+                Some(NamespaceRetention::All(keep)) => rules.push(rule(Some(ns), None, keep)),
+                Some(NamespaceRetention::ByKind(kinds)) => rules.extend(
+                    kinds
+                        .iter()
+                        .map(|(kind, keep)| rule(Some(ns), Some(kind), keep)),
+                ),
+            }
+        }
+        rules
     }
 
     /// The caller context of `who` in `tenant_id`, governed by its grants

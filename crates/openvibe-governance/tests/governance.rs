@@ -244,3 +244,47 @@ fn api_keys_by_digest_are_never_kept_in_clear() {
     assert!(gov.resolve_api_key("s3cret ").is_none());
     assert!(!format!("{gov:?}").contains("s3cret"));
 }
+
+#[test]
+fn retention_becomes_rules_in_every_callers_grants() {
+    let g = load(
+        "retention:\n  episode: 90d\nnamespaces:\n  scratch:\n    read: ['*']\n    write: ['*']\n    retention: 1h\n  notes:\n    read: ['*']\n    retention: { fact: 30d, knowledge: 7d }\n",
+    )
+    .unwrap();
+    let grants = g.grants_for(&Resolved::new(Principal::agent("a")));
+    let hours = |h: i64| Some(chrono::TimeDelta::hours(h));
+    assert_eq!(grants.retention("scratch", "fact"), hours(1));
+    assert_eq!(
+        grants.retention("scratch", "episode"),
+        hours(1),
+        "the shortest wins"
+    );
+    assert_eq!(grants.retention("notes", "episode"), hours(90 * 24));
+    assert_eq!(grants.retention("notes", "fact"), hours(30 * 24));
+    assert_eq!(grants.retention("notes", "knowledge"), hours(7 * 24));
+    assert_eq!(grants.retention("notes", "insight"), None);
+    assert_eq!(grants.retention("anywhere", "insight"), None);
+}
+
+#[test]
+fn bad_retentions_are_positioned() {
+    let (line, key, msg) = problem("retention:\n  session: 30d\n");
+    assert_eq!((line, key.as_str()), (2, "retention.session"), "{msg}");
+    assert!(msg.contains("do not expire"), "{msg}");
+
+    let (line, key, msg) = problem("namespaces:\n  a:\n    retention: { plan: 1d }\n");
+    assert_eq!(
+        (line, key.as_str()),
+        (3, "namespaces.a.retention.plan"),
+        "{msg}"
+    );
+
+    let (line, key, msg) = problem("namespaces:\n  a:\n    retention: soon\n");
+    assert_eq!((line, key.as_str()), (3, "namespaces.a.retention"), "{msg}");
+    assert!(msg.contains("`soon` is not a duration"), "{msg}");
+
+    let (_, _, msg) = problem("retention:\n  fact: 0s\n");
+    assert!(msg.contains("at least one second"), "{msg}");
+    let (_, _, msg) = problem("retention:\n  fact: 200years\n");
+    assert!(msg.contains("longer than 100 years"), "{msg}");
+}

@@ -34,6 +34,7 @@ fn policy() -> impl Strategy<Value = NamespacePolicy> {
                 write,
                 delete,
                 manage,
+                retention: None,
             },
         )
 }

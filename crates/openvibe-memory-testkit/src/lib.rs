@@ -38,6 +38,7 @@
 
 pub mod access;
 pub mod episodes;
+pub mod expiry;
 pub mod facts;
 pub mod governance;
 pub mod insights;
@@ -150,4 +151,6 @@ cases! {
     governance::governance_audit_trail;
     governance::governance_promotion;
     governance::governance_namespace_migration;
+    expiry::expiry_hides_records_from_that_instant;
+    expiry::expiry_retention_and_cleanup;
 }

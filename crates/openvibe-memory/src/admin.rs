@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::check_admin;
+use openvibe_protocols::memory::{EXPIRING_KINDS, check_admin, cleanup_scope};
 use openvibe_protocols::{
-    AuditOp, CallerContext, Episode, Fact, Insight, NamespaceAdmin, NamespaceCount, RecordMeta,
-    StoreError, Stores, store_time,
+    AuditOp, CallerContext, Episode, Fact, Insight, NamespaceAdmin, NamespaceCount, NamespaceScope,
+    RecordMeta, StoreError, Stores, store_time,
 };
 
 use crate::audit::InMemoryAuditLog;
@@ -105,6 +105,42 @@ impl NamespaceAdmin for InMemoryAdmin {
             _ => self.working.move_namespace(ctx, kind, from, to, batch),
         }
     }
+
+    async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
+        let _span = tracing::debug_span!(
+            "store",
+            backend = "memory",
+            kind = "expired",
+            op = "delete_expired",
+            tenant = %ctx.tenant_id(),
+            principal = %ctx.principal().id,
+        )
+        .entered();
+        let scope = match cleanup_scope(ctx, batch) {
+            Ok(scope) => scope,
+            Err(e) => {
+                return self
+                    .audit
+                    .refusal(ctx, AuditOp::Delete, "expired", "", Err(e));
+            }
+        };
+        let mut left = batch;
+        let mut deleted = 0;
+        for kind in EXPIRING_KINDS {
+            if left == 0 {
+                break;
+            }
+            let n = match kind {
+                "fact" => self.facts.delete_expired(ctx, &scope, left)?,
+                "episode" => self.episodes.delete_expired(ctx, &scope, left)?,
+                "insight" => self.insights.delete_expired(ctx, &scope, left)?,
+                _ => self.working.delete_expired_knowledge(ctx, &scope, left)?,
+            };
+            deleted += n;
+            left = left.saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        Ok(deleted)
+    }
 }
 
 /// The records of in-memory stores as a file holds them (JSON): what the
@@ -172,8 +208,9 @@ impl InMemoryWorkingStore {
         ctx: &CallerContext,
     ) -> Result<Vec<NamespaceCount>, StoreError> {
         fn count<'a>(metas: impl Iterator<Item = &'a RecordMeta>) -> BTreeMap<String, u64> {
+            let now = chrono::Utc::now();
             let mut counts = BTreeMap::new();
-            for meta in metas {
+            for meta in metas.filter(|m| !m.is_expired(now)) {
                 *counts.entry(meta.namespace.clone()).or_insert(0) += 1;
             }
             counts
@@ -192,6 +229,38 @@ impl InMemoryWorkingStore {
             out.extend(counts_of(kind, counts));
         }
         Ok(out)
+    }
+
+    /// Delete at most `batch` expired knowledge records of `ctx`'s tenant
+    /// in namespaces of `scope` (audited as deletes).
+    pub(crate) fn delete_expired_knowledge(
+        &self,
+        ctx: &CallerContext,
+        scope: &NamespaceScope,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        let now = chrono::Utc::now();
+        let mut guard = self.write()?;
+        let Some(t) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let expired: Vec<String> = t
+            .knowledge
+            .values()
+            .filter(|k| {
+                k.meta.is_expired(now)
+                    && scope.contains(&k.meta.namespace)
+                    && ctx.sees_project(k.meta.project_id.as_deref())
+            })
+            .map(|k| k.id.clone())
+            .take(batch)
+            .collect();
+        for id in &expired {
+            if let Some(gone) = t.remove_knowledge(id) {
+                self.audit_change(ctx, AuditOp::Delete, "knowledge", id, &gone.meta);
+            }
+        }
+        Ok(expired.len() as u64)
     }
 
     /// Move at most `batch` records of `kind` from `from` to `to`.

@@ -15,9 +15,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, Embedder, Episode, EpisodeQuery, EpisodicStore,
-    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, RecordFilter,
-    RecordMeta, STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace, content_hash,
-    validate_episode, validate_fact, validate_insight,
+    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, NamespaceScope,
+    RecordFilter, RecordMeta, STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace,
+    content_hash, validate_episode, validate_fact, validate_insight,
 };
 
 use openvibe_protocols::memory::check_caller;
@@ -280,9 +280,32 @@ impl<R: Indexed> Tables<R> {
         check_caller(ctx)?;
         rec.validate()?;
         let now = Utc::now();
+        let given = rec.meta().expires_at;
         let mut guard = self.write()?;
         let table = guard.entry(ctx.tenant_id().to_owned()).or_default();
-        match table.slot(rec.id()) {
+        let mut existing = table.slot(rec.id());
+        // An expired record is gone for every purpose: a store over its id
+        // deletes it (audited) and stores the new record in its place.
+        if let Some(slot) = existing
+            && table
+                .materialize(slot)
+                .is_some_and(|old| old.meta().is_expired(now))
+        {
+            if mode == Mode::Update {
+                return Err(Self::not_found(rec.id()));
+            }
+            if let Some(old) = table.remove(slot) {
+                self.audit.record(AuditEntry::change(
+                    ctx,
+                    AuditOp::Delete,
+                    R::KIND,
+                    old.id(),
+                    old.meta(),
+                ));
+            }
+            existing = None;
+        }
+        match existing {
             Some(slot) => {
                 let old = table
                     .materialize(slot)
@@ -328,6 +351,7 @@ impl<R: Indexed> Tables<R> {
                 meta.owner = owner;
                 meta.tenant_id = tenant;
                 meta.namespace = namespace;
+                meta.expires_at = ctx.expiry(R::KIND, &meta.namespace, created, given)?;
                 meta.project_id = project;
                 meta.created_at = created;
                 meta.updated_at = now;
@@ -347,7 +371,10 @@ impl<R: Indexed> Tables<R> {
                     &format!("store {} {}", R::KIND, rec.id()),
                 )?;
                 rec.prepare_new();
+                let expires_at =
+                    ctx.expiry(R::KIND, &placement.namespace, rec.meta().created_at, given)?;
                 let meta = rec.meta_mut();
+                meta.expires_at = expires_at;
                 meta.owner = ctx.owner_key();
                 meta.tenant_id = ctx.tenant_id().to_owned();
                 meta.namespace = placement.namespace;
@@ -568,6 +595,35 @@ impl<R: Indexed> Tables<R> {
             .get(ctx.tenant_id())
             .map(Table::namespace_counts)
             .unwrap_or_default())
+    }
+
+    /// Delete at most `batch` records of `ctx`'s tenant that have expired,
+    /// in namespaces of `scope` and projects `ctx` sees (audited as
+    /// deletes); returns how many went.
+    fn delete_expired(
+        &self,
+        ctx: &CallerContext,
+        scope: &NamespaceScope,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        let mut guard = self.write()?;
+        let Some(table) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let mut deleted = 0;
+        for slot in table.expired_slots(ctx, Utc::now(), scope, batch) {
+            if let Some(gone) = table.remove(slot) {
+                self.audit.record(AuditEntry::change(
+                    ctx,
+                    AuditOp::Delete,
+                    R::KIND,
+                    gone.id(),
+                    gone.meta(),
+                ));
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
     }
 
     /// Move at most `batch` records from `from` to `to` (re-indexed and
@@ -884,6 +940,15 @@ macro_rules! admin_access {
                 batch: usize,
             ) -> Result<u64, StoreError> {
                 self.tables.move_namespace(ctx, from, to, batch)
+            }
+
+            pub(crate) fn delete_expired(
+                &self,
+                ctx: &CallerContext,
+                scope: &NamespaceScope,
+                batch: usize,
+            ) -> Result<u64, StoreError> {
+                self.tables.delete_expired(ctx, scope, batch)
             }
 
             pub(crate) fn restore(&self, records: Vec<$rec>) -> Result<usize, StoreError> {

@@ -151,6 +151,7 @@ struct Hot {
     namespace: u32,
     confidence: f64,
     time: DateTime<Utc>,
+    expires_at: Option<DateTime<Utc>>,
 }
 
 /// A caller and a filter resolved against one table's interned strings.
@@ -167,6 +168,8 @@ struct Reader<'c> {
     domain: Option<u32>,
     /// Clearance level per domain id, computed once per domain per query.
     levels: Vec<(u32, Option<Classification>)>,
+    /// The read's instant: records expired by then are invisible.
+    now: DateTime<Utc>,
 }
 
 impl Reader<'_> {
@@ -176,6 +179,9 @@ impl Reader<'_> {
     /// computed here, on interned ids. The clearance level of a domain is
     /// looked up only when ownership and public visibility did not decide.
     fn can_read(&mut self, hot: &Hot, domains: &HashMap<u32, String>) -> bool {
+        if hot.expires_at.is_some_and(|at| at <= self.now) {
+            return false;
+        }
         let namespace_readable = self
             .namespaces
             .as_ref()
@@ -327,10 +333,15 @@ impl<R: Indexed> Table<R> {
             .collect()
     }
 
-    /// Live records per namespace.
+    /// Live records per namespace (expired ones are not counted).
     pub fn namespace_counts(&self) -> BTreeMap<String, u64> {
+        let now = Utc::now();
         let mut counts = BTreeMap::new();
-        for hot in self.hot.iter().filter(|h| h.live) {
+        for hot in self
+            .hot
+            .iter()
+            .filter(|h| h.live && h.expires_at.is_none_or(|at| at > now))
+        {
             *counts
                 .entry(self.strings.name(hot.namespace).to_owned())
                 .or_insert(0) += 1;
@@ -345,6 +356,29 @@ impl<R: Indexed> Table<R> {
         };
         (0..self.hot.len())
             .filter(|&i| self.hot[i].live && self.hot[i].namespace == id)
+            .take(limit)
+            .filter_map(|i| Slot::try_from(i).ok())
+            .collect()
+    }
+
+    /// At most `limit` live slots whose record has expired at `now`, lives
+    /// in a namespace of `scope` and is in a project `ctx` sees.
+    pub fn expired_slots(
+        &self,
+        ctx: &CallerContext,
+        now: DateTime<Utc>,
+        scope: &NamespaceScope,
+        limit: usize,
+    ) -> Vec<Slot> {
+        (0..self.hot.len())
+            .filter(|&i| {
+                let hot = &self.hot[i];
+                let project = Some(self.strings.name(hot.project)).filter(|p| !p.is_empty());
+                hot.live
+                    && hot.expires_at.is_some_and(|at| at <= now)
+                    && scope.contains(self.strings.name(hot.namespace))
+                    && ctx.sees_project(project)
+            })
             .take(limit)
             .filter_map(|i| Slot::try_from(i).ok())
             .collect()
@@ -464,6 +498,7 @@ impl<R: Indexed> Table<R> {
             namespace: self.strings.intern(&meta.namespace),
             confidence: rec.confidence(),
             time: rec.time(),
+            expires_at: meta.expires_at,
         };
         match self.hot.get_mut(slot as usize) {
             Some(place) => *place = hot,
@@ -585,6 +620,7 @@ impl<R: Indexed> Table<R> {
             entity: resolve(f.entity.as_deref())?,
             domain: resolve(f.domain.as_deref())?,
             levels: Vec::new(),
+            now: Utc::now(),
         })
     }
 

@@ -18,6 +18,7 @@ use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
 /// Whether `ctx` may read `k` (see [`knowledge_read_allowed`]).
 fn readable(ctx: &CallerContext, k: &Knowledge) -> bool {
     k.meta.tenant_id == ctx.tenant_id()
+        && !k.meta.is_expired(chrono::Utc::now())
         && ctx.rights(&k.meta.namespace).read
         && knowledge_read_allowed(
             ctx.sees_project(k.meta.project_id.as_deref()),
@@ -86,8 +87,13 @@ impl KnowledgeStore for InMemoryWorkingStore {
         if let Some(session) = &input.session_id {
             tenant.readable_session(ctx, session)?;
         }
-        let existing = upsert_key(tenant, &owner, input.external_id.as_deref(), &hash)
+        let mut existing = upsert_key(tenant, &owner, input.external_id.as_deref(), &hash)
             .and_then(|id| tenant.knowledge.get(&id).cloned());
+        // Expired knowledge is gone: storing its key again stores it anew.
+        if let Some(old) = existing.take_if(|old| old.meta.is_expired(chrono::Utc::now())) {
+            tenant.remove_knowledge(&old.id);
+            self.audit_change(ctx, AuditOp::Delete, "knowledge", &old.id, &old.meta);
+        }
         let mut meta = match &existing {
             Some(old) => {
                 let mut meta = old.meta.clone();
@@ -97,6 +103,13 @@ impl KnowledgeStore for InMemoryWorkingStore {
             None => new_meta(ctx, "store knowledge")?,
         };
         meta.source = input.source.unwrap_or_default();
+        // Retention counts from the latest store: storing again renews it.
+        meta.expires_at = ctx.expiry(
+            "knowledge",
+            &meta.namespace,
+            meta.updated_at,
+            input.expires_at,
+        )?;
         let id = existing.as_ref().map_or_else(
             || uuid::Uuid::new_v4().simple().to_string(),
             |old| old.id.clone(),
@@ -223,19 +236,22 @@ impl KnowledgeStore for InMemoryWorkingStore {
             .filter(|k| readable(ctx, k))
             .ok_or_else(|| not_found("knowledge", id))?;
         ctx.require_change(&k.meta, Change::Delete, format!("delete knowledge {id}"))?;
-        let owner = k.meta.owner.clone();
-        match (&k.external_id, k.content_hash.clone()) {
-            (Some(ext), _) => {
-                let key = (owner, ext.clone());
-                tenant.by_external.remove(&key);
-            }
-            (None, hash) => {
-                tenant.by_hash.remove(&(owner, hash));
-            }
-        }
-        if let Some(gone) = tenant.knowledge.remove(id) {
+        if let Some(gone) = tenant.remove_knowledge(id) {
             self.audit_change(ctx, AuditOp::Delete, "knowledge", id, &gone.meta);
         }
         Ok(())
+    }
+}
+
+impl Tenant {
+    /// Remove knowledge `id` and its upsert key; returns it.
+    pub(crate) fn remove_knowledge(&mut self, id: &str) -> Option<Knowledge> {
+        let gone = self.knowledge.remove(id)?;
+        let owner = gone.meta.owner.clone();
+        match &gone.external_id {
+            Some(ext) => self.by_external.remove(&(owner, ext.clone())),
+            None => self.by_hash.remove(&(owner, gone.content_hash.clone())),
+        };
+        Some(gone)
     }
 }

@@ -3,14 +3,20 @@
 //! as an update).
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{check_admin, check_label};
-use openvibe_protocols::{CallerContext, NamespaceAdmin, NamespaceCount, StoreError};
+use openvibe_protocols::memory::{check_admin, check_label, cleanup_scope};
+use openvibe_protocols::{
+    AuditOp, CallerContext, NamespaceAdmin, NamespaceCount, NamespaceScope, StoreError,
+};
 use sqlx::PgPool;
 use tracing::Instrument;
 
+use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::records::span;
-use crate::sql::{Sql, begin, col};
+use crate::sql::{INCLUDE_EXPIRED, Sql, begin, begin_then, col};
+
+/// The tables of the kinds that expire (`EXPIRING_KINDS`).
+const EXPIRING_TABLES: [&str; 4] = ["facts", "episodes", "insights", "knowledge"];
 
 /// Each record kind's table.
 const TABLES: [(&str, &str); 7] = [
@@ -27,12 +33,61 @@ const TABLES: [(&str, &str); 7] = [
 #[derive(Debug, Clone)]
 pub struct PgNamespaceAdmin {
     pool: PgPool,
+    audit: AuditWriter,
 }
 
 impl PgNamespaceAdmin {
     /// Administration of `pool`'s stores.
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            audit: AuditWriter::new(pool.clone()),
+            pool,
+        }
+    }
+
+    /// Audit refusals through `audit` (shared with other stores).
+    #[must_use]
+    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    async fn delete_expired_in(
+        &self,
+        ctx: &CallerContext,
+        scope: &NamespaceScope,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        // Expired rows are invisible until the transaction asks to see them.
+        let mut tx = begin_then(&self.pool, ctx, Some(INCLUDE_EXPIRED)).await?;
+        let mut deleted = 0;
+        for table in EXPIRING_TABLES {
+            let left = batch.saturating_sub(usize::try_from(deleted).unwrap_or(usize::MAX));
+            if left == 0 {
+                break;
+            }
+            let mut sql = Sql::new(&format!(
+                "WITH batch AS MATERIALIZED (SELECT m.id FROM {table} m WHERE m.tenant_id = "
+            ));
+            sql.bind(ctx.tenant_id().to_owned())
+                .push(" AND m.expires_at <= now()");
+            if let NamespaceScope::Only(namespaces) = scope {
+                sql.push(" AND m.namespace = ANY(")
+                    .bind(namespaces.clone())
+                    .push("::text[])");
+            }
+            sql.push(" LIMIT ")
+                .bind(i64::try_from(left).unwrap_or(i64::MAX))
+                .push(&format!(
+                    " FOR UPDATE SKIP LOCKED) DELETE FROM {table} f USING batch WHERE f.tenant_id = "
+                ))
+                .bind(ctx.tenant_id().to_owned())
+                .push(" AND f.id = batch.id");
+            let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+            deleted += done.rows_affected();
+        }
+        tx.commit().await.map_err(store_error)?;
+        Ok(deleted)
     }
 }
 
@@ -119,6 +174,19 @@ impl NamespaceAdmin for PgNamespaceAdmin {
         }
         .instrument(span("namespace", "move", ctx))
         .await
+    }
+
+    async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
+        let result = match cleanup_scope(ctx, batch) {
+            Ok(scope) => {
+                self.delete_expired_in(ctx, &scope, batch)
+                    .instrument(span("expired", "delete_expired", ctx))
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        self.audit
+            .refusal(ctx, AuditOp::Delete, "expired", "", result)
     }
 }
 

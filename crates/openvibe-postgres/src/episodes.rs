@@ -15,7 +15,8 @@ use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_TIME, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed, to_i64,
+    GovernedColumns, Ran, Run, Sql, col, count_col, joined_terms, new_id, push_governed, to_i64,
+    write_replacing_expired,
 };
 
 const COLS: &[&str] = &[
@@ -31,6 +32,7 @@ const COLS: &[&str] = &[
     "source",
     "created_at",
     "updated_at",
+    "expires_at",
     "agent_id",
     "operator_id",
     "node_name",
@@ -164,6 +166,7 @@ impl PgEpisodicStore {
         let p = prepare(ctx, episode)?;
         let id = p.episode.id.clone();
         let created_at = p.episode.meta.created_at;
+        let expires_at = p.episode.meta.expires_at;
         let namespace = p.episode.meta.namespace.clone();
         records::write(
             &self.pool,
@@ -173,6 +176,7 @@ impl PgEpisodicStore {
                 id,
                 namespace: &namespace,
                 created_at,
+                expires_at,
             },
             Mode::Upsert,
             |sql| push_mutable(sql, &p),
@@ -217,7 +221,9 @@ impl PgEpisodicStore {
                 let placement = ctx
                     .placement(&e.meta.namespace, &format!("store episode {}", e.id))
                     .map_err(|e| at_index(i, e))?;
-                governed.push(e.id, placement, e.meta, e.domain, e.entity, e.tags);
+                governed
+                    .push(ctx, "episode", e.id, placement, e.meta, e.domain, e.entity, e.tags)
+                    .map_err(|err| at_index(i, err))?;
                 agents.push(e.agent_id);
                 operators.push(e.operator_id);
                 nodes.push(e.node_name);
@@ -235,7 +241,7 @@ impl PgEpisodicStore {
                 searches.push(joined_terms(&p.terms));
             }
             let mut sql = Sql::new(&format!(
-                "INSERT INTO episodes ({FIXED}, {MUTABLE}) SELECT "
+                "INSERT INTO episodes ({FIXED}, {MUTABLE}, expires_at) SELECT "
             ));
             sql.bind(ctx.tenant_id().to_owned())
                 .push(", u.id, u.namespace, u.project_id, ")
@@ -246,8 +252,9 @@ impl PgEpisodicStore {
                      u.agent_id, u.operator_id, u.node_name, u.ts, u.action, u.input_summary, \
                      u.output_summary, u.outcome::jsonb, u.duration_ms, u.tokens_in, u.tokens_out, \
                      u.importance, u.external_id, u.content_hash, \
-                     array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
+                     array_to_tsvector(string_to_array(u.search, ' ')), u.expires_at FROM unnest(",
                 );
+            let ids = governed.ids().to_vec();
             governed.bind(&mut sql);
             sql.bind(agents)
                 .push("::text[], ")
@@ -280,14 +287,18 @@ impl PgEpisodicStore {
                 .bind(searches)
                 .push(
                     "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
-                     source, created_at, agent_id, operator_id, node_name, ts, action, input_summary, \
+                     source, created_at, expires_at, agent_id, operator_id, node_name, ts, action, input_summary, \
                      output_summary, outcome, duration_ms, tokens_in, tokens_out, importance, \
                      external_id, content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, ctx).await?;
-            let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+            let (tx, done) =
+                write_replacing_expired(&self.pool, ctx, "episodes", &ids, sql, Run::Execute)
+                    .await?;
             tx.commit().await.map_err(store_error)?;
-            Ok(done.rows_affected())
+            Ok(match done {
+                Ran::Execute(n) => n,
+                _ => 0,
+            })
         }
         .instrument(span("episode", "store_batch", ctx))
         .await

@@ -121,6 +121,22 @@ pub(crate) fn store_error(e: sqlx::Error) -> StoreError {
     StoreError::backend_from(e.to_string(), transient, e)
 }
 
+/// Whether a write failed because a row that has expired is in its way:
+/// the upsert's conflict row is hidden by the `unexpired` policy (SQLSTATE
+/// 42501), or a plain insert hit its id (a unique violation, 23505). The
+/// store then deletes the expired rows in its way and writes again, once.
+pub(crate) fn maybe_blocked_by_expired(e: &StoreError) -> bool {
+    let Some(source) = std::error::Error::source(e) else {
+        return false;
+    };
+    match source.downcast_ref::<sqlx::Error>() {
+        Some(sqlx::Error::Database(db)) => {
+            matches!(db.code().as_deref(), Some("42501" | "23505"))
+        }
+        _ => false,
+    }
+}
+
 /// A row the database returned that this crate cannot represent
 /// (e.g. a classification written by hand that names no level).
 pub(crate) fn corrupt(kind: &str, id: &str, what: impl std::fmt::Display) -> StoreError {

@@ -5,8 +5,8 @@ use openvibe_protocols::{
     AuditEntry, CallerContext, Classification, Fact, FactQuery, FactStore, RecordFilter,
     RecordMeta, StoreError, content_hash, validate_fact,
 };
-use sqlx::PgPool;
 use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
 use tracing::Instrument;
 
 use crate::audit::AuditWriter;
@@ -14,7 +14,8 @@ use crate::error::{corrupt, store_error};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed,
+    GovernedColumns, Ran, Run, Sql, begin, col, count_col, joined_terms, new_id, push_governed,
+    write_replacing_expired,
 };
 
 const COLS: &[&str] = &[
@@ -30,6 +31,7 @@ const COLS: &[&str] = &[
     "source",
     "created_at",
     "updated_at",
+    "expires_at",
     "content",
     "confidence",
     "importance",
@@ -55,7 +57,8 @@ pub(crate) fn parse_classification(
     value.parse().map_err(|e| corrupt(kind, id, e))
 }
 
-/// The governance columns every record table has.
+/// The governance columns every record table has (`expires_at` only
+/// those of the kinds that expire).
 pub(crate) fn decode_meta(kind: &str, id: &str, row: &PgRow) -> Result<RecordMeta, StoreError> {
     let classification: String = col(row, "classification")?;
     Ok(RecordMeta {
@@ -67,6 +70,11 @@ pub(crate) fn decode_meta(kind: &str, id: &str, row: &PgRow) -> Result<RecordMet
         source: col(row, "source")?,
         created_at: col(row, "created_at")?,
         updated_at: col(row, "updated_at")?,
+        // Only the kinds that expire have the column.
+        expires_at: match row.try_get::<Option<chrono::DateTime<chrono::Utc>>, _>("expires_at") {
+            Err(sqlx::Error::ColumnNotFound(_)) => None,
+            _ => col(row, "expires_at")?,
+        },
     })
 }
 
@@ -153,6 +161,7 @@ impl PgFactStore {
         let p = prepare(ctx, fact, mode)?;
         let id = p.fact.id.clone();
         let created_at = p.fact.meta.created_at;
+        let expires_at = p.fact.meta.expires_at;
         let namespace = p.fact.meta.namespace.clone();
         records::write(
             &self.pool,
@@ -162,6 +171,7 @@ impl PgFactStore {
                 id,
                 namespace: &namespace,
                 created_at,
+                expires_at,
             },
             mode,
             |sql| push_mutable(sql, &p),
@@ -227,7 +237,9 @@ impl PgFactStore {
                 let placement = ctx
                     .placement(&f.meta.namespace, &format!("store fact {}", f.id))
                     .map_err(|e| at_index(i, e))?;
-                governed.push(f.id, placement, f.meta, f.domain, f.entity, f.tags);
+                governed
+                    .push(ctx, "fact", f.id, placement, f.meta, f.domain, f.entity, f.tags)
+                    .map_err(|err| at_index(i, err))?;
                 contents.push(f.content);
                 confidences.push(f.confidence);
                 importances.push(f.importance);
@@ -237,7 +249,7 @@ impl PgFactStore {
                 searches.push(joined_terms(&p.terms));
             }
             let mut sql = Sql::new(&format!(
-                "INSERT INTO facts ({FIXED}, {MUTABLE}) SELECT "
+                "INSERT INTO facts ({FIXED}, {MUTABLE}, expires_at) SELECT "
             ));
             sql.bind(ctx.tenant_id().to_owned())
                 .push(", u.id, u.namespace, u.project_id, ")
@@ -246,8 +258,9 @@ impl PgFactStore {
                     ", u.created_at, 0, NULL, u.classification, u.domain, u.entity, \
                      ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
                      u.content, u.confidence, u.importance, u.supersedes, u.external_id, \
-                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
+                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')), u.expires_at FROM unnest(",
                 );
+            let ids = governed.ids().to_vec();
             governed.bind(&mut sql);
             sql
                 .bind(contents)
@@ -265,17 +278,17 @@ impl PgFactStore {
                 .bind(searches)
                 .push(
                     "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
-                     source, created_at, content, confidence, importance, supersedes, external_id, \
+                     source, created_at, expires_at, content, confidence, importance, supersedes, external_id, \
                      content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, ctx).await?;
-            let done = sql
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            let (tx, done) =
+                write_replacing_expired(&self.pool, ctx, "facts", &ids, sql, Run::Execute)
+                    .await?;
             tx.commit().await.map_err(store_error)?;
-            Ok(done.rows_affected())
+            Ok(match done {
+                Ran::Execute(n) => n,
+                _ => 0,
+            })
         }
         .instrument(span("fact", "store_batch", ctx))
         .await

@@ -15,8 +15,9 @@ use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_tags, col, columns, count_col, joined_terms, new_id,
-    push_changeable, push_governed, push_readable, to_i64, word_queries,
+    GovernedColumns, Ran, Run, Sql, begin, check_tags, col, columns, count_col, joined_terms,
+    new_id, push_changeable, push_governed, push_readable, to_i64, word_queries,
+    write_replacing_expired,
 };
 
 const COLS: &[&str] = &[
@@ -32,6 +33,7 @@ const COLS: &[&str] = &[
     "source",
     "created_at",
     "updated_at",
+    "expires_at",
     "agent_id",
     "content",
     "confidence",
@@ -172,6 +174,7 @@ impl PgInsightStore {
         let p = prepare(ctx, insight, mode)?;
         let id = p.insight.id.clone();
         let created_at = p.insight.meta.created_at;
+        let expires_at = p.insight.meta.expires_at;
         let namespace = p.insight.meta.namespace.clone();
         records::write(
             &self.pool,
@@ -181,6 +184,7 @@ impl PgInsightStore {
                 id,
                 namespace: &namespace,
                 created_at,
+                expires_at,
             },
             mode,
             |sql| push_mutable(sql, &p),
@@ -222,7 +226,9 @@ impl PgInsightStore {
                 let placement = ctx
                     .placement(&i.meta.namespace, &format!("store insight {}", i.id))
                     .map_err(|e| at_index(k, e))?;
-                governed.push(i.id, placement, i.meta, i.domain, i.entity, i.tags);
+                governed
+                    .push(ctx, "insight", i.id, placement, i.meta, i.domain, i.entity, i.tags)
+                    .map_err(|err| at_index(k, err))?;
                 agents.push(i.agent_id);
                 contents.push(i.content);
                 confidences.push(i.confidence);
@@ -237,7 +243,7 @@ impl PgInsightStore {
                 searches.push(joined_terms(&p.terms));
             }
             let mut sql = Sql::new(&format!(
-                "INSERT INTO insights ({FIXED}, {MUTABLE}) SELECT "
+                "INSERT INTO insights ({FIXED}, {MUTABLE}, expires_at) SELECT "
             ));
             sql.bind(ctx.tenant_id().to_owned())
                 .push(", u.id, u.namespace, u.project_id, ")
@@ -248,8 +254,9 @@ impl PgInsightStore {
                      u.agent_id, u.content, u.confidence, u.evidence_count, \
                      ARRAY(SELECT jsonb_array_elements_text(u.source_episode_ids::jsonb)), \
                      u.last_confirmed, u.status, u.importance, u.supersedes, u.external_id, \
-                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')) FROM unnest(",
+                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')), u.expires_at FROM unnest(",
                 );
+            let ids = governed.ids().to_vec();
             governed.bind(&mut sql);
             sql
                 .bind(agents)
@@ -277,18 +284,18 @@ impl PgInsightStore {
                 .bind(searches)
                 .push(
                     "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
-                     source, created_at, agent_id, content, confidence, evidence_count, \
+                     source, created_at, expires_at, agent_id, content, confidence, evidence_count, \
                      source_episode_ids, last_confirmed, status, importance, supersedes, \
                      external_id, content_hash, search)",
                 );
-            let mut tx = begin(&self.pool, ctx).await?;
-            let done = sql
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            let (tx, done) =
+                write_replacing_expired(&self.pool, ctx, "insights", &ids, sql, Run::Execute)
+                    .await?;
             tx.commit().await.map_err(store_error)?;
-            Ok(done.rows_affected())
+            Ok(match done {
+                Ran::Execute(n) => n,
+                _ => 0,
+            })
         }
         .instrument(span("insight", "store_batch", ctx))
         .await

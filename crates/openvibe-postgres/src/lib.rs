@@ -221,7 +221,9 @@ impl PgStores {
             working: self.working.clone() as Arc<dyn WorkingStore>,
             knowledge: self.knowledge.clone() as Arc<dyn KnowledgeStore>,
             audit: self.audit.clone() as Arc<dyn AuditLog>,
-            admin: Arc::new(PgNamespaceAdmin::new(self.pool.clone())),
+            admin: Arc::new(
+                PgNamespaceAdmin::new(self.pool.clone()).with_audit(self.writer.clone()),
+            ),
         }
     }
 

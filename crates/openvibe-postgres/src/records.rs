@@ -11,7 +11,10 @@ use tracing::Instrument;
 
 use crate::audit::AuditWriter;
 use crate::error::store_error;
-use crate::sql::{Sql, begin, columns, push_changeable, push_readable};
+use crate::sql::{
+    Ran, Run, Sql, begin, check_given_expiry, columns, push_changeable, push_expiry, push_readable,
+    write_replacing_expired,
+};
 
 /// A record type stored in one table keyed by `(tenant_id, id)`.
 pub(crate) trait Record: Sized + Send + Unpin + 'static {
@@ -162,11 +165,13 @@ pub(crate) async fn write<R: Record>(
 }
 
 /// What a write names: the record's id, the namespace asked for (empty:
-/// the default, or keep) and the creation time it carries.
+/// the default, or keep), the creation time it carries and the expiry it
+/// asks for (capped by the caller's retention).
 pub(crate) struct Target<'a> {
     pub(crate) id: String,
     pub(crate) namespace: &'a str,
     pub(crate) created_at: DateTime<Utc>,
+    pub(crate) expires_at: Option<DateTime<Utc>>,
 }
 
 async fn write_unaudited<R: Record>(
@@ -180,7 +185,9 @@ async fn write_unaudited<R: Record>(
         id,
         namespace,
         created_at,
+        expires_at,
     } = target;
+    check_given_expiry(expires_at)?;
     let mutable = R::MUTABLE;
     let op = match mode {
         Mode::Upsert => "store",
@@ -189,10 +196,11 @@ async fn write_unaudited<R: Record>(
     let mut sql = match mode {
         Mode::Upsert => {
             let placement = ctx.placement(namespace, &format!("{op} {} {id}", R::KIND))?;
+            let expiry = ctx.expiry(R::KIND, &placement.namespace, created_at, expires_at)?;
             // Access statistics start at zero.
             let stats = if R::TRACKED { ", 0, NULL, " } else { ", " };
             let mut sql = Sql::new(&format!(
-                "INSERT INTO {} AS f ({}, {mutable}) VALUES (",
+                "INSERT INTO {} AS f ({}, {mutable}, expires_at) VALUES (",
                 R::TABLE,
                 R::FIXED
             ));
@@ -209,20 +217,25 @@ async fn write_unaudited<R: Record>(
                 .bind(created_at)
                 .push(stats);
             push_mutable(&mut sql);
+            sql.push(", ").bind(expiry);
             let excluded: Vec<String> = mutable
                 .split(", ")
                 .map(|c| format!("EXCLUDED.{c}"))
                 .collect();
             sql.push(&format!(
-                ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({mutable}) = ({}) WHERE ",
+                ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({mutable}) = ({}), expires_at = ",
                 excluded.join(", ")
             ));
+            push_expiry(&mut sql, ctx, R::KIND, expires_at, "f.");
+            sql.push(" WHERE ");
             sql
         }
         Mode::Update => {
             let mut sql = Sql::new(&format!("UPDATE {} AS f SET ({mutable}) = (", R::TABLE));
             push_mutable(&mut sql);
-            sql.push(") WHERE f.tenant_id = ")
+            sql.push("), expires_at = ");
+            push_expiry(&mut sql, ctx, R::KIND, expires_at, "f.");
+            sql.push(" WHERE f.tenant_id = ")
                 .bind(ctx.tenant_id().to_owned())
                 .push(" AND f.id = ")
                 .bind(id.clone())
@@ -235,8 +248,31 @@ async fn write_unaudited<R: Record>(
         sql.push(" AND f.namespace = ").bind(namespace.to_owned());
     }
     sql.push(&format!(" RETURNING {}", columns(R::COLS, "f.")));
-    let mut tx = begin(pool, ctx).await?;
-    match fetch_optional::<R>(&mut tx, sql).await? {
+    let (mut tx, stored) = match mode {
+        Mode::Upsert => {
+            let (tx, ran) = write_replacing_expired(
+                pool,
+                ctx,
+                R::TABLE,
+                std::slice::from_ref(&id),
+                sql,
+                Run::Optional,
+            )
+            .await?;
+            let Ran::Optional(row) = ran else {
+                return Err(StoreError::backend(
+                    "a single-row write returned no single row",
+                ));
+            };
+            (tx, row.as_ref().map(R::decode).transpose()?)
+        }
+        Mode::Update => {
+            let mut tx = begin(pool, ctx).await?;
+            let stored = fetch_optional::<R>(&mut tx, sql).await?;
+            (tx, stored)
+        }
+    };
+    match stored {
         Some(stored) => {
             tx.commit().await.map_err(store_error)?;
             Ok(stored)

@@ -25,10 +25,14 @@ use sqlx::{PgPool, Row};
 use tracing::Instrument;
 
 use crate::audit::AuditWriter;
+use crate::error::maybe_blocked_by_expired;
 use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{end_read, not_found, span};
-use crate::sql::{Sql, begin, col, columns, delete_row, push_namespace_scope, push_project};
+use crate::sql::{
+    EXCLUDE_EXPIRED, INCLUDE_EXPIRED, Sql, Tx, array_literal, begin, begin_then,
+    check_given_expiry, col, columns, delete_row, literal, push_namespace_scope, push_project,
+};
 use crate::working::require_readable;
 
 const COLS: &[&str] = &[
@@ -41,6 +45,7 @@ const COLS: &[&str] = &[
     "source",
     "created_at",
     "updated_at",
+    "expires_at",
     "content",
     "external_id",
     "is_public",
@@ -87,6 +92,8 @@ struct Prepared {
     metadata: serde_json::Value,
     hash: String,
     embedding: Vec<f32>,
+    /// The `expires_at` asked for (retention caps it when written).
+    expires_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// One `INSERT … SELECT … FROM unnest(…) ON CONFLICT … DO UPDATE` for
@@ -108,9 +115,14 @@ fn upsert_rows(
     let mut sql = Sql::new(
         "INSERT INTO knowledge AS f (tenant_id, id, namespace, project_id, owner, created_at, \
          updated_at, source, content, external_id, is_public, tags, plan_id, session_id, \
-         metadata, content_hash) SELECT ",
+         metadata, content_hash, expires_at) SELECT ",
     );
     let placement = ctx.placement("", "store knowledge")?;
+    // Retention counts from the latest store: storing again renews it.
+    let expires = group
+        .iter()
+        .map(|p| ctx.expiry("knowledge", &placement.namespace, now, p.expires_at))
+        .collect::<Result<Vec<_>, _>>()?;
     sql.bind(ctx.tenant_id().to_owned())
         .push(", t.id, ")
         .bind(placement.namespace)
@@ -125,7 +137,7 @@ fn upsert_rows(
         .push(
             ", t.source, t.content, t.external_id, t.is_public, \
              ARRAY(SELECT jsonb_array_elements_text(t.tags::jsonb)), t.plan_id, t.session_id, \
-             t.metadata::jsonb, t.content_hash FROM unnest(",
+             t.metadata::jsonb, t.content_hash, t.expires_at FROM unnest(",
         )
         .bind(
             (0..group.len())
@@ -150,9 +162,11 @@ fn upsert_rows(
         .bind(metadata)
         .push("::text[], ")
         .bind(texts(|p| Some(p.hash.clone())))
+        .push("::text[], ")
+        .bind(expires)
         .push(
-            "::text[]) AS t(id, source, content, external_id, is_public, tags, plan_id, \
-             session_id, metadata, content_hash)",
+            "::timestamptz[]) AS t(id, source, content, external_id, is_public, tags, plan_id, \
+             session_id, metadata, content_hash, expires_at)",
         )
         .push(if external {
             " ON CONFLICT (tenant_id, owner, external_id) WHERE external_id IS NOT NULL"
@@ -163,10 +177,35 @@ fn upsert_rows(
             " DO UPDATE SET updated_at = EXCLUDED.updated_at, source = EXCLUDED.source, \
              content = EXCLUDED.content, is_public = EXCLUDED.is_public, tags = EXCLUDED.tags, \
              plan_id = EXCLUDED.plan_id, session_id = EXCLUDED.session_id, \
-             metadata = EXCLUDED.metadata, content_hash = EXCLUDED.content_hash",
+             metadata = EXCLUDED.metadata, content_hash = EXCLUDED.content_hash, \
+             expires_at = EXCLUDED.expires_at",
         )
         .push(&format!(" RETURNING {}", columns(COLS, "f.")));
     Ok(sql)
+}
+
+/// Statements (no binds) that delete the caller's expired knowledge whose
+/// upsert key one of `inputs` has: expired knowledge is gone, and storing
+/// its key again stores it anew (the deletes are audited by the triggers).
+fn purge_expired_keys(ctx: &CallerContext, inputs: &[Prepared]) -> String {
+    let externals: Vec<String> = inputs
+        .iter()
+        .filter_map(|p| p.external_id.clone())
+        .collect();
+    let hashes: Vec<String> = inputs
+        .iter()
+        .filter(|p| p.external_id.is_none())
+        .map(|p| p.hash.clone())
+        .collect();
+    format!(
+        "{INCLUDE_EXPIRED}; DELETE FROM knowledge WHERE tenant_id = {} AND owner = {} \
+         AND expires_at <= now() AND (external_id = ANY({}::text[]) \
+         OR (external_id IS NULL AND content_hash = ANY({}::text[]))); {EXCLUDE_EXPIRED}",
+        literal(ctx.tenant_id()),
+        literal(&ctx.owner_key()),
+        literal(&array_literal(&externals)),
+        literal(&array_literal(&hashes)),
+    )
 }
 
 /// The knowledge read rule (`knowledge_read_allowed`) on alias `f.`: the
@@ -309,6 +348,7 @@ impl PgKnowledgeStore {
         let mut prepared = Vec::with_capacity(inputs.len());
         for (i, input) in inputs.into_iter().enumerate() {
             validate_knowledge(ctx, &input).map_err(|e| at(i, e))?;
+            check_given_expiry(input.expires_at).map_err(|e| at(i, e))?;
             let metadata = json_object("metadata", input.metadata).map_err(|e| at(i, e))?;
             let embedding = match input.embedding {
                 Some(v) => {
@@ -331,6 +371,7 @@ impl PgKnowledgeStore {
                 session_id: input.session_id,
                 metadata,
                 embedding,
+                expires_at: input.expires_at,
             });
         }
         if !missing.is_empty() {
@@ -382,79 +423,103 @@ impl PgKnowledgeStore {
             unique.reverse();
             let now = store_time();
             let mut tx = begin(&self.pool, ctx).await?;
-            let plans: std::collections::BTreeSet<&String> =
-                unique.iter().filter_map(|p| p.plan_id.as_ref()).collect();
-            for plan in plans {
-                require_readable::<Plan>(&mut tx, ctx, plan).await?;
-            }
-            let sessions: std::collections::BTreeSet<&String> =
-                unique.iter().filter_map(|p| p.session_id.as_ref()).collect();
-            for session in sessions {
-                require_readable::<Session>(&mut tx, ctx, session).await?;
-            }
-            let mut stored = Vec::with_capacity(unique.len());
-            let (by_external, by_hash): (Vec<&Prepared>, Vec<&Prepared>) =
-                unique.iter().partition(|p| p.external_id.is_some());
-            for (group, external) in [(by_external, true), (by_hash, false)] {
-                if group.is_empty() {
-                    continue;
+            let stored = match self.write_in(&mut tx, ctx, &unique, now).await {
+                // Expired knowledge of the same key is in the way (row
+                // security hides it from the upsert): delete it, store anew.
+                Err(e) if maybe_blocked_by_expired(&e) => {
+                    let _ = tx.rollback().await;
+                    tx = begin_then(&self.pool, ctx, Some(&purge_expired_keys(ctx, &unique)))
+                        .await?;
+                    self.write_in(&mut tx, ctx, &unique, now).await?
                 }
-                let rows = upsert_rows(ctx, &group, external, now)?
-                    .build()?
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
-                for row in &rows {
-                    let external_id: Option<String> = col(row, "external_id")?;
-                    let hash: String = col(row, "content_hash")?;
-                    let source = group.iter().find(|p| match (&p.external_id, &external_id) {
-                        (Some(a), Some(b)) => a == b,
-                        (None, None) => p.hash == hash,
-                        _ => false,
-                    });
-                    let embedding = source.map(|p| p.embedding.clone()).unwrap_or_default();
-                    let mut knowledge = decode_without_embedding(row)?;
-                    knowledge.embedding = embedding;
-                    stored.push(knowledge);
-                }
-            }
-            let mut upsert = Sql::new(&format!(
-                "INSERT INTO {} (tenant_id, record_kind, record_id, model, embedding, content_hash)                  SELECT ",
-                self.table
-            ));
-            upsert
-                .bind(ctx.tenant_id().to_owned())
-                .push(", 'knowledge', x.id, ")
-                .bind(self.model.clone())
-                .push(", x.e, x.h FROM unnest(")
-                .bind(stored.iter().map(|k| k.id.clone()).collect::<Vec<_>>())
-                .push("::text[], ")
-                .bind(
-                    stored
-                        .iter()
-                        .map(|k| Vector::from(k.embedding.clone()))
-                        .collect::<Vec<_>>(),
-                )
-                .push("::vector[], ")
-                .bind(
-                    stored
-                        .iter()
-                        .map(|k| k.content_hash.clone())
-                        .collect::<Vec<_>>(),
-                )
-                .push(
-                    "::text[]) AS x(id, e, h) ON CONFLICT (tenant_id, record_kind, record_id, model)                      DO UPDATE SET embedding = EXCLUDED.embedding,                      content_hash = EXCLUDED.content_hash, created_at = now()",
-                );
-            upsert
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+                other => other?,
+            };
             tx.commit().await.map_err(store_error)?;
             Ok(stored)
         }
         .instrument(span("knowledge", "store", ctx))
         .await
+    }
+
+    /// Upsert `unique` (one input per key) and their embeddings in `tx`.
+    async fn write_in(
+        &self,
+        tx: &mut Tx,
+        ctx: &CallerContext,
+        unique: &[Prepared],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<Knowledge>, StoreError> {
+        let plans: std::collections::BTreeSet<&String> =
+            unique.iter().filter_map(|p| p.plan_id.as_ref()).collect();
+        for plan in plans {
+            require_readable::<Plan>(tx, ctx, plan).await?;
+        }
+        let sessions: std::collections::BTreeSet<&String> = unique
+            .iter()
+            .filter_map(|p| p.session_id.as_ref())
+            .collect();
+        for session in sessions {
+            require_readable::<Session>(tx, ctx, session).await?;
+        }
+        let mut stored = Vec::with_capacity(unique.len());
+        let (by_external, by_hash): (Vec<&Prepared>, Vec<&Prepared>) =
+            unique.iter().partition(|p| p.external_id.is_some());
+        for (group, external) in [(by_external, true), (by_hash, false)] {
+            if group.is_empty() {
+                continue;
+            }
+            let rows = upsert_rows(ctx, &group, external, now)?
+                .build()?
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(store_error)?;
+            for row in &rows {
+                let external_id: Option<String> = col(row, "external_id")?;
+                let hash: String = col(row, "content_hash")?;
+                let source = group.iter().find(|p| match (&p.external_id, &external_id) {
+                    (Some(a), Some(b)) => a == b,
+                    (None, None) => p.hash == hash,
+                    _ => false,
+                });
+                let embedding = source.map(|p| p.embedding.clone()).unwrap_or_default();
+                let mut knowledge = decode_without_embedding(row)?;
+                knowledge.embedding = embedding;
+                stored.push(knowledge);
+            }
+        }
+        let mut upsert = Sql::new(&format!(
+            "INSERT INTO {} (tenant_id, record_kind, record_id, model, embedding, content_hash)                  SELECT ",
+            self.table
+        ));
+        upsert
+            .bind(ctx.tenant_id().to_owned())
+            .push(", 'knowledge', x.id, ")
+            .bind(self.model.clone())
+            .push(", x.e, x.h FROM unnest(")
+            .bind(stored.iter().map(|k| k.id.clone()).collect::<Vec<_>>())
+            .push("::text[], ")
+            .bind(
+                stored
+                    .iter()
+                    .map(|k| Vector::from(k.embedding.clone()))
+                    .collect::<Vec<_>>(),
+            )
+            .push("::vector[], ")
+            .bind(
+                stored
+                    .iter()
+                    .map(|k| k.content_hash.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .push(
+                "::text[]) AS x(id, e, h) ON CONFLICT (tenant_id, record_kind, record_id, model)                      DO UPDATE SET embedding = EXCLUDED.embedding,                      content_hash = EXCLUDED.content_hash, created_at = now()",
+            );
+        upsert
+            .build()?
+            .execute(&mut **tx)
+            .await
+            .map_err(store_error)?;
+        Ok(stored)
     }
 
     fn select(&self) -> String {

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    CallerContext, Change, Classification, NamespaceScope, Placement, RecordMeta, StoreError,
-    text_terms,
+    CallerContext, Change, Classification, NamespaceScope, Placement, RecordMeta, Retention,
+    StoreError, text_terms,
 };
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
@@ -19,9 +19,13 @@ pub use openvibe_protocols::MAX_LABEL_LEN;
 
 pub use openvibe_protocols::memory::{MAX_SEARCH_BYTES, MAX_WORD_LEN};
 
+/// A transaction of a caller (see [`begin`]).
+pub(crate) type Tx = Transaction<'static, Postgres>;
+
 /// A statement under construction: SQL text plus its binds, numbered as
 /// they are added. A bind that cannot be encoded is reported when the
 /// statement is built, never as a panic.
+#[derive(Clone)]
 pub(crate) struct Sql {
     text: String,
     args: PgArguments,
@@ -88,7 +92,7 @@ impl Sql {
 
 /// `s` as an SQL string literal that means `s` whatever
 /// `standard_conforming_strings` says (an `E'...'` literal).
-fn literal(s: &str) -> String {
+pub(crate) fn literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 3);
     out.push_str("E'");
     for c in s.chars() {
@@ -113,6 +117,102 @@ fn literal(s: &str) -> String {
 pub(crate) async fn begin(
     pool: &PgPool,
     ctx: &CallerContext,
+) -> Result<Transaction<'static, Postgres>, StoreError> {
+    begin_then(pool, ctx, None).await
+}
+
+/// [`begin`], then delete the expired rows of `table` that a write of
+/// `ids` would collide with (in the same round trip): an expired record is
+/// gone, and storing its id again stores a new record in its place. The
+/// deletes are audited by the table's triggers like any other. Stores use
+/// it to retry a write that an expired row blocked
+/// ([`maybe_blocked_by_expired`](crate::error::maybe_blocked_by_expired)),
+/// so writes pay nothing for expiry until one collides.
+pub(crate) async fn begin_replacing_expired(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    table: &str,
+    ids: &[String],
+) -> Result<Transaction<'static, Postgres>, StoreError> {
+    let purge = format!(
+        "{INCLUDE_EXPIRED}; DELETE FROM {table} WHERE tenant_id = {} AND expires_at <= now() \
+         AND id = ANY({}::text[]); {EXCLUDE_EXPIRED}",
+        literal(ctx.tenant_id()),
+        literal(&array_literal(ids))
+    );
+    begin_then(pool, ctx, Some(&purge)).await
+}
+
+/// How [`write_replacing_expired`] runs its statement.
+#[derive(Clone, Copy)]
+pub(crate) enum Run {
+    /// `fetch_optional`.
+    Optional,
+    /// `execute` (rows affected).
+    Execute,
+}
+
+/// What a statement run as [`Run`] says.
+pub(crate) enum Ran {
+    /// At most one row.
+    Optional(Option<PgRow>),
+    /// Rows affected.
+    Execute(u64),
+}
+
+async fn run_in(tx: &mut Tx, sql: Sql, run: Run) -> Result<Ran, StoreError> {
+    let query = sql.build()?;
+    Ok(match run {
+        Run::Optional => Ran::Optional(query.fetch_optional(&mut **tx).await.map_err(store_error)?),
+        Run::Execute => Ran::Execute(
+            query
+                .execute(&mut **tx)
+                .await
+                .map_err(store_error)?
+                .rows_affected(),
+        ),
+    })
+}
+
+/// Begin a transaction for `ctx` and run the write `sql` of `ids` into
+/// `table` in it; when an expired row was in its way
+/// ([`maybe_blocked_by_expired`](crate::error::maybe_blocked_by_expired)),
+/// roll back and run it once more in a transaction that first deletes the
+/// expired rows of those ids ([`begin_replacing_expired`]). Returns the open
+/// transaction (for the caller to commit) and what the statement said.
+pub(crate) async fn write_replacing_expired(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    table: &str,
+    ids: &[String],
+    sql: Sql,
+    run: Run,
+) -> Result<(Tx, Ran), StoreError> {
+    let mut tx = begin(pool, ctx).await?;
+    match run_in(&mut tx, sql.clone(), run).await {
+        Ok(done) => Ok((tx, done)),
+        Err(e) if crate::error::maybe_blocked_by_expired(&e) => {
+            let _ = tx.rollback().await;
+            let mut tx = begin_replacing_expired(pool, ctx, table, ids).await?;
+            let done = run_in(&mut tx, sql, run).await?;
+            Ok((tx, done))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Make expired rows visible to the rest of the transaction (the
+/// `unexpired` policy's switch).
+pub(crate) const INCLUDE_EXPIRED: &str =
+    "SELECT set_config('openvibe.include_expired', 'on', true)";
+/// Hide expired rows again.
+pub(crate) const EXCLUDE_EXPIRED: &str = "SELECT set_config('openvibe.include_expired', '', true)";
+
+/// [`begin`], then run `then` (statements without binds) in the same round trip.
+pub(crate) async fn begin_then(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    then: Option<&str>,
 ) -> Result<Transaction<'static, Postgres>, StoreError> {
     let tenant = ctx.tenant_id();
     check_label("tenant_id", tenant)?;
@@ -141,13 +241,17 @@ pub(crate) async fn begin(
             literal(&array_literal(&delete_any))
         );
     }
+    if let Some(then) = then {
+        statement.push_str("; ");
+        statement.push_str(then);
+    }
     pool.begin_with(AssertSqlSafe(statement))
         .await
         .map_err(store_error)
 }
 
 /// `items` as a Postgres text array literal (`{"a","b"}`).
-fn array_literal(items: &[String]) -> String {
+pub(crate) fn array_literal(items: &[String]) -> String {
     let elements: Vec<String> = items.iter().map(|n| array_element(n)).collect();
     format!("{{{}}}", elements.join(","))
 }
@@ -439,6 +543,63 @@ pub(crate) async fn delete_row(
     Ok(done.rows_affected())
 }
 
+/// The longest retention SQL is given (about 317 years): longer rules
+/// are refused by the governance configuration long before.
+const MAX_RETENTION_SECS: u64 = 10_000_000_000;
+
+/// The `expires_at` of a changed record as SQL on the row aliased `a`:
+/// `given`, capped by the caller's retention for `kind` counted from the
+/// row's `created_at` in the row's namespace (what
+/// [`CallerContext::expiry`] computes in Rust for a new record).
+pub(crate) fn push_expiry(
+    sql: &mut Sql,
+    ctx: &CallerContext,
+    kind: &str,
+    given: Option<DateTime<Utc>>,
+    a: &str,
+) {
+    let rules: Vec<&Retention> = ctx
+        .grants()
+        .map(|g| {
+            g.retention_rules()
+                .iter()
+                .filter(|r| r.kind.as_deref().is_none_or(|k| k == kind))
+                .collect()
+        })
+        .unwrap_or_default();
+    if rules.is_empty() {
+        sql.bind(given).push("::timestamptz");
+        return;
+    }
+    let namespaces: Vec<Option<String>> = rules.iter().map(|r| r.namespace.clone()).collect();
+    let secs: Vec<i64> = rules
+        .iter()
+        .map(|r| i64::try_from(r.keep_secs.min(MAX_RETENTION_SECS)).unwrap_or(i64::MAX))
+        .collect();
+    sql.push("least(")
+        .bind(given)
+        .push(&format!(
+            "::timestamptz, {a}created_at + (SELECT min(r.k) FROM unnest("
+        ))
+        .bind(namespaces)
+        .push("::text[], ")
+        .bind(secs)
+        .push(&format!(
+            "::bigint[]) AS r(n, k) WHERE r.n IS NULL OR r.n = {a}namespace) * interval '1 second')"
+        ));
+}
+
+/// `Ok` unless `given` (an `expires_at` asked for) is not in the future.
+pub(crate) fn check_given_expiry(given: Option<DateTime<Utc>>) -> Result<(), StoreError> {
+    match given {
+        Some(at) if at <= Utc::now() => Err(StoreError::invalid(
+            "expires_at",
+            format!("{at} is not in the future"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A fresh record id (as the in-memory store makes them).
 pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
@@ -519,7 +680,7 @@ pub(crate) fn push_governed(
 
 /// The columns every batch insert starts its `unnest` arrays with:
 /// `id, namespace, project_id, classification, domain, entity, tags (JSON
-/// text), source, created_at`, in that order.
+/// text), source, created_at, expires_at`, in that order.
 #[derive(Default)]
 pub(crate) struct GovernedColumns {
     ids: Vec<String>,
@@ -531,6 +692,7 @@ pub(crate) struct GovernedColumns {
     tags: Vec<String>,
     sources: Vec<String>,
     created: Vec<DateTime<Utc>>,
+    expires: Vec<Option<DateTime<Utc>>>,
 }
 
 impl GovernedColumns {
@@ -546,19 +708,30 @@ impl GovernedColumns {
             tags: Vec::with_capacity(n),
             sources: Vec::with_capacity(n),
             created: Vec::with_capacity(n),
+            expires: Vec::with_capacity(n),
         }
     }
 
-    /// Add one record's values (placed at `placement`).
+    /// Add one `kind` record's values (placed at `placement` by `ctx`,
+    /// which decides when it expires).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn push(
         &mut self,
+        ctx: &CallerContext,
+        kind: &str,
         id: String,
         placement: Placement,
         meta: RecordMeta,
         domain: String,
         entity: String,
         tags: Vec<String>,
-    ) {
+    ) -> Result<(), StoreError> {
+        self.expires.push(ctx.expiry(
+            kind,
+            &placement.namespace,
+            meta.created_at,
+            meta.expires_at,
+        )?);
         self.ids.push(id);
         self.namespaces.push(placement.namespace);
         self.projects.push(placement.project_id);
@@ -568,9 +741,15 @@ impl GovernedColumns {
         self.tags.push(serde_json::Value::from(tags).to_string());
         self.sources.push(meta.source);
         self.created.push(meta.created_at);
+        Ok(())
     }
 
-    /// Bind the nine arrays, each followed by its cast and `", "`.
+    /// The ids added so far.
+    pub(crate) fn ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// Bind the ten arrays, each followed by its cast and `", "`.
     pub(crate) fn bind(self, sql: &mut Sql) {
         sql.bind(self.ids)
             .push("::text[], ")
@@ -589,6 +768,8 @@ impl GovernedColumns {
             .bind(self.sources)
             .push("::text[], ")
             .bind(self.created)
+            .push("::timestamptz[], ")
+            .bind(self.expires)
             .push("::timestamptz[], ");
     }
 }

@@ -293,15 +293,17 @@ async fn migrations_run_twice_cleanly() {
     let pool = common::fresh_pool(&url, 2).await;
     migrate(&pool).await.unwrap();
     migrate(&pool).await.unwrap();
-    // The SQL itself is idempotent too (applied by hand, twice).
+    // The SQL itself is idempotent too (every migration applied by hand,
+    // in order, twice).
     let schema = common::new_schema(&url).await;
     let pool = common::pool_in(&url, &schema, 1).await;
-    let sql = include_str!("../../../migrations/0001_memory.sql");
     for _ in 0..2 {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-            .execute(&pool)
-            .await
-            .unwrap();
+        for migration in openvibe_postgres::MIGRATOR.iter() {
+            sqlx::raw_sql(migration.sql.clone())
+                .execute(&pool)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", migration.description));
+        }
     }
     let stores = PgStores::from_pool(pool);
     stores

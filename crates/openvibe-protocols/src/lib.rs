@@ -43,7 +43,8 @@ pub use memory::{
     validate_insight, validate_record_id,
 };
 pub use memory::{
-    Change, Grants, NamespaceGrant, NamespaceScope, Placement, Rights, check_fixed_namespace,
+    Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
+    check_fixed_namespace,
 };
 pub use memory::{
     Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan,

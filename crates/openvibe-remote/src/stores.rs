@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use openvibe_api::dto::{
-    AtomicAppend, AtomicIncrement, Deleted, DeletedCount, MaybeInsight, MoveNamespace, Moved,
-    SetState, SimilarInsight, Strengthen, Touch, Touched,
+    AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, MaybeInsight,
+    MoveNamespace, Moved, SetState, SimilarInsight, Strengthen, Touch, Touched,
 };
 use openvibe_api::paths;
 use openvibe_protocols::{
@@ -784,5 +784,18 @@ impl NamespaceAdmin for RemoteMemory {
             )
             .await?;
         Ok(m.moved)
+    }
+
+    async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
+        let d: DeletedCount = self
+            .req(
+                ctx,
+                Method::POST,
+                &[paths::EXPIRED_DELETE],
+                Some(&DeleteExpired { batch }),
+                Idempotent::Yes,
+            )
+            .await?;
+        Ok(d.deleted_count)
     }
 }

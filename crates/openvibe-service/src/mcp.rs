@@ -9,6 +9,9 @@
 //! - `searchMemory`: text search over the facts the caller may read, in the
 //!   namespaces it names or its recall namespaces (audited as a search);
 //! - `getMemoryStats`: how many facts the caller can see, per namespace;
+//! - `deleteExpiredMemories`: delete expired records, batch by batch, where
+//!   the caller may clean up (the seed's restricted caller, which manages
+//!   no namespace, is refused; see `openvibe_protocols::memory::cleanup_scope`);
 //! - `setPlanState`, `getPlanState`, `appendPlanState`: plan-scoped working
 //!   memory (optimistic locking with `expect_version`, atomic append).
 //!
@@ -76,7 +79,27 @@ pub struct SaveMemory {
     /// Tags.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Forget it this many seconds from now (the scope's retention may
+    /// make it sooner); kept until deleted when absent.
+    #[serde(default)]
+    pub ttl_seconds: Option<u64>,
 }
+
+/// `deleteExpiredMemories`' arguments.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteExpiredMemories {
+    /// Records deleted per batch (one transaction each): 500 by default.
+    #[serde(default)]
+    pub batch: Option<usize>,
+    /// The project you work in (its project-scoped memories are cleaned
+    /// too; those of other projects are not).
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// The batch `deleteExpiredMemories` uses when none is given.
+pub const CLEANUP_BATCH: usize = 500;
 
 /// `searchMemory`'s arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -198,6 +221,7 @@ fn fact_json(f: &Fact) -> Value {
         "tags": f.tags,
         "confidence": f.confidence,
         "created_at": f.meta.created_at,
+        "expires_at": f.meta.expires_at,
     })
 }
 
@@ -220,6 +244,17 @@ impl MemoryTools {
         fact.entity = args.entity.unwrap_or_default();
         fact.domain = args.domain.unwrap_or_default();
         fact.tags = args.tags;
+        if let Some(ttl) = args.ttl_seconds {
+            let ttl = i64::try_from(ttl)
+                .ok()
+                .and_then(chrono::TimeDelta::try_seconds)
+                .unwrap_or(chrono::TimeDelta::MAX);
+            fact.meta.expires_at = Some(
+                chrono::Utc::now()
+                    .checked_add_signed(ttl)
+                    .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC),
+            );
+        }
         // The seed's `source`: who wrote it, set here, never by the caller.
         fact.meta.source = format!("mcp:{}", caller.principal());
         let stored = self.stores.facts.store(&caller, fact).await;
@@ -271,6 +306,35 @@ impl MemoryTools {
                 "capped": facts.len() >= STATS_LIMIT,
             })
         })))
+    }
+
+    #[tool(
+        name = "deleteExpiredMemories",
+        description = "Delete expired memories (any kind, any owner) in the scopes you manage, in batches; each deletion is audited. Callers that manage no scope may not run this cleanup."
+    )]
+    async fn delete_expired_memories(
+        &self,
+        Parameters(args): Parameters<DeleteExpiredMemories>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = in_project(self.caller(&ctx)?, args.project);
+        let batch = args.batch.unwrap_or(CLEANUP_BATCH);
+        let mut deleted = 0;
+        let mut batches = 0;
+        let outcome = loop {
+            match self.stores.admin.delete_expired(&caller, batch).await {
+                Ok(n) => {
+                    batches += 1;
+                    deleted += n;
+                    // A short batch: nothing else had expired when it ran.
+                    if usize::try_from(n).is_ok_and(|n| n < batch) {
+                        break Ok(json!({"deleted": deleted, "batches": batches}));
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        Ok(answer(outcome))
     }
 
     #[tool(

@@ -315,6 +315,35 @@ async fn bad_bodies_are_named_and_change_nothing() {
 }
 
 #[tokio::test]
+async fn a_record_body_needs_only_what_the_caller_knows() {
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::new(stores.clone(), Access::open("acme"))).await;
+    let (status, _, body) = send(
+        reqwest::Method::POST,
+        &format!("{url}/v1/memory/facts"),
+        None,
+        Some(json!({"content": "the pilot starts in May"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let stored: Fact = serde_json::from_value(body).unwrap();
+    assert!(!stored.id.is_empty(), "the store made an id");
+    assert_eq!(stored.meta.tenant_id, "acme", "the tenant is the caller's");
+    assert_eq!(
+        stored.meta.classification,
+        openvibe_protocols::Classification::Internal
+    );
+    assert!(!stored.meta.owner.is_empty());
+    let age = chrono::Utc::now() - stored.meta.created_at;
+    assert!(age < chrono::TimeDelta::seconds(60), "created now: {age}");
+    let caller = CallerContext::system().with_tenant("acme");
+    assert_eq!(
+        stores.facts.get(&caller, &stored.id).await.unwrap(),
+        Some(stored)
+    );
+}
+
+#[tokio::test]
 async fn a_saturated_service_says_so_and_slow_requests_end() {
     let stores = openvibe_memory::in_memory_stores();
     let mut config = ServiceConfig::default();

@@ -74,6 +74,7 @@ async fn mcp_tools_follow_the_seed_rules() {
         "saveMemory",
         "searchMemory",
         "getMemoryStats",
+        "deleteExpiredMemories",
         "setPlanState",
     ] {
         assert!(tools.contains(&expected.to_owned()), "{tools:?}");
@@ -212,4 +213,96 @@ async fn mcp_answers_only_the_hosts_it_is_told() {
     config.mcp_allowed_hosts.push("memory.example".into());
     let url = support::spawn(Service::governed(stores, governance()).with_config(config)).await;
     assert_eq!(post(url).await, 200);
+}
+
+#[tokio::test]
+async fn mcp_memories_expire_and_only_a_manager_cleans_them_up() {
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    let l = client(&url, "key-l").await;
+    let c = client(&url, "key-c").await;
+
+    let saved = call(
+        &c,
+        "saveMemory",
+        json!({"content": "temporary workaround for the flaky test", "scope": "global", "ttl_seconds": 1}),
+    )
+    .await;
+    assert_ne!(saved.is_error, Some(true), "{saved:?}");
+    assert!(structured(&saved)["expires_at"].is_string(), "{saved:?}");
+    let saved = call(
+        &l,
+        "saveMemory",
+        json!({"content": "temporary kernel note", "scope": "l-private", "project": "l9", "ttl_seconds": 1}),
+    )
+    .await;
+    assert_ne!(saved.is_error, Some(true), "{saved:?}");
+    call(
+        &c,
+        "saveMemory",
+        json!({"content": "lasting workaround notes", "scope": "global"}),
+    )
+    .await;
+    let found = call(&c, "searchMemory", json!({"query": "workaround"})).await;
+    assert_eq!(structured(&found)["memories"].as_array().unwrap().len(), 2);
+
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let found = call(&c, "searchMemory", json!({"query": "workaround"})).await;
+    let memories = structured(&found)["memories"].as_array().unwrap().clone();
+    assert_eq!(
+        memories.len(),
+        1,
+        "the expired memory is invisible: {memories:?}"
+    );
+    assert!(memories[0]["expires_at"].is_null());
+    let stats = call(&c, "getMemoryStats", json!({})).await;
+    assert_eq!(structured(&stats)["total"], 1);
+
+    // Cursor may not run the cleanup: a tool error.
+    let refused = call(&c, "deleteExpiredMemories", json!({})).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert_eq!(structured(&refused)["error"]["code"], "forbidden");
+    // L may: both expired memories go (Cursor's refusal deleted nothing),
+    // one per batch, and the lasting one stays.
+    let cleaned = call(
+        &l,
+        "deleteExpiredMemories",
+        json!({"batch": 1, "project": "l9"}),
+    )
+    .await;
+    assert_ne!(cleaned.is_error, Some(true), "{cleaned:?}");
+    assert_eq!(structured(&cleaned)["deleted"], 2, "{cleaned:?}");
+    assert_eq!(structured(&cleaned)["batches"], 3, "{cleaned:?}");
+    let again = call(&l, "deleteExpiredMemories", json!({"project": "l9"})).await;
+    assert_eq!(structured(&again)["deleted"], 0);
+    let deletes = stores
+        .audit
+        .query(
+            &CallerContext::system(),
+            &openvibe_protocols::AuditQuery {
+                operation: Some(openvibe_protocols::AuditOp::Delete),
+                ..openvibe_protocols::AuditQuery::new()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        deletes
+            .iter()
+            .filter(|e| e.status == openvibe_protocols::AuditStatus::Ok)
+            .count(),
+        2
+    );
+    assert!(
+        deletes
+            .iter()
+            .any(|e| e.status == openvibe_protocols::AuditStatus::Refused
+                && e.principal == "service:cursor-ide"),
+        "the refusal is audited: {deletes:?}"
+    );
+    let found = call(&c, "searchMemory", json!({"query": "workaround"})).await;
+    assert_eq!(structured(&found)["memories"].as_array().unwrap().len(), 1);
+
+    l.cancel().await.unwrap();
+    c.cancel().await.unwrap();
 }

@@ -76,9 +76,11 @@ pub fn modify_allowed(
 
 impl CallerContext {
     /// Whether a record with `meta` and `domain` is visible to this caller:
-    /// same tenant, and [`read_allowed`]. The one read rule of every store.
+    /// same tenant, not expired ([`RecordMeta::is_expired`]), and
+    /// [`read_allowed`]. The one read rule of every store.
     pub fn can_read(&self, meta: &RecordMeta, domain: &str) -> bool {
         meta.tenant_id == self.tenant_id()
+            && !meta.is_expired(chrono::Utc::now())
             && read_allowed(
                 self.rights(&meta.namespace).read,
                 self.sees_project(meta.project_id.as_deref()),

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{CallerContext, StoreError};
+use super::{CallerContext, Change, NamespaceScope, StoreError};
 
 /// The record kinds that live in namespaces.
 pub const RECORD_KINDS: [&str; 7] = [
@@ -17,6 +17,10 @@ pub const RECORD_KINDS: [&str; 7] = [
     "task_context",
     "knowledge",
 ];
+
+/// The record kinds that can expire ([`RecordMeta::expires_at`](crate::RecordMeta::expires_at)):
+/// the long-lived ones. Working memory ends with its plan or session.
+pub const EXPIRING_KINDS: [&str; 4] = ["fact", "episode", "insight", "knowledge"];
 
 /// How many records of one kind one namespace holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +56,40 @@ pub trait NamespaceAdmin: Send + Sync {
         to: &str,
         batch: usize,
     ) -> Result<u64, StoreError>;
+
+    /// Delete at most `batch` expired records ([`EXPIRING_KINDS`]) in the
+    /// caller's tenant, whoever owns them, in the namespaces of
+    /// [`cleanup_scope`] (which refuses callers without a right to clean
+    /// up) and the projects the caller sees (its own, and none); returns
+    /// how many went (0: none left). One transaction per call;
+    /// each deleted record is audited as a delete.
+    async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError>;
+}
+
+/// Where `ctx` may delete expired records, whoever owns them: everywhere
+/// when privileged; in the namespaces where its grants give it `manage`
+/// and `delete`. Anyone else (an ungoverned caller, or one that manages no
+/// namespace, like the seed's restricted IDE caller) may not run a cleanup.
+/// A `batch` of 0 is refused as invalid input.
+pub fn cleanup_scope(ctx: &CallerContext, batch: usize) -> Result<NamespaceScope, StoreError> {
+    if batch == 0 {
+        return Err(StoreError::invalid("batch", "must be at least 1"));
+    }
+    if ctx.is_privileged() {
+        return Ok(NamespaceScope::All);
+    }
+    let managed = ctx
+        .grants()
+        .map(|g| g.managed(Change::Delete))
+        .unwrap_or_default();
+    if managed.is_empty() {
+        return Err(ctx.unauthorized(
+            "delete expired records",
+            "a cleanup deletes others' records: it needs the manage and delete rights in a \
+             namespace, or a privileged caller",
+        ));
+    }
+    Ok(NamespaceScope::only(managed))
 }
 
 /// `Ok` when `ctx` may administer namespaces (privileged), and `kind` is

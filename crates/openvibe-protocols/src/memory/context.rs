@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::governance::{Grants, NamespaceScope, Placement, Rights};
@@ -383,6 +384,68 @@ impl CallerContext {
             namespace: namespace.to_owned(),
             project_id,
         })
+    }
+
+    /// When a `kind` record created at `created_at` and placed in
+    /// `namespace` (as [`CallerContext::placement`] resolved it) expires:
+    /// the `given` time, capped by the caller's retention there
+    /// ([`Grants::retention`]; ungoverned callers have none), to the
+    /// microsecond. `None`: never.
+    ///
+    /// A time that is not in the future is refused (`InvalidInput` on
+    /// `expires_at`): a store never writes a record that nobody could read.
+    ///
+    /// ```
+    /// use chrono::TimeDelta;
+    /// use openvibe_protocols::{CallerContext, Grants, Retention, Rights, store_time};
+    /// let ctx = CallerContext::agent("a").with_grants(
+    ///     Grants::new("scratch").grant("scratch", Rights::OWN, false).retain(Retention {
+    ///         namespace: Some("scratch".into()),
+    ///         kind: None,
+    ///         keep_secs: 3600,
+    ///     }),
+    /// );
+    /// let now = store_time(); // to the microsecond, as stores keep times
+    /// let later = now + TimeDelta::days(2);
+    /// assert_eq!(ctx.expiry("fact", "scratch", now, Some(later)).unwrap(), Some(now + TimeDelta::hours(1)));
+    /// assert_eq!(ctx.expiry("fact", "other", now, None).unwrap(), None);
+    /// assert!(ctx.expiry("fact", "other", now, Some(now - TimeDelta::seconds(1))).is_err());
+    /// ```
+    pub fn expiry(
+        &self,
+        kind: &str,
+        namespace: &str,
+        created_at: DateTime<Utc>,
+        given: Option<DateTime<Utc>>,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let kept = self
+            .grants()
+            .and_then(|g| g.retention(namespace, kind))
+            .map(|keep| {
+                created_at
+                    .checked_add_signed(keep)
+                    .unwrap_or(DateTime::<Utc>::MAX_UTC)
+            });
+        // To the microsecond, as PostgreSQL keeps it: equal on every backend.
+        let at = match (given, kept) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|at| DateTime::from_timestamp_micros(at.timestamp_micros()).unwrap_or(at));
+        if let Some(at) = at
+            && at <= Utc::now()
+        {
+            let why = if given.is_some_and(|g| g.timestamp_micros() == at.timestamp_micros()) {
+                format!("{at} is not in the future")
+            } else {
+                format!(
+                    "the retention of namespace `{namespace}` for {kind} records makes it {at}, \
+                     which is not in the future (created {created_at})"
+                )
+            };
+            return Err(StoreError::invalid("expires_at", why));
+        }
+        Ok(at)
     }
 
     /// The tenant every read and write is confined to.

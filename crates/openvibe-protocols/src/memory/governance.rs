@@ -25,6 +25,7 @@
 
 use std::collections::BTreeMap;
 
+use chrono::TimeDelta;
 use serde::{Deserialize, Serialize};
 
 /// What a principal may do in one namespace.
@@ -149,6 +150,39 @@ pub struct Grants {
     home: String,
     namespaces: BTreeMap<String, NamespaceGrant>,
     recall: Vec<String>,
+    retention: Vec<Retention>,
+}
+
+/// How long records are kept: records of `kind` (any when `None`) in
+/// `namespace` (any when `None`) expire `keep` after they were created.
+/// Where several rules match a record, the shortest wins.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Retention {
+    /// The namespace it applies to (`None`: every namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The record kind it applies to (`None`: every kind that expires).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// How long after creation, in whole seconds.
+    pub keep_secs: u64,
+}
+
+impl Retention {
+    /// The rule's duration (saturating at the largest `TimeDelta`).
+    pub fn keep(&self) -> TimeDelta {
+        i64::try_from(self.keep_secs)
+            .ok()
+            .and_then(TimeDelta::try_seconds)
+            .unwrap_or(TimeDelta::MAX)
+    }
+
+    /// Whether the rule applies to a `kind` record in `namespace`.
+    pub fn applies(&self, namespace: &str, kind: &str) -> bool {
+        self.namespace.as_deref().is_none_or(|n| n == namespace)
+            && self.kind.as_deref().is_none_or(|k| k == kind)
+    }
 }
 
 impl Grants {
@@ -158,7 +192,30 @@ impl Grants {
             home: home.into(),
             namespaces: BTreeMap::new(),
             recall: Vec::new(),
+            retention: Vec::new(),
         }
+    }
+
+    /// Add a retention rule (see [`Retention`]).
+    #[must_use]
+    pub fn retain(mut self, rule: Retention) -> Self {
+        self.retention.push(rule);
+        self
+    }
+
+    /// The retention rules, in the order they were added.
+    pub fn retention_rules(&self) -> &[Retention] {
+        &self.retention
+    }
+
+    /// How long a `kind` record in `namespace` is kept: the shortest
+    /// matching rule (`None`: no rule, kept until deleted).
+    pub fn retention(&self, namespace: &str, kind: &str) -> Option<TimeDelta> {
+        self.retention
+            .iter()
+            .filter(|r| r.applies(namespace, kind))
+            .map(Retention::keep)
+            .min()
     }
 
     /// Grant `rights` in `namespace` (added to what was granted there).
@@ -374,5 +431,26 @@ mod tests {
         assert!(scope.contains("z") && !scope.contains("b"));
         assert!(NamespaceScope::All.contains("anything"));
         assert!(NamespaceScope::only(Vec::<String>::new()).is_empty());
+    }
+
+    #[test]
+    fn the_shortest_matching_retention_wins() {
+        let rule = |namespace: Option<&str>, kind: Option<&str>, keep_secs| Retention {
+            namespace: namespace.map(str::to_owned),
+            kind: kind.map(str::to_owned),
+            keep_secs,
+        };
+        let g = Grants::new("a")
+            .retain(rule(Some("scratch"), None, 60))
+            .retain(rule(None, Some("episode"), 30))
+            .retain(rule(Some("a"), Some("fact"), 600));
+        assert_eq!(g.retention("scratch", "fact"), Some(TimeDelta::seconds(60)));
+        assert_eq!(
+            g.retention("scratch", "episode"),
+            Some(TimeDelta::seconds(30))
+        );
+        assert_eq!(g.retention("a", "fact"), Some(TimeDelta::seconds(600)));
+        assert_eq!(g.retention("a", "insight"), None);
+        assert_eq!(rule(None, None, u64::MAX).keep(), TimeDelta::MAX);
     }
 }

@@ -35,12 +35,15 @@ mod validate;
 mod working;
 
 pub use access::{Governed, modify_allowed, read_allowed};
-pub use admin::{NamespaceAdmin, NamespaceCount, RECORD_KINDS, check_admin};
+pub use admin::{
+    EXPIRING_KINDS, NamespaceAdmin, NamespaceCount, RECORD_KINDS, check_admin, cleanup_scope,
+};
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
 pub use governance::{
-    Change, Grants, NamespaceGrant, NamespaceScope, Placement, Rights, check_fixed_namespace,
+    Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
+    check_fixed_namespace,
 };
 pub use kv::{MemoryEntry, MemoryProvider};
 pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, text_terms};

@@ -17,6 +17,7 @@
 //!   wrong dimension or with a non-finite value is [`StoreError::InvalidInput`].
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -81,6 +82,10 @@ pub struct NewKnowledge {
     pub session_id: Option<String>,
     /// Free metadata; `null` means an empty object.
     pub metadata: Value,
+    /// When it expires (`None`: never; capped by retention, see
+    /// [`RecordMeta::expires_at`]). Storing it again renews it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl NewKnowledge {

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
-use openvibe_api::dto::{Health, MoveNamespace, Moved, Promote};
+use openvibe_api::dto::{DeleteExpired, DeletedCount, Health, MoveNamespace, Moved, Promote};
 use openvibe_api::paths;
 use openvibe_protocols::memory::promotion::{Promotion, promote_fact, promote_insight};
 use openvibe_protocols::{AuditEntry, AuditQuery, Fact, NamespaceCount, StoreError};
@@ -97,6 +97,18 @@ pub(super) fn routes(api: Api) -> Api {
     .op(
         Op::new(
             M::POST,
+            paths::EXPIRED_DELETE,
+            "deleteExpired",
+            "Delete one batch of expired records, whoever owns them, where the caller manages \
+             the namespace (or everywhere when privileged); each deletion is audited",
+        )
+        .body::<DeleteExpired>()
+        .returns::<DeletedCount>(),
+        on(&M::POST, delete_expired),
+    )
+    .op(
+        Op::new(
+            M::POST,
             paths::PROMOTE,
             "promote",
             "Promote a fact or insight into another namespace as a fact (audited)",
@@ -174,6 +186,15 @@ async fn move_namespace(
         .move_namespace(&ctx, &m.kind, &m.from, &m.to, m.batch)
         .await?;
     Ok(Json(Moved { moved }))
+}
+
+async fn delete_expired(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(d): Body<DeleteExpired>,
+) -> Result<Json<DeletedCount>, Failure> {
+    let deleted_count = s.stores.admin.delete_expired(&ctx, d.batch).await?;
+    Ok(Json(DeletedCount { deleted_count }))
 }
 
 async fn promote(

@@ -11,6 +11,7 @@ use super::RecordMeta;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Episode {
     /// Unique id.
+    #[serde(default)]
     pub id: String,
     /// Governance metadata.
     #[serde(flatten)]

@@ -14,6 +14,7 @@ use super::{Classification, RecordMeta};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Fact {
     /// Unique id within the tenant (the store generates one when empty).
+    #[serde(default)]
     pub id: String,
     /// Governance metadata (classification, source, timestamps, ...).
     #[serde(flatten)]

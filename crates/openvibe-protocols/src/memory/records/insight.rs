@@ -51,6 +51,7 @@ impl PartialEq<&str> for InsightStatus {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Insight {
     /// Unique id within the tenant (the store generates one when empty).
+    #[serde(default)]
     pub id: String,
     /// Governance metadata; `meta.created_at` is when it was first seen.
     #[serde(flatten)]

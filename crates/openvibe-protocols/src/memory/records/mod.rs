@@ -92,9 +92,12 @@ impl FromStr for Classification {
 /// Governance metadata carried by every persisted memory record.
 ///
 /// `owner` is set by the store from the caller's identity; a value supplied
-/// by the caller is never trusted.
+/// by the caller is never trusted. Every field may be left out of JSON
+/// (the store sets or defaults it: tenant, owner and project from the
+/// caller, both times now, classification `internal`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
 pub struct RecordMeta {
     /// Tenant (organisation) the record belongs to.
     pub tenant_id: String,
@@ -109,15 +112,48 @@ pub struct RecordMeta {
     pub classification: Classification,
     /// Where it came from (an agent, an import, a person).
     pub source: String,
-    /// When it was created.
+    /// When it was created (now when left out).
+    #[cfg_attr(feature = "schema", schemars(transform = no_default))]
     pub created_at: DateTime<Utc>,
-    /// When it last changed.
+    /// When it last changed (set by the store).
+    #[cfg_attr(feature = "schema", schemars(transform = no_default))]
     pub updated_at: DateTime<Utc>,
+    /// When it expires (`None`: never). From that instant it is invisible
+    /// to every read, on every backend, until a cleanup
+    /// ([`NamespaceAdmin::delete_expired`](crate::NamespaceAdmin::delete_expired))
+    /// deletes it. Given on write, and capped by the retention of the
+    /// caller's governance ([`CallerContext::expiry`](crate::CallerContext::expiry)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// A schema without its `default`: the default of a time is "now", which
+/// a schema cannot state (and would change on every generation).
+#[cfg(feature = "schema")]
+fn no_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
 }
 
 impl RecordMeta {
     /// The tenant used when none is given.
     pub const DEFAULT_TENANT: &'static str = "default";
+
+    /// Whether the record has expired at `now` (it expires at `expires_at`
+    /// exactly).
+    ///
+    /// ```
+    /// use chrono::{TimeDelta, Utc};
+    /// use openvibe_protocols::RecordMeta;
+    /// let now = Utc::now();
+    /// let mut meta = RecordMeta::default();
+    /// assert!(!meta.is_expired(now));
+    /// meta.expires_at = Some(now);
+    /// assert!(meta.is_expired(now));
+    /// assert!(!meta.is_expired(now - TimeDelta::milliseconds(1)));
+    /// ```
+    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
 }
 
 impl Default for RecordMeta {
@@ -132,6 +168,7 @@ impl Default for RecordMeta {
             source: String::new(),
             created_at: now,
             updated_at: now,
+            expires_at: None,
         }
     }
 }
@@ -203,6 +240,13 @@ macro_rules! record_builders {
         #[must_use]
         pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
             self.meta.created_at = at;
+            self
+        }
+
+        /// Set when it expires (see [`RecordMeta::expires_at`]).
+        #[must_use]
+        pub fn expires_at(mut self, at: DateTime<Utc>) -> Self {
+            self.meta.expires_at = Some(at);
             self
         }
     };
