@@ -2,17 +2,24 @@
 //!
 //! - `test-all`: format check, clippy (warnings denied), the layering check,
 //!   rustdoc (warnings denied: broken intra-doc links fail), every test
-//!   (in-memory and Postgres) and the doc tests, then a fuzzing smoke
+//!   (in-memory and Postgres) and the doc tests, the standalone examples,
+//!   `cargo package` of every publishable crate, then a fuzzing smoke
 //!   (each target 15 s); fails when any test reports itself skipped
 //!   (listing each by name).
 //! - `layering`: only the layering check.
+//! - `api [--bless]`: the public API of every library crate against the
+//!   committed `api/<crate>.txt` (see `api.rs`).
+//! - `examples [name...]`: build and run the standalone projects of
+//!   `examples/` (each outside the workspace, as a user's project).
 //! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`;
 //!   the `reliability` group runs the property and fault tests and reports
 //!   what they measured.
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
 //! - `fuzz [--seconds N] [target...]`: the libFuzzer targets of `fuzz/`.
 
+mod api;
 mod db;
+mod examples;
 mod fuzz;
 mod layering;
 mod reliability;
@@ -24,8 +31,13 @@ const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
   test-all              fmt --check, clippy -D warnings, layering check, rustdoc -D warnings,
-                        all tests, doc tests, fuzzing smoke; fails when a test was skipped
+                        all tests, doc tests, the examples, cargo package, fuzzing smoke;
+                        fails when a test was skipped
   layering              check that crates only depend on the layers below them
+  api [--bless]         compare every library crate's public API with api/<crate>.txt
+                        (--bless: rewrite them; review the diff)
+  examples [name...]    build and run the standalone projects of examples/ (outside the
+                        workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
                         semantic, pg_working, pg_gov, svc, reliability; all when none is named)
   fuzz [--seconds N] [target...]
@@ -39,6 +51,8 @@ fn main() -> std::process::ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test-all") => test_all(),
         Some("layering") => layering::check(),
+        Some("examples") => examples::main(rest),
+        Some("api") => api::main(rest),
         Some("bench") => bench(rest),
         Some("db") => db::main(rest),
         Some("fuzz") => fuzz::main(rest),
@@ -110,6 +124,8 @@ fn test_all() -> Result<(), String> {
     )?;
     eprintln!("==> layering check");
     layering::check()?;
+    // Public API changes show in review (api/*.txt).
+    api::check()?;
     // Broken intra-doc links and other rustdoc warnings fail the build.
     run(
         "docs (rustdoc -D warnings)",
@@ -123,7 +139,8 @@ fn test_all() -> Result<(), String> {
     // target directory shared by several checkouts, a binary built in one
     // would read (and write) another's snapshots. See CONTRIBUTING.md.
     tests.env("INSTA_WORKSPACE_ROOT", workspace_root());
-    if let Some(url) = database_url_for_tests()? {
+    let url = database_url_for_tests()?;
+    if let Some(url) = &url {
         tests.env("DATABASE_URL", url);
     }
     // Tests that were told to skip (OPENVIBE_SKIP_PG=1 without a database)
@@ -136,6 +153,23 @@ fn test_all() -> Result<(), String> {
     let skipped = skipped_tests(&report);
     let _ = std::fs::remove_file(&report);
     result?;
+    // Each crate as a user's project picks it, outside the workspace.
+    examples::run_all(&examples::EXAMPLES, url.as_deref())?;
+    // Every publishable crate packages (metadata, README, included files).
+    run(
+        "package (cargo package --no-verify)",
+        cargo().args([
+            "package",
+            "--quiet",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "openvibe-bench",
+            "--no-verify",
+            "--allow-dirty",
+        ]),
+    )?;
     if !skipped.is_empty() {
         return Err(format!(
             "{} test(s) were skipped, not run (a skipped test is not a pass):\n  {}",
@@ -192,7 +226,7 @@ fn bench(groups: &[String]) -> Result<(), String> {
 /// The database the Postgres tests use: `DATABASE_URL` when set; otherwise,
 /// once the workspace has a Postgres backend, a local server brought up by
 /// `cargo xtask db up`; otherwise none.
-fn database_url_for_tests() -> Result<Option<String>, String> {
+pub(crate) fn database_url_for_tests() -> Result<Option<String>, String> {
     if let Ok(url) = std::env::var("DATABASE_URL")
         && !url.is_empty()
     {

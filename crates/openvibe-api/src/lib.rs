@@ -28,3 +28,8 @@ pub use error::{ApiError, ErrorBody, ErrorCode};
 /// The header carrying the request id (set by the server on every response;
 /// a client may send its own).
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -471,3 +471,8 @@ fn parse_digest(hex: &str) -> Option<[u8; 32]> {
     }
     Some(out)
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -154,3 +154,8 @@ cases! {
     expiry::expiry_hides_records_from_that_instant;
     expiry::expiry_retention_and_cleanup;
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

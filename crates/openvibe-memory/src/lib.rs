@@ -73,6 +73,10 @@ pub use in_memory::{
 };
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;
+
+/// The contract this crate implements (record types, `CallerContext`, the
+/// store traits), so a project depending on `openvibe-memory` alone has it.
+pub use openvibe_protocols as protocols;
 pub use workflow::{ACTION_HISTORY, WorkflowState};
 pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 pub use workspace::WorkspaceMemory;
@@ -81,3 +85,8 @@ pub use workspace::WorkspaceMemory;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/governance.md")]
 pub struct GovernanceGuide;
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

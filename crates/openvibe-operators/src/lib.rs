@@ -25,3 +25,8 @@ pub use graph::{
 };
 pub use operator::{BoundOperator, Operator};
 pub use runtime::OperatorRuntime;
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

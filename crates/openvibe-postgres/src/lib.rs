@@ -283,3 +283,8 @@ pub async fn ping(pool: &PgPool) -> Result<(), StoreError> {
         .map(|_| ())
         .map_err(error::store_error)
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

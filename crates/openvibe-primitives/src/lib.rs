@@ -77,3 +77,8 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -114,3 +114,8 @@ mod tests {
         assert_eq!(truncate_chars("", 3), "");
     }
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -326,3 +326,8 @@ fn error_of(status: StatusCode, bytes: &[u8]) -> StoreError {
         },
     }
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

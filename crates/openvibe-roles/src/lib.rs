@@ -24,3 +24,8 @@ pub use error::Error;
 pub use role::{DEFAULT_RECALL_LIMIT, Role, RoleAwareLlm};
 pub use runtime::RoleRuntime;
 pub use soul::Soul;
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -164,3 +164,8 @@ impl Service {
         Ok(())
     }
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -133,3 +133,8 @@ mod tests {
         assert_eq!((a.get_model(), b.get_model()), ("haiku", "haiku"));
     }
 }
+
+/// The README's example, compiled and run as a doc test.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
