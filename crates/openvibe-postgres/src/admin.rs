@@ -36,22 +36,9 @@ pub struct PgNamespaceAdmin {
     audit: AuditWriter,
 }
 
+crate::audit::audited_store!(PgNamespaceAdmin);
+
 impl PgNamespaceAdmin {
-    /// Administration of `pool`'s stores.
-    pub fn new(pool: PgPool) -> Self {
-        Self {
-            audit: AuditWriter::new(pool.clone()),
-            pool,
-        }
-    }
-
-    /// Audit refusals through `audit` (shared with other stores).
-    #[must_use]
-    pub fn with_audit(mut self, audit: AuditWriter) -> Self {
-        self.audit = audit;
-        self
-    }
-
     async fn delete_expired_in(
         &self,
         ctx: &CallerContext,
