@@ -22,7 +22,7 @@ use crate::{cargo, workspace_root};
 
 /// The library crates whose API is tracked (the binary, benchmark and
 /// xtask crates have none to break).
-pub(crate) const CRATES: [&str; 13] = [
+pub(crate) const CRATES: [&str; 14] = [
     "openvibe-protocols",
     "openvibe-macros",
     "openvibe-primitives",
@@ -35,6 +35,7 @@ pub(crate) const CRATES: [&str; 13] = [
     "openvibe-api",
     "openvibe-service",
     "openvibe-remote",
+    "openvibe-local-embed",
     "openvibe",
 ];
 

@@ -6,7 +6,13 @@ use serde_json::Value;
 
 /// Our crates that sit at the top and may use anything (binaries, facade,
 /// benchmarks, automation).
-const UNRESTRICTED: &[&str] = &["openvibe", "openvibe-cli", "openvibe-bench", "xtask"];
+const UNRESTRICTED: &[&str] = &[
+    "openvibe",
+    "openvibe-cli",
+    "openvibe-bench",
+    "openvibe-eval",
+    "xtask",
+];
 
 /// For each layered crate: the crates of ours it may depend on.
 const RULES: &[(&str, &[&str])] = &[
@@ -63,6 +69,8 @@ const RULES: &[(&str, &[&str])] = &[
     ),
     // The remote client: the contract over the wire format, no server code.
     ("openvibe-remote", &["openvibe-api", "openvibe-protocols"]),
+    // A primitive: an `Embedder` on candle, nothing of ours but the contract.
+    ("openvibe-local-embed", &["openvibe-protocols"]),
 ];
 
 /// Crates whose dev-dependencies (tests, examples) are restricted too: a

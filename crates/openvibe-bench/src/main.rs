@@ -1,5 +1,6 @@
 //! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
 
+mod embed;
 mod governance;
 mod graph;
 mod memory;
@@ -22,6 +23,7 @@ const GROUPS: &[Group] = &[
     ("pg_working", || Box::pin(working::run_pg())),
     ("pg_gov", || Box::pin(governance::run())),
     ("svc", || Box::pin(service::run())),
+    ("embed", || Box::pin(embed::run())),
 ];
 
 fn main() -> std::process::ExitCode {

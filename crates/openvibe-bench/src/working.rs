@@ -2,7 +2,9 @@
 //!
 //! Group `semantic` (in-process):
 //! - `mem_sem_query_p50_us`: top 10 by exact cosine over 100,000 pieces of
-//!   knowledge of 384 dimensions.
+//!   knowledge of 384 dimensions;
+//! - `mem_hybrid_query_p50_us`: top 10 by hybrid retrieval (three words of
+//!   text and a vector; BM25 with query expansion, cosine, fusion).
 //!
 //! Group `pg_working` (needs `DATABASE_URL`; `cargo xtask bench` provides it):
 //! - `wm_record_action_per_s`: 8 concurrent writers appending to one plan's
@@ -11,7 +13,10 @@
 //!   table that holds the data set, HNSW index maintained;
 //! - `sem_query_p50_us` / `sem_query_p99_us`: top 10 over 100,000 pieces of
 //!   knowledge of 384 dimensions (HNSW, privacy predicate: the caller's own
-//!   plus public knowledge).
+//!   plus public knowledge);
+//! - `hybrid_query_p50_us` / `hybrid_query_p99_us`: the same with three
+//!   words of text too (GIN candidates, BM25 with query expansion, HNSW,
+//!   fusion).
 //!
 //! Vectors are dense and clustered like sentence embeddings (1,000 random
 //! unit centres, each item a centre plus Gaussian noise, normalised;
@@ -40,7 +45,8 @@ const USERS: u32 = 10;
 const VOCABULARY: u32 = 5_000;
 const WORDS: u32 = 12;
 const LOAD_BATCH: u32 = 1_000;
-const DATASET: &str = "knowledge-v2";
+/// Bumped when the stored form changes (v3: analyzed terms for full text).
+const DATASET: &str = "knowledge-v3";
 const CENTRES: u32 = 1_000;
 const NOISE: f32 = 0.6;
 const TENANT: &str = "bench-sem";
@@ -111,8 +117,28 @@ fn queries(centres: &[Vec<f32>]) -> Vec<KnowledgeQuery> {
         .collect()
 }
 
+/// Hybrid queries: three words of the vocabulary and a vector.
+fn hybrid_queries(centres: &[Vec<f32>]) -> Vec<KnowledgeQuery> {
+    let mut rng = Lcg(7);
+    (0..500)
+        .map(|_| KnowledgeQuery {
+            top_k: 10,
+            text: Some(text(&mut rng, 3)),
+            ..KnowledgeQuery::by_embedding(near_centre(centres, &mut rng))
+        })
+        .collect()
+}
+
 async fn query_samples(store: &Arc<dyn KnowledgeStore>, warmup: usize, n: usize) -> (f64, f64) {
-    let queries = queries(&centres());
+    samples_of(store, queries(&centres()), warmup, n).await
+}
+
+async fn samples_of(
+    store: &Arc<dyn KnowledgeStore>,
+    queries: Vec<KnowledgeQuery>,
+    warmup: usize,
+    n: usize,
+) -> (f64, f64) {
     let reader = user(0);
     let mut next = 0usize;
     let samples = sample(warmup, n, || {
@@ -150,6 +176,8 @@ pub async fn run_memory() {
     }
     let (p50, _) = query_samples(&stores.knowledge, 20, 200).await;
     report("mem_sem_query_p50_us", p50, "us");
+    let (p50, _) = samples_of(&stores.knowledge, hybrid_queries(&centres), 20, 200).await;
+    report("mem_hybrid_query_p50_us", p50, "us");
 }
 
 /// Load the 100,000 pieces of knowledge unless already there.
@@ -337,6 +365,9 @@ async fn run_inner(url: &str) -> Result<(), String> {
     let (p50, p99) = query_samples(&store, 50, 1_000).await;
     report("sem_query_p50_us", p50, "us");
     report("sem_query_p99_us", p99, "us");
+    let (p50, p99) = samples_of(&store, hybrid_queries(&centres()), 50, 1_000).await;
+    report("hybrid_query_p50_us", p50, "us");
+    report("hybrid_query_p99_us", p99, "us");
     Ok(())
 }
 

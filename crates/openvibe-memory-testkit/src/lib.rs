@@ -118,6 +118,7 @@ cases! {
     semantic::semantic_privacy;
     semantic::semantic_identity_comes_from_the_caller;
     semantic::semantic_query_filters_and_order;
+    semantic::semantic_hybrid_retrieval;
     semantic::semantic_bad_input_writes_nothing;
     episodes::episode_store_then_get;
     episodes::episode_filters;
@@ -148,6 +149,7 @@ cases! {
     governance::governance_changes_need_the_right;
     governance::governance_working_and_semantic_records;
     governance::governance_randomized_leak_check;
+    governance::governance_hybrid_search_leak_check;
     governance::governance_audit_trail;
     governance::governance_promotion;
     governance::governance_namespace_migration;

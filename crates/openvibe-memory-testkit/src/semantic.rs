@@ -8,7 +8,8 @@ use std::future::Future;
 
 use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{
-    CallerContext, KnowledgeQuery, NewKnowledge, NewPlan, NewSession, Stores, content_hash,
+    CallerContext, KnowledgeHit, KnowledgeQuery, NewKnowledge, NewPlan, NewSession, RetrievalMode,
+    Retriever, Stores, content_hash,
 };
 use serde_json::json;
 
@@ -19,6 +20,10 @@ pub const DIMENSIONS: usize = 384;
 
 fn user(id: &str) -> CallerContext {
     CallerContext::user(id).with_tenant("t1")
+}
+
+fn vector_of(text: &str) -> Vec<f32> {
+    vector(text)
 }
 
 fn vector(text: &str) -> Vec<f32> {
@@ -295,7 +300,7 @@ where
     let hits = k
         .query_knowledge(
             &alice,
-            &KnowledgeQuery::by_text("Docker containers run images"),
+            &KnowledgeQuery::by_text("Docker containers run images").mode(RetrievalMode::Vector),
         )
         .await
         .unwrap();
@@ -380,6 +385,174 @@ where
         .await
         .is_empty()
     );
+}
+
+/// Hybrid retrieval: full text (BM25 over stemmed terms) and vectors,
+/// fused; each hit says which retriever found it and where; the same
+/// order on every backend; the caller's access rules hold in every mode.
+pub async fn semantic_hybrid_retrieval<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let k = &s.knowledge;
+    let alice = user("alice");
+    for content in [
+        "docker containers run images",
+        "kubernetes schedules containers",
+        "python was created by guido",
+        "rust has no garbage collector",
+        "the garbage truck comes on tuesday",
+    ] {
+        k.store_knowledge(&alice, knowledge(content)).await.unwrap();
+    }
+    k.store_knowledge(&user("bob"), knowledge("bob keeps secret containers"))
+        .await
+        .unwrap();
+    k.store_knowledge(
+        &user("bob"),
+        NewKnowledge {
+            is_public: true,
+            ..knowledge("a public guide to containers")
+        },
+    )
+    .await
+    .unwrap();
+    let ask = |q: KnowledgeQuery| {
+        let k = k.clone();
+        let alice = alice.clone();
+        async move { k.query_knowledge(&alice, &q).await.unwrap() }
+    };
+    let contents = |hits: &[KnowledgeHit]| -> Vec<String> {
+        hits.iter().map(|h| h.knowledge.content.clone()).collect()
+    };
+
+    // Full text: stems match ("container" finds "containers"); nothing
+    // without a shared term (or a term the query expansion adds); BM25
+    // scores, the same order on every backend.
+    let full = ask(KnowledgeQuery {
+        include_public: false,
+        ..KnowledgeQuery::by_text("container").mode(RetrievalMode::FullText)
+    })
+    .await;
+    assert_eq!(
+        contents(&full),
+        vec![
+            "docker containers run images",
+            "kubernetes schedules containers",
+        ]
+    );
+    for (i, hit) in full.iter().enumerate() {
+        assert_eq!(hit.retrievers.len(), 1, "{hit:?}");
+        assert_eq!(hit.retrievers[0].retriever, Retriever::FullText);
+        assert_eq!(hit.retrievers[0].rank as usize, i + 1);
+        assert!(hit.score > 0.0 && hit.score == hit.retrievers[0].score);
+    }
+    assert!(full[0].score > full[1].score);
+    // With public knowledge asked for: bob's public guide, never his private note.
+    let with_public = ask(KnowledgeQuery {
+        include_public: true,
+        ..KnowledgeQuery::by_text("containers").mode(RetrievalMode::FullText)
+    })
+    .await;
+    let found = contents(&with_public);
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(found.contains(&"a public guide to containers".to_owned()));
+    assert!(!found.iter().any(|c| c.contains("secret")), "{found:?}");
+
+    // Vectors only: every readable record (alice's five and bob's public
+    // one: public knowledge is included by default), most similar first.
+    let vector =
+        ask(KnowledgeQuery::by_text("rust garbage collector").mode(RetrievalMode::Vector)).await;
+    assert_eq!(vector.len(), 6);
+    assert_eq!(vector[0].knowledge.content, "rust has no garbage collector");
+    assert!(vector.iter().all(|h| h.retrievers.len() == 1
+        && h.retrievers[0].retriever == Retriever::Vector
+        && h.retrievers[0].score == h.score));
+    assert!(vector.windows(2).all(|w| w[0].score >= w[1].score));
+
+    // Hybrid (the default): found by both comes first and carries both
+    // retrievers' ranks; what only the vectors found follows.
+    let hybrid = ask(KnowledgeQuery::by_text("rust garbage collector")).await;
+    assert_eq!(hybrid.len(), 6);
+    assert_eq!(hybrid[0].knowledge.content, "rust has no garbage collector");
+    let sources: Vec<Retriever> = hybrid[0].retrievers.iter().map(|r| r.retriever).collect();
+    assert_eq!(sources, vec![Retriever::FullText, Retriever::Vector]);
+    assert!(hybrid[0].retrievers.iter().all(|r| r.rank == 1));
+    assert_eq!(
+        hybrid[1].knowledge.content,
+        "the garbage truck comes on tuesday",
+        "the other full-text match: {:?}",
+        contents(&hybrid)
+    );
+    assert_eq!(hybrid[1].retrievers[0].retriever, Retriever::FullText);
+    assert!(hybrid.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(hybrid[2..].iter().all(|h| {
+        h.retrievers
+            .iter()
+            .all(|r| r.retriever == Retriever::Vector)
+    }));
+    // The same query again: the same order and scores.
+    let again = ask(KnowledgeQuery::by_text("rust garbage collector")).await;
+    assert_eq!(contents(&again), contents(&hybrid));
+    assert_eq!(
+        again.iter().map(|h| h.score).collect::<Vec<_>>(),
+        hybrid.iter().map(|h| h.score).collect::<Vec<_>>()
+    );
+    // top_k cuts the fused list.
+    let two = ask(KnowledgeQuery {
+        top_k: 2,
+        ..KnowledgeQuery::by_text("rust garbage collector")
+    })
+    .await;
+    assert_eq!(contents(&two), contents(&hybrid)[..2].to_vec());
+    // An embedding without text is a vector search.
+    let by_vector = ask(KnowledgeQuery::by_embedding(vector_of(
+        "rust garbage collector",
+    )))
+    .await;
+    assert!(
+        by_vector
+            .iter()
+            .all(|h| h.retrievers[0].retriever == Retriever::Vector)
+    );
+    // Full text needs a text: a typed error.
+    assert!(is_invalid(
+        k.query_knowledge(
+            &alice,
+            &KnowledgeQuery::by_embedding(vector_of("containers")).mode(RetrievalMode::FullText)
+        )
+        .await
+    ));
+    // A text of stop words only finds nothing by full text.
+    assert!(
+        ask(KnowledgeQuery::by_text("the and of").mode(RetrievalMode::FullText))
+            .await
+            .is_empty()
+    );
+    // Another user sees only their own (and public) knowledge, in every mode.
+    for mode in [
+        RetrievalMode::FullText,
+        RetrievalMode::Vector,
+        RetrievalMode::Hybrid,
+    ] {
+        let hits = k
+            .query_knowledge(
+                &user("carol"),
+                &KnowledgeQuery {
+                    include_public: true,
+                    ..KnowledgeQuery::by_text("containers garbage").mode(mode)
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            contents(&hits),
+            vec!["a public guide to containers"],
+            "{mode:?}"
+        );
+    }
 }
 
 /// Bad input gets a typed error and writes nothing: empty or over-long

@@ -45,6 +45,7 @@ mod filesystem;
 mod gateway;
 mod in_memory;
 mod index;
+mod retrieval;
 mod semantic;
 mod workflow;
 mod working;

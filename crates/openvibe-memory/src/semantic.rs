@@ -1,16 +1,15 @@
 //! In-memory semantic memory: [`KnowledgeStore`] on the working store's
-//! state, with exact cosine search over the readable knowledge.
-
-use std::cmp::Ordering;
+//! state: hybrid search (an inverted index for BM25, exact cosine for
+//! vectors) over the readable knowledge.
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    check_label, check_user, cosine, json_object, knowledge_read_allowed, resolve_embedding,
-    validate_knowledge,
+    FUSION, check_label, check_user, combine, cosine, json_object, knowledge_read_allowed,
+    rank_key, resolve_embedding, top_by_score, validate_knowledge,
 };
 use openvibe_protocols::{
     AuditOp, CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
-    NewKnowledge, StoreError, content_hash, store_time,
+    NewKnowledge, Retriever, StoreError, content_hash, store_time,
 };
 
 use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
@@ -146,6 +145,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
             AuditOp::Insert
         };
         self.audit_change(ctx, op, "knowledge", &id, &knowledge.meta);
+        tenant.knowledge_text.insert(&id, &knowledge.content);
         tenant.knowledge.insert(id, knowledge.clone());
         Ok(knowledge)
     }
@@ -157,54 +157,77 @@ impl KnowledgeStore for InMemoryWorkingStore {
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
         self.audit.record(query.audit_entry(ctx));
-        let vector = self
-            .embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
-            .await?;
+        let (terms, vectors) = query.plan(self.embedder.is_some())?;
+        let vector = if vectors {
+            Some(
+                self.embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
+                    .await?,
+            )
+        } else {
+            None
+        };
         let _span = Self::span("query_knowledge", ctx);
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
         let guard = self.read()?;
         let Some(tenant) = guard.get(ctx.tenant_id()) else {
             return Ok(Vec::new());
         };
-        let mut scored: Vec<(f32, &Knowledge)> = tenant
-            .knowledge
-            .values()
-            .filter(|k| readable(ctx, k))
-            .filter(|k| query.include_public || ctx.is_owner(&k.meta.owner))
-            .filter(|k| query.tags.is_empty() || k.tags.iter().any(|t| query.tags.contains(t)))
-            .filter(|k| query.source.as_deref().is_none_or(|s| k.meta.source == s))
-            .filter(|k| {
-                query
+        let keep = |k: &Knowledge| {
+            readable(ctx, k)
+                && (query.include_public || ctx.is_owner(&k.meta.owner))
+                && (query.tags.is_empty() || k.tags.iter().any(|t| query.tags.contains(t)))
+                && query.source.as_deref().is_none_or(|s| k.meta.source == s)
+                && query
                     .plan_id
                     .as_deref()
                     .is_none_or(|p| k.plan_id.as_deref() == Some(p))
-            })
-            .filter(|k| {
-                query
+                && query
                     .session_id
                     .as_deref()
                     .is_none_or(|s| k.session_id.as_deref() == Some(s))
-            })
-            .map(|k| (cosine(&vector, &k.embedding), k))
-            .collect();
-        // Most similar first, ties by id; only the top k are sorted and copied.
-        let order = |a: &(f32, &Knowledge), b: &(f32, &Knowledge)| {
-            b.0.partial_cmp(&a.0)
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| a.1.id.cmp(&b.1.id))
         };
-        if query.top_k == 0 {
-            return Ok(Vec::new());
+        let both = !terms.is_empty() && vector.is_some();
+        let depth = if both {
+            FUSION.candidates(query.top_k)
+        } else {
+            query.top_k
+        };
+        let mut lists = Vec::new();
+        if !terms.is_empty() || vector.is_none() {
+            let list = tenant.knowledge_text.rank(
+                &terms,
+                |id| {
+                    let k = tenant.knowledge.get(id).filter(|k| keep(k))?;
+                    Some(rank_key(k.meta.created_at, &k.id))
+                },
+                depth,
+            );
+            lists.push((Retriever::FullText, list));
         }
-        if scored.len() > query.top_k {
-            scored.select_nth_unstable_by(query.top_k - 1, order);
-            scored.truncate(query.top_k);
+        if let Some(vector) = &vector {
+            let scored = tenant
+                .knowledge
+                .values()
+                .filter(|k| keep(k))
+                .map(|k| {
+                    (
+                        rank_key(k.meta.created_at, &k.id),
+                        cosine(vector, &k.embedding),
+                    )
+                })
+                .collect();
+            lists.push((Retriever::Vector, top_by_score(scored, depth)));
         }
-        scored.sort_by(order);
-        Ok(scored
+        Ok(combine(lists, query.top_k)
             .into_iter()
-            .map(|(score, k)| KnowledgeHit {
-                score,
-                knowledge: k.clone(),
+            .filter_map(|hit| {
+                tenant.knowledge.get(&hit.id.1).map(|k| KnowledgeHit {
+                    knowledge: k.clone(),
+                    score: hit.score,
+                    retrievers: hit.retrievers,
+                })
             })
             .collect())
     }
@@ -247,6 +270,7 @@ impl Tenant {
     /// Remove knowledge `id` and its upsert key; returns it.
     pub(crate) fn remove_knowledge(&mut self, id: &str) -> Option<Knowledge> {
         let gone = self.knowledge.remove(id)?;
+        self.knowledge_text.remove(id);
         let owner = gone.meta.owner.clone();
         match &gone.external_id {
             Some(ext) => self.by_external.remove(&(owner, ext.clone())),

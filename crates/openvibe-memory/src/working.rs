@@ -38,6 +38,8 @@ pub(crate) struct Tenant {
     /// Plan id → key → entry.
     pub state: HashMap<String, BTreeMap<String, StateEntry>>,
     pub knowledge: HashMap<String, Knowledge>,
+    /// Full-text index of the knowledge's content.
+    pub knowledge_text: crate::retrieval::TextIndex,
     /// (owner, external id) → knowledge id.
     pub by_external: HashMap<(String, String), String>,
     /// (owner, content hash) → knowledge id, for knowledge without an external id.

@@ -5,19 +5,27 @@
 //! cosine index per model). The upsert is one `INSERT … ON CONFLICT` on the
 //! partial unique indexes `(tenant, owner, external_id)` and `(tenant,
 //! owner, content_hash)`, so two concurrent writers of the same knowledge
-//! leave one row. Queries order by cosine distance through the HNSW index,
-//! with iterative index scans so that filters and the privacy predicate do
-//! not starve the result.
+//! leave one row.
+//!
+//! Queries are hybrid ([`openvibe_protocols::memory::retrieval`]): the
+//! full-text candidates come from a GIN index on each row's analyzed terms
+//! (computed in Rust on write by the shared analyzer) and are scored in
+//! Rust by the shared BM25 with the tenant's corpus statistics
+//! (`knowledge_text_stats`, kept by a trigger); the vector list comes from
+//! the HNSW index, with iterative index scans so that filters and the
+//! privacy predicate do not starve it; the lists are fused as in memory.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    check_embedding, check_label, check_user, json_object, resolve_embedding, validate_knowledge,
+    CorpusStats, EXPANSION, FUSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted,
+    check_embedding, check_label, check_user, combine, json_object, rank_key, resolve_embedding,
+    top_by_score, validate_knowledge,
 };
 use openvibe_protocols::{
     CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
-    NewKnowledge, Plan, RecordMeta, Session, StoreError, content_hash, store_time,
+    NewKnowledge, Plan, RecordMeta, Retriever, Session, StoreError, content_hash, store_time,
 };
 use pgvector::Vector;
 use sqlx::postgres::PgRow;
@@ -94,6 +102,8 @@ struct Prepared {
     embedding: Vec<f32>,
     /// The `expires_at` asked for (retention caps it when written).
     expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The analyzed content, for full-text retrieval.
+    text: TermCounts,
 }
 
 /// One `INSERT … SELECT … FROM unnest(…) ON CONFLICT … DO UPDATE` for
@@ -112,10 +122,24 @@ fn upsert_rows(
         .map(|p| serde_json::Value::from(p.tags.clone()).to_string())
         .collect();
     let metadata: Vec<String> = group.iter().map(|p| p.metadata.to_string()).collect();
+    // Arrays of arrays do not survive `unnest` (it flattens them): each
+    // row's terms and counts travel as JSON arrays.
+    let terms: Vec<String> = group
+        .iter()
+        .map(|p| serde_json::Value::from(p.text.terms.clone()).to_string())
+        .collect();
+    let counts: Vec<String> = group
+        .iter()
+        .map(|p| serde_json::Value::from(p.text.tfs.clone()).to_string())
+        .collect();
+    let totals: Vec<i32> = group
+        .iter()
+        .map(|p| i32::try_from(p.text.len).unwrap_or(i32::MAX))
+        .collect();
     let mut sql = Sql::new(
         "INSERT INTO knowledge AS f (tenant_id, id, namespace, project_id, owner, created_at, \
          updated_at, source, content, external_id, is_public, tags, plan_id, session_id, \
-         metadata, content_hash, expires_at) SELECT ",
+         metadata, content_hash, expires_at, terms, term_counts, term_total) SELECT ",
     );
     let placement = ctx.placement("", "store knowledge")?;
     // Retention counts from the latest store: storing again renews it.
@@ -137,7 +161,11 @@ fn upsert_rows(
         .push(
             ", t.source, t.content, t.external_id, t.is_public, \
              ARRAY(SELECT jsonb_array_elements_text(t.tags::jsonb)), t.plan_id, t.session_id, \
-             t.metadata::jsonb, t.content_hash, t.expires_at FROM unnest(",
+             t.metadata::jsonb, t.content_hash, t.expires_at, \
+             ARRAY(SELECT v FROM jsonb_array_elements_text(t.terms::jsonb) WITH ORDINALITY \
+             AS a(v, n) ORDER BY n), \
+             ARRAY(SELECT v::integer FROM jsonb_array_elements_text(t.term_counts::jsonb) \
+             WITH ORDINALITY AS a(v, n) ORDER BY n), t.term_total FROM unnest(",
         )
         .bind(
             (0..group.len())
@@ -164,9 +192,15 @@ fn upsert_rows(
         .bind(texts(|p| Some(p.hash.clone())))
         .push("::text[], ")
         .bind(expires)
+        .push("::timestamptz[], ")
+        .bind(terms)
+        .push("::text[], ")
+        .bind(counts)
+        .push("::text[], ")
+        .bind(totals)
         .push(
-            "::timestamptz[]) AS t(id, source, content, external_id, is_public, tags, plan_id, \
-             session_id, metadata, content_hash, expires_at)",
+            "::integer[]) AS t(id, source, content, external_id, is_public, tags, plan_id, \
+             session_id, metadata, content_hash, expires_at, terms, term_counts, term_total)",
         )
         .push(if external {
             " ON CONFLICT (tenant_id, owner, external_id) WHERE external_id IS NOT NULL"
@@ -178,7 +212,8 @@ fn upsert_rows(
              content = EXCLUDED.content, is_public = EXCLUDED.is_public, tags = EXCLUDED.tags, \
              plan_id = EXCLUDED.plan_id, session_id = EXCLUDED.session_id, \
              metadata = EXCLUDED.metadata, content_hash = EXCLUDED.content_hash, \
-             expires_at = EXCLUDED.expires_at",
+             expires_at = EXCLUDED.expires_at, terms = EXCLUDED.terms, \
+             term_counts = EXCLUDED.term_counts, term_total = EXCLUDED.term_total",
         )
         .push(&format!(" RETURNING {}", columns(COLS, "f.")));
     Ok(sql)
@@ -219,6 +254,131 @@ fn push_knowledge_readable(sql: &mut Sql, ctx: &CallerContext, public: bool) {
         sql.push(" OR f.is_public");
     }
     sql.push("))");
+}
+
+/// The query's filters (tags, source, plan, session) on alias `f.`.
+fn push_filters(sql: &mut Sql, query: &KnowledgeQuery) {
+    if !query.tags.is_empty() {
+        sql.push(" AND f.tags && ")
+            .bind(query.tags.clone())
+            .push("::text[]");
+    }
+    if let Some(source) = &query.source {
+        sql.push(" AND f.source = ").bind(source.clone());
+    }
+    if let Some(plan) = &query.plan_id {
+        sql.push(" AND f.plan_id = ").bind(plan.clone());
+    }
+    if let Some(session) = &query.session_id {
+        sql.push(" AND f.session_id = ").bind(session.clone());
+    }
+}
+
+/// The tenant's corpus statistics for BM25 (every row of the tenant, as in
+/// memory: aggregate counts, no content).
+async fn corpus_stats(tx: &mut Tx, ctx: &CallerContext) -> Result<CorpusStats, StoreError> {
+    let mut sql = Sql::new(
+        "SELECT coalesce(sum(docs), 0)::int8 AS docs, coalesce(sum(total_len), 0)::int8 \
+         AS total_len FROM knowledge_text_stats WHERE tenant_id = ",
+    );
+    sql.bind(ctx.tenant_id().to_owned());
+    let row = sql
+        .build()?
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    let docs: i64 = col(&row, "docs")?;
+    let total_len: i64 = col(&row, "total_len")?;
+    Ok(CorpusStats {
+        docs: u64::try_from(docs).unwrap_or(0),
+        total_len: u64::try_from(total_len).unwrap_or(0),
+    })
+}
+
+/// The readable knowledge the query's filters keep that holds any of
+/// `terms` but none of `except`, with its analyzed text, by rank key.
+async fn text_candidates(
+    tx: &mut Tx,
+    ctx: &CallerContext,
+    query: &KnowledgeQuery,
+    terms: &[String],
+    except: &[String],
+) -> Result<std::collections::BTreeMap<RankKey, TermCounts>, StoreError> {
+    let mut sql = Sql::new(
+        "SELECT f.id, f.created_at, f.terms, f.term_counts, f.term_total FROM knowledge f \
+         WHERE f.tenant_id = ",
+    );
+    sql.bind(ctx.tenant_id().to_owned())
+        .push(" AND f.terms && ")
+        .bind(terms.to_vec())
+        .push("::text[]");
+    if !except.is_empty() {
+        sql.push(" AND NOT f.terms && ")
+            .bind(except.to_vec())
+            .push("::text[]");
+    }
+    sql.push(" AND ");
+    push_knowledge_readable(&mut sql, ctx, query.include_public);
+    push_filters(&mut sql, query);
+    let rows = sql
+        .build()?
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    rows.iter()
+        .map(|row| {
+            let id: String = col(row, "id")?;
+            let counts: Vec<i32> = col(row, "term_counts")?;
+            let total: i32 = col(row, "term_total")?;
+            let text = TermCounts {
+                terms: col(row, "terms")?,
+                tfs: counts
+                    .into_iter()
+                    .map(|c| u32::try_from(c).unwrap_or(0))
+                    .collect(),
+                len: u32::try_from(total).unwrap_or(0),
+            };
+            Ok((rank_key(col(row, "created_at")?, &id), text))
+        })
+        .collect()
+}
+
+/// How many readable documents the query's filters keep hold each of
+/// `terms` (absent: none).
+async fn document_frequencies(
+    tx: &mut Tx,
+    ctx: &CallerContext,
+    query: &KnowledgeQuery,
+    terms: &[String],
+) -> Result<std::collections::HashMap<String, u64>, StoreError> {
+    if terms.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
+    let mut sql = Sql::new(
+        "SELECT t.term, count(*)::int8 AS df FROM knowledge f \
+         CROSS JOIN LATERAL unnest(f.terms) AS t(term) WHERE f.tenant_id = ",
+    );
+    sql.bind(ctx.tenant_id().to_owned())
+        .push(" AND f.terms && ")
+        .bind(terms.to_vec())
+        .push("::text[] AND t.term = ANY(")
+        .bind(terms.to_vec())
+        .push("::text[]) AND ");
+    push_knowledge_readable(&mut sql, ctx, query.include_public);
+    push_filters(&mut sql, query);
+    sql.push(" GROUP BY t.term");
+    let rows = sql
+        .build()?
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    rows.iter()
+        .map(|row| {
+            let term: String = col(row, "term")?;
+            let df: i64 = col(row, "df")?;
+            Ok((term, u64::try_from(df).unwrap_or(0)))
+        })
+        .collect()
 }
 
 /// [`KnowledgeStore`] on PostgreSQL.
@@ -362,6 +522,7 @@ impl PgKnowledgeStore {
             };
             prepared.push(Prepared {
                 hash: content_hash(&input.content),
+                text: TermCounts::of(&input.content),
                 source: input.source.unwrap_or_default(),
                 content: input.content,
                 external_id: input.external_id,
@@ -522,6 +683,111 @@ impl PgKnowledgeStore {
         Ok(stored)
     }
 
+    /// The full-text list: BM25 over the readable knowledge the query's
+    /// filters keep, with the query expanded by pseudo-relevance feedback
+    /// ([`EXPANSION`]); the best `limit`, as the in-memory backend ranks them.
+    async fn full_text(
+        &self,
+        tx: &mut Tx,
+        ctx: &CallerContext,
+        query: &KnowledgeQuery,
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<(RankKey, f32)>, StoreError> {
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let stats = corpus_stats(tx, ctx).await?;
+        let mut candidates = text_candidates(tx, ctx, query, terms, &[]).await?;
+        let feedback = bm25_rank(
+            terms,
+            stats,
+            candidates.iter().map(|(k, c)| (k.clone(), c)),
+            EXPANSION.docs,
+        );
+        let feedback: Vec<&TermCounts> = feedback
+            .iter()
+            .filter_map(|(k, _)| candidates.get(k))
+            .collect();
+        let pool: std::collections::BTreeSet<&String> = feedback
+            .iter()
+            .flat_map(|c| c.terms.iter())
+            .filter(|t| !terms.contains(t))
+            .collect();
+        let pool: Vec<String> = pool.into_iter().cloned().collect();
+        let df = document_frequencies(tx, ctx, query, &pool).await?;
+        let added = EXPANSION.select(terms, feedback, stats, |t| df.get(t).copied().unwrap_or(0));
+        let weighted = EXPANSION.weighted(terms, &added);
+        if !added.is_empty() {
+            candidates.extend(text_candidates(tx, ctx, query, &added, terms).await?);
+        }
+        Ok(bm25_rank_weighted(
+            &weighted,
+            stats,
+            candidates.iter().map(|(k, c)| (k.clone(), c)),
+            limit,
+        ))
+    }
+
+    /// The vector list: the `limit` nearest readable knowledge the query's
+    /// filters keep, through the HNSW index, as `(key, cosine similarity)`.
+    async fn nearest(
+        &self,
+        tx: &mut Tx,
+        ctx: &CallerContext,
+        query: &KnowledgeQuery,
+        vector: Vec<f32>,
+        limit: usize,
+    ) -> Result<Vec<(RankKey, f32)>, StoreError> {
+        let mut sql = Sql::new("SELECT f.id, f.created_at, (e.embedding <=> ");
+        sql.bind(Vector::from(vector.clone()))
+            .push(&format!(
+                ") AS distance FROM {} e JOIN knowledge f ON f.tenant_id = e.tenant_id \
+                 AND f.id = e.record_id WHERE e.tenant_id = ",
+                self.table
+            ))
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND e.record_kind = 'knowledge' AND e.model = ")
+            .bind(self.model.clone())
+            .push(" AND ");
+        push_knowledge_readable(&mut sql, ctx, query.include_public);
+        push_filters(&mut sql, query);
+        // Distance alone, so that the HNSW index gives the order (a second
+        // sort key would force a sort of every candidate); ties are ordered
+        // by rank key below.
+        sql.push(" ORDER BY e.embedding <=> ")
+            .bind(Vector::from(vector))
+            .push(" LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        // Keep scanning the HNSW graph until `limit` rows pass the filters
+        // (pgvector 0.8 iterative scans), with a candidate list at least as
+        // long as the result.
+        let ef = limit.clamp(40, 1000);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}"
+        )))
+        .execute(&mut **tx)
+        .await
+        .map_err(store_error)?;
+        let rows = sql
+            .build()?
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(store_error)?;
+        let scored = rows
+            .iter()
+            .map(|row| {
+                let id: String = col(row, "id")?;
+                let distance: f64 = col(row, "distance")?;
+                Ok((
+                    rank_key(col(row, "created_at")?, &id),
+                    (1.0 - distance) as f32,
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(top_by_score(scored, limit))
+    }
+
     fn select(&self) -> String {
         format!(
             "SELECT {}, e.embedding FROM knowledge f JOIN {} e ON e.tenant_id = f.tenant_id \
@@ -556,84 +822,64 @@ impl KnowledgeStore for PgKnowledgeStore {
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
         self.audit.record_with(|| query.audit_entry(ctx));
-        let vector = self
-            .embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
-            .await?;
+        let (terms, vectors) = query.plan(self.embedder.is_some())?;
+        let vector = if vectors {
+            Some(
+                self.embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
+                    .await?,
+            )
+        } else {
+            None
+        };
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
         async {
-            let top_k = i64::try_from(query.top_k).unwrap_or(i64::MAX);
-            let mut sql = Sql::new(&format!(
-                "SELECT {}, e.embedding, (e.embedding <=> ",
-                columns(COLS, "f.")
-            ));
-            sql.bind(Vector::from(vector.clone()))
-                .push(&format!(
-                    ") AS distance FROM {} e JOIN knowledge f ON f.tenant_id = e.tenant_id \
-                     AND f.id = e.record_id WHERE e.tenant_id = ",
-                    self.table
-                ))
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND e.record_kind = 'knowledge' AND e.model = ")
-                .bind(self.model.clone())
-                .push(" AND ");
-            push_knowledge_readable(&mut sql, ctx, query.include_public);
-            if !query.tags.is_empty() {
-                sql.push(" AND f.tags && ")
-                    .bind(query.tags.clone())
-                    .push("::text[]");
-            }
-            if let Some(source) = &query.source {
-                sql.push(" AND f.source = ").bind(source.clone());
-            }
-            if let Some(plan) = &query.plan_id {
-                sql.push(" AND f.plan_id = ").bind(plan.clone());
-            }
-            if let Some(session) = &query.session_id {
-                sql.push(" AND f.session_id = ").bind(session.clone());
-            }
-            // Distance alone, so that the HNSW index gives the order (a
-            // second sort key would force a sort of every candidate); ties
-            // are ordered by id below.
-            sql.push(" ORDER BY e.embedding <=> ")
-                .bind(Vector::from(vector))
-                .push(" LIMIT ")
-                .bind(top_k);
+            let both = !terms.is_empty() && vector.is_some();
+            let depth = if both {
+                FUSION.candidates(query.top_k)
+            } else {
+                query.top_k
+            };
             let mut tx = begin(&self.pool, ctx).await?;
-            // Keep scanning the HNSW graph until `top_k` rows pass the
-            // filters (pgvector 0.8 iterative scans), with a candidate list
-            // at least as long as the result.
-            let ef = query.top_k.clamp(40, 1000);
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                "SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}"
-            )))
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
+            let mut lists = Vec::new();
+            if !terms.is_empty() || vector.is_none() {
+                let list = self.full_text(&mut tx, ctx, query, &terms, depth).await?;
+                lists.push((Retriever::FullText, list));
+            }
+            if let Some(vector) = vector {
+                let list = self.nearest(&mut tx, ctx, query, vector, depth).await?;
+                lists.push((Retriever::Vector, list));
+            }
+            let fused = combine(lists, query.top_k);
+            let ids: Vec<String> = fused.iter().map(|f| f.id.1.clone()).collect();
+            let mut sql = Sql::new(&self.select());
+            sql.bind(self.model.clone())
+                .push(" WHERE f.tenant_id = ")
+                .bind(ctx.tenant_id().to_owned())
+                .push(" AND f.id = ANY(")
+                .bind(ids)
+                .push("::text[])");
             let rows = sql
                 .build()?
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(store_error)?;
             end_read(tx);
-            let mut hits = rows
+            let mut by_id: std::collections::HashMap<String, Knowledge> = rows
                 .iter()
-                .map(|row| {
-                    let distance: f64 = col(row, "distance")?;
-                    Ok(KnowledgeHit {
-                        knowledge: decode(row)?,
-                        score: (1.0 - distance) as f32,
+                .map(|row| decode(row).map(|k| (k.id.clone(), k)))
+                .collect::<Result<_, StoreError>>()?;
+            Ok(fused
+                .into_iter()
+                .filter_map(|hit| {
+                    by_id.remove(&hit.id.1).map(|knowledge| KnowledgeHit {
+                        knowledge,
+                        score: hit.score,
+                        retrievers: hit.retrievers,
                     })
                 })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            hits.sort_by(|a, b| {
-                b.score
-                    .partial_cmp(&a.score)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then_with(|| a.knowledge.id.cmp(&b.knowledge.id))
-            });
-            Ok(hits)
+                .collect())
         }
         .instrument(span("knowledge", "query", ctx))
         .await

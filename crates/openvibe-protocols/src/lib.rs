@@ -53,6 +53,7 @@ pub use memory::{
     store_time,
 };
 pub use memory::{NamespaceAdmin, NamespaceCount};
+pub use memory::{RetrievalMode, Retriever, RetrieverScore};
 pub use schedule::{ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind};
 pub use state::{State, StateError};
 

@@ -71,6 +71,9 @@ pub use openvibe_postgres as postgres;
 #[cfg(feature = "service")]
 pub use openvibe_service as service;
 
+/// Local embeddings on candle (feature `local-embed`).
+#[cfg(feature = "local-embed")]
+pub use openvibe_local_embed as local_embed;
 /// The memory service's remote client (feature `remote`): every store
 /// trait over HTTP.
 #[cfg(feature = "remote")]

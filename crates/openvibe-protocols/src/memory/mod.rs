@@ -14,6 +14,7 @@
 //! | errors: [`StoreError`] (with its source and [`StoreError::is_transient`]) | `error` |
 //! | working memory: sessions, plans, task and plan contexts, plan state ([`WorkingStore`]) | `working` |
 //! | semantic memory: knowledge with embeddings, upsert, privacy ([`KnowledgeStore`]) | `semantic` |
+//! | ranked retrieval: the analyzer, BM25, rank fusion ([`RetrievalMode`], [`Retriever`]) | `retrieval` |
 //! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
@@ -29,6 +30,7 @@ mod kv;
 pub mod promotion;
 mod query;
 mod records;
+pub mod retrieval;
 mod semantic;
 mod store;
 mod validate;
@@ -50,6 +52,11 @@ pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, text_terms}
 pub use records::{
     Classification, Episode, Fact, Insight, InsightStatus, ParseClassificationError, RecordMeta,
     RetrievalTrace, TraceAction, content_hash,
+};
+pub use retrieval::{
+    BM25, Bm25, CorpusStats, EXPANSION, Expansion, FUSION, Fused, Fusion, RankKey, RetrievalMode,
+    Retriever, RetrieverScore, TermCounts, analyze, bm25_rank, bm25_rank_weighted, combine, fuse,
+    query_terms, rank_key, single, top_by_score,
 };
 pub use semantic::{
     Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, check_embedding,

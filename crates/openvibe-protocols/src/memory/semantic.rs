@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::retrieval::{RetrievalMode, RetrieverScore, query_terms};
 use super::{
     CallerContext, MAX_CONTENT_LEN, RecordMeta, StoreError, check_content, check_opt_label,
     check_tags, check_text,
@@ -121,6 +122,9 @@ pub struct KnowledgeQuery {
     pub plan_id: Option<String>,
     /// Only knowledge of this session.
     pub session_id: Option<String>,
+    /// How to retrieve (default [`RetrievalMode::Hybrid`]: full text and
+    /// vectors fused when there is a text, see [`super::retrieval`]).
+    pub mode: RetrievalMode,
 }
 
 impl Default for KnowledgeQuery {
@@ -135,6 +139,7 @@ impl Default for KnowledgeQuery {
             source: None,
             plan_id: None,
             session_id: None,
+            mode: RetrievalMode::Hybrid,
         }
     }
 }
@@ -159,6 +164,7 @@ impl KnowledgeQuery {
             "source": self.source,
             "plan_id": self.plan_id,
             "session_id": self.session_id,
+            "mode": self.mode,
         })
     }
 
@@ -170,23 +176,62 @@ impl KnowledgeQuery {
         }
     }
 
-    /// Knowledge nearest to `text` (embedded by the store).
+    /// Knowledge that best matches `text`: full text and the store's
+    /// embedding of it, fused ([`RetrievalMode::Hybrid`]).
     pub fn by_text(text: impl Into<String>) -> Self {
         Self {
             text: Some(text.into()),
             ..Self::default()
         }
     }
+
+    /// This query, retrieving by `mode`.
+    #[must_use]
+    pub fn mode(mut self, mode: RetrievalMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// What to retrieve with, or `InvalidInput` when the query cannot run
+    /// (a full-text query without a text; no text and no embedding): the
+    /// query's text terms when full text takes part, and whether vectors do
+    /// (`has_embedder`: the store can embed the text).
+    pub fn plan(&self, has_embedder: bool) -> Result<(Vec<String>, bool), StoreError> {
+        let text = self.text.as_deref().filter(|t| !t.trim().is_empty());
+        let vectors = self.embedding.is_some() || (text.is_some() && has_embedder);
+        let (full_text, vector) = match self.mode {
+            RetrievalMode::FullText => (true, false),
+            RetrievalMode::Vector => (false, true),
+            RetrievalMode::Hybrid => (text.is_some(), vectors || text.is_none()),
+        };
+        if full_text && text.is_none() {
+            return Err(StoreError::invalid(
+                "text",
+                "a full-text query needs a text",
+            ));
+        }
+        let terms = if full_text {
+            query_terms(text.unwrap_or_default())
+        } else {
+            Vec::new()
+        };
+        Ok((terms, vector))
+    }
 }
 
-/// A query result: the knowledge and its cosine similarity to the query.
+/// A query result: the knowledge, its score and which retrievers found it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KnowledgeHit {
     /// The knowledge.
     pub knowledge: Knowledge,
-    /// Cosine similarity, `-1.0..=1.0` (higher is nearer).
+    /// Higher is better: the cosine similarity (`-1.0..=1.0`) of a vector
+    /// query, the BM25 score of a full-text one, the fused score of a
+    /// hybrid one ([`fuse`](super::fuse)).
     pub score: f32,
+    /// What each retriever that found it said (rank and own score).
+    #[serde(default)]
+    pub retrievers: Vec<RetrieverScore>,
 }
 
 /// The read rule of knowledge, for a record of the caller's tenant:

@@ -1,0 +1,129 @@
+//! `openvibe-eval`: retrieval evaluations, run by `cargo xtask eval`.
+//!
+//! ```text
+//! openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+//! ```
+//!
+//! Prints `EVAL <method> <metric> <value>` lines on standard output;
+//! progress on standard error. The Postgres backend reads `DATABASE_URL`.
+
+mod locomo;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use openvibe_local_embed::LocalEmbedder;
+use openvibe_protocols::{Embedder, KnowledgeStore};
+
+const USAGE: &str = "usage: openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+
+Indexes every LoCoMo conversation of DIR (one tenant each, one record per
+turn) and asks its category 1-4 questions; prints recall_any@5/@10/@20 and
+recall_all@10 per method. Needs the local model (cargo xtask models fetch);
+the postgres backend reads DATABASE_URL.";
+
+struct Args {
+    data: PathBuf,
+    backend: String,
+    methods: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut data = None;
+    let mut backend = "memory".to_owned();
+    let mut method = "hybrid".to_owned();
+    let mut it = args.iter();
+    match it.next().map(String::as_str) {
+        Some("locomo") => {}
+        _ => return Err(USAGE.into()),
+    }
+    while let Some(arg) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{arg} needs a value\n\n{USAGE}"))
+        };
+        match arg.as_str() {
+            "--data" => data = Some(PathBuf::from(value()?)),
+            "--backend" => backend = value()?,
+            "--method" => method = value()?,
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
+        }
+    }
+    let methods = if method == "all" {
+        vec!["bm25".into(), "dense".into(), "hybrid".into()]
+    } else {
+        locomo::mode(&method)?;
+        vec![method]
+    };
+    if !matches!(backend.as_str(), "memory" | "postgres") {
+        return Err(format!("unknown backend `{backend}` (memory, postgres)"));
+    }
+    Ok(Args {
+        data: data.ok_or_else(|| format!("--data DIR is required\n\n{USAGE}"))?,
+        backend,
+        methods,
+    })
+}
+
+async fn store(
+    backend: &str,
+    embedder: Arc<dyn Embedder>,
+) -> Result<Arc<dyn KnowledgeStore>, String> {
+    match backend {
+        "postgres" => {
+            let url = std::env::var("DATABASE_URL")
+                .map_err(|_| "the postgres backend needs DATABASE_URL".to_owned())?;
+            let stores = openvibe_postgres::PgStores::connect(&url)
+                .await
+                .map_err(|e| e.to_string())?
+                .with_embedder(embedder)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(stores.knowledge())
+        }
+        _ => Ok(Arc::new(
+            openvibe_memory::InMemoryWorkingStore::new().with_embedder(embedder),
+        )),
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = async {
+        let args = parse(&args)?;
+        let local: Arc<dyn Embedder> =
+            Arc::new(LocalEmbedder::minilm().map_err(|e| e.to_string())?);
+        let cache_file = std::env::var_os("OPENVIBE_EVAL_CACHE").map(PathBuf::from);
+        let cache = cache_file.map(|path| Arc::new(locomo::DiskCache::new(local.clone(), path)));
+        let embedder: Arc<dyn Embedder> = match &cache {
+            Some(cache) => cache.clone(),
+            None => local,
+        };
+        let store = store(&args.backend, embedder.clone()).await?;
+        let started = std::time::Instant::now();
+        let lines = locomo::run(store, embedder, &args.data, &args.methods).await?;
+        if let Some(cache) = &cache {
+            cache.save()?;
+        }
+        for line in lines {
+            println!("{line}");
+        }
+        eprintln!(
+            "eval: {} backend, {:.1} s",
+            args.backend,
+            started.elapsed().as_secs_f64()
+        );
+        Ok::<(), String>(())
+    }
+    .await;
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("openvibe-eval: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,740 @@
+//! Ranked retrieval, defined once for every backend: the text analyzer,
+//! BM25 scoring, and reciprocal rank fusion of several retrievers' lists.
+//!
+//! Backends find candidates their own way (an inverted index in memory, a
+//! GIN index in Postgres, HNSW for vectors) but score and fuse them with
+//! the functions here, so the same data and query rank the same on every
+//! backend.
+//!
+//! - **Analyzer** ([`analyze`]): lowercase runs of alphanumerics, English
+//!   stop words dropped, each word reduced to its Snowball (Porter 2) stem,
+//!   so that "researching" finds "research".
+//! - **BM25** ([`Bm25`]): the Robertson–Spärck Jones weight with `k1 = 1.2`,
+//!   `b = 0.75`. Collection statistics (document count, mean length) are the
+//!   tenant's; document frequencies count only the documents the caller
+//!   may read and the query's filters keep.
+//! - **Expansion** ([`Expansion`]): pseudo-relevance feedback adds the
+//!   first round's most characteristic terms to the query.
+//! - **Fusion** ([`fuse`]): weighted reciprocal rank fusion,
+//!   `score = Σ weight / (k + rank)` ([`FUSION`]: `k = 5`, full text 1,
+//!   vector 0.5), ties broken by [`RankKey`].
+//!
+//! `docs/retrieval.md` has the measurements behind each constant.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+/// How a query finds its results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RetrievalMode {
+    /// Full text only (BM25 over the analyzed text); needs a text.
+    FullText,
+    /// Vector similarity only (cosine); needs an embedding or a text and an
+    /// embedder.
+    Vector,
+    /// Both, fused by reciprocal rank ([`fuse`]). Without a text it is a
+    /// vector search; without an embedding or embedder, a full-text one.
+    #[default]
+    Hybrid,
+}
+
+/// Which retriever found a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Retriever {
+    /// BM25 over the analyzed text.
+    FullText,
+    /// Cosine similarity of embeddings.
+    Vector,
+}
+
+impl Retriever {
+    /// The name used in traces and output (`full_text`, `vector`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FullText => "full_text",
+            Self::Vector => "vector",
+        }
+    }
+}
+
+impl std::fmt::Display for Retriever {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one retriever said about a result.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RetrieverScore {
+    /// The retriever.
+    pub retriever: Retriever,
+    /// Its rank in that retriever's list (1 = best).
+    pub rank: u32,
+    /// Its score there: BM25 for full text, cosine similarity for vectors.
+    pub score: f32,
+}
+
+/// English stop words: function words that carry no topic (the common
+/// list of the NLTK and Lucene English analyzers).
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "s",
+    "t",
+    "don",
+    "ll",
+    "re",
+    "ve",
+    "d",
+    "m",
+];
+
+fn is_stop_word(word: &str) -> bool {
+    static SET: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(word)
+}
+
+fn stemmer() -> &'static rust_stemmers::Stemmer {
+    static STEMMER: OnceLock<rust_stemmers::Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+}
+
+/// The longest term kept (longer words are cut to this many bytes, on a
+/// character boundary).
+pub const MAX_TERM_LEN: usize = 64;
+
+/// The analyzed terms of `text`, in order, repeats kept: lowercase runs of
+/// alphanumerics, stop words dropped, each stemmed (Snowball English).
+///
+/// ```
+/// use openvibe_protocols::memory::analyze;
+/// assert_eq!(analyze("What is she researching? Research!"), vec!["research", "research"]);
+/// assert_eq!(analyze("LGBTQ support groups"), vec!["lgbtq", "support", "group"]);
+/// ```
+pub fn analyze(text: &str) -> Vec<String> {
+    let mut terms = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let lower = word.to_lowercase();
+        if is_stop_word(&lower) {
+            continue;
+        }
+        let mut term = stemmer().stem(&lower).into_owned();
+        if term.len() > MAX_TERM_LEN {
+            let mut end = MAX_TERM_LEN;
+            while !term.is_char_boundary(end) {
+                end -= 1;
+            }
+            term.truncate(end);
+        }
+        terms.push(term);
+    }
+    terms
+}
+
+/// A document's analyzed text: its distinct terms (sorted) with their
+/// counts, and its length in terms. What backends index for BM25.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TermCounts {
+    /// Distinct terms, sorted.
+    pub terms: Vec<String>,
+    /// `tfs[i]`: how often `terms[i]` occurs.
+    pub tfs: Vec<u32>,
+    /// How many terms the text has (repeats counted).
+    pub len: u32,
+}
+
+impl TermCounts {
+    /// The term counts of `text` (see [`analyze`]).
+    pub fn of(text: &str) -> Self {
+        let all = analyze(text);
+        let len = u32::try_from(all.len()).unwrap_or(u32::MAX);
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        for term in all {
+            *counts.entry(term).or_default() += 1;
+        }
+        let mut pairs: Vec<(String, u32)> = counts.into_iter().collect();
+        pairs.sort_unstable();
+        let (terms, tfs) = pairs.into_iter().unzip();
+        Self { terms, tfs, len }
+    }
+
+    /// How often `term` occurs (0 when it does not).
+    pub fn tf(&self, term: &str) -> u32 {
+        self.terms
+            .binary_search_by(|t| t.as_str().cmp(term))
+            .map_or(0, |i| self.tfs[i])
+    }
+}
+
+/// The distinct analyzed terms of a query, in order of first appearance.
+pub fn query_terms(text: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for term in analyze(text) {
+        if !terms.contains(&term) {
+            terms.push(term);
+        }
+    }
+    terms
+}
+
+/// BM25 parameters and scoring.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25 {
+    /// Term-frequency saturation.
+    pub k1: f64,
+    /// Length normalisation (0: none, 1: full).
+    pub b: f64,
+}
+
+/// The parameters every backend uses.
+pub const BM25: Bm25 = Bm25 { k1: 1.2, b: 0.75 };
+
+impl Bm25 {
+    /// Inverse document frequency of a term in `df` of `docs` documents
+    /// (never negative).
+    pub fn idf(&self, docs: u64, df: u64) -> f64 {
+        let (n, df) = (docs.max(df) as f64, df as f64);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// One term's contribution: `idf` weighted by its count `tf` in a
+    /// document of `len` terms, where documents average `avg_len`.
+    pub fn term_score(&self, idf: f64, tf: u32, len: u32, avg_len: f64) -> f64 {
+        if tf == 0 {
+            return 0.0;
+        }
+        let tf = f64::from(tf);
+        let norm = if avg_len > 0.0 {
+            1.0 - self.b + self.b * f64::from(len) / avg_len
+        } else {
+            1.0
+        };
+        idf * tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
+    }
+}
+
+/// Collection statistics for BM25: how many documents, how many terms in all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CorpusStats {
+    /// Documents.
+    pub docs: u64,
+    /// Terms over all documents.
+    pub total_len: u64,
+}
+
+impl CorpusStats {
+    /// Mean document length (0 for an empty corpus).
+    pub fn avg_len(&self) -> f64 {
+        if self.docs == 0 {
+            0.0
+        } else {
+            self.total_len as f64 / self.docs as f64
+        }
+    }
+}
+
+/// Score candidates by BM25: `candidates` are `(key, term counts)` of every
+/// document the caller may read that holds at least one query term (their
+/// number per term is its document frequency); returns the best `limit`
+/// as `(key, score)`, highest first, ties by key.
+///
+/// The key identifies a document and orders ties; backends use
+/// [`RankKey`] (newest first, then id) so that every backend breaks ties
+/// alike.
+pub fn bm25_rank<'a, K, I>(
+    terms: &[String],
+    stats: CorpusStats,
+    candidates: I,
+    limit: usize,
+) -> Vec<(K, f32)>
+where
+    K: Ord + Clone,
+    I: IntoIterator<Item = (K, &'a TermCounts)>,
+{
+    let weighted: Vec<(String, f64)> = terms.iter().map(|t| (t.clone(), 1.0)).collect();
+    bm25_rank_weighted(&weighted, stats, candidates, limit)
+}
+
+/// [`bm25_rank`] with a weight per query term (an expanded query: see
+/// [`Expansion`]); candidates must hold at least one of the terms.
+pub fn bm25_rank_weighted<'a, K, I>(
+    terms: &[(String, f64)],
+    stats: CorpusStats,
+    candidates: I,
+    limit: usize,
+) -> Vec<(K, f32)>
+where
+    K: Ord + Clone,
+    I: IntoIterator<Item = (K, &'a TermCounts)>,
+{
+    let candidates: Vec<(K, &TermCounts)> = candidates.into_iter().collect();
+    let mut df = vec![0u64; terms.len()];
+    let tfs: Vec<Vec<u32>> = candidates
+        .iter()
+        .map(|(_, counts)| {
+            terms
+                .iter()
+                .enumerate()
+                .map(|(i, (t, _))| {
+                    let tf = counts.tf(t);
+                    if tf > 0 {
+                        df[i] += 1;
+                    }
+                    tf
+                })
+                .collect()
+        })
+        .collect();
+    let idf: Vec<f64> = df
+        .iter()
+        .zip(terms)
+        .map(|(&d, (_, weight))| weight * BM25.idf(stats.docs, d))
+        .collect();
+    let avg = stats.avg_len();
+    let scored = candidates
+        .iter()
+        .zip(&tfs)
+        .map(|((key, counts), tfs)| {
+            let score: f64 = tfs
+                .iter()
+                .zip(&idf)
+                .map(|(&tf, &idf)| BM25.term_score(idf, tf, counts.len, avg))
+                .sum();
+            (key.clone(), score as f32)
+        })
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
+    top_by_score(scored, limit)
+}
+
+/// Pseudo-relevance feedback (RM3-style query expansion): the best
+/// [`Expansion::docs`] documents of a first BM25 round lend their most
+/// characteristic terms to the query, which is then scored again.
+///
+/// It finds what the query's words miss ("What does Melanie do to destress?"
+/// finds the turn about running once the first round's turns bring in
+/// "run" and "clear"); the original terms keep weight 1, the expansion
+/// terms share [`Expansion::weight`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expansion {
+    /// How many first-round documents give terms.
+    pub docs: usize,
+    /// How many terms are added at most.
+    pub terms: usize,
+    /// The added terms' total weight (each gets `weight / terms`).
+    pub weight: f64,
+}
+
+/// The expansion every backend uses (measured on LoCoMo, see
+/// `docs/retrieval.md`).
+pub const EXPANSION: Expansion = Expansion {
+    docs: 5,
+    terms: 10,
+    weight: 2.0,
+};
+
+impl Expansion {
+    /// The terms of the `feedback` documents (a first round's best) worth
+    /// adding to `query`: each term not already in it, weighted by
+    /// `Σ tf / len × idf` over the documents, where `df` gives a term's
+    /// document frequency among the documents the caller may read. The best
+    /// [`Expansion::terms`], ties by term.
+    pub fn select<'a>(
+        &self,
+        query: &[String],
+        feedback: impl IntoIterator<Item = &'a TermCounts>,
+        stats: CorpusStats,
+        df: impl Fn(&str) -> u64,
+    ) -> Vec<String> {
+        let mut weights: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+        for counts in feedback.into_iter().take(self.docs) {
+            for (term, &tf) in counts.terms.iter().zip(&counts.tfs) {
+                if query.contains(term) {
+                    continue;
+                }
+                let idf = BM25.idf(stats.docs, df(term).max(1));
+                *weights.entry(term.as_str()).or_default() +=
+                    f64::from(tf) / f64::from(counts.len.max(1)) * idf;
+            }
+        }
+        let mut ranked: Vec<(&str, f64)> = weights.into_iter().collect();
+        ranked.sort_by(|a, b| {
+            b.1.partial_cmp(&a.1)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.0.cmp(b.0))
+        });
+        ranked
+            .into_iter()
+            .take(self.terms)
+            .map(|(t, _)| t.to_owned())
+            .collect()
+    }
+
+    /// The expanded query: `query`'s terms at weight 1, then `added` at
+    /// `weight / terms` each.
+    pub fn weighted(&self, query: &[String], added: &[String]) -> Vec<(String, f64)> {
+        let each = if self.terms == 0 {
+            0.0
+        } else {
+            self.weight / self.terms as f64
+        };
+        query
+            .iter()
+            .map(|t| (t.clone(), 1.0))
+            .chain(added.iter().map(|t| (t.clone(), each)))
+            .collect()
+    }
+}
+
+/// The best `limit` of `(key, score)`, highest score first, ties by key.
+pub fn top_by_score<K: Ord>(mut scored: Vec<(K, f32)>, limit: usize) -> Vec<(K, f32)> {
+    let order = |a: &(K, f32), b: &(K, f32)| {
+        b.1.partial_cmp(&a.1)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.0.cmp(&b.0))
+    };
+    if limit == 0 {
+        return Vec::new();
+    }
+    if scored.len() > limit {
+        scored.select_nth_unstable_by(limit - 1, order);
+        scored.truncate(limit);
+    }
+    scored.sort_by(order);
+    scored
+}
+
+/// How [`fuse`] weighs the retrievers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    /// The RRF constant: larger flattens the difference between ranks.
+    pub k: f64,
+    /// Weight of the full-text list.
+    pub full_text: f64,
+    /// Weight of the vector list.
+    pub vector: f64,
+    /// How many candidates each retriever contributes, per result asked for
+    /// (at least [`Fusion::MIN_CANDIDATES`]).
+    pub depth: usize,
+}
+
+impl Fusion {
+    /// The fewest candidates a retriever contributes.
+    pub const MIN_CANDIDATES: usize = 50;
+
+    /// How many candidates each retriever contributes for `top_k` results.
+    pub fn candidates(&self, top_k: usize) -> usize {
+        top_k.saturating_mul(self.depth).max(Self::MIN_CANDIDATES)
+    }
+
+    fn weight(&self, retriever: Retriever) -> f64 {
+        match retriever {
+            Retriever::FullText => self.full_text,
+            Retriever::Vector => self.vector,
+        }
+    }
+}
+
+/// The fusion every backend uses (measured on LoCoMo, see `docs/retrieval.md`).
+pub const FUSION: Fusion = Fusion {
+    k: 5.0,
+    full_text: 1.0,
+    vector: 0.5,
+    depth: 5,
+};
+
+/// How backends identify ranked documents: ties of score go to the newest
+/// (`created_at` descending), then to the smallest id.
+pub type RankKey = (std::cmp::Reverse<chrono::DateTime<chrono::Utc>>, String);
+
+/// The [`RankKey`] of a record created at `created_at` with id `id`.
+pub fn rank_key(created_at: chrono::DateTime<chrono::Utc>, id: &str) -> RankKey {
+    (std::cmp::Reverse(created_at), id.to_owned())
+}
+
+/// A fused result: its key, fused score and what each retriever said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fused<K> {
+    /// The record's key.
+    pub id: K,
+    /// The fused score (higher is better).
+    pub score: f32,
+    /// Each retriever that found it, in [`Retriever`] order.
+    pub retrievers: Vec<RetrieverScore>,
+}
+
+/// Fuse ranked lists (each best first) by weighted reciprocal rank; the
+/// best `limit`, highest fused score first, ties by key.
+pub fn fuse<K: Ord + Clone>(
+    fusion: &Fusion,
+    lists: &[(Retriever, Vec<(K, f32)>)],
+    limit: usize,
+) -> Vec<Fused<K>> {
+    let mut by_id: std::collections::BTreeMap<&K, Fused<K>> = std::collections::BTreeMap::new();
+    for (retriever, list) in lists {
+        for (i, (id, score)) in list.iter().enumerate() {
+            let rank = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            let entry = by_id.entry(id).or_insert_with(|| Fused {
+                id: id.clone(),
+                score: 0.0,
+                retrievers: Vec::new(),
+            });
+            entry.score += (fusion.weight(*retriever) / (fusion.k + f64::from(rank))) as f32;
+            entry.retrievers.push(RetrieverScore {
+                retriever: *retriever,
+                rank,
+                score: *score,
+            });
+        }
+    }
+    let mut fused: Vec<Fused<K>> = by_id.into_values().collect();
+    for f in &mut fused {
+        f.retrievers.sort_by_key(|r| r.retriever);
+    }
+    fused.sort_by(|a, b| {
+        b.score
+            .partial_cmp(&a.score)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    fused.truncate(limit);
+    fused
+}
+
+/// The final ranking of a query's retriever lists: one list keeps its
+/// own scores (cut to `limit`), several are [`fuse`]d with [`FUSION`].
+pub fn combine<K: Ord + Clone>(
+    lists: Vec<(Retriever, Vec<(K, f32)>)>,
+    limit: usize,
+) -> Vec<Fused<K>> {
+    if lists.len() == 1 {
+        let (retriever, mut list) = lists
+            .into_iter()
+            .next()
+            .unwrap_or((Retriever::Vector, Vec::new()));
+        list.truncate(limit);
+        single(retriever, list)
+    } else {
+        fuse(&FUSION, &lists, limit)
+    }
+}
+
+/// A single retriever's list as fused results (scores and ranks kept).
+pub fn single<K>(retriever: Retriever, list: Vec<(K, f32)>) -> Vec<Fused<K>> {
+    list.into_iter()
+        .enumerate()
+        .map(|(i, (id, score))| Fused {
+            id,
+            score,
+            retrievers: vec![RetrieverScore {
+                retriever,
+                rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                score,
+            }],
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_analyzer_stems_and_drops_stop_words() {
+        assert_eq!(
+            analyze("When did Caroline go to the LGBTQ support group?"),
+            vec!["carolin", "go", "lgbtq", "support", "group"]
+        );
+        assert!(analyze("the and of").is_empty());
+        let long = "x".repeat(200);
+        assert_eq!(analyze(&long)[0].len(), MAX_TERM_LEN);
+        let counts = TermCounts::of("runs running ran, the runner runs");
+        assert_eq!(counts.len, 5);
+        assert_eq!(counts.tf("run"), 3);
+        assert_eq!(counts.tf("absent"), 0);
+        assert_eq!(query_terms("run runs ran"), vec!["run", "ran"]);
+    }
+
+    #[test]
+    fn bm25_prefers_rare_terms_and_short_documents() {
+        let a = TermCounts::of("apple banana");
+        let b = TermCounts::of("apple cherry");
+        let c = TermCounts::of("apple banana cherry date elderberry fig grape");
+        let stats = CorpusStats {
+            docs: 3,
+            total_len: u64::from(a.len + b.len + c.len),
+        };
+        let terms = query_terms("apple cherry");
+        let ranked = bm25_rank(&terms, stats, [("a", &a), ("b", &b), ("c", &c)], 10);
+        assert_eq!(ranked[0].0, "b", "both terms, short: {ranked:?}");
+        assert_eq!(ranked.len(), 3);
+        assert!(ranked[1].1 > ranked[2].1 || ranked[1].0 == "c");
+        // idf is never negative, even for a term in every document.
+        assert!(BM25.idf(3, 3) > 0.0);
+        assert!(BM25.idf(3, 1) > BM25.idf(3, 2));
+        assert!(bm25_rank(&terms, stats, [("a", &a)], 0).is_empty());
+    }
+
+    #[test]
+    fn fusion_rewards_agreement_and_keeps_sources() {
+        let lists = vec![
+            (
+                Retriever::FullText,
+                vec![("x".to_owned(), 9.0), ("y".to_owned(), 5.0)],
+            ),
+            (
+                Retriever::Vector,
+                vec![("y".to_owned(), 0.9), ("z".to_owned(), 0.8)],
+            ),
+        ];
+        let fused = fuse(&FUSION, &lists, 10);
+        assert_eq!(fused[0].id, "y", "found by both: {fused:?}");
+        assert_eq!(fused[0].retrievers.len(), 2);
+        assert_eq!(fused[0].retrievers[0].retriever, Retriever::FullText);
+        assert_eq!(fused[0].retrievers[0].rank, 2);
+        // x and z tie on rank 1 of one list... x is rank 1, z rank 2.
+        assert_eq!(fused[1].id, "x");
+        assert_eq!(fuse(&FUSION, &lists, 1).len(), 1);
+        let one = single(Retriever::Vector, vec![("a", 0.5)]);
+        assert_eq!(one[0].retrievers[0].rank, 1);
+        assert_eq!(FUSION.candidates(1), Fusion::MIN_CANDIDATES);
+        assert_eq!(FUSION.candidates(100), 500);
+    }
+}
