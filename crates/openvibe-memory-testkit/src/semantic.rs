@@ -22,10 +22,6 @@ fn user(id: &str) -> CallerContext {
     CallerContext::user(id).with_tenant("t1")
 }
 
-fn vector_of(text: &str) -> Vec<f32> {
-    vector(text)
-}
-
 fn vector(text: &str) -> Vec<f32> {
     HashEmbedder::new(DIMENSIONS).vector(text)
 }
@@ -463,14 +459,17 @@ where
 
     // Vectors only: every readable record (alice's five and bob's public
     // one: public knowledge is included by default), most similar first.
-    let vector =
+    let nearest =
         ask(KnowledgeQuery::by_text("rust garbage collector").mode(RetrievalMode::Vector)).await;
-    assert_eq!(vector.len(), 6);
-    assert_eq!(vector[0].knowledge.content, "rust has no garbage collector");
-    assert!(vector.iter().all(|h| h.retrievers.len() == 1
+    assert_eq!(nearest.len(), 6);
+    assert_eq!(
+        nearest[0].knowledge.content,
+        "rust has no garbage collector"
+    );
+    assert!(nearest.iter().all(|h| h.retrievers.len() == 1
         && h.retrievers[0].retriever == Retriever::Vector
         && h.retrievers[0].score == h.score));
-    assert!(vector.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(nearest.windows(2).all(|w| w[0].score >= w[1].score));
 
     // Hybrid (the default): found by both comes first and carries both
     // retrievers' ranks; what only the vectors found follows.
@@ -508,7 +507,7 @@ where
     .await;
     assert_eq!(contents(&two), contents(&hybrid)[..2].to_vec());
     // An embedding without text is a vector search.
-    let by_vector = ask(KnowledgeQuery::by_embedding(vector_of(
+    let by_vector = ask(KnowledgeQuery::by_embedding(vector(
         "rust garbage collector",
     )))
     .await;
@@ -521,7 +520,7 @@ where
     assert!(is_invalid(
         k.query_knowledge(
             &alice,
-            &KnowledgeQuery::by_embedding(vector_of("containers")).mode(RetrievalMode::FullText)
+            &KnowledgeQuery::by_embedding(vector("containers")).mode(RetrievalMode::FullText)
         )
         .await
     ));

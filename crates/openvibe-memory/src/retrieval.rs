@@ -59,11 +59,7 @@ impl TextIndex {
         keep: impl Fn(&str) -> Option<K>,
         limit: usize,
     ) -> Vec<(K, f32)> {
-        let first: BTreeMap<K, &TermCounts> = self
-            .candidates(terms, &keep)
-            .into_iter()
-            .map(|(k, _, c)| (k, c))
-            .collect();
+        let first: BTreeMap<K, &TermCounts> = self.candidates(terms, &keep).into_iter().collect();
         let feedback = bm25_rank(
             terms,
             self.stats,
@@ -84,21 +80,16 @@ impl TextIndex {
         let weighted = EXPANSION.weighted(terms, &added);
         let all: Vec<String> = weighted.iter().map(|(t, _)| t.clone()).collect();
         let candidates = self.candidates(&all, &keep);
-        bm25_rank_weighted(
-            &weighted,
-            self.stats,
-            candidates.into_iter().map(|(k, _, c)| (k, c)),
-            limit,
-        )
+        bm25_rank_weighted(&weighted, self.stats, candidates, limit)
     }
 
     /// The documents holding any of `terms` that `keep` accepts, as
-    /// `(key, id, term counts)` in id order.
+    /// `(key, term counts)` in id order.
     fn candidates<K>(
         &self,
         terms: &[String],
         keep: &impl Fn(&str) -> Option<K>,
-    ) -> Vec<(K, &str, &TermCounts)> {
+    ) -> Vec<(K, &TermCounts)> {
         let mut ids: BTreeSet<&str> = BTreeSet::new();
         for term in terms {
             if let Some(posting) = self.postings.get(term) {
@@ -106,7 +97,7 @@ impl TextIndex {
             }
         }
         ids.into_iter()
-            .filter_map(|id| Some((keep(id)?, id, self.docs.get(id)?)))
+            .filter_map(|id| Some((keep(id)?, self.docs.get(id)?)))
             .collect()
     }
 }

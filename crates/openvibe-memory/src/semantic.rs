@@ -4,8 +4,8 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    FUSION, check_label, check_user, combine, cosine, json_object, knowledge_read_allowed,
-    rank_key, resolve_embedding, top_by_score, validate_knowledge,
+    check_label, check_user, combine, cosine, json_object, knowledge_read_allowed, rank_key,
+    resolve_embedding, top_by_score, validate_knowledge,
 };
 use openvibe_protocols::{
     AuditOp, CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
@@ -157,15 +157,9 @@ impl KnowledgeStore for InMemoryWorkingStore {
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
         self.audit.record(query.audit_entry(ctx));
-        let (terms, vectors) = query.plan(self.embedder.is_some())?;
-        let vector = if vectors {
-            Some(
-                self.embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
-                    .await?,
-            )
-        } else {
-            None
-        };
+        let search = query
+            .search(self.embedder.as_deref(), self.dimensions)
+            .await?;
         let _span = Self::span("query_knowledge", ctx);
         if query.top_k == 0 {
             return Ok(Vec::new());
@@ -188,25 +182,19 @@ impl KnowledgeStore for InMemoryWorkingStore {
                     .as_deref()
                     .is_none_or(|s| k.session_id.as_deref() == Some(s))
         };
-        let both = !terms.is_empty() && vector.is_some();
-        let depth = if both {
-            FUSION.candidates(query.top_k)
-        } else {
-            query.top_k
-        };
         let mut lists = Vec::new();
-        if !terms.is_empty() || vector.is_none() {
+        if search.full_text() {
             let list = tenant.knowledge_text.rank(
-                &terms,
+                &search.terms,
                 |id| {
                     let k = tenant.knowledge.get(id).filter(|k| keep(k))?;
                     Some(rank_key(k.meta.created_at, &k.id))
                 },
-                depth,
+                search.depth,
             );
             lists.push((Retriever::FullText, list));
         }
-        if let Some(vector) = &vector {
+        if let Some(vector) = &search.vector {
             let scored = tenant
                 .knowledge
                 .values()
@@ -218,7 +206,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
                     )
                 })
                 .collect();
-            lists.push((Retriever::Vector, top_by_score(scored, depth)));
+            lists.push((Retriever::Vector, top_by_score(scored, search.depth)));
         }
         Ok(combine(lists, query.top_k)
             .into_iter()

@@ -19,9 +19,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    CorpusStats, EXPANSION, FUSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted,
-    check_embedding, check_label, check_user, combine, json_object, rank_key, resolve_embedding,
-    top_by_score, validate_knowledge,
+    CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted, check_embedding,
+    check_label, check_user, combine, json_object, rank_key, top_by_score, validate_knowledge,
 };
 use openvibe_protocols::{
     CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
@@ -274,6 +273,51 @@ fn push_filters(sql: &mut Sql, query: &KnowledgeQuery) {
     }
 }
 
+/// The full-text list: BM25 over the readable knowledge the query's
+/// filters keep, with the query expanded by pseudo-relevance feedback
+/// ([`EXPANSION`]); the best `limit`, as the in-memory backend ranks them.
+async fn full_text(
+    tx: &mut Tx,
+    ctx: &CallerContext,
+    query: &KnowledgeQuery,
+    terms: &[String],
+    limit: usize,
+) -> Result<Vec<(RankKey, f32)>, StoreError> {
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stats = corpus_stats(tx, ctx).await?;
+    let mut candidates = text_candidates(tx, ctx, query, terms, &[]).await?;
+    let feedback = bm25_rank(
+        terms,
+        stats,
+        candidates.iter().map(|(k, c)| (k.clone(), c)),
+        EXPANSION.docs,
+    );
+    let feedback: Vec<&TermCounts> = feedback
+        .iter()
+        .filter_map(|(k, _)| candidates.get(k))
+        .collect();
+    let pool: std::collections::BTreeSet<&String> = feedback
+        .iter()
+        .flat_map(|c| c.terms.iter())
+        .filter(|t| !terms.contains(t))
+        .collect();
+    let pool: Vec<String> = pool.into_iter().cloned().collect();
+    let df = document_frequencies(tx, ctx, query, &pool).await?;
+    let added = EXPANSION.select(terms, feedback, stats, |t| df.get(t).copied().unwrap_or(0));
+    let weighted = EXPANSION.weighted(terms, &added);
+    if !added.is_empty() {
+        candidates.extend(text_candidates(tx, ctx, query, &added, terms).await?);
+    }
+    Ok(bm25_rank_weighted(
+        &weighted,
+        stats,
+        candidates.iter().map(|(k, c)| (k.clone(), c)),
+        limit,
+    ))
+}
+
 /// The tenant's corpus statistics for BM25 (every row of the tenant, as in
 /// memory: aggregate counts, no content).
 async fn corpus_stats(tx: &mut Tx, ctx: &CallerContext) -> Result<CorpusStats, StoreError> {
@@ -454,22 +498,6 @@ impl PgKnowledgeStore {
             )));
         }
         Ok(table)
-    }
-
-    async fn embedding_for(
-        &self,
-        field: &str,
-        given: Option<&Vec<f32>>,
-        text: Option<&str>,
-    ) -> Result<Vec<f32>, StoreError> {
-        resolve_embedding(
-            self.embedder.as_deref(),
-            self.dimensions,
-            field,
-            given,
-            text,
-        )
-        .await
     }
 
     /// Upsert many pieces of knowledge as [`KnowledgeStore::store_knowledge`]
@@ -683,52 +711,6 @@ impl PgKnowledgeStore {
         Ok(stored)
     }
 
-    /// The full-text list: BM25 over the readable knowledge the query's
-    /// filters keep, with the query expanded by pseudo-relevance feedback
-    /// ([`EXPANSION`]); the best `limit`, as the in-memory backend ranks them.
-    async fn full_text(
-        &self,
-        tx: &mut Tx,
-        ctx: &CallerContext,
-        query: &KnowledgeQuery,
-        terms: &[String],
-        limit: usize,
-    ) -> Result<Vec<(RankKey, f32)>, StoreError> {
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let stats = corpus_stats(tx, ctx).await?;
-        let mut candidates = text_candidates(tx, ctx, query, terms, &[]).await?;
-        let feedback = bm25_rank(
-            terms,
-            stats,
-            candidates.iter().map(|(k, c)| (k.clone(), c)),
-            EXPANSION.docs,
-        );
-        let feedback: Vec<&TermCounts> = feedback
-            .iter()
-            .filter_map(|(k, _)| candidates.get(k))
-            .collect();
-        let pool: std::collections::BTreeSet<&String> = feedback
-            .iter()
-            .flat_map(|c| c.terms.iter())
-            .filter(|t| !terms.contains(t))
-            .collect();
-        let pool: Vec<String> = pool.into_iter().cloned().collect();
-        let df = document_frequencies(tx, ctx, query, &pool).await?;
-        let added = EXPANSION.select(terms, feedback, stats, |t| df.get(t).copied().unwrap_or(0));
-        let weighted = EXPANSION.weighted(terms, &added);
-        if !added.is_empty() {
-            candidates.extend(text_candidates(tx, ctx, query, &added, terms).await?);
-        }
-        Ok(bm25_rank_weighted(
-            &weighted,
-            stats,
-            candidates.iter().map(|(k, c)| (k.clone(), c)),
-            limit,
-        ))
-    }
-
     /// The vector list: the `limit` nearest readable knowledge the query's
     /// filters keep, through the HNSW index, as `(key, cosine similarity)`.
     async fn nearest(
@@ -822,33 +804,23 @@ impl KnowledgeStore for PgKnowledgeStore {
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
         check_user(ctx, query.user_id.as_deref())?;
         self.audit.record_with(|| query.audit_entry(ctx));
-        let (terms, vectors) = query.plan(self.embedder.is_some())?;
-        let vector = if vectors {
-            Some(
-                self.embedding_for("embedding", query.embedding.as_ref(), query.text.as_deref())
-                    .await?,
-            )
-        } else {
-            None
-        };
+        let search = query
+            .search(self.embedder.as_deref(), self.dimensions)
+            .await?;
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
         async {
-            let both = !terms.is_empty() && vector.is_some();
-            let depth = if both {
-                FUSION.candidates(query.top_k)
-            } else {
-                query.top_k
-            };
             let mut tx = begin(&self.pool, ctx).await?;
             let mut lists = Vec::new();
-            if !terms.is_empty() || vector.is_none() {
-                let list = self.full_text(&mut tx, ctx, query, &terms, depth).await?;
+            if search.full_text() {
+                let list = full_text(&mut tx, ctx, query, &search.terms, search.depth).await?;
                 lists.push((Retriever::FullText, list));
             }
-            if let Some(vector) = vector {
-                let list = self.nearest(&mut tx, ctx, query, vector, depth).await?;
+            if let Some(vector) = search.vector {
+                let list = self
+                    .nearest(&mut tx, ctx, query, vector, search.depth)
+                    .await?;
                 lists.push((Retriever::Vector, list));
             }
             let fused = combine(lists, query.top_k);

