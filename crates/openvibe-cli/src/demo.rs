@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use openvibe::memory::{MemoryFilesystem, ReflectOptions, Stores, in_memory_stores};
+use openvibe::memory::{
+    Assembly, MemoryFilesystem, ReflectOptions, Stores, describe_retrievers, in_memory_stores,
+};
 use openvibe::primitives::testing::RecordReplayProvider;
 use openvibe::primitives::{AnthropicProvider, OpenAiProvider, ProviderConfig};
 use openvibe::protocols::{
-    EpisodeQuery, InsightQuery, LlmError, LlmProvider, LlmRequest, LlmResponse, RecordMeta, State,
+    Embedder, EpisodeQuery, InsightQuery, LlmError, LlmProvider, LlmRequest, LlmResponse,
+    RecordMeta, State,
 };
 use openvibe::{Role, RoleRuntime};
 
@@ -42,9 +45,24 @@ pub enum LlmChoice {
     OpenAi,
 }
 
+/// What ranks the memory recalled into prompts for a scope's query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EmbedderChoice {
+    /// Hybrid with the local all-MiniLM-L6-v2 when its files are present
+    /// (`cargo xtask models fetch`), else full text only.
+    #[default]
+    Auto,
+    /// Hybrid with the local all-MiniLM-L6-v2; an error without its files.
+    Local,
+    /// Full text only.
+    None,
+}
+
 /// How to run.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// What ranks recalled memory.
+    pub embedder: EmbedderChoice,
     /// The model.
     pub llm: LlmChoice,
     /// Base URL of the model server.
@@ -105,6 +123,49 @@ pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
         Some(path) => Arc::new(RecordReplayProvider::record(llm, path.clone())),
         None => llm,
     })
+}
+
+/// The embedder `choice` asks for, and how the output names the retrieval.
+pub fn make_embedder(
+    choice: EmbedderChoice,
+) -> Result<(Option<Arc<dyn Embedder>>, String), CliError> {
+    match choice {
+        EmbedderChoice::None => Ok((None, "full text (--embedder none)".to_owned())),
+        EmbedderChoice::Auto | EmbedderChoice::Local => local_embedder(choice),
+    }
+}
+
+#[cfg(feature = "local-embed")]
+fn local_embedder(choice: EmbedderChoice) -> Result<(Option<Arc<dyn Embedder>>, String), CliError> {
+    use openvibe::local_embed::{LocalEmbedError, LocalEmbedder};
+    match LocalEmbedder::minilm() {
+        Ok(embedder) => {
+            let label = format!("hybrid (full text + {} vectors)", embedder.model_id());
+            Ok((Some(Arc::new(embedder)), label))
+        }
+        Err(LocalEmbedError::Missing { .. }) if choice == EmbedderChoice::Auto => Ok((
+            None,
+            "full text (no local embedding model; `cargo xtask models fetch` adds vectors)"
+                .to_owned(),
+        )),
+        Err(e) => Err(CliError::Embedding(format!(
+            "{e}; `cargo xtask models fetch` downloads all-MiniLM-L6-v2, or use --embedder none"
+        ))),
+    }
+}
+
+#[cfg(not(feature = "local-embed"))]
+fn local_embedder(choice: EmbedderChoice) -> Result<(Option<Arc<dyn Embedder>>, String), CliError> {
+    match choice {
+        EmbedderChoice::Local => Err(CliError::Embedding(
+            "this openvibe was built without the `local-embed` feature; rebuild with it or use --embedder none"
+                .to_owned(),
+        )),
+        _ => Ok((
+            None,
+            "full text (built without the `local-embed` feature)".to_owned(),
+        )),
+    }
 }
 
 /// The memory backend, its tenant, a label, and the pool to purge the
@@ -189,9 +250,10 @@ pub async fn execute(
         inner: make_llm(options)?,
         requests: Mutex::new(Vec::new()),
     });
+    let retrieval = make_embedder(options.embedder)?;
     let (stores, tenant, backend, purge) = make_stores(options).await?;
     let result = run_all(
-        file, files, options, llm_label, transcript, stores, &tenant, &backend, out,
+        file, files, options, llm_label, transcript, retrieval, stores, &tenant, &backend, out,
     )
     .await;
     // Purge even when the run failed; the run's error comes first.
@@ -211,12 +273,22 @@ async fn run_all(
     options: &Options,
     llm_label: &str,
     transcript: Arc<Transcript>,
+    (embedder, retrieval): (Option<Arc<dyn Embedder>>, String),
     stores: Stores,
     tenant: &str,
     backend: &str,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let role = file.build_role(files)?;
+    let recalls: Arc<Mutex<Vec<Assembly>>> = Arc::default();
+    let sink = recalls.clone();
+    let mut role = file.build_role(files)?.on_recall(move |assembly| {
+        if let Ok(mut log) = sink.lock() {
+            log.push(assembly.clone());
+        }
+    });
+    if let Some(embedder) = embedder {
+        role = role.with_embedder(embedder);
+    }
     let role_id = role.role_id().to_owned();
     let runtime = RoleRuntime::new(transcript.clone())
         .with_tenant(tenant.to_owned())
@@ -241,6 +313,7 @@ async fn run_all(
             "none (the role declares no clearance)"
         }
     )?;
+    writeln!(out, "   memory retrieval: {retrieval}")?;
     let last = file.runs.len().saturating_sub(1);
     for (index, run) in file.runs.iter().enumerate() {
         let input = State::from(run.input.clone());
@@ -253,6 +326,7 @@ async fn run_all(
         )?;
         writeln!(out, "input: {}", serde_json::to_string(&input)?)?;
         let first_request = transcript.len();
+        let first_recall = recalls.lock().map(|r| r.len()).unwrap_or(0);
         let state = runtime
             .activate(&role_id, &run.operator, &run.workflow, input)
             .await?;
@@ -260,6 +334,22 @@ async fn run_all(
             writeln!(out, "system prompt of the first model call:")?;
             for line in request.system.lines() {
                 writeln!(out, "  | {line}")?;
+            }
+        }
+        let recalled = recalls
+            .lock()
+            .ok()
+            .and_then(|r| r.get(first_recall).cloned());
+        if let Some(assembly) = recalled.filter(|a| !a.recalled.is_empty()) {
+            writeln!(out, "memory recalled into it, and what found it:")?;
+            for r in &assembly.recalled {
+                writeln!(
+                    out,
+                    "  - {}: {} [{}]",
+                    r.kind.as_str(),
+                    first_line(&r.content),
+                    describe_retrievers(&r.retrievers)
+                )?;
             }
         }
         writeln!(

@@ -62,6 +62,9 @@ pub enum CliError {
     /// The command line asks for something impossible.
     #[error("{0}")]
     Usage(String),
+    /// The embedding model could not be loaded.
+    #[error("embedding model: {0}")]
+    Embedding(String),
     /// A value could not be printed as JSON.
     #[error("printing JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -8,7 +8,7 @@ use openvibe::governance::Governance;
 use openvibe::protocols::{AuditOp, AuditQuery};
 use openvibe_cli::CliError;
 use openvibe_cli::admin;
-use openvibe_cli::demo::{self, DEMO_FILES, LlmChoice, Options};
+use openvibe_cli::demo::{self, DEMO_FILES, EmbedderChoice, LlmChoice, Options};
 use openvibe_cli::logging::{self, LogFormat};
 use openvibe_cli::serve;
 use openvibe_cli::spec::{Files, RoleFile};
@@ -58,8 +58,24 @@ enum Llm {
     Openai,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum EmbedderArg {
+    /// The local all-MiniLM-L6-v2 when its files are present, else full text.
+    Auto,
+    /// The local all-MiniLM-L6-v2 (fails without its files).
+    Local,
+    /// Full text only.
+    None,
+}
+
 #[derive(clap::Args)]
 struct LlmArgs {
+    /// What ranks the memory recalled into prompts for a scope's query:
+    /// hybrid retrieval (full text + vectors) needs an embedding model
+    /// (`cargo xtask models fetch` downloads all-MiniLM-L6-v2 into
+    /// ~/.cache/openvibe/models, or set OPENVIBE_MODELS_DIR).
+    #[arg(long, value_enum, default_value_t = EmbedderArg::Auto)]
+    embedder: EmbedderArg,
     /// Which model answers.
     #[arg(long, value_enum)]
     llm: Option<Llm>,
@@ -338,6 +354,11 @@ fn options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, String) {
         ),
     };
     let options = Options {
+        embedder: match args.embedder {
+            EmbedderArg::Auto => EmbedderChoice::Auto,
+            EmbedderArg::Local => EmbedderChoice::Local,
+            EmbedderArg::None => EmbedderChoice::None,
+        },
         llm: match llm {
             Llm::Replay => LlmChoice::Replay,
             Llm::Standin => LlmChoice::StandIn,

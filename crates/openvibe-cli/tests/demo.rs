@@ -8,7 +8,7 @@ mod support;
 use std::path::Path;
 
 use openvibe_cli::CliError;
-use openvibe_cli::demo::{DEMO_FILES, LlmChoice, Options, execute};
+use openvibe_cli::demo::{DEMO_FILES, EmbedderChoice, LlmChoice, Options, execute};
 use openvibe_cli::spec::{Files, RoleFile};
 use openvibe_cli::standin::VP_INSIGHT;
 
@@ -30,6 +30,9 @@ async fn run_demo_on(llm: LlmChoice, database_url: Option<String>) -> String {
         llm,
         reflect: true,
         database_url,
+        // Full text only, whatever models this machine has: the snapshot
+        // does not depend on them (the hybrid run has its own test).
+        embedder: EmbedderChoice::None,
         ..Options::default()
     })
     .await
@@ -128,6 +131,66 @@ async fn the_demo_runs_offline_and_the_second_run_uses_what_the_first_taught() {
     insta::assert_snapshot!(output);
 }
 
+/// The demo's output without the lines that name the retrieval and the
+/// retrievers of each recalled record.
+fn without_retrievers(output: &str) -> String {
+    output
+        .lines()
+        .filter(|l| !l.starts_with("   memory retrieval:"))
+        .map(|l| match l.rfind(" [") {
+            Some(i) if l.starts_with("  - ") && l.ends_with(']') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// With the local model (test-all fetches it; `cargo xtask models fetch`),
+/// recalled memory is ranked by full text and vectors, the output says which
+/// retriever found each record, and the prompts are those of the full-text
+/// run (the cassette answers both).
+#[tokio::test]
+async fn with_the_local_model_recall_is_hybrid_and_says_what_found_each_record() {
+    let hybrid = run_demo_with(Options {
+        llm: LlmChoice::Replay,
+        reflect: true,
+        embedder: EmbedderChoice::Local,
+        ..Options::default()
+    })
+    .await;
+    assert!(
+        hybrid.contains("memory retrieval: hybrid (full text + all-MiniLM-L6-v2 vectors)"),
+        "{hybrid}"
+    );
+    let run2 = hybrid.split_once("== run 2").unwrap().1;
+    let recalled: Vec<&str> = run2
+        .lines()
+        .skip_while(|l| !l.starts_with("memory recalled into it"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  - "))
+        .collect();
+    assert!(
+        recalled
+            .iter()
+            .any(|l| l.contains(VP_INSIGHT) && l.contains("full_text #1, vector #1")),
+        "the learned insight is found by both retrievers:\n{}",
+        recalled.join("\n")
+    );
+    assert!(
+        recalled
+            .iter()
+            .any(|l| l.starts_with("  - insight: An open CRM deal") && l.ends_with("[vector #2]")),
+        "the insight that shares no word with the lead is found by its vector alone:\n{}",
+        recalled.join("\n")
+    );
+    let full_text = run_demo(LlmChoice::Replay).await;
+    assert!(
+        full_text.contains("memory retrieval: full text (--embedder none)"),
+        "{full_text}"
+    );
+    assert_eq!(without_retrievers(&hybrid), without_retrievers(&full_text));
+}
+
 #[tokio::test]
 async fn the_shipped_cassette_matches_the_stand_in_model() {
     // If prompts change, the cassette must be re-recorded:
@@ -199,6 +262,7 @@ async fn the_demo_on_postgres_gives_the_same_output() {
         reflect: true,
         database_url: Some(schema.url()),
         keep_memory: true,
+        embedder: EmbedderChoice::None,
         ..Options::default()
     })
     .await;
@@ -237,6 +301,7 @@ async fn the_demo_through_the_memory_service_gives_the_same_output() {
     let remote = run_demo_with(Options {
         reflect: true,
         memory_url: Some(service_url.clone()),
+        embedder: EmbedderChoice::None,
         ..Options::default()
     })
     .await;

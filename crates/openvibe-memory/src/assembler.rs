@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use openvibe_protocols::memory::{Candidate, FUSION, rank_candidates};
 use openvibe_protocols::{
-    ContextAssembler, EpisodeQuery, FactQuery, InsightQuery, InsightStatus, MemoryScope, StoreError,
+    ContextAssembler, Embedder, EpisodeQuery, Fact, FactQuery, InsightQuery, InsightStatus,
+    MemoryScope, RetrieverScore, StoreError,
 };
 
 use crate::access::ClearanceProfile;
@@ -66,12 +68,76 @@ impl Default for AssemblyLimits {
     }
 }
 
+/// What kind of record a [`Recalled`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RecallKind {
+    /// An insight of the agent (`## Insights`).
+    Insight,
+    /// A workspace fact (`## Context`).
+    Fact,
+    /// An episode of the agent (`## Recent Activity`).
+    Episode,
+}
+
+impl RecallKind {
+    /// `insight`, `fact` or `episode`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Insight => "insight",
+            Self::Fact => "fact",
+            Self::Episode => "episode",
+        }
+    }
+}
+
+/// One record the assembler put into a prompt, and what found it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Recalled {
+    /// Its kind.
+    pub kind: RecallKind,
+    /// Its id.
+    pub id: String,
+    /// The text shown (an insight's or fact's content, an episode's output summary).
+    pub content: String,
+    /// The retrievers that ranked it for the scope's query, with their
+    /// ranks and scores; empty when the scope's filters alone selected it
+    /// (no query, an episode, or a slot no ranked record took).
+    pub retrievers: Vec<RetrieverScore>,
+}
+
+/// The context text of one assembly and the records in it, in text order.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Assembly {
+    /// The context text (empty when nothing applies).
+    pub text: String,
+    /// The records the text shows.
+    pub recalled: Vec<Recalled>,
+}
+
+/// Called with every assembly a [`MemoryAssembler`] makes (to show or trace
+/// what memory went into a prompt).
+pub type RecallObserver = Arc<dyn Fn(&Assembly) + Send + Sync>;
+
 /// Builds the memory context of a prompt from an agent's memory:
 ///
-/// 1. `## Insights`: the agent's active insights for the scope, most confident first;
+/// 1. `## Insights`: the agent's active insights for the scope;
 /// 2. `## Context`: workspace facts for the scope the agent's clearance can
-///    read (clearance applied in the store), in fact order;
+///    read (clearance applied in the store);
 /// 3. `## Recent Activity`: the agent's episodes for the scope, newest first.
+///
+/// Without a query in the scope, insights come most confident first and
+/// facts in fact order. With one, the scope's filters select a pool of
+/// candidates of each kind (the first
+/// [`Fusion::candidates`](openvibe_protocols::memory::Fusion::candidates) in that order)
+/// and hybrid retrieval ranks them for the query: BM25 over the pool and,
+/// with an embedder ([`with_embedder`](Self::with_embedder)), cosine
+/// similarity, fused as the stores fuse ([`rank_candidates`]). The best come
+/// first; slots the ranking leaves free are filled with the rest of the
+/// pool in its order. An embedder that fails leaves full text alone (with a
+/// warning in the log), never a failed prompt.
 ///
 /// The token budget is enforced at item boundaries: an item that does not
 /// fit is dropped whole (later, shorter items may still fit); text is never
@@ -84,6 +150,8 @@ pub struct MemoryAssembler {
     clearance: ClearanceProfile,
     counter: Arc<dyn TokenCounter>,
     limits: AssemblyLimits,
+    embedder: Option<Arc<dyn Embedder>>,
+    observer: Option<RecallObserver>,
 }
 
 impl std::fmt::Debug for MemoryAssembler {
@@ -92,6 +160,7 @@ impl std::fmt::Debug for MemoryAssembler {
             .field("memory", &self.memory)
             .field("clearance", &self.clearance)
             .field("limits", &self.limits)
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
             .finish_non_exhaustive()
     }
 }
@@ -105,6 +174,8 @@ impl MemoryAssembler {
             clearance,
             counter: Arc::new(ApproxTokenCounter),
             limits: AssemblyLimits::default(),
+            embedder: None,
+            observer: None,
         }
     }
 
@@ -122,46 +193,97 @@ impl MemoryAssembler {
         self
     }
 
+    /// Rank by vector similarity too, embedding the query and the candidates
+    /// with `embedder`. Candidates are embedded at assembly time: put a
+    /// [`CachedEmbedder`](openvibe_protocols::CachedEmbedder) that outlives
+    /// the assembler in front of the model so each text is embedded once.
+    #[must_use]
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Call `observer` with every assembly.
+    #[must_use]
+    pub fn with_observer(mut self, observer: RecallObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// The context text for `scope` within `token_budget` tokens.
     pub async fn assemble_context(
         &self,
         scope: &MemoryScope,
         token_budget: usize,
     ) -> Result<String, MemoryError> {
-        let facts_query = FactQuery::from_scope(scope);
+        Ok(self.assemble_recalled(scope, token_budget).await?.text)
+    }
+
+    /// The context text for `scope` within `token_budget` tokens, with the
+    /// records it shows and the retrievers that found each.
+    pub async fn assemble_recalled(
+        &self,
+        scope: &MemoryScope,
+        token_budget: usize,
+    ) -> Result<Assembly, MemoryError> {
+        let mut facts_query = FactQuery::from_scope(scope);
+        // With a query, ranking replaces the every-term text filter.
+        let query = facts_query.text.take();
+        let pool = |limit: usize| match query {
+            Some(_) => FUSION.candidates(limit),
+            None => limit,
+        };
         let insights_query = InsightQuery {
             entity: facts_query.entity.clone(),
             domain: facts_query.domain.clone(),
             tags: facts_query.tags.clone(),
-            text: facts_query.text.clone(),
             status: Some(InsightStatus::Active),
-            limit: self.limits.insights,
+            limit: pool(self.limits.insights),
             ..InsightQuery::default()
         };
         // A scope about one entity also gets the general knowledge of its
         // domain (records that name no entity), after the specific records.
         let about_entity = facts_query.entity.is_some();
-        let mut insights = self.memory.recall_insights(insights_query.clone()).await?;
+        let found = self.memory.recall_insights(insights_query.clone()).await?;
+        let mut insights = self
+            .relevant(
+                query.as_deref(),
+                found,
+                |i| &i.content,
+                self.limits.insights,
+            )
+            .await;
         if about_entity && insights.len() < self.limits.insights {
             let general = InsightQuery {
                 entity: None,
                 general: true,
-                limit: self.limits.insights - insights.len(),
                 ..insights_query
             };
-            insights.extend(self.memory.recall_insights(general).await?);
+            let found = self.memory.recall_insights(general).await?;
+            let left = self.limits.insights - insights.len();
+            insights.extend(
+                self.relevant(query.as_deref(), found, |i| &i.content, left)
+                    .await,
+            );
         }
         let facts = if self.limits.facts > 0 {
-            let specific = facts_query.clone().limit(self.limits.facts);
-            let mut facts = self.memory.workspace_facts(&specific).await?;
+            let specific = facts_query.clone().limit(pool(self.limits.facts));
+            let found = self.memory.workspace_facts(&specific).await?;
+            let mut facts = self
+                .relevant(query.as_deref(), found, |f| &f.content, self.limits.facts)
+                .await;
             if about_entity && facts.len() < self.limits.facts {
                 let general = FactQuery {
                     entity: None,
                     general: true,
-                    limit: self.limits.facts - facts.len(),
                     ..specific
                 };
-                facts.extend(self.memory.workspace_facts(&general).await?);
+                let found = self.memory.workspace_facts(&general).await?;
+                let left = self.limits.facts - facts.len();
+                facts.extend(
+                    self.relevant(query.as_deref(), found, |f| &f.content, left)
+                        .await,
+                );
             }
             facts
         } else {
@@ -179,39 +301,184 @@ impl MemoryAssembler {
             .await?;
 
         let mut out = Builder::new(&*self.counter, token_budget);
-        out.section(
+        let mut recalled = Vec::new();
+        let shown = out.section(
             "## Insights",
             insights
                 .iter()
-                .map(|i| format!("- {} (confidence: {:.1})", i.content, i.confidence)),
+                .map(|(i, _)| format!("- {} (confidence: {:.1})", i.content, i.confidence)),
+        );
+        recalled.extend(
+            shown
+                .iter()
+                .filter_map(|&n| insights.get(n))
+                .map(|(i, r)| Recalled {
+                    kind: RecallKind::Insight,
+                    id: i.id.clone(),
+                    content: i.content.clone(),
+                    retrievers: r.clone(),
+                }),
         );
         // A fact that repeats an insight shown above (e.g. the agent's own
         // published insight) adds nothing; skip it.
-        let shown: Vec<&str> = insights.iter().map(|i| i.content.as_str()).collect();
-        let facts: Vec<&openvibe_protocols::Fact> = facts
+        let repeated: Vec<&str> = insights.iter().map(|(i, _)| i.content.as_str()).collect();
+        let facts: Vec<&(Fact, Vec<RetrieverScore>)> = facts
             .iter()
-            .filter(|f| !shown.contains(&f.content.as_str()))
+            .filter(|(f, _)| !repeated.contains(&f.content.as_str()))
             .collect();
         let included = out.section(
             "## Context",
-            facts.iter().map(|f| format!("- {}", f.content)),
+            facts.iter().map(|(f, _)| format!("- {}", f.content)),
         );
-        out.section(
+        recalled.extend(
+            included
+                .iter()
+                .filter_map(|&n| facts.get(n))
+                .map(|(f, r)| Recalled {
+                    kind: RecallKind::Fact,
+                    id: f.id.clone(),
+                    content: f.content.clone(),
+                    retrievers: r.clone(),
+                }),
+        );
+        let shown = out.section(
             "## Recent Activity",
             episodes
                 .iter()
                 .map(|e| format!("- {}: {}", e.action, e.output_summary)),
         );
+        recalled.extend(
+            shown
+                .iter()
+                .filter_map(|&n| episodes.get(n))
+                .map(|e| Recalled {
+                    kind: RecallKind::Episode,
+                    id: e.id.clone(),
+                    content: e.output_summary.clone(),
+                    retrievers: Vec::new(),
+                }),
+        );
         if !included.is_empty() {
             let ids: Vec<String> = included
                 .iter()
                 .filter_map(|i| facts.get(*i))
-                .map(|f| f.id.clone())
+                .map(|(f, _)| f.id.clone())
                 .collect();
             self.memory.touch_workspace_facts(&ids).await?;
         }
-        Ok(out.text)
+        for r in &recalled {
+            tracing::debug!(
+                kind = r.kind.as_str(),
+                id = %r.id,
+                retrievers = %describe_retrievers(&r.retrievers),
+                "recalled into the prompt"
+            );
+        }
+        let assembly = Assembly {
+            text: out.text,
+            recalled,
+        };
+        if let Some(observer) = &self.observer {
+            observer(&assembly);
+        }
+        Ok(assembly)
     }
+
+    /// `pool` ordered for `query`, at most `limit`: the records hybrid
+    /// retrieval ranks (best first, with what found them), then the rest in
+    /// pool order. Without a query, the pool's first `limit` as they come.
+    async fn relevant<T>(
+        &self,
+        query: Option<&str>,
+        pool: Vec<T>,
+        text: impl Fn(&T) -> &String,
+        limit: usize,
+    ) -> Vec<(T, Vec<RetrieverScore>)> {
+        let Some(query) = query else {
+            return pool
+                .into_iter()
+                .take(limit)
+                .map(|t| (t, Vec::new()))
+                .collect();
+        };
+        let vectors = self.embed(query, pool.iter().map(&text)).await;
+        let (query_vector, vectors) = match &vectors {
+            Some((q, v)) => (Some(q.as_slice()), v.as_slice()),
+            None => (None, &[][..]),
+        };
+        let candidates: Vec<Candidate<'_>> = pool
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Candidate {
+                text: text(t),
+                vector: vectors.get(i).map(Vec::as_slice),
+            })
+            .collect();
+        let ranked = rank_candidates(query, query_vector, &candidates, limit);
+        let mut slots: Vec<Option<T>> = pool.into_iter().map(Some).collect();
+        let mut out = Vec::with_capacity(limit.min(slots.len()));
+        for fused in ranked {
+            if let Some(t) = slots.get_mut(fused.id).and_then(Option::take) {
+                out.push((t, fused.retrievers));
+            }
+        }
+        out.extend(
+            slots
+                .into_iter()
+                .flatten()
+                .take(limit.saturating_sub(out.len()))
+                .map(|t| (t, Vec::new())),
+        );
+        out
+    }
+
+    /// The query's vector and the texts' vectors, or `None` without an
+    /// embedder or when it fails (full text still ranks).
+    async fn embed<'t>(
+        &self,
+        query: &str,
+        texts: impl Iterator<Item = &'t String>,
+    ) -> Option<(Vec<f32>, Vec<Vec<f32>>)> {
+        let embedder = self.embedder.as_ref()?;
+        let all: Vec<String> = std::iter::once(query.to_owned())
+            .chain(texts.cloned())
+            .collect();
+        match embedder.embed(&all).await {
+            Ok(mut vectors) if vectors.len() == all.len() => {
+                let rest = vectors.split_off(1);
+                vectors.pop().map(|q| (q, rest))
+            }
+            Ok(vectors) => {
+                tracing::warn!(
+                    model = embedder.model_id(),
+                    asked = all.len(),
+                    got = vectors.len(),
+                    "the embedder answered the wrong number of vectors; ranking by full text only"
+                );
+                None
+            }
+            Err(error) => {
+                tracing::warn!(
+                    model = embedder.model_id(),
+                    %error,
+                    "embedding failed; ranking by full text only"
+                );
+                None
+            }
+        }
+    }
+}
+
+/// `full_text #1, vector #3`, or `scope filters` when no retriever ranked it.
+pub fn describe_retrievers(retrievers: &[RetrieverScore]) -> String {
+    if retrievers.is_empty() {
+        return "scope filters".to_owned();
+    }
+    retrievers
+        .iter()
+        .map(|r| format!("{} #{}", r.retriever, r.rank))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Accumulates sections within a token budget.

@@ -60,7 +60,8 @@ pub use agent::{
     ReflectionReport,
 };
 pub use assembler::{
-    ApproxTokenCounter, AssemblyLimits, MemoryAssembler, TokenCounter, approx_tokens,
+    ApproxTokenCounter, Assembly, AssemblyLimits, MemoryAssembler, RecallKind, RecallObserver,
+    Recalled, TokenCounter, approx_tokens, describe_retrievers,
 };
 pub use audit::InMemoryAuditLog;
 pub use error::MemoryError;

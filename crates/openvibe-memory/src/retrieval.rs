@@ -66,17 +66,11 @@ impl TextIndex {
             first.iter().map(|(k, c)| (k.clone(), *c)),
             EXPANSION.docs,
         );
-        let df = |term: &str| {
-            self.postings.get(term).map_or(0, |ids| {
-                ids.iter().filter(|id| keep(id).is_some()).count() as u64
-            })
-        };
-        let added = EXPANSION.select(
-            terms,
-            feedback.iter().filter_map(|(k, _)| first.get(k).copied()),
-            self.stats,
-            df,
-        );
+        let feedback: Vec<&TermCounts> = feedback
+            .iter()
+            .filter_map(|(k, _)| first.get(k).copied())
+            .collect();
+        let added = EXPANSION.select_among(terms, &feedback, first.values().copied());
         let weighted = EXPANSION.weighted(terms, &added);
         let all: Vec<String> = weighted.iter().map(|(t, _)| t.clone()).collect();
         let candidates = self.candidates(&all, &keep);

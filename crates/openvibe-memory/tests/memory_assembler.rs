@@ -5,10 +5,14 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, WorkspaceMemory};
+use openvibe_memory::{
+    AgentMemory, Assembly, AssemblyLimits, ClearanceProfile, MemoryAssembler, RecallKind,
+    WorkspaceMemory, describe_retrievers,
+};
+use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{
-    CallerContext, Classification, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, Fact, Insight,
-    MemoryScope,
+    CallerContext, Classification, ContextAssembler, DEFAULT_TOKEN_BUDGET, EmbedError, Embedder,
+    Episode, Fact, Insight, MemoryScope, Retriever,
 };
 
 fn scope() -> MemoryScope {
@@ -349,4 +353,174 @@ async fn a_published_insight_is_not_repeated_as_context() {
         text,
         "## Insights\n- Webinar leads convert 2x (confidence: 0.9)"
     );
+}
+
+/// Workspace facts about pricing and webinars, and an assembler over them
+/// that shows at most `facts` facts.
+async fn ranked_assembler(facts: usize) -> MemoryAssembler {
+    let ws = WorkspaceMemory::new();
+    for (id, content) in [
+        ("f1", "Acme renewed twice"),
+        ("f2", "Webinars drew 140 companies this quarter"),
+        ("f3", "Pricing changed in March"),
+        (
+            "f4",
+            "Webinar attendance doubled after the route-planning talk",
+        ),
+    ] {
+        ws.store_fact(
+            Fact::new(id, content)
+                .domain("revenue")
+                .classification(Classification::Public),
+        )
+        .await
+        .unwrap();
+    }
+    let mem = AgentMemory::new("cro").with_workspace(ws);
+    MemoryAssembler::new(mem, ClearanceProfile::new("cro")).with_limits(AssemblyLimits {
+        insights: 0,
+        facts,
+        episodes: 0,
+    })
+}
+
+fn query_scope(query: &str) -> MemoryScope {
+    MemoryScope {
+        domain: Some("revenue".into()),
+        query: Some(query.into()),
+        ..MemoryScope::default()
+    }
+}
+
+fn found(a: &Assembly) -> Vec<(String, Vec<Retriever>)> {
+    a.recalled
+        .iter()
+        .map(|r| {
+            (
+                r.id.clone(),
+                r.retrievers.iter().map(|s| s.retriever).collect(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_query_ranks_the_scope_by_relevance_and_says_what_found_each() {
+    let assembler = ranked_assembler(2).await;
+    let a = assembler
+        .assemble_recalled(&query_scope("webinar attendance"), DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    assert_eq!(
+        found(&a),
+        [
+            ("f4".to_owned(), vec![Retriever::FullText]),
+            ("f2".to_owned(), vec![Retriever::FullText]),
+        ]
+    );
+    assert_eq!(
+        a.text,
+        "## Context\n- Webinar attendance doubled after the route-planning talk\n\
+         - Webinars drew 140 companies this quarter"
+    );
+    assert_eq!(a.recalled[0].retrievers[0].rank, 1);
+    assert_eq!(
+        describe_retrievers(&a.recalled[1].retrievers),
+        "full_text #2"
+    );
+    assert_eq!(a.recalled[0].kind, RecallKind::Fact);
+    // Without a query no retriever ranks: the scope's filters alone select.
+    let plain = assembler
+        .assemble_recalled(
+            &MemoryScope {
+                query: None,
+                ..query_scope("")
+            },
+            DEFAULT_TOKEN_BUDGET,
+        )
+        .await
+        .unwrap();
+    assert_eq!(plain.recalled.len(), 2);
+    assert!(plain.recalled.iter().all(|r| r.retrievers.is_empty()));
+    assert_eq!(
+        describe_retrievers(&plain.recalled[0].retrievers),
+        "scope filters"
+    );
+}
+
+#[tokio::test]
+async fn slots_the_ranking_leaves_free_are_filled_from_the_scope() {
+    // One fact names pricing: it leads, and the scope's other facts fill
+    // the slots left (a query ranks, it no longer filters).
+    let a = ranked_assembler(3)
+        .await
+        .assemble_recalled(&query_scope("pricing"), DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    let found = found(&a);
+    assert_eq!(found.len(), 3);
+    assert_eq!(found[0], ("f3".to_owned(), vec![Retriever::FullText]));
+    assert!(found[1..].iter().all(|(_, r)| r.is_empty()), "{found:?}");
+}
+
+#[tokio::test]
+async fn with_an_embedder_vectors_rank_too_and_a_failing_one_leaves_full_text() {
+    let embedder: Arc<dyn Embedder> = Arc::new(HashEmbedder::new(64));
+    let assembler = ranked_assembler(4).await.with_embedder(embedder);
+    let a = assembler
+        .assemble_recalled(&query_scope("webinar attendance"), DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    let found = found(&a);
+    assert_eq!(found.len(), 4, "every candidate has a vector");
+    assert_eq!(
+        found[0],
+        (
+            "f4".to_owned(),
+            vec![Retriever::FullText, Retriever::Vector]
+        ),
+        "found by both, it leads"
+    );
+    assert!(
+        found.iter().any(|(_, r)| r == &[Retriever::Vector]),
+        "some are found by their vector alone: {found:?}"
+    );
+
+    struct Down;
+    #[async_trait::async_trait]
+    impl Embedder for Down {
+        async fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            Err(EmbedError::Model("the model is down".into()))
+        }
+        fn dimensions(&self) -> usize {
+            64
+        }
+        fn model_id(&self) -> &str {
+            "down"
+        }
+    }
+    let seen: Arc<std::sync::Mutex<Vec<Assembly>>> = Arc::default();
+    let sink = seen.clone();
+    let assembler = ranked_assembler(2)
+        .await
+        .with_embedder(Arc::new(Down))
+        .with_observer(Arc::new(move |a: &Assembly| {
+            sink.lock().unwrap().push(a.clone());
+        }));
+    let text = assembler
+        .assemble(&query_scope("webinar attendance"), DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    assert!(
+        text.starts_with("## Context\n- Webinar attendance doubled"),
+        "{text}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "the observer sees every assembly");
+    assert_eq!(seen[0].text, text);
+    assert!(seen[0].recalled.iter().all(|r| {
+        r.retrievers
+            .iter()
+            .all(|s| s.retriever == Retriever::FullText)
+    }));
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted, check_embedding,
-    check_label, check_user, combine, json_object, rank_key, top_by_score, validate_knowledge,
+    RankKey, TermCounts, check_embedding, check_label, check_user, combine, json_object, rank_key,
+    top_by_score, validate_knowledge,
 };
 use openvibe_protocols::{
     CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
@@ -41,6 +41,9 @@ use crate::sql::{
     check_given_expiry, col, columns, delete_row, literal, push_namespace_scope, push_project,
 };
 use crate::working::require_readable;
+
+mod full_text;
+use full_text::full_text;
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -244,7 +247,7 @@ fn purge_expired_keys(ctx: &CallerContext, inputs: &[Prepared]) -> String {
 
 /// The knowledge read rule (`knowledge_read_allowed`) on alias `f.`: the
 /// caller's project, and owned or (when `public`) public.
-fn push_knowledge_readable(sql: &mut Sql, ctx: &CallerContext, public: bool) {
+pub(super) fn push_knowledge_readable(sql: &mut Sql, ctx: &CallerContext, public: bool) {
     sql.push("(");
     push_project(sql, ctx, "f.");
     push_namespace_scope(sql, &ctx.read_scope(), "f.");
@@ -256,7 +259,7 @@ fn push_knowledge_readable(sql: &mut Sql, ctx: &CallerContext, public: bool) {
 }
 
 /// The query's filters (tags, source, plan, session) on alias `f.`.
-fn push_filters(sql: &mut Sql, query: &KnowledgeQuery) {
+pub(super) fn push_filters(sql: &mut Sql, query: &KnowledgeQuery) {
     if !query.tags.is_empty() {
         sql.push(" AND f.tags && ")
             .bind(query.tags.clone())
@@ -271,158 +274,6 @@ fn push_filters(sql: &mut Sql, query: &KnowledgeQuery) {
     if let Some(session) = &query.session_id {
         sql.push(" AND f.session_id = ").bind(session.clone());
     }
-}
-
-/// The full-text list: BM25 over the readable knowledge the query's
-/// filters keep, with the query expanded by pseudo-relevance feedback
-/// ([`EXPANSION`]); the best `limit`, as the in-memory backend ranks them.
-async fn full_text(
-    tx: &mut Tx,
-    ctx: &CallerContext,
-    query: &KnowledgeQuery,
-    terms: &[String],
-    limit: usize,
-) -> Result<Vec<(RankKey, f32)>, StoreError> {
-    if terms.is_empty() {
-        return Ok(Vec::new());
-    }
-    let stats = corpus_stats(tx, ctx).await?;
-    let mut candidates = text_candidates(tx, ctx, query, terms, &[]).await?;
-    let feedback = bm25_rank(
-        terms,
-        stats,
-        candidates.iter().map(|(k, c)| (k.clone(), c)),
-        EXPANSION.docs,
-    );
-    let feedback: Vec<&TermCounts> = feedback
-        .iter()
-        .filter_map(|(k, _)| candidates.get(k))
-        .collect();
-    let pool: std::collections::BTreeSet<&String> = feedback
-        .iter()
-        .flat_map(|c| c.terms.iter())
-        .filter(|t| !terms.contains(t))
-        .collect();
-    let pool: Vec<String> = pool.into_iter().cloned().collect();
-    let df = document_frequencies(tx, ctx, query, &pool).await?;
-    let added = EXPANSION.select(terms, feedback, stats, |t| df.get(t).copied().unwrap_or(0));
-    let weighted = EXPANSION.weighted(terms, &added);
-    if !added.is_empty() {
-        candidates.extend(text_candidates(tx, ctx, query, &added, terms).await?);
-    }
-    Ok(bm25_rank_weighted(
-        &weighted,
-        stats,
-        candidates.iter().map(|(k, c)| (k.clone(), c)),
-        limit,
-    ))
-}
-
-/// The tenant's corpus statistics for BM25 (every row of the tenant, as in
-/// memory: aggregate counts, no content).
-async fn corpus_stats(tx: &mut Tx, ctx: &CallerContext) -> Result<CorpusStats, StoreError> {
-    let mut sql = Sql::new(
-        "SELECT coalesce(sum(docs), 0)::int8 AS docs, coalesce(sum(total_len), 0)::int8 \
-         AS total_len FROM knowledge_text_stats WHERE tenant_id = ",
-    );
-    sql.bind(ctx.tenant_id().to_owned());
-    let row = sql
-        .build()?
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(store_error)?;
-    let docs: i64 = col(&row, "docs")?;
-    let total_len: i64 = col(&row, "total_len")?;
-    Ok(CorpusStats {
-        docs: u64::try_from(docs).unwrap_or(0),
-        total_len: u64::try_from(total_len).unwrap_or(0),
-    })
-}
-
-/// The readable knowledge the query's filters keep that holds any of
-/// `terms` but none of `except`, with its analyzed text, by rank key.
-async fn text_candidates(
-    tx: &mut Tx,
-    ctx: &CallerContext,
-    query: &KnowledgeQuery,
-    terms: &[String],
-    except: &[String],
-) -> Result<std::collections::BTreeMap<RankKey, TermCounts>, StoreError> {
-    let mut sql = Sql::new(
-        "SELECT f.id, f.created_at, f.terms, f.term_counts, f.term_total FROM knowledge f \
-         WHERE f.tenant_id = ",
-    );
-    sql.bind(ctx.tenant_id().to_owned())
-        .push(" AND f.terms && ")
-        .bind(terms.to_vec())
-        .push("::text[]");
-    if !except.is_empty() {
-        sql.push(" AND NOT f.terms && ")
-            .bind(except.to_vec())
-            .push("::text[]");
-    }
-    sql.push(" AND ");
-    push_knowledge_readable(&mut sql, ctx, query.include_public);
-    push_filters(&mut sql, query);
-    let rows = sql
-        .build()?
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(store_error)?;
-    rows.iter()
-        .map(|row| {
-            let id: String = col(row, "id")?;
-            let counts: Vec<i32> = col(row, "term_counts")?;
-            let total: i32 = col(row, "term_total")?;
-            let text = TermCounts {
-                terms: col(row, "terms")?,
-                tfs: counts
-                    .into_iter()
-                    .map(|c| u32::try_from(c).unwrap_or(0))
-                    .collect(),
-                len: u32::try_from(total).unwrap_or(0),
-            };
-            Ok((rank_key(col(row, "created_at")?, &id), text))
-        })
-        .collect()
-}
-
-/// How many readable documents the query's filters keep hold each of
-/// `terms` (absent: none).
-async fn document_frequencies(
-    tx: &mut Tx,
-    ctx: &CallerContext,
-    query: &KnowledgeQuery,
-    terms: &[String],
-) -> Result<std::collections::HashMap<String, u64>, StoreError> {
-    if terms.is_empty() {
-        return Ok(std::collections::HashMap::new());
-    }
-    let mut sql = Sql::new(
-        "SELECT t.term, count(*)::int8 AS df FROM knowledge f \
-         CROSS JOIN LATERAL unnest(f.terms) AS t(term) WHERE f.tenant_id = ",
-    );
-    sql.bind(ctx.tenant_id().to_owned())
-        .push(" AND f.terms && ")
-        .bind(terms.to_vec())
-        .push("::text[] AND t.term = ANY(")
-        .bind(terms.to_vec())
-        .push("::text[]) AND ");
-    push_knowledge_readable(&mut sql, ctx, query.include_public);
-    push_filters(&mut sql, query);
-    sql.push(" GROUP BY t.term");
-    let rows = sql
-        .build()?
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(store_error)?;
-    rows.iter()
-        .map(|row| {
-            let term: String = col(row, "term")?;
-            let df: i64 = col(row, "df")?;
-            Ok((term, u64::try_from(df).unwrap_or(0)))
-        })
-        .collect()
 }
 
 /// [`KnowledgeStore`] on PostgreSQL.

@@ -31,7 +31,7 @@ pub use error::Error;
 pub use node::{AgentNode, LlmNode, Node, NodeContext};
 pub use output::parse_output;
 pub use providers::{
-    AnthropicProvider, OpenAiProvider, ProviderConfig, RetryPolicy, TokenLimitField,
+    AnthropicProvider, OpenAiEmbedder, OpenAiProvider, ProviderConfig, RetryPolicy, TokenLimitField,
 };
 pub use scope::ScopeSpec;
 pub use tool::{FnTool, Tool, ToolDecision, ToolError, ToolGate, input_schema_for, tool_output};

@@ -26,7 +26,7 @@ mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use embed::{EmbedError, Embedder};
+pub use embed::{CacheStats, CachedEmbedder, EmbedError, Embedder};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
 pub use llm::{
     ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MODEL_ALIASES, Message,

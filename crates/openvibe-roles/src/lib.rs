@@ -21,7 +21,7 @@ pub use authority::{
     DenyAll,
 };
 pub use error::Error;
-pub use role::{DEFAULT_RECALL_LIMIT, Role, RoleAwareLlm};
+pub use role::{DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Role, RoleAwareLlm};
 pub use runtime::RoleRuntime;
 pub use soul::Soul;
 

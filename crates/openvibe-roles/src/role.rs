@@ -6,10 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, MemoryFilesystem};
+use openvibe_memory::{
+    AgentMemory, ClearanceProfile, MemoryAssembler, MemoryFilesystem, RecallObserver,
+};
 use openvibe_operators::{BoundOperator, Operator};
 use openvibe_primitives::NodeContext;
-use openvibe_protocols::{LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider};
+use openvibe_protocols::{
+    CachedEmbedder, Embedder, LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider,
+};
 
 use crate::Error;
 use crate::authority::{ApprovalHook, Authority, AuthorityConfig, AuthorityGate, DenyAll};
@@ -17,6 +21,10 @@ use crate::soul::Soul;
 
 /// How many V1 memories the role-aware LLM recalls into a prompt.
 pub const DEFAULT_RECALL_LIMIT: usize = 10;
+
+/// How many vectors a role's embedding cache holds (about 15 MB at 384
+/// dimensions).
+pub const EMBEDDING_CACHE_ENTRIES: usize = 10_000;
 
 /// A role.
 ///
@@ -46,6 +54,8 @@ pub struct Role {
     agent_memory: Option<AgentMemory>,
     approver: Arc<dyn ApprovalHook>,
     recall_limit: usize,
+    embedder: Option<Arc<dyn Embedder>>,
+    observer: Option<RecallObserver>,
 }
 
 impl Role {
@@ -62,6 +72,8 @@ impl Role {
             agent_memory: None,
             approver: Arc::new(DenyAll),
             recall_limit: DEFAULT_RECALL_LIMIT,
+            embedder: None,
+            observer: None,
         }
     }
 
@@ -127,6 +139,30 @@ impl Role {
     #[must_use]
     pub fn with_agent_memory(mut self, memory: AgentMemory) -> Self {
         self.agent_memory = Some(memory);
+        self
+    }
+
+    /// Rank the memory assembled into prompts by vector similarity too
+    /// (hybrid retrieval; see [`MemoryAssembler`]). The role keeps a
+    /// [`CachedEmbedder`] of [`EMBEDDING_CACHE_ENTRIES`] in front of
+    /// `embedder`, so each fact or insight is embedded once, not at every prompt.
+    #[must_use]
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(Arc::new(CachedEmbedder::new(
+            embedder,
+            EMBEDDING_CACHE_ENTRIES,
+        )));
+        self
+    }
+
+    /// Call `observer` with every memory assembly of the role's prompts: the
+    /// records recalled and which retriever found each.
+    #[must_use]
+    pub fn on_recall(
+        mut self,
+        observer: impl Fn(&openvibe_memory::Assembly) + Send + Sync + 'static,
+    ) -> Self {
+        self.observer = Some(Arc::new(observer));
         self
     }
 
@@ -219,11 +255,15 @@ impl Role {
             approver: self.approver.clone(),
         }));
         if let Some(memory) = &self.agent_memory {
+            let mut assembler = MemoryAssembler::new(memory.clone(), self.effective_clearance());
+            if let Some(embedder) = &self.embedder {
+                assembler = assembler.with_embedder(embedder.clone());
+            }
+            if let Some(observer) = &self.observer {
+                assembler = assembler.with_observer(observer.clone());
+            }
             ctx = ctx
-                .with_assembler(Arc::new(MemoryAssembler::new(
-                    memory.clone(),
-                    self.effective_clearance(),
-                )))
+                .with_assembler(Arc::new(assembler))
                 .with_episode_sink(Arc::new(memory.clone()));
         }
         Ok(operator.bind(ctx))
@@ -253,6 +293,7 @@ impl fmt::Debug for Role {
             .field("llm", &self.llm.is_some())
             .field("memory", &self.memory.is_some())
             .field("agent_memory", &self.agent_memory.is_some())
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
             .finish_non_exhaustive()
     }
 }

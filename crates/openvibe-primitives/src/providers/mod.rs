@@ -1,20 +1,25 @@
-//! LLM providers over HTTP: Anthropic's Messages API and OpenAI-compatible
-//! chat completions, with timeouts, retries and typed errors.
+//! Model providers over HTTP: Anthropic's Messages API, OpenAI-compatible
+//! chat completions and OpenAI-compatible embeddings, with timeouts, retries
+//! and typed errors.
 //!
 //! - [`AnthropicProvider::from_env`] reads `ANTHROPIC_API_KEY` (required) and
 //!   `ANTHROPIC_BASE_URL` (optional).
 //! - [`OpenAiProvider::from_env`] reads `OPENAI_API_KEY` (optional) and
 //!   `OPENAI_BASE_URL` (optional, default `https://api.openai.com/v1`); use
 //!   [`OpenAiProvider::with_model`] to pin a local server's model.
+//! - [`OpenAiEmbedder::from_env`] reads the same two variables for an
+//!   OpenAI-compatible `/v1/embeddings` server.
 //!
-//! Both retry according to [`RetryPolicy`] and report failures as
+//! All three retry according to [`RetryPolicy`] and report failures as
 //! [`LlmError`](openvibe_protocols::LlmError) variants that say what to do.
 
 mod anthropic;
+mod embeddings;
 mod http;
 mod openai;
 
 pub use anthropic::AnthropicProvider;
+pub use embeddings::OpenAiEmbedder;
 pub use openai::{OpenAiProvider, TokenLimitField};
 
 use std::time::Duration;

@@ -75,6 +75,20 @@ impl TokenLimitField {
     }
 }
 
+/// The HTTP client for an OpenAI-compatible server: `Authorization: Bearer
+/// <key>` when a key is configured (the key hint is `OPENAI_API_KEY`).
+pub(super) fn openai_client(
+    provider: &'static str,
+    config: &ProviderConfig,
+) -> Result<HttpClient, LlmError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &config.api_key {
+        let value = secret_header(provider, "authorization", &format!("Bearer {key}"))?;
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    HttpClient::new(provider, KEY_VAR, config, headers)
+}
+
 impl OpenAiProvider {
     /// The provider configured from the environment: `OPENAI_API_KEY`
     /// (optional; no `Authorization` header without it) and
@@ -101,12 +115,7 @@ impl OpenAiProvider {
     /// [`LlmError::Config`] when the base URL is invalid or the key cannot be
     /// sent as an HTTP header.
     pub fn new(config: ProviderConfig) -> Result<Self, LlmError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &config.api_key {
-            let value = secret_header(PROVIDER, "authorization", &format!("Bearer {key}"))?;
-            headers.insert(reqwest::header::AUTHORIZATION, value);
-        }
-        let http = HttpClient::new(PROVIDER, KEY_VAR, &config, headers)?;
+        let http = openai_client(PROVIDER, &config)?;
         Ok(Self {
             http,
             model: None,

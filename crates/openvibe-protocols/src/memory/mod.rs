@@ -23,6 +23,7 @@
 mod access;
 mod admin;
 mod audit;
+mod candidates;
 mod context;
 mod error;
 pub mod governance;
@@ -41,6 +42,7 @@ pub use admin::{
     EXPIRING_KINDS, NamespaceAdmin, NamespaceCount, RECORD_KINDS, check_admin, cleanup_scope,
 };
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
+pub use candidates::{Candidate, rank_candidates};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
 pub use governance::{

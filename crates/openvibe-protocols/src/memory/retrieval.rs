@@ -14,7 +14,8 @@
 //!   tenant's; document frequencies count only the documents the caller
 //!   may read and the query's filters keep.
 //! - **Expansion** ([`Expansion`]): pseudo-relevance feedback adds the
-//!   first round's most characteristic terms to the query.
+//!   first round's most characteristic terms to the query (idf counted
+//!   among the first round's candidates: [`Expansion::select_among`]).
 //! - **Fusion** ([`fuse`]): weighted reciprocal rank fusion,
 //!   `score = Σ weight / (k + rank)` ([`FUSION`]: `k = 5`, full text 1,
 //!   vector 0.5), ties broken by [`RankKey`].
@@ -512,6 +513,45 @@ impl Expansion {
             .collect()
     }
 
+    /// The terms a first round's best documents lend the query, as
+    /// [`Expansion::select`] picks them, with each term's document frequency
+    /// counted among the round's `candidates` (every document the caller may
+    /// read that the query's filters keep and that holds a query term, the
+    /// `feedback` documents among them) instead of the whole collection.
+    ///
+    /// Every backend has the candidates in hand, so picking costs no
+    /// further lookup however common a term is (counting a term that is in
+    /// every document over everything the caller may read was the bulk of a
+    /// hybrid query at 100,000 records), and a term the candidates mostly
+    /// share (a speaker's name in a conversation) weighs little.
+    pub fn select_among<'a>(
+        &self,
+        query: &[String],
+        feedback: &[&'a TermCounts],
+        candidates: impl IntoIterator<Item = &'a TermCounts>,
+    ) -> Vec<String> {
+        let feedback = &feedback[..feedback.len().min(self.docs)];
+        let pool: std::collections::HashSet<&str> = feedback
+            .iter()
+            .flat_map(|c| c.terms.iter().map(String::as_str))
+            .filter(|t| !query.iter().any(|q| q == t))
+            .collect();
+        let mut df: HashMap<&str, u64> = HashMap::new();
+        let mut docs = 0u64;
+        for counts in candidates {
+            docs += 1;
+            for term in &counts.terms {
+                if let Some(&t) = pool.get(term.as_str()) {
+                    *df.entry(t).or_default() += 1;
+                }
+            }
+        }
+        let stats = CorpusStats { docs, total_len: 0 };
+        self.select(query, feedback.iter().copied(), stats, |t| {
+            df.get(t).copied().unwrap_or(0)
+        })
+    }
+
     /// The expanded query: `query`'s terms at weight 1, then `added` at
     /// `weight / terms` each.
     pub fn weighted(&self, query: &[String], added: &[String]) -> Vec<(String, f64)> {
@@ -680,6 +720,38 @@ pub fn single<K>(retriever: Retriever, list: Vec<(K, f32)>) -> Vec<Fused<K>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expansion_weighs_terms_by_their_frequency_among_the_candidates() {
+        let docs: Vec<TermCounts> = [
+            "melanie went running to clear her head",
+            "melanie painted a sunset",
+            "melanie and the kids went camping",
+            "caroline went running too",
+        ]
+        .iter()
+        .map(|t| TermCounts::of(t))
+        .collect();
+        let query = query_terms("melanie");
+        let feedback: Vec<&TermCounts> = docs.iter().take(1).collect();
+        let expansion = Expansion {
+            docs: 5,
+            terms: 2,
+            weight: 2.0,
+        };
+        // "went" and "run" are in two of the four candidates, "clear" and
+        // "head" in one: the rarer ones are the characteristic ones.
+        let added = expansion.select_among(&query, &feedback, docs.iter());
+        assert_eq!(added, ["clear", "head"]);
+        // Only the feedback's terms are candidates for adding, never the query's.
+        let all = Expansion {
+            terms: 100,
+            ..expansion
+        }
+        .select_among(&query, &feedback, docs.iter());
+        assert_eq!(all, ["clear", "head", "run", "went"]);
+        assert!(expansion.select_among(&query, &[], docs.iter()).is_empty());
+    }
 
     #[test]
     fn the_analyzer_stems_and_drops_stop_words() {
