@@ -22,7 +22,7 @@ use crate::{cargo, workspace_root};
 
 /// The library crates whose API is tracked (the binary, benchmark and
 /// xtask crates have none to break).
-pub(crate) const CRATES: [&str; 14] = [
+pub(crate) const CRATES: [&str; 15] = [
     "openvibe-protocols",
     "openvibe-macros",
     "openvibe-primitives",
@@ -36,6 +36,7 @@ pub(crate) const CRATES: [&str; 14] = [
     "openvibe-service",
     "openvibe-remote",
     "openvibe-local-embed",
+    "openvibe-schedule",
     "openvibe",
 ];
 

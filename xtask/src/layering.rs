@@ -71,6 +71,9 @@ const RULES: &[(&str, &[&str])] = &[
     ("openvibe-remote", &["openvibe-api", "openvibe-protocols"]),
     // A primitive: an `Embedder` on candle, nothing of ours but the contract.
     ("openvibe-local-embed", &["openvibe-protocols"]),
+    // The in-process scheduler: implements the contract's ScheduleProvider;
+    // the runtime that runs its firings (roles) sits above it.
+    ("openvibe-schedule", &["openvibe-protocols"]),
 ];
 
 /// Crates whose dev-dependencies (tests, examples) are restricted too: a

@@ -42,7 +42,8 @@ tasks:
   examples [name...]    build and run the standalone projects of examples/ (outside the
                         workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
-                        semantic, pg_working, pg_gov, svc, reliability; all when none is named)
+                        semantic, pg_working, pg_gov, svc, embed, sched, reliability; all when
+                        none is named)
   fuzz [--seconds N] [target...]
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)
                         for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)

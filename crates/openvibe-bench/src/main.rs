@@ -6,6 +6,7 @@ mod graph;
 mod memory;
 mod pg;
 mod primitives;
+mod schedule;
 mod service;
 mod working;
 
@@ -24,6 +25,7 @@ const GROUPS: &[Group] = &[
     ("pg_gov", || Box::pin(governance::run())),
     ("svc", || Box::pin(service::run())),
     ("embed", || Box::pin(embed::run())),
+    ("sched", || Box::pin(schedule::run())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -246,19 +246,90 @@ pub async fn execute(
     llm_label: &str,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let transcript = Arc::new(Transcript {
-        inner: make_llm(options)?,
-        requests: Mutex::new(Vec::new()),
-    });
-    let retrieval = make_embedder(options.embedder)?;
-    let (stores, tenant, backend, purge) = make_stores(options).await?;
-    let result = run_all(
-        file, files, options, llm_label, transcript, retrieval, stores, &tenant, &backend, out,
-    )
-    .await;
-    // Purge even when the run failed; the run's error comes first.
+    let setup = Setup::new(options).await?;
+    let purge = setup.purge();
+    let tenant = setup.tenant.clone();
+    let result = run_all(file, files, options, llm_label, setup, out).await;
+    finish(purge, &tenant, result).await
+}
+
+/// The model, memory and retrieval a role file runs with.
+pub(crate) struct Setup {
+    transcript: Arc<Transcript>,
+    embedder: Option<Arc<dyn Embedder>>,
+    /// What ranks recalled memory, for people.
+    pub(crate) retrieval: String,
+    stores: Stores,
+    /// The tenant the run acts in.
+    pub(crate) tenant: String,
+    /// Where memory lives, for people.
+    pub(crate) backend: String,
+    purge: Option<openvibe::postgres::PgStores>,
+}
+
+impl Setup {
+    /// Build what `options` asks for.
+    pub(crate) async fn new(options: &Options) -> Result<Self, CliError> {
+        let transcript = Arc::new(Transcript {
+            inner: make_llm(options)?,
+            requests: Mutex::new(Vec::new()),
+        });
+        let (embedder, retrieval) = make_embedder(options.embedder)?;
+        let (stores, tenant, backend, purge) = make_stores(options).await?;
+        Ok(Self {
+            transcript,
+            embedder,
+            retrieval,
+            stores,
+            tenant,
+            backend,
+            purge,
+        })
+    }
+
+    /// A runtime with `file`'s role (recording what it recalls into
+    /// `recalls`) and its workspace seeded; returns the role id too.
+    pub(crate) async fn runtime(
+        &self,
+        file: &RoleFile,
+        files: &Files,
+        recalls: Arc<Mutex<Vec<Assembly>>>,
+    ) -> Result<(RoleRuntime, String), CliError> {
+        let mut role = file.build_role(files)?.on_recall(move |assembly| {
+            if let Ok(mut log) = recalls.lock() {
+                log.push(assembly.clone());
+            }
+        });
+        if let Some(embedder) = &self.embedder {
+            role = role.with_embedder(embedder.clone());
+        }
+        let role_id = role.role_id().to_owned();
+        let runtime = RoleRuntime::new(self.transcript.clone())
+            .with_tenant(self.tenant.clone())
+            .with_stores(self.stores.clone())
+            .role(role)?;
+        if let Some(workspace) = runtime.workspace() {
+            file.seed_workspace(workspace).await?;
+        }
+        Ok((runtime, role_id))
+    }
+
+    /// Where the run's tenant is purged when it ends (PostgreSQL without
+    /// `--keep-memory`).
+    pub(crate) fn purge(&self) -> Option<openvibe::postgres::PgStores> {
+        self.purge.clone()
+    }
+}
+
+/// End a run: purge its tenant when asked to, even when the run failed
+/// (the run's error comes first).
+pub(crate) async fn finish(
+    purge: Option<openvibe::postgres::PgStores>,
+    tenant: &str,
+    result: Result<(), CliError>,
+) -> Result<(), CliError> {
     if let Some(pool) = purge {
-        let deleted = openvibe::postgres::purge_tenant(pool.pool(), &tenant).await;
+        let deleted = openvibe::postgres::purge_tenant(pool.pool(), tenant).await;
         result?;
         tracing::info!(%tenant, deleted = deleted?, "run tenant purged (--keep-memory keeps it)");
         return Ok(());
@@ -266,37 +337,18 @@ pub async fn execute(
     result
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_all(
     file: &RoleFile,
     files: &Files,
     options: &Options,
     llm_label: &str,
-    transcript: Arc<Transcript>,
-    (embedder, retrieval): (Option<Arc<dyn Embedder>>, String),
-    stores: Stores,
-    tenant: &str,
-    backend: &str,
+    setup: Setup,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let recalls: Arc<Mutex<Vec<Assembly>>> = Arc::default();
-    let sink = recalls.clone();
-    let mut role = file.build_role(files)?.on_recall(move |assembly| {
-        if let Ok(mut log) = sink.lock() {
-            log.push(assembly.clone());
-        }
-    });
-    if let Some(embedder) = embedder {
-        role = role.with_embedder(embedder);
-    }
-    let role_id = role.role_id().to_owned();
-    let runtime = RoleRuntime::new(transcript.clone())
-        .with_tenant(tenant.to_owned())
-        .with_stores(stores)
-        .role(role)?;
-    if let Some(workspace) = runtime.workspace() {
-        file.seed_workspace(workspace).await?;
-    }
+    let (runtime, role_id) = setup.runtime(file, files, recalls.clone()).await?;
+    let transcript = setup.transcript.clone();
+    let (retrieval, backend) = (&setup.retrieval, &setup.backend);
     let role = runtime.get_role(&role_id)?;
 
     writeln!(

@@ -1,12 +1,14 @@
 //! The `openvibe` command line, as a library (so its behaviour is testable).
 //!
 //! - `openvibe demo`: the CRO example end to end, offline by default.
-//! - `openvibe run <role.yaml>`: any role file (see [`spec`]).
+//! - `openvibe run <role.yaml>`: any role file (see [`spec`]); with
+//!   `--schedule`, its cron and interval triggers (see [`scheduled`]).
 //! - `openvibe serve`: the memory service (see [`serve`]).
 
 pub mod admin;
 pub mod demo;
 pub mod logging;
+pub mod scheduled;
 pub mod serve;
 pub mod spec;
 pub mod standin;

@@ -10,6 +10,7 @@ use openvibe_cli::CliError;
 use openvibe_cli::admin;
 use openvibe_cli::demo::{self, DEMO_FILES, EmbedderChoice, LlmChoice, Options};
 use openvibe_cli::logging::{self, LogFormat};
+use openvibe_cli::scheduled;
 use openvibe_cli::serve;
 use openvibe_cli::spec::{Files, RoleFile};
 
@@ -20,7 +21,11 @@ Exit codes:
   2  the command line is wrong (unknown option, missing argument)
 
 Logging: RUST_LOG (e.g. RUST_LOG=openvibe_postgres=debug) or -v/-vv/-vvv;
---log-format json for one JSON object per line on stderr.";
+--log-format json for one JSON object per line on stderr.
+
+Tracing: built with --features otel, spans go to the OTLP receiver named by
+OTEL_EXPORTER_OTLP_ENDPOINT (http/protobuf, or http/json with
+OTEL_EXPORTER_OTLP_PROTOCOL); OTEL_SERVICE_NAME names the service.";
 
 #[derive(Parser)]
 #[command(
@@ -298,18 +303,42 @@ Examples:
         #[command(flatten)]
         llm: LlmArgs,
     },
-    /// Run every activation of a role file.
+    /// Run every activation of a role file, or (with --schedule) its cron
+    /// and interval triggers until stopped.
     #[command(after_help = "\
+With --schedule, the role's cron and interval triggers (type: cron, schedule:
+\"CRON_TZ=Europe/Berlin 0 9 * * 1-5\"; type: interval, schedule: 15m) run in this
+process with the in-process scheduler, each firing printed as it ends, until
+Ctrl-C (or --for / --firings). A trigger whose previous run is still going skips
+its firing. Nothing is stored: a firing missed while openvibe was not running is
+not run later.
+
 Examples:
   openvibe run crates/openvibe-cli/demo/cro/role.yaml --llm standin
   openvibe run role.yaml --reflect --llm anthropic
-  openvibe -vv run role.yaml --llm standin --log-format json 2> log.jsonl")]
+  openvibe -vv run role.yaml --llm standin --log-format json 2> log.jsonl
+  openvibe run role.yaml --schedule --llm anthropic --reflection \"0 3 * * *\"
+  openvibe run role.yaml --schedule --llm standin --for 10m")]
     Run {
         /// The role file (YAML).
         role_file: PathBuf,
         /// Reflect and publish insights after every run but the last.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "schedule")]
         reflect: bool,
+        /// Run the role's cron and interval triggers in the foreground
+        /// instead of the file's runs.
+        #[arg(long)]
+        schedule: bool,
+        /// With --schedule: stop after this long (e.g. 90s, 10m, 2h).
+        #[arg(long = "for", value_name = "DURATION", requires = "schedule", value_parser = humantime::parse_duration)]
+        run_for: Option<std::time::Duration>,
+        /// With --schedule: stop after this many firings.
+        #[arg(long, value_name = "N", requires = "schedule")]
+        firings: Option<u64>,
+        /// With --schedule: reflect and publish insights on this schedule
+        /// (a cron expression such as \"0 3 * * *\", or a period such as 6h).
+        #[arg(long, value_name = "SCHEDULE", requires = "schedule")]
+        reflection: Option<String>,
         #[command(flatten)]
         llm: LlmArgs,
     },
@@ -403,11 +432,24 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Run {
             role_file,
             reflect,
+            schedule,
+            run_for,
+            firings,
+            reflection,
             llm,
         } => {
             let (file, files) = RoleFile::load(&role_file)?;
             let (options, label) = options(&llm, Llm::Anthropic, reflect);
-            demo::execute(&file, &files, &options, &label, &mut stdout).await
+            if schedule {
+                let schedule = scheduled::ScheduleOptions {
+                    run_for,
+                    firings,
+                    reflection,
+                };
+                scheduled::run(&file, &files, &options, &schedule, &label, &mut stdout).await
+            } else {
+                demo::execute(&file, &files, &options, &label, &mut stdout).await
+            }
         }
         Command::Namespaces(NamespacesCommand::Ls {
             backend,
@@ -555,14 +597,17 @@ fn report(e: &CliError, verbose: u8) {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(cli.verbose, cli.quiet, cli.log_format);
+    let logging = logging::init(cli.verbose, cli.quiet, cli.log_format);
     let verbose = cli.verbose;
-    match run(cli).await {
+    let code = match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::debug!(error = ?e, "command failed");
             report(&e, verbose);
             ExitCode::FAILURE
         }
-    }
+    };
+    // Spans still queued for an OTLP receiver go out before the process ends.
+    logging.shutdown();
+    code
 }

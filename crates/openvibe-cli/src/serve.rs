@@ -103,7 +103,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), CliError> {
 }
 
 /// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -78,6 +78,7 @@ impl NamespaceAdmin for InMemoryAdmin {
         &self,
         ctx: &CallerContext,
     ) -> Result<Vec<NamespaceCount>, StoreError> {
+        let _span = crate::in_memory::store_span("namespace", "namespace_counts", ctx);
         check_admin(ctx, "count namespaces", None)?;
         let mut out = Vec::new();
         out.extend(counts_of("fact", self.facts.namespace_counts(ctx)?));
@@ -96,6 +97,7 @@ impl NamespaceAdmin for InMemoryAdmin {
         to: &str,
         batch: usize,
     ) -> Result<u64, StoreError> {
+        let _span = crate::in_memory::store_span("namespace", "move_namespace", ctx);
         check_admin(ctx, "move records between namespaces", Some(kind))?;
         openvibe_protocols::memory::check_label("namespace", to)?;
         match kind {
@@ -107,15 +109,7 @@ impl NamespaceAdmin for InMemoryAdmin {
     }
 
     async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
-        let _span = tracing::debug_span!(
-            "store",
-            backend = "memory",
-            kind = "expired",
-            op = "delete_expired",
-            tenant = %ctx.tenant_id(),
-            principal = %ctx.principal().id,
-        )
-        .entered();
+        let _span = crate::in_memory::store_span("expired", "delete_expired", ctx);
         let scope = match cleanup_scope(ctx, batch) {
             Ok(scope) => scope,
             Err(e) => {

@@ -13,6 +13,7 @@ use openvibe_protocols::{
     MemoryProvider, StoreError, content_hash, truncate_chars,
 };
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::access::ClearanceProfile;
 use crate::error::MemoryError;
@@ -332,7 +333,22 @@ impl AgentMemory {
         let request = LlmRequest::new(options.model.clone(), user)
             .system(system)
             .temperature(options.temperature);
-        let response = llm.call(&request).await?;
+        let span = tracing::info_span!(
+            "llm_call",
+            purpose = "reflect",
+            model = %request.model,
+            tenant = self.ctx.tenant_id(),
+            principal = %self.ctx.principal(),
+            model_used = tracing::field::Empty,
+            stop_reason = tracing::field::Empty,
+            tokens_in = tracing::field::Empty,
+            tokens_out = tracing::field::Empty,
+        );
+        let response = llm.call(&request).instrument(span.clone()).await?;
+        span.record("model_used", response.model.as_str());
+        span.record("stop_reason", tracing::field::debug(&response.stop_reason));
+        span.record("tokens_in", response.tokens_in);
+        span.record("tokens_out", response.tokens_out);
         let items = parse_reflection(&response.content)?;
         let source_ids: Vec<String> = recent.iter().map(|e| e.id.clone()).collect();
         for (index, item) in items.iter().enumerate() {

@@ -64,6 +64,7 @@ impl AuditLog for InMemoryAuditLog {
         ctx: &CallerContext,
         query: &AuditQuery,
     ) -> Result<Vec<AuditEntry>, StoreError> {
+        let _span = crate::in_memory::store_span("audit", "query", ctx);
         let q = query.for_caller(ctx);
         let entries = self
             .entries

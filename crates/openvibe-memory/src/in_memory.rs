@@ -239,15 +239,7 @@ impl<R: Indexed> Tables<R> {
 
     /// A `tracing` span for one store operation (cheap when nobody listens).
     fn span(op: &'static str, ctx: &CallerContext) -> tracing::span::EnteredSpan {
-        tracing::debug_span!(
-            "store",
-            backend = "memory",
-            kind = R::KIND,
-            op,
-            tenant = %ctx.tenant_id(),
-            principal = %ctx.principal().id,
-        )
-        .entered()
+        store_span(R::KIND, op, ctx)
     }
 
     fn not_found(id: &str) -> StoreError {
@@ -871,6 +863,7 @@ impl InsightStore for InMemoryInsightStore {
         agent_id: &str,
         content: &str,
     ) -> Result<Option<Insight>, StoreError> {
+        let _span = store_span(Insight::KIND, "find_similar", ctx);
         let guard = self.tables.read()?;
         let Some(table) = guard.get(ctx.tenant_id()) else {
             return Ok(None);
@@ -966,3 +959,21 @@ admin_access!(
     InMemoryEpisodicStore => Episode,
     InMemoryInsightStore => Insight
 );
+
+/// The `tracing` span of one in-memory store operation: the same fields as
+/// the PostgreSQL backend's (`backend`, `kind`, `op`, `tenant`, `principal`).
+pub(crate) fn store_span(
+    kind: &'static str,
+    op: &'static str,
+    ctx: &CallerContext,
+) -> tracing::span::EnteredSpan {
+    tracing::debug_span!(
+        "store",
+        backend = "memory",
+        kind,
+        op,
+        tenant = %ctx.tenant_id(),
+        principal = %ctx.principal(),
+    )
+    .entered()
+}

@@ -129,15 +129,7 @@ impl InMemoryWorkingStore {
 
     /// A `tracing` span for one store operation.
     pub(crate) fn span(op: &'static str, ctx: &CallerContext) -> tracing::span::EnteredSpan {
-        tracing::debug_span!(
-            "store",
-            backend = "memory",
-            kind = "working",
-            op,
-            tenant = %ctx.tenant_id(),
-            principal = %ctx.principal().id,
-        )
-        .entered()
+        crate::in_memory::store_span("working", op, ctx)
     }
 }
 

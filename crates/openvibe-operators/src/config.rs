@@ -14,7 +14,8 @@
 //!       - id: qualify
 //!         triggers:
 //!           - { id: new_lead, type: on_demand }
-//!           - { id: daily, type: cron, schedule: "0 9 * * *" }
+//!           - { id: daily, type: cron, schedule: "CRON_TZ=Europe/Berlin 0 9 * * 1-5" }
+//!           - { id: sync, type: interval, schedule: 15m }
 //! ```
 
 use std::collections::BTreeMap;
@@ -107,10 +108,11 @@ pub struct WorkflowConfig {
 pub struct TriggerDef {
     /// Trigger id, unique within the operator.
     pub id: String,
-    /// Kind: `cron`, `webhook`, `event` or `on_demand`.
+    /// Kind: `cron`, `interval`, `webhook`, `event` or `on_demand`.
     #[serde(rename = "type")]
     pub kind: TriggerKind,
-    /// Cron expression or event name.
+    /// Cron expression (`0 9 * * *`; `CRON_TZ=Europe/Berlin 0 9 * * *` in
+    /// a time zone), period of an interval (`15m`) or event name.
     #[serde(default)]
     pub schedule: Option<String>,
     /// Input given to the workflow.
@@ -315,10 +317,18 @@ fn validate(config: &RuntimeConfig, path: &Path) -> Result<(), Error> {
                         ),
                     ));
                 }
-                if t.kind == TriggerKind::Cron && t.schedule.as_deref().is_none_or(str::is_empty) {
+                if t.kind.is_timed() && t.schedule.as_deref().is_none_or(str::is_empty) {
                     return Err(problem(
                         format!("{key}.schedule"),
-                        format!("cron trigger `{}` needs a schedule", t.id),
+                        format!(
+                            "{} trigger `{}` needs a schedule",
+                            if t.kind == TriggerKind::Cron {
+                                "cron"
+                            } else {
+                                "interval"
+                            },
+                            t.id
+                        ),
                     ));
                 }
             }

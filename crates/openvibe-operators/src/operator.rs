@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use openvibe_primitives::{Node, NodeContext};
 use openvibe_protocols::{State, TriggerConfig};
+use tracing::Instrument;
 
 use crate::{CompiledGraph, END, Error, StateGraph};
 
@@ -193,10 +194,14 @@ impl BoundOperator {
                 node: node.to_owned(),
                 context: format!("operator `{}`", self.operator.id),
             })?;
-        n.run(&self.ctx, state).await.map_err(|source| Error::Node {
-            node: node.to_owned(),
-            source: Box::new(source),
-        })
+        let span = tracing::info_span!("operator_run", operator = %self.operator.id, node);
+        n.run(&self.ctx, state)
+            .instrument(span)
+            .await
+            .map_err(|source| Error::Node {
+                node: node.to_owned(),
+                source: Box::new(source),
+            })
     }
 
     /// Run a workflow to its end.
@@ -214,6 +219,7 @@ impl BoundOperator {
                     .map(str::to_owned)
                     .collect(),
             })?;
-        graph.invoke(&self.ctx, state).await
+        let span = tracing::info_span!("operator_run", operator = %self.operator.id, workflow);
+        graph.invoke(&self.ctx, state).instrument(span).await
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use openvibe_primitives::NodeContext;
 use openvibe_protocols::{ContextAssembler, EpisodeSink, LlmProvider, State, TriggerConfig};
+use tracing::Instrument;
 
 use crate::config::{self, OperatorConfig, RuntimeConfig};
 use crate::{CompiledGraph, Error, Operator};
@@ -212,7 +213,8 @@ impl OperatorRuntime {
         let mut ctx = NodeContext::new(llm).with_operator_id(operator);
         ctx.assembler = self.assembler.clone();
         ctx.episode_sink = self.episode_sink.clone();
-        graph.invoke(&ctx, input).await
+        let span = tracing::info_span!("operator_run", operator, workflow);
+        graph.invoke(&ctx, input).instrument(span).await
     }
 }
 

@@ -48,7 +48,8 @@ pub(crate) enum Mode {
 /// A span for one store call.
 pub(crate) fn span(kind: &'static str, op: &'static str, ctx: &CallerContext) -> tracing::Span {
     tracing::debug_span!(
-        "openvibe_postgres",
+        "store",
+        backend = "postgres",
         kind,
         op,
         tenant = %ctx.tenant_id(),

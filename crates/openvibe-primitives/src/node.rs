@@ -189,6 +189,8 @@ impl Spec {
             "llm_call",
             node = %self.name,
             model = %request.model,
+            model_used = tracing::field::Empty,
+            stop_reason = tracing::field::Empty,
             tokens_in = tracing::field::Empty,
             tokens_out = tracing::field::Empty,
         );
@@ -201,6 +203,8 @@ impl Spec {
                 node: self.name.clone(),
                 source,
             })?;
+        span.record("model_used", response.model.as_str());
+        span.record("stop_reason", tracing::field::debug(&response.stop_reason));
         span.record("tokens_in", response.tokens_in);
         span.record("tokens_out", response.tokens_out);
         Ok(response)

@@ -54,7 +54,9 @@ pub use memory::{
 };
 pub use memory::{NamespaceAdmin, NamespaceCount};
 pub use memory::{RetrievalMode, Retriever, RetrieverScore};
-pub use schedule::{ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind};
+pub use schedule::{
+    Firing, FiringSource, ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind,
+};
 pub use state::{State, StateError};
 
 /// The most text of one tool result a model is shown: 100,000 bytes. A

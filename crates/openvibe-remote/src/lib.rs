@@ -40,6 +40,7 @@ use openvibe_protocols::{CallerContext, StoreError, Stores};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tracing::Instrument;
 
 /// Errors building a client (store calls report [`StoreError`]s).
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +214,9 @@ impl Inner {
             .map(serde_json::to_vec)
             .transpose()
             .map_err(|e| StoreError::invalid("body", e.to_string()))?;
+        let (tenant, principal) = caller
+            .map(|ctx| (ctx.tenant_id().to_owned(), ctx.principal().to_string()))
+            .unwrap_or_default();
         let caller = caller.map(|ctx| Caller::from(ctx).to_header());
         let mut attempt = 0;
         loop {
@@ -228,12 +232,15 @@ impl Inner {
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .body(body.clone());
             }
-            let span = tracing::debug_span!("remote_memory", %method, path = url.path(), attempt);
-            let outcome = {
-                let _guard = span.enter();
-                request.send()
-            }
-            .await;
+            let span = tracing::debug_span!(
+                "remote_memory",
+                %method,
+                path = url.path(),
+                attempt,
+                tenant = %tenant,
+                principal = %principal
+            );
+            let outcome = request.send().instrument(span).await;
             let retry_after = match outcome {
                 Ok(response) => {
                     let status = response.status();

@@ -37,6 +37,20 @@ pub enum Error {
         "no scheduler configured: pass one with RoleRuntime::with_scheduler, or use activate() for manual runs"
     )]
     NoScheduler,
+    /// `serve` needs a scheduler that runs its firings in this process (an
+    /// `InProcessScheduler`), and takes them once.
+    #[error(
+        "the scheduler hands no firings to this process: it runs activations elsewhere (a worker), or serve() already took them"
+    )]
+    NoFirings,
+    /// A firing could not be turned into an activation.
+    #[error("trigger `{trigger}` cannot run: {message}")]
+    Firing {
+        /// The trigger.
+        trigger: String,
+        /// Why.
+        message: String,
+    },
     /// The soul file could not be loaded.
     #[error("soul of role `{role}` ({}): {message}", path.display())]
     Soul {

@@ -8,12 +8,16 @@
 //!   no agent memory), the memory assembler, the episode recorder and the
 //!   authority gate.
 //! - [`RoleRuntime`]: roles built with the shared LLM, memory, workspace and
-//!   scheduler; `activate(role, operator, workflow, input)`; `start()`.
+//!   scheduler; `activate(role, operator, workflow, input)`; `start()`
+//!   registers the timed triggers (and the [`Reflection`] schedule);
+//!   [`serve`](RoleRuntime::serve) runs their firings in this process until
+//!   told to stop, gracefully.
 
 mod authority;
 mod error;
 mod role;
 mod runtime;
+mod serve;
 mod soul;
 
 pub use authority::{
@@ -23,6 +27,7 @@ pub use authority::{
 pub use error::Error;
 pub use role::{DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Role, RoleAwareLlm};
 pub use runtime::RoleRuntime;
+pub use serve::{Fired, Outcome, REFLECTION_WORKFLOW, Reflection, ServeReport};
 pub use soul::Soul;
 
 /// The README's example, compiled and run as a doc test.

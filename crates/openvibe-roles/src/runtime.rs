@@ -5,10 +5,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use openvibe_memory::{MemoryGateway, Stores, WorkspaceMemory};
-use openvibe_protocols::{LlmProvider, MemoryProvider, ScheduleProvider, State};
+use openvibe_protocols::{LlmProvider, MemoryProvider, ScheduleProvider, State, TriggerConfig};
 use tracing::Instrument;
 
-use crate::{Error, Role};
+use crate::{Error, Reflection, Role};
 
 /// Roles plus the infrastructure they share.
 ///
@@ -44,7 +44,9 @@ pub struct RoleRuntime {
     gateway: MemoryGateway,
     /// `gateway.workspace()`, kept current by the builder methods.
     workspace: Option<WorkspaceMemory>,
-    scheduler: Option<Arc<dyn ScheduleProvider>>,
+    pub(crate) scheduler: Option<Arc<dyn ScheduleProvider>>,
+    /// When roles with agent memory reflect (see [`Reflection`]).
+    pub(crate) reflection: Option<Reflection>,
     roles: BTreeMap<String, Role>,
 }
 
@@ -57,6 +59,7 @@ impl RoleRuntime {
             gateway: MemoryGateway::new(),
             workspace: None,
             scheduler: None,
+            reflection: None,
             roles: BTreeMap::new(),
         }
     }
@@ -91,6 +94,16 @@ impl RoleRuntime {
     #[must_use]
     pub fn with_scheduler(mut self, scheduler: Arc<dyn ScheduleProvider>) -> Self {
         self.scheduler = Some(scheduler);
+        self
+    }
+
+    /// Reflect on a schedule: every role with agent memory runs `reflect`
+    /// and then `publish_to_workspace` when `reflection` comes due
+    /// (registered by [`start`](Self::start), run by
+    /// [`serve`](crate::RoleRuntime::serve) or a worker).
+    #[must_use]
+    pub fn with_reflection(mut self, reflection: Reflection) -> Self {
+        self.reflection = Some(reflection);
         self
     }
 
@@ -161,36 +174,72 @@ impl RoleRuntime {
             "activate",
             role = role_id,
             operator = operator_id,
-            workflow = workflow_id
+            workflow = workflow_id,
+            tenant = tracing::field::Empty,
+            principal = tracing::field::Empty,
         );
-        let operator = self.get_role(role_id)?.get_operator(operator_id)?;
+        let role = self.get_role(role_id)?;
+        if let Some(memory) = role.agent_memory() {
+            let caller = memory.context();
+            span.record("tenant", caller.tenant_id());
+            span.record("principal", tracing::field::display(caller.principal()));
+        }
+        let operator = role.get_operator(operator_id)?;
         Ok(operator
             .run_workflow(workflow_id, input)
             .instrument(span)
             .await?)
     }
 
-    /// Register every trigger of every role's operators with the scheduler;
-    /// returns the schedule ids. Fails without a scheduler.
+    /// Register every timed trigger (cron, interval) of every role's
+    /// operators with the scheduler, and the [reflection](Self::with_reflection)
+    /// of every role with agent memory; returns the schedule ids. Event,
+    /// webhook and on-demand triggers are started by whoever receives them
+    /// ([`activate`](Self::activate)). Fails without a scheduler; a trigger
+    /// the scheduler refuses cancels what this call registered before it.
     pub async fn start(&self) -> Result<Vec<String>, Error> {
         let scheduler = self.scheduler.as_ref().ok_or(Error::NoScheduler)?;
         let mut ids = Vec::new();
-        for role in self.roles.values() {
-            for operator in role.operators() {
-                for trigger in operator.triggers() {
-                    let id =
-                        scheduler
-                            .schedule(role.role_id(), trigger)
-                            .await
-                            .map_err(|source| Error::Schedule {
-                                role: role.role_id().to_owned(),
-                                source,
-                            })?;
-                    ids.push(id);
+        for (role, trigger) in self.scheduled_triggers() {
+            match scheduler.schedule(role, &trigger).await {
+                Ok(id) => ids.push(id),
+                Err(source) => {
+                    for id in &ids {
+                        let _ = scheduler.cancel(id).await;
+                    }
+                    return Err(Error::Schedule {
+                        role: role.to_owned(),
+                        source,
+                    });
                 }
             }
         }
         Ok(ids)
+    }
+
+    /// Every (role, trigger) [`start`](Self::start) registers, in order:
+    /// each role's timed operator triggers (with their operator), then its
+    /// reflection trigger when it has agent memory and a
+    /// [reflection](Self::with_reflection) is set.
+    pub fn scheduled_triggers(&self) -> Vec<(&str, TriggerConfig)> {
+        let mut out = Vec::new();
+        for role in self.roles.values() {
+            for operator in role.operators() {
+                for trigger in operator.triggers() {
+                    if trigger.kind.is_timed() {
+                        let mut trigger = trigger.clone();
+                        trigger
+                            .operator_id
+                            .get_or_insert_with(|| operator.id().to_owned());
+                        out.push((role.role_id(), trigger));
+                    }
+                }
+            }
+            if let (Some(reflection), Some(_)) = (&self.reflection, role.agent_memory()) {
+                out.push((role.role_id(), reflection.trigger()));
+            }
+        }
+        out
     }
 }
 

@@ -142,10 +142,16 @@ impl FromRequestParts<AppState> for Ctx {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let ctx = caller_of(&state.access, &parts.headers)?;
-        tracing::Span::current().record("tenant", ctx.tenant_id());
-        tracing::Span::current().record("principal", tracing::field::display(ctx.principal()));
+        record_caller(&ctx);
         Ok(Self(ctx))
     }
+}
+
+/// Name the caller on the request's span (`tenant`, `principal`).
+fn record_caller(ctx: &CallerContext) {
+    let span = tracing::Span::current();
+    span.record("tenant", ctx.tenant_id());
+    span.record("principal", tracing::field::display(ctx.principal()));
 }
 
 /// The caller of a request with `headers` (its API key and caller header);
@@ -177,6 +183,7 @@ pub(crate) async fn mcp_caller(
     use axum::response::IntoResponse;
     match caller_of(&state.access, req.headers()) {
         Ok(ctx) => {
+            record_caller(&ctx);
             req.extensions_mut().insert(ctx);
             next.run(req).await
         }

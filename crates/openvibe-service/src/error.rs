@@ -39,7 +39,10 @@ impl IntoResponse for Failure {
         let status =
             StatusCode::from_u16(self.0.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         if status.is_server_error() {
-            tracing::warn!(code = ?self.0.error.code, message = %self.0.error.message, "request failed");
+            // The message may carry a backend's words (a database error, an
+            // embedder's answer): at debug only.
+            tracing::warn!(code = ?self.0.error.code, "request failed");
+            tracing::debug!(code = ?self.0.error.code, message = %self.0.error.message, "request failed");
         } else {
             tracing::debug!(code = ?self.0.error.code, message = %self.0.error.message, "request refused");
         }

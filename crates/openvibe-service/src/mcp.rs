@@ -185,16 +185,29 @@ impl MemoryTools {
         }
     }
 
-    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Result<CallerContext, ErrorData> {
-        match &self.caller {
-            Caller::Fixed(c) => Ok(c.as_ref().clone()),
+    /// Who calls `tool`; says so in an info event (tool, tenant,
+    /// principal: never the arguments).
+    fn caller(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        tool: &'static str,
+    ) -> Result<CallerContext, ErrorData> {
+        let caller = match &self.caller {
+            Caller::Fixed(c) => c.as_ref().clone(),
             Caller::PerRequest => ctx
                 .extensions
                 .get::<axum::http::request::Parts>()
                 .and_then(|p| p.extensions.get::<CallerContext>())
                 .cloned()
-                .ok_or_else(|| ErrorData::internal_error("the request carries no caller", None)),
-        }
+                .ok_or_else(|| ErrorData::internal_error("the request carries no caller", None))?,
+        };
+        tracing::info!(
+            tool,
+            tenant = caller.tenant_id(),
+            principal = %caller.principal(),
+            "mcp tool call"
+        );
+        Ok(caller)
     }
 }
 
@@ -236,7 +249,7 @@ impl MemoryTools {
         Parameters(args): Parameters<SaveMemory>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx)?, args.project);
+        let caller = in_project(self.caller(&ctx, "saveMemory")?, args.project);
         let mut fact = Fact::new("", args.content);
         if let Some(scope) = args.scope {
             fact = fact.namespace(scope);
@@ -270,7 +283,7 @@ impl MemoryTools {
         Parameters(args): Parameters<SearchMemory>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx)?, args.project);
+        let caller = in_project(self.caller(&ctx, "searchMemory")?, args.project);
         let mut query = FactQuery::default()
             .text(args.query)
             .limit(args.top_k.unwrap_or(10));
@@ -292,7 +305,7 @@ impl MemoryTools {
         Parameters(args): Parameters<MemoryStats>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx)?, args.project);
+        let caller = in_project(self.caller(&ctx, "getMemoryStats")?, args.project);
         let query = FactQuery::default().limit(STATS_LIMIT);
         let facts = self.stores.facts.query(&caller, &query).await;
         Ok(answer(facts.map(|facts| {
@@ -317,7 +330,7 @@ impl MemoryTools {
         Parameters(args): Parameters<DeleteExpiredMemories>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx)?, args.project);
+        let caller = in_project(self.caller(&ctx, "deleteExpiredMemories")?, args.project);
         let batch = args.batch.unwrap_or(CLEANUP_BATCH);
         let mut deleted = 0;
         let mut batches = 0;
@@ -346,7 +359,7 @@ impl MemoryTools {
         Parameters(args): Parameters<SetPlanState>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = self.caller(&ctx)?;
+        let caller = self.caller(&ctx, "setPlanState")?;
         let expect = match args.expect_version {
             None => Expect::Any,
             Some(0) => Expect::Absent,
@@ -369,7 +382,7 @@ impl MemoryTools {
         Parameters(args): Parameters<PlanKey>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = self.caller(&ctx)?;
+        let caller = self.caller(&ctx, "getPlanState")?;
         let entry = self
             .stores
             .working
@@ -390,7 +403,7 @@ impl MemoryTools {
         Parameters(args): Parameters<AppendPlanState>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = self.caller(&ctx)?;
+        let caller = self.caller(&ctx, "appendPlanState")?;
         let done = self
             .stores
             .working

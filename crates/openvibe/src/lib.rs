@@ -85,6 +85,8 @@ pub use openvibe_api as api;
 pub use openvibe_primitives as primitives;
 pub use openvibe_protocols as protocols;
 pub use openvibe_roles as roles;
+/// The in-process scheduler (the embedded default `ScheduleProvider`).
+pub use openvibe_schedule as schedule;
 
 // Layer 3
 pub use openvibe_roles::{Authority, AuthorityConfig, Role, RoleRuntime};

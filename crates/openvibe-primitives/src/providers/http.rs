@@ -152,9 +152,10 @@ impl HttpClient {
                 attempt,
                 max_attempts,
                 wait_ms = duration_ms(wait),
-                reason = %failure.describe(),
+                reason = %failure.summary(),
                 "llm request failed; retrying"
             );
+            tracing::debug!(provider = self.provider, model, attempt, detail = %failure.describe(), "llm request failure");
             tokio::time::sleep(wait).await;
         }
     }
@@ -262,6 +263,16 @@ impl Failure {
         match self {
             Self::Status { message, .. } | Self::Network { message, .. } => message,
             Self::Timeout => "timed out",
+        }
+    }
+
+    /// What failed, without the server's or the network stack's text
+    /// (which may quote the request or name its URL): for warnings.
+    fn summary(&self) -> String {
+        match self {
+            Self::Status { status, .. } => format!("HTTP {}", status.as_u16()),
+            Self::Timeout => "timeout".to_owned(),
+            Self::Network { .. } => "network".to_owned(),
         }
     }
 

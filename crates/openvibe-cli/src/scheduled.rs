@@ -1,0 +1,207 @@
+//! `openvibe run role.yaml --schedule`: a role's timed triggers run in the
+//! foreground by the in-process scheduler, each firing printed as it ends.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openvibe::protocols::ScheduleProvider;
+use openvibe::roles::{Fired, Outcome, Reflection};
+use openvibe::schedule::{InProcessScheduler, Plan};
+
+use crate::CliError;
+use crate::demo::{Options, Setup, finish};
+use crate::spec::{Files, RoleFile};
+
+/// How long and what to run on a schedule.
+#[derive(Debug, Clone, Default)]
+pub struct ScheduleOptions {
+    /// Stop after this long (default: until Ctrl-C or SIGTERM).
+    pub run_for: Option<Duration>,
+    /// Stop after this many firings.
+    pub firings: Option<u64>,
+    /// Reflect (and publish) on this schedule: a cron expression, or a
+    /// period such as `6h`.
+    pub reflection: Option<String>,
+}
+
+/// The reflection schedule `spec` names: a period when it reads as one
+/// (`6h`, `30m`), else a cron expression.
+pub fn reflection_of(spec: &str) -> Reflection {
+    if humantime_like(spec) {
+        Reflection::every(spec)
+    } else {
+        Reflection::cron(spec)
+    }
+}
+
+fn humantime_like(spec: &str) -> bool {
+    let spec = spec.trim();
+    spec.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && spec.chars().any(|c| c.is_ascii_alphabetic())
+        && !spec.contains('*')
+        && spec.split_whitespace().count() < 5
+}
+
+/// Run `file`'s role on its schedules until stopped; print each firing.
+pub async fn run(
+    file: &RoleFile,
+    files: &Files,
+    options: &Options,
+    schedule: &ScheduleOptions,
+    llm_label: &str,
+    out: &mut (dyn Write + Send),
+) -> Result<(), CliError> {
+    let setup = Setup::new(options).await?;
+    let purge = setup.purge();
+    let tenant = setup.tenant.clone();
+    let result = serve(file, files, &setup, schedule, llm_label, out).await;
+    finish(purge, &tenant, result).await
+}
+
+async fn serve(
+    file: &RoleFile,
+    files: &Files,
+    setup: &Setup,
+    schedule: &ScheduleOptions,
+    llm_label: &str,
+    out: &mut (dyn Write + Send),
+) -> Result<(), CliError> {
+    let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
+    let scheduler = Arc::new(InProcessScheduler::new());
+    let mut runtime = runtime.with_scheduler(scheduler.clone());
+    if let Some(spec) = &schedule.reflection {
+        runtime = runtime.with_reflection(reflection_of(spec));
+    }
+    writeln!(
+        out,
+        "== role `{role_id}` on its schedules · model: {llm_label} · memory backend: {} · retrieval: {}",
+        setup.backend, setup.retrieval
+    )?;
+
+    // Stop on Ctrl-C / SIGTERM, after --for, or after --firings.
+    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0_u64);
+    let limit = schedule.firings;
+    let run_for = schedule.run_for;
+    let stop = async move {
+        let enough = async {
+            match limit {
+                Some(limit) => {
+                    let _ = count_rx.wait_for(|n| *n >= limit).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let elapsed = async {
+            match run_for {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = crate::serve::shutdown_signal() => {},
+            () = enough => {},
+            () = elapsed => {},
+        }
+    };
+
+    let now = chrono::Utc::now();
+    for (role, trigger) in runtime.scheduled_triggers() {
+        let next = Plan::of(&trigger, now).map(|plan| plan.next_after(now));
+        let when = match next {
+            Ok(Some(next)) => format!("next {}", next.format("%Y-%m-%dT%H:%M:%SZ")),
+            Ok(None) => "never again".to_owned(),
+            Err(e) => return Err(CliError::Usage(format!("role `{role}`: {e}"))),
+        };
+        writeln!(
+            out,
+            "   {} {} `{}` → {}: {when}",
+            trigger.id,
+            format!("{:?}", trigger.kind).to_lowercase(),
+            trigger.schedule.as_deref().unwrap_or_default(),
+            trigger.operator_id.as_deref().map_or_else(
+                || "reflect + publish".to_owned(),
+                |op| format!("{op}/{}", trigger.workflow)
+            ),
+        )?;
+    }
+    out.flush()?;
+
+    let mut seen = 0_u64;
+    let mut failed_output = None;
+    let report = runtime
+        .serve(stop, |fired| {
+            seen += 1;
+            let _ = count_tx.send(seen);
+            if let Err(e) = writeln!(out, "{}", describe(fired)).and_then(|()| out.flush()) {
+                failed_output.get_or_insert(e);
+            }
+        })
+        .await?;
+    if let Some(e) = failed_output {
+        return Err(e.into());
+    }
+    let active = scheduler
+        .list_active(&role_id)
+        .await
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    writeln!(
+        out,
+        "== stopped: {} schedule(s), {} firing(s): {} completed, {} failed, {} skipped{}",
+        report.schedules,
+        report.fired,
+        report.completed,
+        report.failed,
+        report.skipped,
+        if active.is_empty() {
+            ""
+        } else {
+            " (some schedules are still registered)"
+        }
+    )?;
+    if report.schedules == 0 {
+        writeln!(
+            out,
+            "   the role has no cron or interval triggers (add one: `triggers: [{{ id: hourly, type: interval, schedule: 1h }}]`)"
+        )?;
+    }
+    Ok(())
+}
+
+/// One line for a firing: when it was due, what ran, how it ended.
+pub fn describe(fired: &Fired) -> String {
+    let firing = &fired.firing;
+    let lag = (firing.fired_at - firing.scheduled_at).num_milliseconds();
+    let what = match &firing.trigger.operator_id {
+        Some(operator) => format!("{operator}/{}", firing.trigger.workflow),
+        None => "reflect + publish".to_owned(),
+    };
+    let how = match &fired.outcome {
+        Outcome::Completed(state) => format!(
+            "completed in {} ms (state keys: {})",
+            fired.took.as_millis(),
+            state
+                .as_map()
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Outcome::Reflected {
+            episodes,
+            created,
+            strengthened,
+            published,
+        } => format!(
+            "reflected over {episodes} episode(s): {created} new insight(s), {strengthened} strengthened, {published} published"
+        ),
+        Outcome::Skipped => "skipped: its previous run is still going".to_owned(),
+        Outcome::Failed(e) => format!("failed: {e}"),
+        _ => "ended".to_owned(),
+    };
+    format!(
+        "[{}] {} {what} (lag {lag} ms): {how}",
+        firing.scheduled_at.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
+        firing.trigger.id,
+    )
+}

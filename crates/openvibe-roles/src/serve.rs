@@ -1,0 +1,299 @@
+//! Running a runtime's schedules in this process: [`RoleRuntime::serve`],
+//! and the [`Reflection`] schedule.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use openvibe_memory::{DEFAULT_PUBLISH_CONFIDENCE, ReflectOptions};
+use openvibe_protocols::{Firing, State, TriggerConfig, TriggerKind};
+use tracing::Instrument;
+
+use crate::{Error, RoleRuntime};
+
+/// The workflow name a reflection trigger carries: a firing of it runs
+/// `reflect` and `publish_to_workspace` for its role instead of a workflow.
+pub const REFLECTION_WORKFLOW: &str = "openvibe.reflect";
+
+/// When roles with agent memory reflect on their recent episodes and
+/// publish what they learned to the workspace (the source design's L2 → L3
+/// "reflection cron").
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Reflection {
+    /// `Cron` or `Interval`.
+    pub kind: TriggerKind,
+    /// The cron expression or the period.
+    pub schedule: String,
+    /// Insights at least this confident are published (default [`DEFAULT_PUBLISH_CONFIDENCE`]).
+    pub min_confidence: f64,
+}
+
+impl Reflection {
+    /// Every day at 03:00 UTC.
+    pub fn daily() -> Self {
+        Self::cron("0 3 * * *")
+    }
+
+    /// On a cron expression (`CRON_TZ=Europe/Berlin 0 3 * * *` for a zone).
+    pub fn cron(expression: impl Into<String>) -> Self {
+        Self {
+            kind: TriggerKind::Cron,
+            schedule: expression.into(),
+            min_confidence: DEFAULT_PUBLISH_CONFIDENCE,
+        }
+    }
+
+    /// Every `period` (`6h`, `30m`).
+    pub fn every(period: impl Into<String>) -> Self {
+        Self {
+            kind: TriggerKind::Interval,
+            schedule: period.into(),
+            min_confidence: DEFAULT_PUBLISH_CONFIDENCE,
+        }
+    }
+
+    /// Publish insights at least this confident.
+    #[must_use]
+    pub fn min_confidence(mut self, min_confidence: f64) -> Self {
+        self.min_confidence = min_confidence;
+        self
+    }
+
+    /// The trigger registered for each role with agent memory.
+    pub fn trigger(&self) -> TriggerConfig {
+        TriggerConfig {
+            id: "reflection".into(),
+            kind: self.kind,
+            schedule: Some(self.schedule.clone()),
+            workflow: REFLECTION_WORKFLOW.into(),
+            operator_id: None,
+            input: serde_json::json!({ "min_confidence": self.min_confidence }),
+        }
+    }
+}
+
+impl Default for Reflection {
+    fn default() -> Self {
+        Self::daily()
+    }
+}
+
+/// What one firing did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The workflow ran to its end; its final state.
+    Completed(State),
+    /// The role reflected and published.
+    Reflected {
+        /// Episodes shown to the model.
+        episodes: usize,
+        /// New insights.
+        created: usize,
+        /// Existing insights strengthened.
+        strengthened: usize,
+        /// Facts published to the workspace.
+        published: usize,
+    },
+    /// The schedule's previous activation was still running, so this one
+    /// was not started.
+    Skipped,
+    /// The activation failed.
+    Failed(Error),
+}
+
+/// A firing and what came of it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Fired {
+    /// What fired.
+    pub firing: Firing,
+    /// What came of it.
+    pub outcome: Outcome,
+    /// How long the activation took (zero when skipped).
+    pub took: Duration,
+}
+
+/// What [`RoleRuntime::serve`] did, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServeReport {
+    /// Schedules registered.
+    pub schedules: usize,
+    /// Firings received.
+    pub fired: u64,
+    /// Activations (and reflections) that completed.
+    pub completed: u64,
+    /// Activations that failed.
+    pub failed: u64,
+    /// Firings skipped because their schedule's previous run was still going.
+    pub skipped: u64,
+}
+
+impl ServeReport {
+    fn count(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Completed(_) | Outcome::Reflected { .. } => self.completed += 1,
+            Outcome::Failed(_) => self.failed += 1,
+            Outcome::Skipped => self.skipped += 1,
+        }
+    }
+}
+
+impl RoleRuntime {
+    /// Run the schedules in this process until `stop` resolves: register
+    /// every timed trigger (as [`start`](Self::start)), then run each
+    /// firing's activation as it comes, several at once, and tell `observe`
+    /// how each ended. A schedule whose previous activation is still running
+    /// skips the firing (reported as [`Outcome::Skipped`]). A failed
+    /// activation is reported and the schedules go on.
+    ///
+    /// Stopping is graceful: no new activation starts, the schedules this
+    /// call registered are cancelled, and the running activations finish
+    /// (and are observed) before it returns.
+    ///
+    /// Needs a scheduler that runs firings in this process
+    /// ([`ScheduleProvider::take_firings`](openvibe_protocols::ScheduleProvider::take_firings),
+    /// e.g. `openvibe_schedule::InProcessScheduler`), once.
+    pub async fn serve<S, O>(&self, stop: S, mut observe: O) -> Result<ServeReport, Error>
+    where
+        S: Future<Output = ()>,
+        O: FnMut(&Fired),
+    {
+        let scheduler = self.scheduler.as_ref().ok_or(Error::NoScheduler)?;
+        let ids = self.start().await?;
+        let Some(mut firings) = scheduler.take_firings() else {
+            for id in &ids {
+                let _ = scheduler.cancel(id).await;
+            }
+            return Err(Error::NoFirings);
+        };
+        let mut report = ServeReport {
+            schedules: ids.len(),
+            ..ServeReport::default()
+        };
+        let mut running = FuturesUnordered::new();
+        let mut busy: HashSet<String> = HashSet::new();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                firing = firings.next() => {
+                    let Some(firing) = firing else { break };
+                    report.fired += 1;
+                    if busy.contains(&firing.schedule_id) {
+                        tracing::info!(schedule = %firing.schedule_id, "firing skipped: the previous run is still going");
+                        report.count(&Outcome::Skipped);
+                        observe(&Fired { firing, outcome: Outcome::Skipped, took: Duration::ZERO });
+                    } else {
+                        busy.insert(firing.schedule_id.clone());
+                        running.push(self.run_firing(firing));
+                    }
+                }
+                Some(fired) = running.next(), if !running.is_empty() => {
+                    busy.remove(&fired.firing.schedule_id);
+                    report.count(&fired.outcome);
+                    observe(&fired);
+                }
+            }
+        }
+        for id in &ids {
+            // A schedule that is already gone is what stopping wants.
+            let _ = scheduler.cancel(id).await;
+        }
+        while let Some(fired) = running.next().await {
+            report.count(&fired.outcome);
+            observe(&fired);
+        }
+        Ok(report)
+    }
+
+    /// Run one firing: its workflow, or the role's reflection.
+    async fn run_firing(&self, firing: Firing) -> Fired {
+        let lag_ms = (firing.fired_at - firing.scheduled_at).num_milliseconds();
+        let span = tracing::info_span!(
+            "firing",
+            schedule = %firing.schedule_id,
+            role = %firing.role_id,
+            trigger = %firing.trigger.id,
+            workflow = %firing.trigger.workflow,
+            lag_ms,
+        );
+        let started = Instant::now();
+        let outcome = async {
+            let result = if firing.trigger.workflow == REFLECTION_WORKFLOW {
+                self.reflect_role(&firing).await
+            } else {
+                self.activate_firing(&firing).await.map(Outcome::Completed)
+            };
+            match result {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    tracing::warn!(error = %e, "scheduled activation failed");
+                    Outcome::Failed(e)
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+        Fired {
+            firing,
+            outcome,
+            took: started.elapsed(),
+        }
+    }
+
+    async fn activate_firing(&self, firing: &Firing) -> Result<State, Error> {
+        let trigger = &firing.trigger;
+        let input = match &trigger.input {
+            serde_json::Value::Null => State::new(),
+            value => State::from_value(value.clone()).map_err(|e| Error::Firing {
+                trigger: trigger.id.clone(),
+                message: format!("its input is not a state: {e}"),
+            })?,
+        };
+        let operator = trigger
+            .operator_id
+            .as_deref()
+            .ok_or_else(|| Error::Firing {
+                trigger: trigger.id.clone(),
+                message: "it names no operator".into(),
+            })?;
+        self.activate(&firing.role_id, operator, &trigger.workflow, input)
+            .await
+    }
+
+    async fn reflect_role(&self, firing: &Firing) -> Result<Outcome, Error> {
+        let role = self.get_role(&firing.role_id)?;
+        let Some(memory) = role.agent_memory() else {
+            return Err(Error::Firing {
+                trigger: firing.trigger.id.clone(),
+                message: format!(
+                    "role `{}` has no agent memory to reflect on",
+                    firing.role_id
+                ),
+            });
+        };
+        let min_confidence = firing
+            .trigger
+            .input
+            .get("min_confidence")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(DEFAULT_PUBLISH_CONFIDENCE);
+        let options = ReflectOptions {
+            role_context: role.soul_text()?,
+            ..ReflectOptions::default()
+        };
+        let report = memory.reflect_with(self.llm().as_ref(), &options).await?;
+        let published = memory.publish_to_workspace(min_confidence).await?;
+        Ok(Outcome::Reflected {
+            episodes: report.episodes_considered,
+            created: report.created.len(),
+            strengthened: report.strengthened.len(),
+            published: published.len(),
+        })
+    }
+}
