@@ -310,8 +310,8 @@ With --schedule, the role's cron and interval triggers (type: cron, schedule:
 \"CRON_TZ=Europe/Berlin 0 9 * * 1-5\"; type: interval, schedule: 15m) run in this
 process with the in-process scheduler, each firing printed as it ends, until
 Ctrl-C (or --for / --firings). A trigger whose previous run is still going skips
-its firing. Nothing is stored: a firing missed while openvibe was not running is
-not run later.
+its firing. A firing missed while openvibe was not running is not run later; with
+--checkpoints DIR, a run that was cut off resumes where it stopped.
 
 Examples:
   openvibe run crates/openvibe-cli/demo/cro/role.yaml --llm standin
@@ -339,6 +339,11 @@ Examples:
         /// (a cron expression such as \"0 3 * * *\", or a period such as 6h).
         #[arg(long, value_name = "SCHEDULE", requires = "schedule")]
         reflection: Option<String>,
+        /// With --schedule: keep each run's checkpoints in this directory,
+        /// so runs a killed openvibe left unfinished resume (without
+        /// repeating finished nodes) when it starts again.
+        #[arg(long, value_name = "DIR", requires = "schedule")]
+        checkpoints: Option<PathBuf>,
         #[command(flatten)]
         llm: LlmArgs,
     },
@@ -436,6 +441,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             run_for,
             firings,
             reflection,
+            checkpoints,
             llm,
         } => {
             let (file, files) = RoleFile::load(&role_file)?;
@@ -445,6 +451,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     run_for,
                     firings,
                     reflection,
+                    checkpoints,
                 };
                 scheduled::run(&file, &files, &options, &schedule, &label, &mut stdout).await
             } else {

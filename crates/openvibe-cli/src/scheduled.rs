@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
+use openvibe::operators::FileCheckpointer;
 use openvibe::protocols::ScheduleProvider;
 use openvibe::roles::{Fired, Outcome, Reflection};
 use openvibe::schedule::{InProcessScheduler, Plan};
@@ -23,6 +24,9 @@ pub struct ScheduleOptions {
     /// Reflect (and publish) on this schedule: a cron expression, or a
     /// period such as `6h`.
     pub reflection: Option<String>,
+    /// Keep each run's checkpoints here, so runs a killed process left
+    /// unfinished resume when it starts again.
+    pub checkpoints: Option<std::path::PathBuf>,
 }
 
 /// The reflection schedule `spec` names: a period when it reads as one
@@ -72,6 +76,10 @@ async fn serve(
     let mut runtime = runtime.with_scheduler(scheduler.clone());
     if let Some(spec) = &schedule.reflection {
         runtime = runtime.with_reflection(reflection_of(spec));
+    }
+    if let Some(dir) = &schedule.checkpoints {
+        let checkpoints = FileCheckpointer::new(dir)?;
+        runtime = runtime.with_checkpointer(Arc::new(checkpoints));
     }
     writeln!(
         out,
@@ -147,12 +155,13 @@ async fn serve(
         .map_err(|e| CliError::Usage(e.to_string()))?;
     writeln!(
         out,
-        "== stopped: {} schedule(s), {} firing(s): {} completed, {} failed, {} skipped{}",
+        "== stopped: {} schedule(s), {} firing(s): {} completed, {} failed, {} skipped, {} resumed{}",
         report.schedules,
         report.fired,
         report.completed,
         report.failed,
         report.skipped,
+        report.resumed,
         if active.is_empty() {
             ""
         } else {
@@ -199,6 +208,13 @@ pub fn describe(fired: &Fired) -> String {
         Outcome::Failed(e) => format!("failed: {e}"),
         _ => "ended".to_owned(),
     };
+    if fired.resumed {
+        return format!(
+            "[{}] {} {what} (resumed from its checkpoint): {how}",
+            firing.scheduled_at.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            firing.trigger.id,
+        );
+    }
     format!(
         "[{}] {} {what} (lag {lag} ms): {how}",
         firing.scheduled_at.format("%Y-%m-%dT%H:%M:%S%.3fZ"),

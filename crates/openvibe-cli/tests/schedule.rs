@@ -38,9 +38,12 @@ fn an_interval_trigger_fires_until_the_count_is_reached() {
         r#"- { id: every_second, type: interval, schedule: 1s, input: { company: acme_corp, lead: "Acme Corp, 200 employees, logistics." } }"#,
     );
     let role = dir.join("role.yaml");
+    let checkpoints = dir.join("checkpoints");
     let out = openvibe(&[
         "run",
         role.to_str().unwrap(),
+        "--checkpoints",
+        checkpoints.to_str().unwrap(),
         "--schedule",
         "--llm",
         "standin",
@@ -72,7 +75,23 @@ fn an_interval_trigger_fires_until_the_count_is_reached() {
             .all(|l| l.contains("completed in") && l.contains("qualification")),
         "{stdout}"
     );
-    assert!(stdout.contains("== stopped: 1 schedule(s)"), "{stdout}");
+    assert!(
+        stdout.contains("== stopped: 1 schedule(s)") && stdout.contains("0 resumed"),
+        "{stdout}"
+    );
+    // Each run left its (finished) checkpoint, naming what started it.
+    let saved: Vec<serde_json::Value> = std::fs::read_dir(&checkpoints)
+        .unwrap()
+        .map(|e| serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    assert!(saved.len() >= 2, "{saved:?}");
+    assert!(
+        saved
+            .iter()
+            .all(|c| c["origin"]["kind"] == "firing"
+                && c["origin"]["trigger"]["id"] == "every_second"),
+        "{saved:?}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -278,6 +278,19 @@ pub struct Checkpoint {
     pub next: String,
     /// The state after `completed`.
     pub state: State,
+    /// What started the run, as whoever started it recorded it (a
+    /// scheduled firing names its role, operator, workflow and due time),
+    /// so that a process that restarts knows how to resume it; null when
+    /// nobody said.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub origin: serde_json::Value,
+}
+
+impl Checkpoint {
+    /// Whether the run has reached [`END`].
+    pub fn is_finished(&self) -> bool {
+        self.next == END
+    }
 }
 
 /// Saves the state after each node so a failed run can resume.
@@ -287,6 +300,9 @@ pub trait Checkpointer: Send + Sync {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError>;
     /// The latest checkpoint of a run, if any.
     async fn load(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+    /// The latest checkpoint of every run that has not reached [`END`]:
+    /// what a restarted process resumes.
+    async fn unfinished(&self) -> Result<Vec<Checkpoint>, StoreError>;
 }
 
 /// Keeps checkpoints in memory.
@@ -310,6 +326,17 @@ impl Checkpointer for InMemoryCheckpointer {
             .map_err(|_| StoreError::backend("checkpoint lock poisoned"))?
             .insert(checkpoint.run_id.clone(), checkpoint.clone());
         Ok(())
+    }
+
+    async fn unfinished(&self) -> Result<Vec<Checkpoint>, StoreError> {
+        Ok(self
+            .runs
+            .lock()
+            .map_err(|_| StoreError::backend("checkpoint lock poisoned"))?
+            .values()
+            .filter(|c| !c.is_finished())
+            .cloned()
+            .collect())
     }
 
     async fn load(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
@@ -360,7 +387,7 @@ impl CompiledGraph {
     /// Run from the entry point to [`END`] under a fresh run id.
     pub async fn invoke(&self, ctx: &NodeContext, state: State) -> Result<State, Error> {
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
-        self.execute(ctx, &run_id, self.inner.entry.clone(), 0, state)
+        self.invoke_run_from(ctx, &run_id, serde_json::Value::Null, state)
             .await
     }
 
@@ -373,6 +400,21 @@ impl CompiledGraph {
         run_id: &str,
         state: State,
     ) -> Result<State, Error> {
+        self.invoke_run_from(ctx, run_id, serde_json::Value::Null, state)
+            .await
+    }
+
+    /// [`invoke_run`](Self::invoke_run), recording `origin` (what started
+    /// the run) in its checkpoints. A fresh run with a checkpointer saves a
+    /// first checkpoint before its entry node, so a run cut off anywhere is
+    /// found by [`Checkpointer::unfinished`].
+    pub async fn invoke_run_from(
+        &self,
+        ctx: &NodeContext,
+        run_id: &str,
+        origin: serde_json::Value,
+        state: State,
+    ) -> Result<State, Error> {
         let saved = match &self.checkpointer {
             Some(cp) => cp.load(run_id).await.map_err(|source| Error::Checkpoint {
                 run_id: run_id.to_owned(),
@@ -381,15 +423,41 @@ impl CompiledGraph {
             None => None,
         };
         match saved {
-            Some(cp) if cp.next == END => Ok(cp.state),
+            Some(cp) if cp.is_finished() => Ok(cp.state),
             Some(cp) => {
                 tracing::info!(run_id, resume_at = %cp.next, step = cp.step, "resuming run from checkpoint");
-                self.execute(ctx, run_id, cp.next, cp.step, cp.state).await
-            }
-            None => {
-                self.execute(ctx, run_id, self.inner.entry.clone(), 0, state)
+                let origin = if origin.is_null() { cp.origin } else { origin };
+                self.execute(ctx, run_id, &origin, cp.next, cp.step, cp.state)
                     .await
             }
+            None => {
+                let entry = self.inner.entry.clone();
+                if self.checkpointer.is_some() {
+                    let start = Checkpoint {
+                        run_id: run_id.to_owned(),
+                        step: 0,
+                        completed: String::new(),
+                        next: entry.clone(),
+                        state: state.clone(),
+                        origin: origin.clone(),
+                    };
+                    self.save(&start).await?;
+                }
+                self.execute(ctx, run_id, &origin, entry, 0, state).await
+            }
+        }
+    }
+
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), Error> {
+        match &self.checkpointer {
+            Some(cp) => cp
+                .save(checkpoint)
+                .await
+                .map_err(|source| Error::Checkpoint {
+                    run_id: checkpoint.run_id.clone(),
+                    source,
+                }),
+            None => Ok(()),
         }
     }
 
@@ -397,6 +465,7 @@ impl CompiledGraph {
         &self,
         ctx: &NodeContext,
         run_id: &str,
+        origin: &serde_json::Value,
         mut current: String,
         mut step: u32,
         mut state: State,
@@ -427,20 +496,16 @@ impl CompiledGraph {
             executed += 1;
             step += 1;
             let next = self.next_node(&current, &state)?;
-            if let Some(cp) = &self.checkpointer {
-                let checkpoint = Checkpoint {
+            if self.checkpointer.is_some() {
+                self.save(&Checkpoint {
                     run_id: run_id.to_owned(),
                     step,
                     completed: current.clone(),
                     next: next.clone(),
                     state: state.clone(),
-                };
-                cp.save(&checkpoint)
-                    .await
-                    .map_err(|source| Error::Checkpoint {
-                        run_id: run_id.to_owned(),
-                        source,
-                    })?;
+                    origin: origin.clone(),
+                })
+                .await?;
             }
             if next == END {
                 return Ok(state);

@@ -7,16 +7,19 @@
 //! - [`StateGraph`]: nodes, edges, conditional edges and an entry point,
 //!   validated by [`StateGraph::compile`]; a [`CompiledGraph`] runs bounded
 //!   by a recursion limit, with a `tracing` span per node and an optional
-//!   [`Checkpointer`] so a failed run resumes where it stopped.
+//!   [`Checkpointer`] so a failed run resumes where it stopped
+//!   ([`FileCheckpointer`] keeps checkpoints across restarts).
 //! - [`OperatorRuntime`]: operators loaded from YAML (see [`config`]),
 //!   one graph factory per workflow, activation by trigger or workflow.
 
+mod checkpoint;
 pub mod config;
 mod error;
 mod graph;
 mod operator;
 mod runtime;
 
+pub use checkpoint::FileCheckpointer;
 pub use config::{OperatorConfig, RuntimeConfig};
 pub use error::Error;
 pub use graph::{

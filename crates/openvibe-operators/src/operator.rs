@@ -9,7 +9,7 @@ use openvibe_primitives::{Node, NodeContext};
 use openvibe_protocols::{State, TriggerConfig};
 use tracing::Instrument;
 
-use crate::{CompiledGraph, END, Error, StateGraph};
+use crate::{Checkpointer, CompiledGraph, END, Error, StateGraph};
 
 /// What an operator can do: its nodes and its workflows (compiled graphs),
 /// independent of which LLM or memory it runs with. Cheap to clone.
@@ -206,8 +206,38 @@ impl BoundOperator {
 
     /// Run a workflow to its end.
     pub async fn run_workflow(&self, workflow: &str, state: State) -> Result<State, Error> {
+        let graph = self.workflow(workflow)?;
+        let span = tracing::info_span!("operator_run", operator = %self.operator.id, workflow);
+        graph.invoke(&self.ctx, state).instrument(span).await
+    }
+
+    /// Run a workflow as run `run_id`, saving a checkpoint (with `origin`,
+    /// what started it) before its first node and after every node: when
+    /// `checkpointer` already holds an unfinished checkpoint of the run, it
+    /// resumes there, so a run cut off by a crash finishes without running
+    /// its completed nodes again.
+    pub async fn run_workflow_durably(
+        &self,
+        workflow: &str,
+        run_id: &str,
+        origin: serde_json::Value,
+        checkpointer: Arc<dyn Checkpointer>,
+        state: State,
+    ) -> Result<State, Error> {
         let graph = self
-            .operator
+            .workflow(workflow)?
+            .clone()
+            .with_checkpointer(checkpointer);
+        let span =
+            tracing::info_span!("operator_run", operator = %self.operator.id, workflow, run_id);
+        graph
+            .invoke_run_from(&self.ctx, run_id, origin, state)
+            .instrument(span)
+            .await
+    }
+
+    fn workflow(&self, workflow: &str) -> Result<&CompiledGraph, Error> {
+        self.operator
             .get_workflow(workflow)
             .ok_or_else(|| Error::UnknownWorkflow {
                 operator: self.operator.id.clone(),
@@ -218,8 +248,6 @@ impl BoundOperator {
                     .into_iter()
                     .map(str::to_owned)
                     .collect(),
-            })?;
-        let span = tracing::info_span!("operator_run", operator = %self.operator.id, workflow);
-        graph.invoke(&self.ctx, state).instrument(span).await
+            })
     }
 }

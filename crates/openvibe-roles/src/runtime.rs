@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use openvibe_memory::{MemoryGateway, Stores, WorkspaceMemory};
+use openvibe_operators::Checkpointer;
 use openvibe_protocols::{LlmProvider, MemoryProvider, ScheduleProvider, State, TriggerConfig};
 use tracing::Instrument;
 
@@ -47,6 +48,8 @@ pub struct RoleRuntime {
     pub(crate) scheduler: Option<Arc<dyn ScheduleProvider>>,
     /// When roles with agent memory reflect (see [`Reflection`]).
     pub(crate) reflection: Option<Reflection>,
+    /// Where scheduled runs keep their checkpoints (see `with_checkpointer`).
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     roles: BTreeMap<String, Role>,
 }
 
@@ -60,6 +63,7 @@ impl RoleRuntime {
             workspace: None,
             scheduler: None,
             reflection: None,
+            checkpointer: None,
             roles: BTreeMap::new(),
         }
     }
@@ -104,6 +108,18 @@ impl RoleRuntime {
     #[must_use]
     pub fn with_reflection(mut self, reflection: Reflection) -> Self {
         self.reflection = Some(reflection);
+        self
+    }
+
+    /// Make scheduled runs durable: each firing's run saves a checkpoint
+    /// before its first node and after every node (under a run id made of
+    /// its role, trigger and due time), and [`serve`](Self::serve) first
+    /// resumes the runs a previous process left unfinished, without running
+    /// their completed nodes again. Use a checkpointer that outlives the
+    /// process (`openvibe_operators::FileCheckpointer`).
+    #[must_use]
+    pub fn with_checkpointer(mut self, checkpointer: Arc<dyn Checkpointer>) -> Self {
+        self.checkpointer = Some(checkpointer);
         self
     }
 
@@ -170,6 +186,20 @@ impl RoleRuntime {
         workflow_id: &str,
         input: State,
     ) -> Result<State, Error> {
+        self.activate_run(role_id, operator_id, workflow_id, input, None)
+            .await
+    }
+
+    /// [`activate`](Self::activate), durably as `run` (its id and origin)
+    /// when given and a checkpointer is set.
+    pub(crate) async fn activate_run(
+        &self,
+        role_id: &str,
+        operator_id: &str,
+        workflow_id: &str,
+        input: State,
+        run: Option<(&str, serde_json::Value)>,
+    ) -> Result<State, Error> {
         let span = tracing::info_span!(
             "activate",
             role = role_id,
@@ -185,10 +215,23 @@ impl RoleRuntime {
             span.record("principal", tracing::field::display(caller.principal()));
         }
         let operator = role.get_operator(operator_id)?;
-        Ok(operator
-            .run_workflow(workflow_id, input)
-            .instrument(span)
-            .await?)
+        let run = async {
+            match (run, &self.checkpointer) {
+                (Some((run_id, origin)), Some(checkpointer)) => {
+                    operator
+                        .run_workflow_durably(
+                            workflow_id,
+                            run_id,
+                            origin,
+                            checkpointer.clone(),
+                            input,
+                        )
+                        .await
+                }
+                _ => operator.run_workflow(workflow_id, input).await,
+            }
+        };
+        Ok(run.instrument(span).await?)
     }
 
     /// Register every timed trigger (cron, interval) of every role's

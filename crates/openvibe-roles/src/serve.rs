@@ -115,6 +115,9 @@ pub struct Fired {
     pub outcome: Outcome,
     /// How long the activation took (zero when skipped).
     pub took: Duration,
+    /// Whether this run was left unfinished by an earlier process and
+    /// resumed from its checkpoint.
+    pub resumed: bool,
 }
 
 /// What [`RoleRuntime::serve`] did, counted.
@@ -131,6 +134,8 @@ pub struct ServeReport {
     pub failed: u64,
     /// Firings skipped because their schedule's previous run was still going.
     pub skipped: u64,
+    /// Runs an earlier process left unfinished, resumed from their checkpoints.
+    pub resumed: u64,
 }
 
 impl ServeReport {
@@ -177,6 +182,11 @@ impl RoleRuntime {
         };
         let mut running = FuturesUnordered::new();
         let mut busy: HashSet<String> = HashSet::new();
+        for firing in self.unfinished_firings().await? {
+            report.resumed += 1;
+            busy.insert(firing.schedule_id.clone());
+            running.push(self.run_firing(firing, true));
+        }
         tokio::pin!(stop);
         loop {
             tokio::select! {
@@ -187,10 +197,15 @@ impl RoleRuntime {
                     if busy.contains(&firing.schedule_id) {
                         tracing::info!(schedule = %firing.schedule_id, "firing skipped: the previous run is still going");
                         report.count(&Outcome::Skipped);
-                        observe(&Fired { firing, outcome: Outcome::Skipped, took: Duration::ZERO });
+                        observe(&Fired {
+                            firing,
+                            outcome: Outcome::Skipped,
+                            took: Duration::ZERO,
+                            resumed: false,
+                        });
                     } else {
                         busy.insert(firing.schedule_id.clone());
-                        running.push(self.run_firing(firing));
+                        running.push(self.run_firing(firing, false));
                     }
                 }
                 Some(fired) = running.next(), if !running.is_empty() => {
@@ -211,8 +226,27 @@ impl RoleRuntime {
         Ok(report)
     }
 
+    /// The firings whose runs an earlier process left unfinished (with a
+    /// checkpointer), for this runtime's roles.
+    async fn unfinished_firings(&self) -> Result<Vec<Firing>, Error> {
+        let Some(checkpointer) = &self.checkpointer else {
+            return Ok(Vec::new());
+        };
+        let unfinished = checkpointer.unfinished().await.map_err(|source| {
+            Error::Operator(openvibe_operators::Error::Checkpoint {
+                run_id: "(unfinished runs)".into(),
+                source,
+            })
+        })?;
+        Ok(unfinished
+            .iter()
+            .filter_map(|cp| firing_of(&cp.origin))
+            .filter(|f| self.get_role(&f.role_id).is_ok())
+            .collect())
+    }
+
     /// Run one firing: its workflow, or the role's reflection.
-    async fn run_firing(&self, firing: Firing) -> Fired {
+    async fn run_firing(&self, firing: Firing, resumed: bool) -> Fired {
         let lag_ms = (firing.fired_at - firing.scheduled_at).num_milliseconds();
         let span = tracing::info_span!(
             "firing",
@@ -221,6 +255,7 @@ impl RoleRuntime {
             trigger = %firing.trigger.id,
             workflow = %firing.trigger.workflow,
             lag_ms,
+            resumed,
         );
         let started = Instant::now();
         let outcome = async {
@@ -243,6 +278,7 @@ impl RoleRuntime {
             firing,
             outcome,
             took: started.elapsed(),
+            resumed,
         }
     }
 
@@ -262,7 +298,9 @@ impl RoleRuntime {
                 trigger: trigger.id.clone(),
                 message: "it names no operator".into(),
             })?;
-        self.activate(&firing.role_id, operator, &trigger.workflow, input)
+        let run_id = run_id_of(firing);
+        let run = Some((run_id.as_str(), origin_of(firing)));
+        self.activate_run(&firing.role_id, operator, &trigger.workflow, input, run)
             .await
     }
 
@@ -296,4 +334,44 @@ impl RoleRuntime {
             published: published.len(),
         })
     }
+}
+
+/// The run id of a firing's run: the same in every process, so a restarted
+/// one finds the checkpoint.
+fn run_id_of(firing: &Firing) -> String {
+    format!(
+        "{}/{}@{}",
+        firing.role_id,
+        firing.trigger.id,
+        firing
+            .scheduled_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    )
+}
+
+/// What a firing's checkpoints record, to resume it after a restart.
+fn origin_of(firing: &Firing) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "firing",
+        "schedule_id": firing.schedule_id,
+        "role_id": firing.role_id,
+        "trigger": firing.trigger,
+        "scheduled_at": firing.scheduled_at,
+    })
+}
+
+/// The firing an [`origin_of`] describes (none for other origins).
+fn firing_of(origin: &serde_json::Value) -> Option<Firing> {
+    if origin.get("kind")?.as_str()? != "firing" {
+        return None;
+    }
+    let trigger: TriggerConfig = serde_json::from_value(origin.get("trigger")?.clone()).ok()?;
+    let scheduled_at = serde_json::from_value(origin.get("scheduled_at")?.clone()).ok()?;
+    Some(Firing::new(
+        origin.get("schedule_id")?.as_str()?,
+        origin.get("role_id")?.as_str()?,
+        trigger,
+        scheduled_at,
+        chrono::Utc::now(),
+    ))
 }

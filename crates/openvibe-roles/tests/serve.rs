@@ -337,3 +337,130 @@ async fn serve_needs_a_scheduler_that_runs_here_and_a_bad_trigger_registers_noth
     let report = good.serve(stop(), |_| {}).await.unwrap();
     assert_eq!(report.schedules, 1);
 }
+
+/// A node that counts its runs; while `hang` is set it never finishes (the
+/// process is killed in the middle of it).
+struct Step {
+    name: &'static str,
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+    hang: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait]
+impl openvibe_primitives::Node for Step {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    async fn run(
+        &self,
+        _ctx: &openvibe_primitives::NodeContext,
+        mut state: State,
+    ) -> Result<State, openvibe_primitives::Error> {
+        use std::sync::atomic::Ordering;
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        state.insert(self.name, true);
+        Ok(state)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_cut_off_by_a_crash_resumes_after_a_restart_without_rerunning_finished_nodes() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let dir = std::env::temp_dir().join(format!("openvibe-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let first = Arc::new(AtomicUsize::new(0));
+    let second = Arc::new(AtomicUsize::new(0));
+    let hang = Arc::new(AtomicBool::new(true));
+    // One "process": a runtime, its scheduler and a checkpointer on disk.
+    let process = |start: &str| {
+        let op = Operator::new("pipeline")
+            .node(Step {
+                name: "first",
+                runs: first.clone(),
+                hang: Arc::new(AtomicBool::new(false)),
+            })
+            .node(Step {
+                name: "second",
+                runs: second.clone(),
+                hang: hang.clone(),
+            })
+            .sequence("qualify", ["first", "second"])
+            .unwrap()
+            .trigger(trigger(
+                "hourly",
+                TriggerKind::Interval,
+                "1h",
+                json!({"lead": "Acme"}),
+            ));
+        let scheduler =
+            InProcessScheduler::with_clock(Arc::new(TokioClock::starting_at(at(start))));
+        RoleRuntime::new(Arc::new(ScriptedLlm::default()))
+            .with_scheduler(Arc::new(scheduler))
+            .with_checkpointer(Arc::new(
+                openvibe_operators::FileCheckpointer::new(&dir).unwrap(),
+            ))
+            .role(Role::new("cro").operator(op))
+            .unwrap()
+    };
+
+    // The first process is killed (its serve dropped) at 01:30, while the
+    // 01:00 run is inside `second`.
+    let crashed = process(START);
+    let killed = tokio::time::timeout(
+        hours(1.5),
+        crashed.serve(std::future::pending(), |_| {
+            panic!("nothing finishes before the crash")
+        }),
+    )
+    .await;
+    assert!(killed.is_err());
+    drop(crashed);
+    assert_eq!(
+        (first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)),
+        (1, 1)
+    );
+
+    // The restarted process resumes the run at `second`; `first` never runs again.
+    hang.store(false, Ordering::SeqCst);
+    let restarted = process("2026-11-25T01:30:00Z");
+    let mut seen = Vec::new();
+    let report = restarted
+        .serve(
+            tokio::time::sleep(Duration::from_secs(600)),
+            |fired: &Fired| {
+                let state = match &fired.outcome {
+                    Outcome::Completed(state) => state.clone(),
+                    other => panic!("{other:?}"),
+                };
+                seen.push((fired.resumed, fired.firing.scheduled_at, state));
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.resumed, 1);
+    assert_eq!(seen.len(), 1);
+    let (resumed, due, state) = &seen[0];
+    assert!(*resumed);
+    assert_eq!(*due, at("2026-11-25T01:00:00Z"));
+    assert_eq!(
+        (state.get("first"), state.get("second"), state.get("lead")),
+        (Some(&json!(true)), Some(&json!(true)), Some(&json!("Acme")))
+    );
+    assert_eq!(
+        (first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)),
+        (1, 2)
+    );
+
+    // Finished: a third process has nothing to resume.
+    let report = process("2026-11-25T01:45:00Z")
+        .serve(tokio::time::sleep(Duration::from_secs(60)), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.resumed, 0);
+    assert_eq!(first.load(Ordering::SeqCst), 1);
+    let _ = std::fs::remove_dir_all(dir);
+}
