@@ -21,6 +21,22 @@ fn role_dir(name: &str, trigger: &str) -> PathBuf {
     dir
 }
 
+/// `openvibe run <role> --schedule` on the stand-in model, plus `extra`.
+fn scheduled(role: &Path, extra: &[&str]) -> Output {
+    let role = role.to_str().unwrap();
+    let mut args = vec![
+        "run",
+        role,
+        "--schedule",
+        "--llm",
+        "standin",
+        "--embedder",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    openvibe(&args)
+}
+
 fn openvibe(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_openvibe"))
         .args(args)
@@ -39,21 +55,17 @@ fn an_interval_trigger_fires_until_the_count_is_reached() {
     );
     let role = dir.join("role.yaml");
     let checkpoints = dir.join("checkpoints");
-    let out = openvibe(&[
-        "run",
-        role.to_str().unwrap(),
-        "--checkpoints",
-        checkpoints.to_str().unwrap(),
-        "--schedule",
-        "--llm",
-        "standin",
-        "--embedder",
-        "none",
-        "--firings",
-        "2",
-        "--for",
-        "60s",
-    ]);
+    let out = scheduled(
+        &role,
+        &[
+            "--checkpoints",
+            checkpoints.to_str().unwrap(),
+            "--firings",
+            "2",
+            "--for",
+            "60s",
+        ],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -99,17 +111,7 @@ fn an_interval_trigger_fires_until_the_count_is_reached() {
 fn a_role_without_timed_triggers_says_so_and_a_bad_schedule_is_one_line() {
     let dir = role_dir("none", "- { id: new_lead, type: on_demand }");
     let role = dir.join("role.yaml");
-    let out = openvibe(&[
-        "run",
-        role.to_str().unwrap(),
-        "--schedule",
-        "--llm",
-        "standin",
-        "--embedder",
-        "none",
-        "--for",
-        "200ms",
-    ]);
+    let out = scheduled(&role, &["--for", "200ms"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
@@ -123,15 +125,7 @@ fn a_role_without_timed_triggers_says_so_and_a_bad_schedule_is_one_line() {
         r#"- { id: broken, type: cron, schedule: "CRON_TZ=Mars/Olympus 0 9 * * *" }"#,
     );
     let role = dir.join("role.yaml");
-    let out = openvibe(&[
-        "run",
-        role.to_str().unwrap(),
-        "--schedule",
-        "--llm",
-        "standin",
-        "--embedder",
-        "none",
-    ]);
+    let out = scheduled(&role, &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

@@ -4,9 +4,11 @@
 //! OpenAI's reasoning models.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::time::{Duration, Instant};
 
-use openvibe_primitives::{OpenAiProvider, ProviderConfig, RetryPolicy, TokenLimitField};
+use openvibe_primitives::{OpenAiProvider, ProviderConfig, TokenLimitField};
 use openvibe_protocols::{LlmError, LlmProvider, LlmRequest};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,15 +16,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn config(base_url: &str) -> ProviderConfig {
-    let mut config = ProviderConfig::new(base_url);
-    config.timeout = Duration::from_secs(10);
-    config.retry = RetryPolicy {
-        max_retries: 2,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        max_retry_after: Duration::from_secs(5),
-    };
-    config
+    support::quick_config(base_url, None)
 }
 
 fn answer(text: &str) -> Value {

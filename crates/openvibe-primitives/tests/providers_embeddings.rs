@@ -5,11 +5,12 @@
 // Test helpers outside `#[test]` functions may unwrap too: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use insta::assert_json_snapshot;
-use openvibe_primitives::{OpenAiEmbedder, ProviderConfig, RetryPolicy};
+use openvibe_primitives::OpenAiEmbedder;
 use openvibe_protocols::{CachedEmbedder, EmbedError, Embedder, LlmError};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
@@ -18,15 +19,7 @@ use wiremock::{Mock, MockBuilder, MockServer, Request, Respond, ResponseTemplate
 const DIMS: usize = 3;
 
 fn embedder(server: &MockServer) -> OpenAiEmbedder {
-    let mut config = ProviderConfig::new(format!("{}/v1", server.uri()));
-    config.api_key = Some("sk-test".into());
-    config.timeout = Duration::from_secs(10);
-    config.retry = RetryPolicy {
-        max_retries: 2,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        max_retry_after: Duration::from_secs(5),
-    };
+    let config = support::quick_config(&format!("{}/v1", server.uri()), Some("sk-test"));
     OpenAiEmbedder::new(config, "text-embedding-3-small", DIMS).unwrap()
 }
 

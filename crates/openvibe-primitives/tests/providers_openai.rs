@@ -3,10 +3,12 @@
 // Test helpers outside `#[test]` functions may unwrap too: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use insta::assert_json_snapshot;
-use openvibe_primitives::{OpenAiProvider, ProviderConfig, RetryPolicy};
+use openvibe_primitives::{OpenAiProvider, ProviderConfig};
 use openvibe_protocols::{
     ContentBlock, LlmError, LlmProvider, LlmRequest, Message, MessageRole, StopReason, ToolChoice,
     ToolDefinition,
@@ -16,16 +18,7 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockBuilder, MockServer, Request, ResponseTemplate};
 
 fn config(base_url: &str) -> ProviderConfig {
-    let mut config = ProviderConfig::new(base_url);
-    config.api_key = Some("sk-test".into());
-    config.timeout = Duration::from_secs(10);
-    config.retry = RetryPolicy {
-        max_retries: 2,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        max_retry_after: Duration::from_secs(5),
-    };
-    config
+    support::quick_config(base_url, Some("sk-test"))
 }
 
 /// The provider pointed at the mock, with the `/v1` prefix in the base URL
