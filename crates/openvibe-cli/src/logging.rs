@@ -61,18 +61,6 @@ pub struct Logging {
 }
 
 impl Logging {
-    /// Whether spans are being exported over OTLP.
-    pub fn exporting(&self) -> bool {
-        #[cfg(feature = "otel")]
-        {
-            self.otel.is_some()
-        }
-        #[cfg(not(feature = "otel"))]
-        {
-            false
-        }
-    }
-
     /// Send the spans still queued and stop exporting (a no-op without export).
     pub fn shutdown(self) {
         #[cfg(feature = "otel")]

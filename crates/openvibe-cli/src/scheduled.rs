@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openvibe::operators::FileCheckpointer;
-use openvibe::protocols::ScheduleProvider;
+use openvibe::protocols::TriggerConfig;
 use openvibe::roles::{Fired, Outcome, Reflection};
 use openvibe::schedule::{InProcessScheduler, Plan};
 
@@ -29,22 +29,22 @@ pub struct ScheduleOptions {
     pub checkpoints: Option<std::path::PathBuf>,
 }
 
-/// The reflection schedule `spec` names: a period when it reads as one
+/// The reflection schedule `spec` names: a period when it parses as one
 /// (`6h`, `30m`), else a cron expression.
 pub fn reflection_of(spec: &str) -> Reflection {
-    if humantime_like(spec) {
+    if humantime::parse_duration(spec.trim()).is_ok() {
         Reflection::every(spec)
     } else {
         Reflection::cron(spec)
     }
 }
 
-fn humantime_like(spec: &str) -> bool {
-    let spec = spec.trim();
-    spec.chars().next().is_some_and(|c| c.is_ascii_digit())
-        && spec.chars().any(|c| c.is_ascii_alphabetic())
-        && !spec.contains('*')
-        && spec.split_whitespace().count() < 5
+/// What a trigger runs, for people: `operator/workflow`, or the reflection.
+fn target_of(trigger: &TriggerConfig) -> String {
+    match &trigger.operator_id {
+        Some(operator) => format!("{operator}/{}", trigger.workflow),
+        None => "reflect + publish".to_owned(),
+    }
 }
 
 /// Run `file`'s role on its schedules until stopped; print each firing.
@@ -72,8 +72,7 @@ async fn serve(
     out: &mut (dyn Write + Send),
 ) -> Result<(), CliError> {
     let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
-    let scheduler = Arc::new(InProcessScheduler::new());
-    let mut runtime = runtime.with_scheduler(scheduler.clone());
+    let mut runtime = runtime.with_scheduler(Arc::new(InProcessScheduler::new()));
     if let Some(spec) = &schedule.reflection {
         runtime = runtime.with_reflection(reflection_of(spec));
     }
@@ -127,10 +126,7 @@ async fn serve(
             trigger.id,
             format!("{:?}", trigger.kind).to_lowercase(),
             trigger.schedule.as_deref().unwrap_or_default(),
-            trigger.operator_id.as_deref().map_or_else(
-                || "reflect + publish".to_owned(),
-                |op| format!("{op}/{}", trigger.workflow)
-            ),
+            target_of(&trigger),
         )?;
     }
     out.flush()?;
@@ -149,24 +145,15 @@ async fn serve(
     if let Some(e) = failed_output {
         return Err(e.into());
     }
-    let active = scheduler
-        .list_active(&role_id)
-        .await
-        .map_err(|e| CliError::Usage(e.to_string()))?;
     writeln!(
         out,
-        "== stopped: {} schedule(s), {} firing(s): {} completed, {} failed, {} skipped, {} resumed{}",
+        "== stopped: {} schedule(s), {} firing(s): {} completed, {} failed, {} skipped, {} resumed",
         report.schedules,
         report.fired,
         report.completed,
         report.failed,
         report.skipped,
         report.resumed,
-        if active.is_empty() {
-            ""
-        } else {
-            " (some schedules are still registered)"
-        }
     )?;
     if report.schedules == 0 {
         writeln!(
@@ -181,10 +168,7 @@ async fn serve(
 pub fn describe(fired: &Fired) -> String {
     let firing = &fired.firing;
     let lag = (firing.fired_at - firing.scheduled_at).num_milliseconds();
-    let what = match &firing.trigger.operator_id {
-        Some(operator) => format!("{operator}/{}", firing.trigger.workflow),
-        None => "reflect + publish".to_owned(),
-    };
+    let what = target_of(&firing.trigger);
     let how = match &fired.outcome {
         Outcome::Completed(state) => format!(
             "completed in {} ms (state keys: {})",
@@ -208,16 +192,32 @@ pub fn describe(fired: &Fired) -> String {
         Outcome::Failed(e) => format!("failed: {e}"),
         _ => "ended".to_owned(),
     };
-    if fired.resumed {
-        return format!(
-            "[{}] {} {what} (resumed from its checkpoint): {how}",
-            firing.scheduled_at.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
-            firing.trigger.id,
-        );
-    }
+    let when = if fired.resumed {
+        "resumed from its checkpoint".to_owned()
+    } else {
+        format!("lag {lag} ms")
+    };
     format!(
-        "[{}] {} {what} (lag {lag} ms): {how}",
+        "[{}] {} {what} ({when}): {how}",
         firing.scheduled_at.format("%Y-%m-%dT%H:%M:%S%.3fZ"),
         firing.trigger.id,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openvibe::protocols::TriggerKind;
+
+    #[test]
+    fn a_reflection_schedule_is_a_period_when_it_parses_as_one() {
+        for (spec, kind) in [
+            ("6h", TriggerKind::Interval),
+            ("1h 30m", TriggerKind::Interval),
+            ("0 3 * * *", TriggerKind::Cron),
+            ("CRON_TZ=Europe/Berlin 0 3 * * 1-5", TriggerKind::Cron),
+        ] {
+            assert_eq!(reflection_of(spec).kind, kind, "{spec}");
+        }
+    }
 }

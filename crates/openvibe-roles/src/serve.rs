@@ -169,6 +169,9 @@ impl RoleRuntime {
         O: FnMut(&Fired),
     {
         let scheduler = self.scheduler.as_ref().ok_or(Error::NoScheduler)?;
+        // Read before registering anything, so a checkpointer that fails
+        // leaves no schedule behind.
+        let unfinished = self.unfinished_firings().await?;
         let ids = self.start().await?;
         let Some(mut firings) = scheduler.take_firings() else {
             for id in &ids {
@@ -182,7 +185,7 @@ impl RoleRuntime {
         };
         let mut running = FuturesUnordered::new();
         let mut busy: HashSet<String> = HashSet::new();
-        for firing in self.unfinished_firings().await? {
+        for firing in unfinished {
             report.resumed += 1;
             busy.insert(firing.schedule_id.clone());
             running.push(self.run_firing(firing, true));

@@ -221,7 +221,9 @@ impl ScheduleProvider for InProcessScheduler {
         })?;
         let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let schedule_id = format!("{role_id}/{}#{n}", trigger.id);
-        let next_run = Arc::new(Mutex::new(None));
+        // The first due time is known before `schedule` returns, so
+        // `list_active` shows it at once; the task starts from it.
+        let next_run = Arc::new(Mutex::new(plan.next_after(shared.clock.now())));
         let job = Job {
             schedule_id: schedule_id.clone(),
             role_id: role_id.to_owned(),
@@ -231,9 +233,6 @@ impl ScheduleProvider for InProcessScheduler {
             sender: shared.sender.clone(),
             next_run: next_run.clone(),
         };
-        // The first due time is known before `schedule` returns, so
-        // `list_active` shows it at once.
-        *lock(&next_run) = job.plan.next_after(shared.clock.now());
         let mut schedules = lock(&shared.schedules);
         let task = runtime.spawn(job.run());
         schedules.insert(
@@ -300,10 +299,11 @@ struct Job {
 }
 
 impl Job {
+    /// Fire from the due time `schedule` put in `next_run`, then every
+    /// next one, keeping `next_run` current.
     async fn run(self) {
-        let mut after = self.clock.now();
-        while let Some(due) = self.plan.next_after(after) {
-            *lock(&self.next_run) = Some(due);
+        let mut next = *lock(&self.next_run);
+        while let Some(due) = next {
             loop {
                 let now = self.clock.now();
                 let Ok(wait) = (due - now).to_std() else {
@@ -335,9 +335,9 @@ impl Job {
             }
             // Strictly after the due time, and never behind the clock: a
             // schedule that fell behind skips what it missed.
-            after = due.max(fired_at);
+            next = self.plan.next_after(due.max(fired_at));
+            *lock(&self.next_run) = next;
         }
-        *lock(&self.next_run) = None;
         tracing::debug!(schedule = %self.schedule_id, "no further due times");
     }
 }

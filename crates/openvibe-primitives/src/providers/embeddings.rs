@@ -8,12 +8,9 @@ use tracing::Instrument as _;
 
 use super::ProviderConfig;
 use super::http::HttpClient;
-use super::openai::openai_client;
+use super::openai::{openai_client, openai_config};
 
 const PROVIDER: &str = "openai-embeddings";
-const KEY_VAR: &str = "OPENAI_API_KEY";
-const BASE_URL_VAR: &str = "OPENAI_BASE_URL";
-const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Texts per request by default: well under OpenAI's 2,048 inputs per request
 /// and small enough that one request stays within its token limit for
 /// memory-sized texts.
@@ -71,11 +68,7 @@ impl OpenAiEmbedder {
         model: impl Into<String>,
         dimensions: usize,
     ) -> Result<Self, LlmError> {
-        let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let base_url = set(BASE_URL_VAR).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let mut config = ProviderConfig::new(base_url);
-        config.api_key = set(KEY_VAR).map(|k| k.trim().to_owned());
-        Self::new(config, model, dimensions)
+        Self::new(openai_config(var), model, dimensions)
     }
 
     /// The embedder with an explicit configuration. `base_url` includes the
@@ -248,7 +241,7 @@ mod tests {
     #[test]
     fn from_env_reads_the_openai_variables() {
         let e = OpenAiEmbedder::from_vars(|_| None, "text-embedding-3-small", 1536).unwrap();
-        assert_eq!(e.base_url(), DEFAULT_BASE_URL);
+        assert_eq!(e.base_url(), "https://api.openai.com/v1");
         assert_eq!(
             (e.model_id(), e.dimensions()),
             ("text-embedding-3-small", 1536)

@@ -75,6 +75,18 @@ impl TokenLimitField {
     }
 }
 
+/// The configuration of an OpenAI-compatible server from `var`
+/// (`std::env::var` in production): `OPENAI_BASE_URL` (default
+/// `https://api.openai.com/v1`) and `OPENAI_API_KEY` (optional); blank
+/// values count as unset.
+pub(super) fn openai_config(var: impl Fn(&str) -> Option<String>) -> ProviderConfig {
+    let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+    let base_url = set(BASE_URL_VAR).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+    let mut config = ProviderConfig::new(base_url);
+    config.api_key = set(KEY_VAR).map(|k| k.trim().to_owned());
+    config
+}
+
 /// The HTTP client for an OpenAI-compatible server: `Authorization: Bearer
 /// <key>` when a key is configured (the key hint is `OPENAI_API_KEY`).
 pub(super) fn openai_client(
@@ -101,11 +113,7 @@ impl OpenAiProvider {
     }
 
     fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let base_url = set(BASE_URL_VAR).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let mut config = ProviderConfig::new(base_url);
-        config.api_key = set(KEY_VAR).map(|k| k.trim().to_owned());
-        Self::new(config)
+        Self::new(openai_config(var))
     }
 
     /// The provider with an explicit configuration. `base_url` includes the
