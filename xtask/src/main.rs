@@ -42,7 +42,7 @@ tasks:
   examples [name...]    build and run the standalone projects of examples/ (outside the
                         workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
-                        semantic, pg_working, pg_gov, svc, embed, sched, reliability; all when
+                        semantic, pg_working, pg_gov, svc, embed, sched, rawlog, reliability; all when
                         none is named)
   fuzz [--seconds N] [target...]
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)
@@ -164,6 +164,11 @@ fn test_all() -> Result<(), String> {
     let skipped = skipped_tests(&report);
     let _ = std::fs::remove_file(&report);
     result?;
+    // The source design's full example, as `cargo run --example full` runs it.
+    run(
+        "the facade's full example",
+        cargo().args(["run", "--quiet", "-p", "openvibe", "--example", "full"]),
+    )?;
     // Each crate as a user's project picks it, outside the workspace.
     examples::run_all(&examples::EXAMPLES, url.as_deref())?;
     // Every publishable crate packages (metadata, README, included files).

@@ -1,7 +1,7 @@
 //! Request and response bodies that are not protocol types themselves.
 
 use openvibe_protocols::memory::promotion::PromoteMode;
-use openvibe_protocols::{Expect, Insight};
+use openvibe_protocols::{Expect, Insight, RawCall, RawRetention};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -172,4 +172,22 @@ pub struct Promote {
 pub struct Health {
     /// `ok`, or what is not.
     pub status: String,
+}
+
+/// Raw calls to append, all or none (see `RawLogStore::append`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendRaw {
+    /// The calls.
+    pub calls: Vec<RawCall>,
+}
+
+/// Prune an agent's raw log (see `RawLogStore::prune`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PruneRaw {
+    /// The agent whose calls are pruned.
+    pub agent_id: String,
+    /// What stays.
+    pub retention: RawRetention,
 }

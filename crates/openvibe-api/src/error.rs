@@ -219,7 +219,14 @@ impl ErrorBody {
 /// The record kinds a `not_found` may name, as the `&'static str`
 /// [`StoreError::NotFound`] holds; others read as `record`.
 fn static_kind(kind: &str) -> &'static str {
-    const OTHERS: [&str; 5] = ["plan_context", "state", "entry", "memory_entry", "record"];
+    const OTHERS: [&str; 6] = [
+        "plan_context",
+        "state",
+        "entry",
+        "memory_entry",
+        "raw_call",
+        "record",
+    ];
     RECORD_KINDS
         .iter()
         .chain(OTHERS.iter())

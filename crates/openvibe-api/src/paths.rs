@@ -12,6 +12,8 @@ pub const OPENAPI: &str = "/openapi.json";
 pub const FACTS: &str = "/v1/memory/facts";
 /// Episodes: `POST` stores one.
 pub const EPISODES: &str = "/v1/memory/episodes";
+/// The L1 raw log: `POST` appends a batch of raw calls.
+pub const RAW: &str = "/v1/memory/raw";
 /// Insights: `POST` stores one.
 pub const INSIGHTS: &str = "/v1/memory/insights";
 /// Sessions: `POST` creates, `GET` lists.

@@ -6,6 +6,7 @@ mod graph;
 mod memory;
 mod pg;
 mod primitives;
+mod rawlog;
 mod schedule;
 mod service;
 mod working;
@@ -26,6 +27,7 @@ const GROUPS: &[Group] = &[
     ("svc", || Box::pin(service::run())),
     ("embed", || Box::pin(embed::run())),
     ("sched", || Box::pin(schedule::run())),
+    ("rawlog", || Box::pin(rawlog::run())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -86,14 +86,28 @@ pub struct Options {
     pub memory_key: Option<String>,
 }
 
-/// Build the model `options` asks for.
+/// Build the model `options` asks for (the CRO demo's cassette and stand-in).
 pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
+    make_llm_for(
+        options,
+        (DEMO_CASSETTE, "demo/cro/cassette.jsonl"),
+        Arc::new(StandIn),
+    )
+}
+
+/// Build the model `options` asks for, replaying `cassette` (text, name)
+/// unless another is given, with `stand_in` as the stand-in model.
+pub fn make_llm_for(
+    options: &Options,
+    cassette: (&str, &str),
+    stand_in: Arc<dyn LlmProvider>,
+) -> Result<Arc<dyn LlmProvider>, CliError> {
     let llm: Arc<dyn LlmProvider> = match options.llm {
         LlmChoice::Replay => Arc::new(match &options.cassette {
             Some(path) => RecordReplayProvider::replay(path.clone())?,
-            None => RecordReplayProvider::replay_str(DEMO_CASSETTE, "demo/cro/cassette.jsonl")?,
+            None => RecordReplayProvider::replay_str(cassette.0, cassette.1)?,
         }),
-        LlmChoice::StandIn => Arc::new(StandIn),
+        LlmChoice::StandIn => stand_in,
         LlmChoice::Anthropic => Arc::new(match &options.base_url {
             Some(url) => {
                 let mut config = ProviderConfig::new(url.clone());
@@ -172,7 +186,7 @@ fn local_embedder(choice: EmbedderChoice) -> Result<(Option<Arc<dyn Embedder>>, 
 /// tenant from when the run ends: in process by default, PostgreSQL with a
 /// database URL (each run then gets a fresh tenant, so runs never see each
 /// other's memory).
-async fn make_stores(
+pub(crate) async fn make_stores(
     options: &Options,
 ) -> Result<(Stores, String, String, Option<openvibe::postgres::PgStores>), CliError> {
     if let Some(url) = &options.memory_url {
@@ -485,7 +499,7 @@ async fn report_memory(role: &Role, out: &mut dyn Write) -> Result<(), CliError>
 }
 
 /// Print the memory filesystem: directories, then each file's first line.
-async fn tree(fs: &MemoryFilesystem, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) async fn tree(fs: &MemoryFilesystem, out: &mut dyn Write) -> Result<(), CliError> {
     for top in fs.browse("/").await? {
         writeln!(out, "/{top}/")?;
         let nested = matches!(top.as_str(), "knowledge" | "references");
@@ -509,7 +523,7 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
 
-fn indent(text: &str) -> String {
+pub(crate) fn indent(text: &str) -> String {
     text.lines()
         .map(|l| format!("  {l}"))
         .collect::<Vec<_>>()

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod demo;
+pub mod full;
 pub mod logging;
 pub mod scheduled;
 pub mod serve;
@@ -30,6 +31,9 @@ pub enum CliError {
     /// A memory operation failed.
     #[error(transparent)]
     Memory(#[from] openvibe::memory::MemoryError),
+    /// The full example failed.
+    #[error(transparent)]
+    Example(#[from] openvibe::full_example::Error),
     /// The model could not be set up or called.
     #[error(transparent)]
     Llm(#[from] openvibe::protocols::LlmError),

@@ -298,8 +298,17 @@ Examples:
   openvibe -v demo                               ... with node, LLM-call and token logs
   openvibe demo --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe
   ANTHROPIC_API_KEY=... openvibe demo --llm anthropic
-  openvibe demo --llm openai --base-url http://localhost:11434/v1 --model llama3.1")]
+  openvibe demo --llm openai --base-url http://localhost:11434/v1 --model llama3.1
+  openvibe demo --full                           the source design's full example (CRO with
+                                                 RevenueOps and ContentEngine, from a config
+                                                 directory) and its memory pyramid, L1 to L3")]
     Demo {
+        /// Run the source design's full example instead: a CRO owning
+        /// RevenueOps and ContentEngine, loaded from a configuration
+        /// directory, and the memory pyramid it leaves (raw calls,
+        /// episodes, insights).
+        #[arg(long)]
+        full: bool,
         #[command(flatten)]
         llm: LlmArgs,
     },
@@ -417,7 +426,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     // from tokio's blocking threads.
     let mut stdout = std::io::stdout();
     match cli.command {
-        Command::Demo { llm } => {
+        Command::Demo { full: true, llm } => {
+            let (options, mut label) = options(&llm, Llm::Replay, false);
+            if options.llm == LlmChoice::Replay && options.cassette.is_none() {
+                label = "replay of examples/full/cassette.jsonl".to_owned();
+            }
+            openvibe_cli::full::execute(&options, &label, &mut stdout).await
+        }
+        Command::Demo { full: false, llm } => {
             let text = DEMO_FILES
                 .iter()
                 .find(|(name, _)| *name == "role.yaml")

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use openvibe::memory::{ClearanceProfile, WorkspaceMemory};
+use openvibe::memory::WorkspaceMemory;
 use openvibe::operators::config::{TriggerDef, parse_yaml};
 use openvibe::primitives::{AgentNode, LlmNode, Node, ScopeSpec, Tool};
 use openvibe::protocols::{Classification, Fact, State, TriggerConfig};
-use openvibe::{AuthorityConfig, Operator, Role};
+use openvibe::{Operator, Role};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -37,23 +37,11 @@ pub struct RoleFile {
     pub runs: Vec<RunDef>,
 }
 
-/// The role itself.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoleDef {
-    /// Role id.
-    pub id: String,
-    /// Soul: inline text or a `.md`/`.yaml` file relative to the role file.
-    #[serde(default)]
-    pub soul: Option<String>,
-    /// Authority.
-    #[serde(default)]
-    pub authority: Option<AuthorityConfig>,
-    /// Highest readable classification per domain. A role with a clearance
-    /// gets structured memory.
-    #[serde(default)]
-    pub clearance: Option<BTreeMap<String, Classification>>,
-}
+/// The role itself: id, soul (inline, or a `.md`/`.yaml` file relative to
+/// the role file), authority and clearance, as in a configuration
+/// directory's `roles.yaml`. Its `operators` list must stay empty here: a
+/// role file declares its operators at the top level.
+pub use openvibe::roles::config::RoleDef;
 
 /// A tool.
 #[derive(Debug, Clone, Deserialize)]
@@ -270,6 +258,11 @@ impl RoleFile {
             path: path.to_owned(),
             message,
         };
+        if !self.role.operators.is_empty() {
+            return Err(fail(
+                "`role.operators` names operators of a configuration directory; a role file declares its operators under the top-level `operators`".to_owned(),
+            ));
+        }
         for op in &self.operators {
             let names: Vec<&str> = op.nodes.iter().map(|n| n.name.as_str()).collect();
             for node in &op.nodes {
@@ -342,16 +335,7 @@ impl RoleFile {
                 Soul::Text(text) => role.soul(text),
             };
         }
-        if let Some(authority) = &self.role.authority {
-            role = role.authority(authority.clone());
-        }
-        if let Some(clearance) = &self.role.clearance {
-            let mut profile = ClearanceProfile::new(self.role.id.clone());
-            for (domain, level) in clearance {
-                profile = profile.with_domain(domain.clone(), *level);
-            }
-            role = role.clearance(profile);
-        }
+        let mut role = self.role.apply(role);
         for op in &self.operators {
             role = role.operator(build_operator(op, &tools)?);
         }

@@ -2,8 +2,12 @@
 //! the stand-in model, and role files from disk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/redact.rs"]
+mod redact;
 #[path = "support/pg.rs"]
 mod support;
+
+use redact::redact_ids;
 
 use std::path::Path;
 
@@ -78,32 +82,6 @@ async fn records_in(url: &str, output: &str) -> i64 {
     tx.rollback().await.unwrap();
     conn.close().await.unwrap();
     n
-}
-
-/// Record ids are random: `ins_<32 hex>` → `ins_<id>`, same for `ep_`.
-fn redact_ids(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        let next = ["ins_", "ep_"]
-            .iter()
-            .filter_map(|p| rest.find(p).map(|i| (i, *p)))
-            .min();
-        let Some((i, prefix)) = next else {
-            out.push_str(rest);
-            break;
-        };
-        let after = &rest[i + prefix.len()..];
-        let hex = after.chars().take_while(char::is_ascii_hexdigit).count();
-        out.push_str(&rest[..i + prefix.len()]);
-        if hex == 32 {
-            out.push_str("<id>");
-            rest = &after[32..];
-        } else {
-            rest = after;
-        }
-    }
-    out
 }
 
 #[tokio::test]

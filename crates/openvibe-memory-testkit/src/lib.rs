@@ -43,6 +43,7 @@ pub mod facts;
 pub mod governance;
 pub mod insights;
 pub mod model;
+pub mod raw;
 pub mod semantic;
 pub mod skip;
 mod support;
@@ -155,6 +156,11 @@ cases! {
     governance::governance_namespace_migration;
     expiry::expiry_hides_records_from_that_instant;
     expiry::expiry_retention_and_cleanup;
+    raw::raw_append_then_get;
+    raw::raw_pages_newest_first_and_filters;
+    raw::raw_governance;
+    raw::raw_bad_input_writes_nothing;
+    raw::raw_retention;
 }
 
 /// The README's example, compiled and run as a doc test.

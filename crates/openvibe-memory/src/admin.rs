@@ -14,6 +14,7 @@ use openvibe_protocols::{
 
 use crate::audit::InMemoryAuditLog;
 use crate::in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
+use crate::raw::InMemoryRawLog;
 use crate::working::InMemoryWorkingStore;
 
 /// `counts` of `kind` as [`NamespaceCount`]s.
@@ -39,6 +40,7 @@ impl InMemoryAdmin {
             episodes: Arc::new(InMemoryEpisodicStore::new().with_audit(audit.clone())),
             insights: Arc::new(InMemoryInsightStore::new().with_audit(audit.clone())),
             working: Arc::new(working.with_audit(audit.clone())),
+            raw: Arc::new(InMemoryRawLog::new().with_audit(audit.clone())),
             audit,
         }
     }
@@ -57,6 +59,7 @@ impl InMemoryAdmin {
             insights: admin.insights.clone(),
             working: admin.working.clone(),
             knowledge: admin.working.clone(),
+            raw: admin.raw.clone(),
             audit: admin.audit.clone(),
             admin,
         }
@@ -69,6 +72,7 @@ pub struct InMemoryAdmin {
     episodes: Arc<InMemoryEpisodicStore>,
     insights: Arc<InMemoryInsightStore>,
     working: Arc<InMemoryWorkingStore>,
+    raw: Arc<InMemoryRawLog>,
     audit: Arc<InMemoryAuditLog>,
 }
 
@@ -128,6 +132,7 @@ impl NamespaceAdmin for InMemoryAdmin {
                 "fact" => self.facts.delete_expired(ctx, &scope, left)?,
                 "episode" => self.episodes.delete_expired(ctx, &scope, left)?,
                 "insight" => self.insights.delete_expired(ctx, &scope, left)?,
+                "raw_call" => self.raw.delete_expired(ctx, &scope, left)?,
                 _ => self.working.delete_expired_knowledge(ctx, &scope, left)?,
             };
             deleted += n;

@@ -2,7 +2,7 @@
 //! (L2 → L3 with an LLM), publishing insights to the workspace, and V1
 //! key/value compatibility.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use openvibe_protocols::AuditLog;
@@ -10,7 +10,8 @@ use openvibe_protocols::memory::promotion::{AutoPromote, Promotion, promote_insi
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
     InsightQuery, InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry,
-    MemoryProvider, StoreError, content_hash, truncate_chars,
+    MemoryProvider, Page, RawCall, RawCallQuery, RawLogStore, StoreError, content_hash,
+    truncate_chars,
 };
 use serde_json::Value;
 use tracing::Instrument;
@@ -18,6 +19,8 @@ use tracing::Instrument;
 use crate::access::ClearanceProfile;
 use crate::error::MemoryError;
 use crate::in_memory::{InMemoryEpisodicStore, InMemoryInsightStore};
+use crate::raw::InMemoryRawLog;
+use crate::raw_writer::{RawLogConfig, RawLogWriter};
 use crate::workspace::WorkspaceMemory;
 
 /// Confidence threshold `publish_to_workspace` is usually called with.
@@ -60,6 +63,10 @@ pub struct ReflectionReport {
     pub created: Vec<Insight>,
     /// Existing insights a similar new one strengthened, as updated.
     pub strengthened: Vec<Insight>,
+    /// The raw calls (L1) behind the episodes considered, newest first:
+    /// what every insight of this reflection cites (at most
+    /// [`MAX_RAW_PAGE`](openvibe_protocols::memory::MAX_RAW_PAGE)).
+    pub cited_calls: Vec<String>,
     /// Items of the model's list that were not usable, with the reason.
     pub skipped: Vec<String>,
 }
@@ -86,6 +93,10 @@ pub struct AgentMemory {
     insights: Arc<dyn InsightStore>,
     audit: Option<Arc<dyn AuditLog>>,
     auto_promote: Option<AutoPromote>,
+    raw: Arc<dyn RawLogStore>,
+    raw_config: RawLogConfig,
+    /// Made on first use from the fields above (reset when one changes).
+    raw_writer: Arc<OnceLock<RawLogWriter>>,
 }
 
 impl std::fmt::Debug for AgentMemory {
@@ -110,7 +121,26 @@ impl AgentMemory {
             insights: Arc::new(InMemoryInsightStore::new()),
             audit: None,
             auto_promote: None,
+            raw: Arc::new(InMemoryRawLog::new()),
+            raw_config: RawLogConfig::default(),
+            raw_writer: Arc::default(),
         }
+    }
+
+    /// Keep the raw log (L1) in `store` (e.g. a Postgres backend's).
+    #[must_use]
+    pub fn with_raw_log(mut self, store: Arc<dyn RawLogStore>) -> Self {
+        self.raw = store;
+        self.raw_writer = Arc::default();
+        self
+    }
+
+    /// Batch, retain and redact the raw log as `config` says.
+    #[must_use]
+    pub fn with_raw_log_config(mut self, config: RawLogConfig) -> Self {
+        self.raw_config = config;
+        self.raw_writer = Arc::default();
+        self
     }
 
     /// Audit promotions (publishing, automatic promotion) into `audit`.
@@ -151,6 +181,7 @@ impl AgentMemory {
     #[must_use]
     pub fn with_context(mut self, ctx: CallerContext) -> Self {
         self.ctx = ctx;
+        self.raw_writer = Arc::default();
         self
     }
 
@@ -159,6 +190,7 @@ impl AgentMemory {
     #[must_use]
     pub fn with_clearance(mut self, clearance: &ClearanceProfile) -> Self {
         self.ctx = self.ctx.with_clearance(clearance.clearance());
+        self.raw_writer = Arc::default();
         self
     }
 
@@ -212,6 +244,75 @@ impl AgentMemory {
         match &self.workspace {
             Some(ws) => ws.touch_as(&self.ctx, ids).await,
             None => Ok(0),
+        }
+    }
+
+    // --- L1: the raw log ---
+
+    /// The raw log store.
+    pub fn raw_store(&self) -> &Arc<dyn RawLogStore> {
+        &self.raw
+    }
+
+    /// The writer that appends this agent's calls in the background (see
+    /// [`RawLogWriter`] for batching and what a crash loses).
+    pub fn raw_log(&self) -> &RawLogWriter {
+        self.raw_writer.get_or_init(|| {
+            RawLogWriter::new(
+                self.raw.clone(),
+                self.ctx.clone(),
+                self.agent_id.clone(),
+                self.raw_config.clone(),
+            )
+        })
+    }
+
+    /// Log one LLM call of this agent (appended in the background).
+    pub async fn log_call(&self, call: RawCall) {
+        self.raw_log().log(call).await;
+    }
+
+    /// Wait until every call logged so far is appended.
+    pub async fn flush_raw_log(&self) {
+        self.raw_log().flush().await;
+    }
+
+    /// A page of this agent's raw calls matching `query` (its `agent_id`
+    /// is forced), newest first.
+    pub async fn recall_raw(&self, query: RawCallQuery) -> Result<Page<RawCall>, MemoryError> {
+        let query = RawCallQuery {
+            agent_id: Some(self.agent_id.clone()),
+            ..query
+        };
+        Ok(self.raw.query(&self.ctx, &query).await?)
+    }
+
+    /// The raw calls episode `episode_id` was made from (L2 → L1), newest first.
+    pub async fn raw_calls_of(&self, episode_id: &str) -> Result<Vec<RawCall>, MemoryError> {
+        self.raw_calls_behind(&[episode_id.to_owned()]).await
+    }
+
+    /// The raw calls behind `insight` (L3 → L2 → L1): those its source
+    /// episodes were made from, newest first.
+    pub async fn cite(&self, insight: &Insight) -> Result<Vec<RawCall>, MemoryError> {
+        self.raw_calls_behind(&insight.source_episode_ids).await
+    }
+
+    async fn raw_calls_behind(&self, episode_ids: &[String]) -> Result<Vec<RawCall>, MemoryError> {
+        if episode_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut query = RawCallQuery::new()
+            .episodes(episode_ids.iter().cloned())
+            .limit(openvibe_protocols::memory::MAX_RAW_PAGE);
+        let mut out = Vec::new();
+        loop {
+            let page = self.recall_raw(query.clone()).await?;
+            out.extend(page.items);
+            match page.next_cursor {
+                Some(cursor) => query = query.cursor(cursor),
+                None => return Ok(out),
+            }
         }
     }
 
@@ -351,6 +452,16 @@ impl AgentMemory {
         span.record("tokens_out", response.tokens_out);
         let items = parse_reflection(&response.content)?;
         let source_ids: Vec<String> = recent.iter().map(|e| e.id.clone()).collect();
+        // The raw calls behind the episodes: what the insights cite.
+        self.flush_raw_log().await;
+        let cited = self
+            .recall_raw(
+                RawCallQuery::new()
+                    .episodes(source_ids.iter().cloned())
+                    .limit(openvibe_protocols::memory::MAX_RAW_PAGE),
+            )
+            .await?;
+        report.cited_calls = cited.items.into_iter().map(|c| c.id).collect();
         for (index, item) in items.iter().enumerate() {
             let candidate = match insight_from_item(item) {
                 Ok(insight) => insight,

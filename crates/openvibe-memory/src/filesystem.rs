@@ -6,6 +6,8 @@
 //! /knowledge/<domain>/[<tag>/...]<id>    the agent's insights ("_" = no domain)
 //! /experience/[<folder>/...]<id>         the agent's episodes (folders are labels)
 //! /references/<domain>/<id>              workspace facts the role's clearance can read (read-only)
+//! /raw/<id>                              the role's raw LLM calls, newest first (read-only);
+//! /raw/after/<cursor>/                   the next page, listed last when there is one
 //! ```
 //!
 //! Paths are validated before anything is read or written: a leading `/` is
@@ -20,8 +22,8 @@ use std::time::Instant;
 
 use chrono::Utc;
 use openvibe_protocols::{
-    Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN, RetrievalTrace,
-    TraceAction, truncate_chars,
+    Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN, RawCall,
+    RawCallQuery, RetrievalTrace, TraceAction, truncate_chars,
 };
 use serde_json::json;
 
@@ -42,7 +44,10 @@ pub const SEARCH_LIMIT: usize = 10;
 /// Path segment standing for "no domain".
 const NO_DOMAIN: &str = "_";
 
-const ROOT_DIRS: [&str; 4] = ["identity", "knowledge", "experience", "references"];
+const ROOT_DIRS: [&str; 5] = ["identity", "knowledge", "experience", "references", "raw"];
+
+/// How many raw calls one page of `/raw/` lists.
+pub const RAW_PAGE: usize = 50;
 
 /// One search hit.
 #[derive(Debug, Clone, PartialEq)]
@@ -270,6 +275,8 @@ impl MemoryFilesystem {
                     .map(|f| f.id)
                     .collect()
             }
+            ["raw"] => self.raw_page(None).await?,
+            ["raw", "after", cursor] => self.raw_page(Some(cursor)).await?,
             _ => Vec::new(),
         };
         let trace = RetrievalTrace {
@@ -277,6 +284,21 @@ impl MemoryFilesystem {
             ..RetrievalTrace::new(TraceAction::Browse, parsed.display(true))
         };
         self.trace(trace, start);
+        Ok(entries)
+    }
+
+    /// One page of raw call ids, newest first, and `after/<cursor>/` when
+    /// another page follows.
+    async fn raw_page(&self, cursor: Option<&str>) -> Result<Vec<String>, MemoryError> {
+        let mut query = RawCallQuery::new().limit(RAW_PAGE);
+        if let Some(cursor) = cursor {
+            query = query.cursor(cursor);
+        }
+        let page = self.memory.recall_raw(query).await?;
+        let mut entries: Vec<String> = page.items.into_iter().map(|c| c.id).collect();
+        if let Some(next) = page.next_cursor {
+            entries.push(format!("after/{next}/"));
+        }
         Ok(entries)
     }
 
@@ -316,6 +338,15 @@ impl MemoryFilesystem {
                     e.action, e.input_summary, e.output_summary, e.duration_ms
                 ),
                 None => String::new(),
+            },
+            ["raw", id] => match self
+                .memory
+                .raw_store()
+                .get(self.memory.context(), id)
+                .await?
+            {
+                Some(call) if call.agent_id == self.memory.agent_id() => raw_text(&call),
+                _ => String::new(),
             },
             ["references", domain, .., id] => match self.references.workspace() {
                 Some(_) => match self.references.workspace_fact(id).await? {
@@ -480,13 +511,58 @@ impl MemoryFilesystem {
             _ => {
                 return Err(MemoryError::ReadOnlyPath {
                     path: shown,
-                    reason: "only /knowledge/ and /experience/ can be written".to_owned(),
+                    reason: "only /knowledge/ and /experience/ can be written (/raw/ is append-only, by the role's LLM)".to_owned(),
                 });
             }
         }
         self.trace(RetrievalTrace::new(TraceAction::Write, shown), start);
         Ok(())
     }
+}
+
+/// How `/raw/<id>` reads: the call's facts, then the request and the answer.
+fn raw_text(call: &RawCall) -> String {
+    let who = if call.node_name.is_empty() {
+        "a call outside a node".to_owned()
+    } else {
+        format!("{}/{}", call.operator_id, call.node_name)
+    };
+    let mut out = format!(
+        "{who} via {}: {} tokens in, {} out\nTime: {}\nEpisode: {}\nLatency: {} ms\n",
+        call.model,
+        call.tokens_in,
+        call.tokens_out,
+        call.timestamp.to_rfc3339(),
+        call.episode_id.as_deref().unwrap_or("-"),
+        call.latency_us / 1000,
+    );
+    if !call.request.system.is_empty() {
+        out.push_str("\n## System\n");
+        out.push_str(&call.request.system);
+        out.push('\n');
+    }
+    for message in &call.request.messages {
+        out.push_str(&format!("\n## {:?}\n", message.role));
+        out.push_str(&message.text());
+        out.push('\n');
+    }
+    match (&call.response, &call.error) {
+        (Some(response), _) => {
+            out.push_str("\n## Response\n");
+            out.push_str(&response.content);
+            for tool in &response.tool_calls {
+                out.push_str(&format!("\n[tool call {}: {}]", tool.name, tool.input));
+            }
+            out.push('\n');
+        }
+        (None, Some(error)) => {
+            out.push_str("\n## Error\n");
+            out.push_str(error);
+            out.push('\n');
+        }
+        (None, None) => {}
+    }
+    out
 }
 
 fn sorted_domains<'a>(domains: impl Iterator<Item = &'a str>) -> Vec<String> {

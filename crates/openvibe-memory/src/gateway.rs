@@ -15,6 +15,7 @@ use openvibe_protocols::{CallerContext, Clearance, Principal, RecordMeta, Stores
 
 use crate::access::ClearanceProfile;
 use crate::agent::AgentMemory;
+use crate::raw_writer::RawLogConfig;
 use crate::workspace::WorkspaceMemory;
 
 /// The caller context of `principal` in `tenant_id` and `project_id` with
@@ -59,6 +60,7 @@ pub struct MemoryGateway {
     stores: Option<Stores>,
     workspace: Option<WorkspaceMemory>,
     governance: Option<Arc<Governance>>,
+    raw_config: Option<RawLogConfig>,
 }
 
 impl std::fmt::Debug for MemoryGateway {
@@ -118,6 +120,13 @@ impl MemoryGateway {
     #[must_use]
     pub fn with_governance(mut self, governance: Arc<Governance>) -> Self {
         self.governance = Some(governance);
+        self
+    }
+
+    /// How agent memories batch, retain and redact their raw logs (L1).
+    #[must_use]
+    pub fn with_raw_log_config(mut self, config: RawLogConfig) -> Self {
+        self.raw_config = Some(config);
         self
     }
 
@@ -187,7 +196,11 @@ impl MemoryGateway {
         if let Some(stores) = &self.stores {
             memory = memory
                 .with_stores(stores.episodes.clone(), stores.insights.clone())
+                .with_raw_log(stores.raw.clone())
                 .with_audit(stores.audit.clone());
+        }
+        if let Some(config) = &self.raw_config {
+            memory = memory.with_raw_log_config(config.clone());
         }
         if let Some(governance) = &self.governance {
             memory = memory.with_auto_promote(governance.file().auto_promote.clone());

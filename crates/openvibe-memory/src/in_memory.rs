@@ -20,7 +20,7 @@ use openvibe_protocols::{
     content_hash, validate_episode, validate_fact, validate_insight,
 };
 
-use openvibe_protocols::memory::check_caller;
+use openvibe_protocols::memory::{at_index, check_caller};
 
 use crate::admin::InMemoryAdmin;
 use crate::audit::InMemoryAuditLog;
@@ -199,6 +199,31 @@ impl Indexed for Episode {
     }
 }
 
+/// Make `rec` a new record of `ctx`: placed in its namespace (checked),
+/// derived fields computed, owner, tenant and project from the caller,
+/// expiry capped by its retention.
+fn place_new<R: Indexed>(
+    ctx: &CallerContext,
+    rec: &mut R,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let given = rec.meta().expires_at;
+    let placement = ctx.placement(
+        &rec.meta().namespace,
+        &format!("store {} {}", R::KIND, rec.id()),
+    )?;
+    rec.prepare_new();
+    let expires_at = ctx.expiry(R::KIND, &placement.namespace, rec.meta().created_at, given)?;
+    let meta = rec.meta_mut();
+    meta.expires_at = expires_at;
+    meta.owner = ctx.owner_key();
+    meta.tenant_id = ctx.tenant_id().to_owned();
+    meta.namespace = placement.namespace;
+    meta.project_id = placement.project_id;
+    meta.updated_at = now;
+    Ok(())
+}
+
 /// Whether a write may create a record or must find an existing one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -207,7 +232,7 @@ enum Mode {
 }
 
 /// Per-tenant tables of one record type behind one lock.
-struct Tables<R: Indexed> {
+pub(crate) struct Tables<R: Indexed> {
     inner: RwLock<HashMap<String, Table<R>>>,
     /// Where changes, refusals and searches are audited.
     audit: Arc<InMemoryAuditLog>,
@@ -229,6 +254,115 @@ fn poisoned(kind: &str) -> StoreError {
 }
 
 impl<R: Indexed> Tables<R> {
+    /// The trail this table audits into.
+    pub(crate) fn set_audit(&mut self, audit: Arc<InMemoryAuditLog>) {
+        self.audit = audit;
+    }
+
+    /// The trail this table audits into.
+    pub(crate) fn audit_log(&self) -> Arc<InMemoryAuditLog> {
+        self.audit.clone()
+    }
+
+    /// Insert `recs` as new records, all or none, under one lock: empty
+    /// ids get `new_id()`, an id already present (or twice in `recs`) is a
+    /// conflict, and every record is validated and placed before any is
+    /// written. Returns them as stored.
+    pub(crate) fn insert_all(
+        &self,
+        ctx: &CallerContext,
+        recs: Vec<R>,
+        new_id: impl Fn() -> String,
+    ) -> Result<Vec<R>, StoreError> {
+        let _span = Self::span("insert_all", ctx);
+        let first = recs.first().map(|r| r.id().to_owned()).unwrap_or_default();
+        let result = self.insert_all_audited(ctx, recs, new_id);
+        self.audit
+            .refusal(ctx, AuditOp::Insert, R::KIND, &first, result)
+    }
+
+    fn insert_all_audited(
+        &self,
+        ctx: &CallerContext,
+        mut recs: Vec<R>,
+        new_id: impl Fn() -> String,
+    ) -> Result<Vec<R>, StoreError> {
+        check_caller(ctx)?;
+        openvibe_protocols::memory::check_batch(recs.len())?;
+        let now = Utc::now();
+        let mut seen = std::collections::HashSet::with_capacity(recs.len());
+        for (i, rec) in recs.iter_mut().enumerate() {
+            if rec.id().is_empty() {
+                rec.set_id(new_id());
+            }
+            rec.validate().map_err(|e| at_index(i, e))?;
+            if !seen.insert(rec.id().to_owned()) {
+                return Err(StoreError::conflict(format!(
+                    "{} {} appears twice in one batch",
+                    R::KIND,
+                    rec.id()
+                )));
+            }
+            place_new(ctx, rec, now).map_err(|e| at_index(i, e))?;
+        }
+        let mut guard = self.write()?;
+        let table = guard.entry(ctx.tenant_id().to_owned()).or_default();
+        if let Some(taken) = recs.iter().find(|r| table.slot(r.id()).is_some()) {
+            return Err(StoreError::conflict(format!(
+                "{} {} already exists ({}s are never replaced)",
+                R::KIND,
+                taken.id(),
+                R::KIND
+            )));
+        }
+        for rec in &recs {
+            table.insert(rec.clone())?;
+            self.audit.record(AuditEntry::change(
+                ctx,
+                AuditOp::Insert,
+                R::KIND,
+                rec.id(),
+                rec.meta(),
+            ));
+        }
+        Ok(recs)
+    }
+
+    /// Delete the records of `filter` (in result order) that `doomed`
+    /// picks, among those `ctx` may delete (audited); returns how many went.
+    pub(crate) fn delete_where(
+        &self,
+        ctx: &CallerContext,
+        filter: &RecordFilter,
+        doomed: impl Fn(usize, &R) -> bool,
+    ) -> Result<u64, StoreError> {
+        let _span = Self::span("delete_where", ctx);
+        let mut guard = self.write()?;
+        let Some(table) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let mut deleted = 0;
+        for (rank, slot) in table.query(ctx, filter).into_iter().enumerate() {
+            let Some(rec) = table.materialize(slot) else {
+                continue;
+            };
+            if !doomed(rank, &rec) || !ctx.can_change(rec.meta(), Change::Delete) {
+                continue;
+            }
+            if let Some(gone) = table.remove(slot) {
+                self.audit.record(AuditEntry::change(
+                    ctx,
+                    AuditOp::Delete,
+                    R::KIND,
+                    gone.id(),
+                    gone.meta(),
+                ));
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
     fn read(&self) -> Result<RwLockReadGuard<'_, HashMap<String, Table<R>>>, StoreError> {
         self.inner.read().map_err(|_| poisoned(R::KIND))
     }
@@ -358,20 +492,7 @@ impl<R: Indexed> Tables<R> {
             }
             None if mode == Mode::Update => return Err(Self::not_found(rec.id())),
             None => {
-                let placement = ctx.placement(
-                    &rec.meta().namespace,
-                    &format!("store {} {}", R::KIND, rec.id()),
-                )?;
-                rec.prepare_new();
-                let expires_at =
-                    ctx.expiry(R::KIND, &placement.namespace, rec.meta().created_at, given)?;
-                let meta = rec.meta_mut();
-                meta.expires_at = expires_at;
-                meta.owner = ctx.owner_key();
-                meta.tenant_id = ctx.tenant_id().to_owned();
-                meta.namespace = placement.namespace;
-                meta.project_id = placement.project_id;
-                meta.updated_at = now;
+                place_new(ctx, &mut rec, now)?;
                 table.insert(rec.clone())?;
                 self.audit.record(AuditEntry::change(
                     ctx,
@@ -387,7 +508,7 @@ impl<R: Indexed> Tables<R> {
 
     /// [`Tables::query`] for a search by `ctx` with `query` (audited with
     /// its filters, the namespaces it covers and its limit).
-    fn search(
+    pub(crate) fn search(
         &self,
         ctx: &CallerContext,
         query: &impl serde::Serialize,
@@ -404,7 +525,7 @@ impl<R: Indexed> Tables<R> {
         self.query(ctx, filter)
     }
 
-    fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<R>, StoreError> {
+    pub(crate) fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<R>, StoreError> {
         let _span = Self::span("get", ctx);
         let guard = self.read()?;
         Ok(guard
@@ -592,7 +713,7 @@ impl<R: Indexed> Tables<R> {
     /// Delete at most `batch` records of `ctx`'s tenant that have expired,
     /// in namespaces of `scope` and projects `ctx` sees (audited as
     /// deletes); returns how many went.
-    fn delete_expired(
+    pub(crate) fn delete_expired(
         &self,
         ctx: &CallerContext,
         scope: &NamespaceScope,

@@ -84,6 +84,10 @@ pub(crate) trait Indexed: Clone + Send + Sync + 'static {
     fn status(&self) -> Option<InsightStatus> {
         None
     }
+    /// The episode a raw call was made for, for records that have one.
+    fn episode_id(&self) -> Option<&str> {
+        None
+    }
     /// Visit the low-cardinality string fields (tenant, namespace, owner,
     /// source, entity, domain, agent, ...), always in the same order. The
     /// table keeps them once, interned, and restores them on the way out, so
@@ -563,10 +567,35 @@ impl<R: Indexed> Table<R> {
         {
             return None;
         }
-        if f.tags.is_empty() && f.terms.is_empty() && f.status.is_none() {
+        if let Some((time, _)) = &f.after
+            && hot.time > *time
+        {
+            return None;
+        }
+        if f.tags.is_empty()
+            && f.terms.is_empty()
+            && f.status.is_none()
+            && f.episode_ids.is_empty()
+            && f.after.as_ref().is_none_or(|(time, _)| hot.time < *time)
+        {
             return Some(0);
         }
         let row = self.row(slot)?;
+        // Keyset paging: after (time, id) in newest-first order.
+        if let Some((time, id)) = &f.after
+            && hot.time == *time
+            && row.rec.id() <= id.as_str()
+        {
+            return None;
+        }
+        if !f.episode_ids.is_empty()
+            && !row
+                .rec
+                .episode_id()
+                .is_some_and(|e| f.episode_ids.iter().any(|x| x == e))
+        {
+            return None;
+        }
         if !f.tags.is_empty() && !row.rec.tags().iter().any(|t| f.tags.contains(t)) {
             return None;
         }

@@ -45,6 +45,9 @@ mod filesystem;
 mod gateway;
 mod in_memory;
 mod index;
+mod pyramid;
+mod raw;
+mod raw_writer;
 mod retrieval;
 mod semantic;
 mod workflow;
@@ -75,6 +78,9 @@ pub use in_memory::{
 };
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;
+pub use pyramid::{Distillation, Lineage, MemoryPyramid};
+pub use raw::{InMemoryRawLog, new_raw_id};
+pub use raw_writer::{RawLogConfig, RawLogStats, RawLogWriter, Redactor};
 
 /// The contract this crate implements (record types, `CallerContext`, the
 /// store traits), so a project depending on `openvibe-memory` alone has it.

@@ -21,7 +21,7 @@ async fn test_browse_root() {
     let mem = AgentMemory::new("cro");
     let fs = MemoryFilesystem::new("cro", mem).with_soul("You are the CRO.");
     let entries = fs.browse("/").await.unwrap();
-    for dir in ["identity", "knowledge", "experience", "references"] {
+    for dir in ["identity", "knowledge", "experience", "references", "raw"] {
         assert!(entries.contains(&dir.to_owned()), "{dir}");
     }
 }
@@ -431,4 +431,55 @@ async fn paths_are_normalised() {
     assert_eq!(traces[0].path, "/knowledge/_/qualification/no-domain");
     assert_eq!(traces[1].path, "/knowledge/");
     assert_eq!(traces[2].path, "/knowledge/_/");
+}
+
+#[tokio::test]
+async fn test_raw_is_paged_newest_first_and_read_only() {
+    use openvibe_protocols::{LlmRequest, LlmResponse, RawCall};
+    let mem = AgentMemory::new("cro");
+    let start = chrono::Utc::now() - chrono::TimeDelta::hours(1);
+    let calls: Vec<RawCall> = (0..120)
+        .map(|i| {
+            let mut call = RawCall::new(
+                "cro",
+                start + chrono::TimeDelta::seconds(i),
+                1500,
+                LlmRequest::new("sonnet", format!("question {i}")),
+                Ok(LlmResponse::text(format!("answer {i}"))),
+            );
+            call.id = format!("raw_{i:03}");
+            call.meta.namespace = "cro".into();
+            call
+        })
+        .collect();
+    mem.raw_store().append(mem.context(), calls).await.unwrap();
+    let fs = MemoryFilesystem::new("cro", mem);
+    let mut path = "/raw/".to_owned();
+    let mut seen = Vec::new();
+    loop {
+        let mut entries = fs.browse(&path).await.unwrap();
+        match entries.last().filter(|e| e.starts_with("after/")).cloned() {
+            Some(next) => {
+                entries.pop();
+                assert_eq!(entries.len(), 50);
+                seen.extend(entries);
+                path = format!("/raw/{next}");
+            }
+            None => {
+                seen.extend(entries);
+                break;
+            }
+        }
+    }
+    let expected: Vec<String> = (0..120).rev().map(|i| format!("raw_{i:03}")).collect();
+    assert_eq!(seen, expected);
+    let text = fs.read("/raw/raw_007").await.unwrap();
+    assert!(text.contains("## User\nquestion 7"), "{text}");
+    assert!(text.contains("## Response\nanswer 7"), "{text}");
+    assert!(text.contains("Latency: 1 ms"), "{text}");
+    assert_eq!(fs.read("/raw/missing").await.unwrap(), "");
+    assert!(matches!(
+        fs.write("/raw/x", "forged").await,
+        Err(openvibe_memory::MemoryError::ReadOnlyPath { .. })
+    ));
 }

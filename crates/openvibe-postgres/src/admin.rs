@@ -16,7 +16,7 @@ use crate::records::span;
 use crate::sql::{INCLUDE_EXPIRED, Sql, begin, begin_then, col};
 
 /// The tables of the kinds that expire (`EXPIRING_KINDS`).
-const EXPIRING_TABLES: [&str; 4] = ["facts", "episodes", "insights", "knowledge"];
+const EXPIRING_TABLES: [&str; 5] = ["facts", "episodes", "insights", "knowledge", "raw_calls"];
 
 /// Each record kind's table.
 const TABLES: [(&str, &str); 7] = [

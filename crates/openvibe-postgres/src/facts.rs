@@ -295,16 +295,7 @@ impl PgFactStore {
     }
 }
 
-/// Name the batch item an error is about.
-pub(crate) fn at_index(i: usize, e: StoreError) -> StoreError {
-    match e {
-        StoreError::InvalidInput { field, reason } => StoreError::InvalidInput {
-            field: format!("[{i}].{field}"),
-            reason,
-        },
-        other => other,
-    }
-}
+pub(crate) use openvibe_protocols::memory::at_index;
 
 #[async_trait]
 impl FactStore for PgFactStore {

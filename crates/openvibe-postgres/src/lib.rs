@@ -48,6 +48,7 @@ mod facts;
 mod insights;
 mod kv;
 mod query;
+mod raw;
 mod records;
 mod semantic;
 mod sql;
@@ -58,7 +59,7 @@ use std::sync::Arc;
 
 use openvibe_protocols::{
     AuditLog, CallerContext, Embedder, EpisodicStore, FactStore, InsightStore, KnowledgeStore,
-    StoreError, Stores, WorkingStore,
+    RawLogStore, StoreError, Stores, WorkingStore,
 };
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
@@ -71,6 +72,7 @@ pub use error::PgError;
 pub use facts::PgFactStore;
 pub use insights::PgInsightStore;
 pub use kv::PgMemoryProvider;
+pub use raw::PgRawLog;
 pub use semantic::PgKnowledgeStore;
 pub use sql::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
 pub use working::PgWorkingStore;
@@ -132,6 +134,7 @@ pub struct PgStores {
     insights: Arc<PgInsightStore>,
     working: Arc<PgWorkingStore>,
     knowledge: Arc<PgKnowledgeStore>,
+    raw: Arc<PgRawLog>,
     audit: Arc<PgAuditLog>,
     writer: AuditWriter,
 }
@@ -186,6 +189,7 @@ impl PgStores {
                 )
                 .with_audit(writer.clone()),
             ),
+            raw: Arc::new(PgRawLog::new(pool.clone()).with_audit(writer.clone())),
             audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
             writer,
             pool,
@@ -220,6 +224,7 @@ impl PgStores {
             insights: self.insights.clone() as Arc<dyn InsightStore>,
             working: self.working.clone() as Arc<dyn WorkingStore>,
             knowledge: self.knowledge.clone() as Arc<dyn KnowledgeStore>,
+            raw: self.raw.clone() as Arc<dyn RawLogStore>,
             audit: self.audit.clone() as Arc<dyn AuditLog>,
             admin: Arc::new(
                 PgNamespaceAdmin::new(self.pool.clone()).with_audit(self.writer.clone()),
@@ -255,6 +260,11 @@ impl PgStores {
     /// The insight store.
     pub fn insights(&self) -> Arc<PgInsightStore> {
         self.insights.clone()
+    }
+
+    /// The raw log (L1).
+    pub fn raw(&self) -> Arc<PgRawLog> {
+        self.raw.clone()
     }
 
     /// V1 key/value memory used as the system of the default tenant.

@@ -72,6 +72,22 @@ fn push_where(
     if let Some(status) = f.status {
         sql.push(" AND f.status = ").bind(status.as_str());
     }
+    if !f.episode_ids.is_empty() {
+        sql.push(" AND f.episode_id = ANY(")
+            .bind(f.episode_ids.clone())
+            .push("::text[])");
+    }
+    if let Some((time, id)) = &f.after {
+        // Keyset paging in (time DESC, id) order.
+        let t = ordering.time;
+        sql.push(&format!(" AND (f.{t} < "))
+            .bind(*time)
+            .push(&format!(" OR (f.{t} = "))
+            .bind(*time)
+            .push(" AND f.id > ")
+            .bind(id.clone())
+            .push("))");
+    }
     sql.push(" AND ");
     push_readable_in(
         sql,

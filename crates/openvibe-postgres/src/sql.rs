@@ -749,6 +749,11 @@ impl GovernedColumns {
         &self.ids
     }
 
+    /// When each record added so far expires.
+    pub(crate) fn expires(&self) -> &[Option<DateTime<Utc>>] {
+        &self.expires
+    }
+
     /// Bind the ten arrays, each followed by its cast and `", "`.
     pub(crate) fn bind(self, sql: &mut Sql) {
         sql.bind(self.ids)

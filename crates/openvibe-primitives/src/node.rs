@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use chrono::Utc;
 use futures::FutureExt;
 use openvibe_protocols::{
-    ContentBlock, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, EpisodeSink, LlmProvider,
-    LlmRequest, LlmResponse, MemoryScope, Message, MessageRole, State, StateError, ToolCall,
-    truncate_chars,
+    CallOrigin, ContentBlock, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, EpisodeSink,
+    LlmProvider, LlmRequest, LlmResponse, MemoryScope, Message, MessageRole, State, StateError,
+    ToolCall, truncate_chars,
 };
 use serde_json::{Value, json};
 use tracing::Instrument;
@@ -169,18 +169,28 @@ impl Spec {
             user,
             scope: scope.unwrap_or_default(),
             started: Instant::now(),
+            episode_id: new_episode_id(),
         })
     }
 
-    fn request(&self, system: String, messages: Vec<Message>) -> LlmRequest {
+    /// The first request of a run: the prepared system prompt (taken) and
+    /// user message, with the call's origin.
+    fn request(&self, ctx: &NodeContext, prepared: &mut Prepared) -> LlmRequest {
         LlmRequest {
-            system,
-            messages,
+            system: std::mem::take(&mut prepared.system),
+            messages: vec![Message::user(prepared.user.clone())],
             model: self.model.clone(),
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             tools: Vec::new(),
             tool_choice: None,
+            origin: Some(CallOrigin {
+                operator_id: ctx.operator_id.clone(),
+                node_name: self.name.clone(),
+                episode_id: prepared.episode_id.clone(),
+                entity: prepared.scope.entity.clone().unwrap_or_default(),
+                domain: prepared.scope.domain.clone().unwrap_or_default(),
+            }),
         }
     }
 
@@ -244,7 +254,7 @@ impl Spec {
                 ..
             } = prepared.scope;
             let episode = Episode {
-                id: new_episode_id(),
+                id: prepared.episode_id,
                 agent_id: String::new(),
                 operator_id: ctx.operator_id.clone(),
                 node_name: self.name.clone(),
@@ -291,6 +301,9 @@ struct Prepared {
     user: String,
     scope: MemoryScope,
     started: Instant,
+    /// The id the run's episode gets, known before the first LLM call so
+    /// that the calls can name it ([`CallOrigin::episode_id`]).
+    episode_id: String,
 }
 
 /// Builder methods shared by [`LlmNode`] and [`AgentNode`].
@@ -434,10 +447,7 @@ impl Node for LlmNode {
         let span = tracing::info_span!("node", node = %spec.name, kind = "llm", operator = %ctx.operator_id);
         async move {
             let mut prepared = spec.prepare(ctx, &state).await?;
-            let request = spec.request(
-                std::mem::take(&mut prepared.system),
-                vec![Message::user(prepared.user.clone())],
-            );
+            let request = spec.request(ctx, &mut prepared);
             let response = spec.call(ctx, &request).await?;
             let output = parse_output(&response.content);
             spec.finish(
@@ -544,11 +554,9 @@ impl AgentNode {
     async fn run_loop(
         &self,
         ctx: &NodeContext,
-        system: String,
-        user: String,
+        mut request: LlmRequest,
     ) -> Result<LoopOutcome, Error> {
         let index = self.tool_index()?;
-        let mut request = self.spec.request(system, vec![Message::user(user)]);
         request.tools = self.tools.iter().map(|t| t.definition()).collect();
         let mut outcome = LoopOutcome::default();
         for _ in 0..self.max_turns {
@@ -716,13 +724,8 @@ impl Node for AgentNode {
         let span = tracing::info_span!("node", node = %spec.name, kind = "agent", operator = %ctx.operator_id);
         async move {
             let mut prepared = spec.prepare(ctx, &state).await?;
-            let outcome = self
-                .run_loop(
-                    ctx,
-                    std::mem::take(&mut prepared.system),
-                    prepared.user.clone(),
-                )
-                .await?;
+            let request = spec.request(ctx, &mut prepared);
+            let outcome = self.run_loop(ctx, request).await?;
             let output = parse_output(&outcome.answer);
             let extra = json!({ "turns": outcome.turns, "tool_calls": outcome.tool_log });
             spec.finish(

@@ -29,8 +29,9 @@ pub mod testing;
 pub use embed::{CacheStats, CachedEmbedder, EmbedError, Embedder};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
 pub use llm::{
-    ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MODEL_ALIASES, Message,
-    MessageContent, MessageRole, StopReason, ToolCall, ToolChoice, ToolDefinition, resolve_model,
+    CallOrigin, ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MODEL_ALIASES,
+    Message, MessageContent, MessageRole, StopReason, ToolCall, ToolChoice, ToolDefinition,
+    resolve_model,
 };
 pub use memory::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus};
 pub use memory::{
@@ -53,6 +54,7 @@ pub use memory::{
     parse_cursor, store_time,
 };
 pub use memory::{NamespaceAdmin, NamespaceCount};
+pub use memory::{RawCall, RawCallQuery, RawLogStore, RawRetention};
 pub use memory::{RetrievalMode, Retriever, RetrieverScore};
 pub use schedule::{
     Firing, FiringSource, ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind,

@@ -190,6 +190,26 @@ pub struct LlmRequest {
     /// How the tools may be used; `None` means the provider's default (auto).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Where the call comes from (set by the node making it). Never sent to
+    /// a provider; what the raw log (L1) records the call under.
+    #[serde(skip)]
+    pub origin: Option<CallOrigin>,
+}
+
+/// Which node of which operator makes an LLM call, and the episode its run
+/// will be recorded as: how an L1 raw call links to its L2 episode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOrigin {
+    /// The operator.
+    pub operator_id: String,
+    /// The node.
+    pub node_name: String,
+    /// The id of the episode the node's run is recorded as.
+    pub episode_id: String,
+    /// The entity the node's memory scope is about (empty: none).
+    pub entity: String,
+    /// The domain of the node's memory scope (empty: none).
+    pub domain: String,
 }
 
 impl LlmRequest {
@@ -206,6 +226,7 @@ impl LlmRequest {
             temperature: None,
             tools: Vec::new(),
             tool_choice: None,
+            origin: None,
         }
     }
 

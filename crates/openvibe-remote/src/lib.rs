@@ -151,6 +151,7 @@ impl RemoteMemory {
             insights: me.clone(),
             working: me.clone(),
             knowledge: me.clone(),
+            raw: me.clone(),
             audit: me.clone(),
             admin: me,
         }

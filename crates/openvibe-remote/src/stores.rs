@@ -2,16 +2,17 @@
 
 use async_trait::async_trait;
 use openvibe_api::dto::{
-    AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, MaybeInsight,
-    MoveNamespace, Moved, SetState, SimilarInsight, Strengthen, Touch, Touched,
+    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, MaybeInsight,
+    MoveNamespace, Moved, PruneRaw, SetState, SimilarInsight, Strengthen, Touch, Touched,
 };
 use openvibe_api::paths;
 use openvibe_protocols::{
     AuditEntry, AuditLog, AuditQuery, CallerContext, Episode, EpisodeQuery, EpisodicStore, Expect,
     Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStore, Knowledge, KnowledgeHit,
     KnowledgeQuery, KnowledgeStore, NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan,
-    NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Session,
-    SessionDeleted, SessionQuery, StateEntry, StoreError, TaskContext, WorkingStore,
+    NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RawCall, RawCallQuery,
+    RawLogStore, RawRetention, Session, SessionDeleted, SessionQuery, StateEntry, StoreError,
+    TaskContext, WorkingStore,
 };
 use reqwest::Method;
 use serde::Serialize;
@@ -170,6 +171,64 @@ impl FactStore for RemoteMemory {
             )
             .await?;
         Ok(t.touched)
+    }
+}
+
+#[async_trait]
+impl RawLogStore for RemoteMemory {
+    async fn append(
+        &self,
+        ctx: &CallerContext,
+        calls: Vec<RawCall>,
+    ) -> Result<Vec<RawCall>, StoreError> {
+        self.req(
+            ctx,
+            Method::POST,
+            &[paths::RAW],
+            Some(&AppendRaw { calls }),
+            Idempotent::No,
+        )
+        .await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<RawCall>, StoreError> {
+        self.opt(ctx, "raw_call", &[paths::RAW, id]).await
+    }
+
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        query: &RawCallQuery,
+    ) -> Result<Page<RawCall>, StoreError> {
+        self.req(
+            ctx,
+            Method::POST,
+            &[paths::RAW, "query"],
+            Some(query),
+            Idempotent::Yes,
+        )
+        .await
+    }
+
+    async fn prune(
+        &self,
+        ctx: &CallerContext,
+        agent_id: &str,
+        retention: &RawRetention,
+    ) -> Result<u64, StoreError> {
+        let done: DeletedCount = self
+            .req(
+                ctx,
+                Method::POST,
+                &[paths::RAW, "prune"],
+                Some(&PruneRaw {
+                    agent_id: agent_id.to_owned(),
+                    retention: *retention,
+                }),
+                Idempotent::Yes,
+            )
+            .await?;
+        Ok(done.deleted_count)
     }
 }
 

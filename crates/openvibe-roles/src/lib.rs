@@ -14,6 +14,7 @@
 //!   told to stop, gracefully.
 
 mod authority;
+pub mod config;
 mod error;
 mod role;
 mod runtime;

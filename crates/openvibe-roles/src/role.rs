@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_memory::{
-    AgentMemory, ClearanceProfile, MemoryAssembler, MemoryFilesystem, RecallObserver,
+    AgentMemory, ClearanceProfile, MemoryAssembler, MemoryFilesystem, MemoryPyramid, RecallObserver,
 };
 use openvibe_operators::{BoundOperator, Operator};
 use openvibe_primitives::NodeContext;
 use openvibe_protocols::{
     CachedEmbedder, Embedder, LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider,
+    RawCall,
 };
 
 use crate::Error;
@@ -202,6 +203,22 @@ impl Role {
         self.agent_memory.as_ref()
     }
 
+    /// The role's LLM, as its operators get it ([`RoleAwareLlm`]: the soul
+    /// injected, every call in the raw log when the role has agent memory).
+    pub fn llm(&self) -> Result<Arc<dyn LlmProvider>, Error> {
+        let inner = self
+            .llm
+            .clone()
+            .ok_or_else(|| Error::NoLlm(self.role_id.clone()))?;
+        Ok(Arc::new(RoleAwareLlm::new(self, inner)?))
+    }
+
+    /// The role's memory pyramid (L1 raw log, L2 episodes, L3 insights and
+    /// the workspace), when it has agent memory.
+    pub fn pyramid(&self) -> Option<MemoryPyramid> {
+        self.agent_memory.clone().map(MemoryPyramid::new)
+    }
+
     /// The V1 memory.
     pub fn memory(&self) -> Option<&Arc<dyn MemoryProvider>> {
         self.memory.as_ref()
@@ -244,12 +261,7 @@ impl Role {
                 operator: operator_id.to_owned(),
                 known: self.operator_ids().into_iter().map(str::to_owned).collect(),
             })?;
-        let inner = self
-            .llm
-            .clone()
-            .ok_or_else(|| Error::NoLlm(self.role_id.clone()))?;
-        let llm = RoleAwareLlm::new(self, inner)?;
-        let mut ctx = NodeContext::new(Arc::new(llm)).with_tool_gate(Arc::new(AuthorityGate {
+        let mut ctx = NodeContext::new(self.llm()?).with_tool_gate(Arc::new(AuthorityGate {
             role_id: self.role_id.clone(),
             authority: self.authority.clone(),
             approver: self.approver.clone(),
@@ -300,12 +312,16 @@ impl fmt::Debug for Role {
 
 /// The LLM a role's operators talk to: it puts the soul before every system
 /// prompt and, for roles without agent memory, appends the role's V1
-/// memories under `## Relevant Memories`.
+/// memories under `## Relevant Memories`. For roles with agent memory it
+/// logs every call, answered or failed, to the raw log (L1): request as
+/// sent, response, model, tokens, latency, stop reason and the node's
+/// origin, appended in the background ([`openvibe_memory::RawLogWriter`]).
 pub struct RoleAwareLlm {
     role_id: String,
     soul: String,
     memory: Option<Arc<dyn MemoryProvider>>,
     recall_limit: usize,
+    raw_log: Option<AgentMemory>,
     inner: Arc<dyn LlmProvider>,
 }
 
@@ -321,6 +337,10 @@ impl RoleAwareLlm {
                 None
             },
             recall_limit: role.recall_limit,
+            raw_log: role
+                .agent_memory
+                .clone()
+                .filter(|m| m.raw_log().config().enabled),
             inner,
         })
     }
@@ -361,7 +381,27 @@ impl LlmProvider for RoleAwareLlm {
                 request.system.push_str(&section);
             }
         }
-        self.inner.call(&request).await
+        let Some(memory) = &self.raw_log else {
+            return self.inner.call(&request).await;
+        };
+        let started = chrono::Utc::now();
+        let clock = std::time::Instant::now();
+        let result = self.inner.call(&request).await;
+        let latency_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let outcome = match &result {
+            Ok(response) => Ok(response.clone()),
+            Err(e) => Err(e.to_string()),
+        };
+        memory
+            .log_call(RawCall::new(
+                self.role_id.clone(),
+                started,
+                latency_us,
+                request,
+                outcome,
+            ))
+            .await;
+        result
     }
 }
 
@@ -370,6 +410,7 @@ impl fmt::Debug for RoleAwareLlm {
         f.debug_struct("RoleAwareLlm")
             .field("role_id", &self.role_id)
             .field("v1_memory", &self.memory.is_some())
+            .field("raw_log", &self.raw_log.is_some())
             .finish_non_exhaustive()
     }
 }

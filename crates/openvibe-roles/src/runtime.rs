@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use openvibe_memory::{MemoryGateway, Stores, WorkspaceMemory};
-use openvibe_operators::Checkpointer;
+use openvibe_memory::{MemoryGateway, RawLogConfig, Stores, WorkspaceMemory};
+use openvibe_operators::{Checkpointer, OperatorRuntime};
 use openvibe_protocols::{LlmProvider, MemoryProvider, ScheduleProvider, State, TriggerConfig};
 use tracing::Instrument;
 
@@ -123,6 +123,14 @@ impl RoleRuntime {
         self
     }
 
+    /// How the roles' raw logs (L1: every LLM call of a role with agent
+    /// memory) are batched, retained and redacted. Set it before adding roles.
+    #[must_use]
+    pub fn with_raw_log(mut self, config: RawLogConfig) -> Self {
+        self.gateway = self.gateway.with_raw_log_config(config);
+        self
+    }
+
     /// The tenant the roles' agent memories act in (default `default`).
     /// Set it before adding roles.
     #[must_use]
@@ -153,6 +161,22 @@ impl RoleRuntime {
         }
         self.roles.insert(id, role);
         Ok(self)
+    }
+
+    /// Add the roles declared in `config_path` (the source design's
+    /// `config_path`; layout in [`config`](crate::config)): their ids,
+    /// souls, authority and clearance from `roles.yaml`, their operators
+    /// built by `operators` (usually `OperatorRuntime::from_yaml` of the
+    /// directory's `operators.yaml`, with the code's workflow factories
+    /// registered).
+    pub fn with_config_path(
+        self,
+        config_path: impl AsRef<std::path::Path>,
+        operators: &OperatorRuntime,
+    ) -> Result<Self, Error> {
+        crate::config::load_roles(config_path.as_ref(), operators)?
+            .into_iter()
+            .try_fold(self, Self::role)
     }
 
     /// A role by id.
@@ -231,7 +255,13 @@ impl RoleRuntime {
                 _ => operator.run_workflow(workflow_id, input).await,
             }
         };
-        Ok(run.instrument(span).await?)
+        let result = run.instrument(span).await;
+        // The run's raw calls are in the log when it returns (one append,
+        // off the calls' path); a crash mid-run loses at most a batch window.
+        if let Some(memory) = role.agent_memory() {
+            memory.flush_raw_log().await;
+        }
+        Ok(result?)
     }
 
     /// Register every timed trigger (cron, interval) of every role's

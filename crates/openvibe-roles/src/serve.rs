@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use openvibe_memory::{DEFAULT_PUBLISH_CONFIDENCE, ReflectOptions};
+use openvibe_memory::DEFAULT_PUBLISH_CONFIDENCE;
 use openvibe_protocols::{Firing, State, TriggerConfig, TriggerKind};
 use tracing::Instrument;
 
@@ -309,7 +309,7 @@ impl RoleRuntime {
 
     async fn reflect_role(&self, firing: &Firing) -> Result<Outcome, Error> {
         let role = self.get_role(&firing.role_id)?;
-        let Some(memory) = role.agent_memory() else {
+        let Some(pyramid) = role.pyramid() else {
             return Err(Error::Firing {
                 trigger: firing.trigger.id.clone(),
                 message: format!(
@@ -324,17 +324,17 @@ impl RoleRuntime {
             .get("min_confidence")
             .and_then(serde_json::Value::as_f64)
             .unwrap_or(DEFAULT_PUBLISH_CONFIDENCE);
-        let options = ReflectOptions {
-            role_context: role.soul_text()?,
-            ..ReflectOptions::default()
-        };
-        let report = memory.reflect_with(self.llm().as_ref(), &options).await?;
-        let published = memory.publish_to_workspace(min_confidence).await?;
+        // Through the role's LLM: the soul is injected and the call is in
+        // the raw log like every other call of the role.
+        let done = pyramid
+            .distill(role.llm()?.as_ref(), min_confidence)
+            .await?;
+        let report = done.reflection;
         Ok(Outcome::Reflected {
             episodes: report.episodes_considered,
             created: report.created.len(),
             strengthened: report.strengthened.len(),
-            published: published.len(),
+            published: done.published.len(),
         })
     }
 }

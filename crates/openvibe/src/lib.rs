@@ -58,6 +58,8 @@
 //! # }).unwrap();
 //! ```
 
+pub mod full_example;
+
 /// Governance policy: principals, namespace policies, the governance file.
 pub use openvibe_governance as governance;
 pub use openvibe_memory as memory;
@@ -98,9 +100,11 @@ pub use openvibe_primitives::{AgentNode, LlmNode, ScopeSpec, Tool, tool};
 /// system prompt); see [`primitives::llm_node`](macro@primitives::llm_node).
 pub use openvibe_primitives::{agent_node, llm_node};
 // Memory
-pub use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryFilesystem, WorkspaceMemory};
+pub use openvibe_memory::{
+    AgentMemory, ClearanceProfile, MemoryFilesystem, MemoryPyramid, WorkspaceMemory,
+};
 // Layer 0
-pub use openvibe_protocols::{Classification, Episode, Fact, Insight, State};
+pub use openvibe_protocols::{Classification, Episode, Fact, Insight, RawCall, State};
 
 use openvibe_protocols::StateError;
 
@@ -124,14 +128,14 @@ pub fn agent_node(
 
 #[cfg(test)]
 mod tests {
-    /// The seed's V2 summary: fifteen exports.
+    /// The seed's V2 summary (with `MemoryPyramid` and the L1 `RawCall`).
     #[test]
     fn v2_public_api_exports() {
         #[allow(unused_imports)]
         use crate::{
             AgentMemory, AuthorityConfig, Classification, ClearanceProfile, Episode, Fact, Insight,
-            MemoryFilesystem, Operator, OperatorRuntime, Role, RoleRuntime, WorkspaceMemory,
-            agent_node, llm_node,
+            MemoryFilesystem, MemoryPyramid, Operator, OperatorRuntime, RawCall, Role, RoleRuntime,
+            WorkspaceMemory, agent_node, llm_node,
         };
         let a = llm_node("a", "s", |_| Ok("u".into()));
         let b = agent_node("b", "s", |_| Ok("u".into()));

@@ -20,7 +20,7 @@ pub const RECORD_KINDS: [&str; 7] = [
 
 /// The record kinds that can expire ([`RecordMeta::expires_at`](crate::RecordMeta::expires_at)):
 /// the long-lived ones. Working memory ends with its plan or session.
-pub const EXPIRING_KINDS: [&str; 4] = ["fact", "episode", "insight", "knowledge"];
+pub const EXPIRING_KINDS: [&str; 5] = ["fact", "episode", "insight", "knowledge", "raw_call"];
 
 /// How many records of one kind one namespace holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@
 //! | the access decision: [`read_allowed`], [`modify_allowed`], [`CallerContext::can_read`], [`Governed`] | `access` |
 //! | records: [`Fact`], [`Episode`], [`Insight`], [`RetrievalTrace`], [`RecordMeta`], [`Classification`] | `records` |
 //! | queries: [`FactQuery`], [`EpisodeQuery`], [`InsightQuery`] and the normalised [`RecordFilter`] | `query` |
+//! | the L1 raw log of LLM calls: [`RawLogStore`], [`RawCallQuery`], [`RawRetention`] | `raw` |
 //! | store traits: [`FactStore`], [`EpisodicStore`], [`InsightStore`]; a set of them: [`Stores`] | `store` |
 //! | input validation shared by every backend | `validate` |
 //! | errors: [`StoreError`] (with its source and [`StoreError::is_transient`]) | `error` |
@@ -30,6 +31,7 @@ pub mod governance;
 mod kv;
 pub mod promotion;
 mod query;
+mod raw;
 mod records;
 pub mod retrieval;
 mod semantic;
@@ -51,9 +53,10 @@ pub use governance::{
 };
 pub use kv::{MemoryEntry, MemoryProvider};
 pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, text_terms};
+pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};
 pub use records::{
-    Classification, Episode, Fact, Insight, InsightStatus, ParseClassificationError, RecordMeta,
-    RetrievalTrace, TraceAction, content_hash,
+    Classification, Episode, Fact, Insight, InsightStatus, ParseClassificationError, RawCall,
+    RecordMeta, RetrievalTrace, TraceAction, content_hash,
 };
 pub use retrieval::{
     BM25, Bm25, CorpusStats, EXPANSION, Expansion, FUSION, Fused, Fusion, RankKey, RetrievalMode,
@@ -68,10 +71,10 @@ pub use semantic::{
 pub use store::{EpisodicStore, FactStore, InsightStore, STRENGTHEN_STEP, Stores};
 pub use validate::{
     MAX_BATCH_LEN, MAX_CONTENT_LEN, MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_LABEL_LEN,
-    MAX_RECORD_ID_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN, check_batch, check_caller, check_content,
-    check_importance, check_json, check_label, check_meta, check_opt_label, check_tags, check_text,
-    check_unit, json_object, record_terms, validate_episode, validate_fact, validate_insight,
-    validate_record_id,
+    MAX_RECORD_ID_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN, at_index, check_batch, check_caller,
+    check_content, check_importance, check_json, check_label, check_meta, check_opt_label,
+    check_tags, check_text, check_unit, json_object, record_terms, validate_episode, validate_fact,
+    validate_insight, validate_raw_call, validate_record_id,
 };
 pub use working::{
     Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus,

@@ -373,6 +373,11 @@ pub struct RecordFilter {
     pub since: Option<DateTime<Utc>>,
     /// Only insights in this status.
     pub status: Option<InsightStatus>,
+    /// Only raw calls made for one of these episodes (empty: any).
+    pub episode_ids: Vec<String>,
+    /// Only records after this `(time, id)` in newest-first order (keyset
+    /// paging of time-ordered kinds: older, or as old with a greater id).
+    pub after: Option<(DateTime<Utc>, String)>,
     /// Order by text relevance first: each term matched as a whole word
     /// counts 2, as a word prefix 1.
     pub relevance: bool,
@@ -395,6 +400,8 @@ impl RecordFilter {
             min_confidence: 0.0,
             since: None,
             status: None,
+            episode_ids: Vec::new(),
+            after: None,
             relevance: false,
             limit,
             track_access: false,

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 
 use super::{
     AuditLog, CallerContext, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery,
-    KnowledgeStore, StoreError, WorkingStore,
+    KnowledgeStore, RawLogStore, StoreError, WorkingStore,
 };
 
 /// Shared, classified facts (workspace memory).
@@ -141,6 +141,8 @@ pub struct Stores {
     pub working: Arc<dyn WorkingStore>,
     /// Semantic memory.
     pub knowledge: Arc<dyn KnowledgeStore>,
+    /// The L1 raw log of LLM calls.
+    pub raw: Arc<dyn RawLogStore>,
     /// The audit trail the stores above write.
     pub audit: Arc<dyn AuditLog>,
     /// Namespace maintenance (privileged callers only).
@@ -161,6 +163,7 @@ fn _object_safe(
     _: &dyn InsightStore,
     _: &dyn WorkingStore,
     _: &dyn KnowledgeStore,
+    _: &dyn RawLogStore,
     _: &dyn super::AuditLog,
 ) {
 }

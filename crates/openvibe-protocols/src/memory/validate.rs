@@ -1,7 +1,7 @@
 //! Input validation every backend applies before it writes, so that the
 //! same input is refused the same way everywhere.
 
-use super::{CallerContext, Episode, Fact, Insight, RecordMeta, StoreError, text_terms};
+use super::{CallerContext, Episode, Fact, Insight, RawCall, RecordMeta, StoreError, text_terms};
 
 /// Longest record id a store accepts, in bytes.
 pub const MAX_RECORD_ID_LEN: usize = 256;
@@ -277,6 +277,43 @@ pub fn validate_episode(episode: &Episode) -> Result<Vec<String>, StoreError> {
     check_json("outcome", &e.outcome)?;
     check_opt_label("external_id", e.external_id.as_deref())?;
     record_terms("text", &e.searchable_text())
+}
+
+/// Name the batch item an error is about (`[3].content`).
+pub fn at_index(i: usize, e: StoreError) -> StoreError {
+    match e {
+        StoreError::InvalidInput { field, reason } => StoreError::InvalidInput {
+            field: format!("[{i}].{field}"),
+            reason,
+        },
+        other => other,
+    }
+}
+
+/// The checks every backend makes on a raw call before appending it;
+/// returns the search terms of its [`RawCall::searchable_text`].
+/// Request and response must serialise as JSON within [`MAX_JSON_BYTES`]
+/// each, without NUL characters.
+pub fn validate_raw_call(call: &RawCall) -> Result<Vec<String>, StoreError> {
+    validate_record_id(&call.id)?;
+    check_meta(&call.meta, &call.entity, &call.domain, &[])?;
+    check_label("agent_id", &call.agent_id)?;
+    check_label("operator_id", &call.operator_id)?;
+    check_label("node_name", &call.node_name)?;
+    check_opt_label("episode_id", call.episode_id.as_deref())?;
+    check_label("model", &call.model)?;
+    let request = serde_json::to_value(&call.request)
+        .map_err(|e| StoreError::invalid("request", e.to_string()))?;
+    check_json("request", &request)?;
+    if let Some(response) = &call.response {
+        let response = serde_json::to_value(response)
+            .map_err(|e| StoreError::invalid("response", e.to_string()))?;
+        check_json("response", &response)?;
+    }
+    if let Some(error) = &call.error {
+        check_text("error", error)?;
+    }
+    record_terms("text", &call.searchable_text())
 }
 
 #[cfg(test)]

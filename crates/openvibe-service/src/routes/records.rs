@@ -3,11 +3,14 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
-use openvibe_api::dto::{EmbeddingModel, MaybeInsight, SimilarInsight, Strengthen, Touch, Touched};
+use openvibe_api::dto::{
+    AppendRaw, DeletedCount, EmbeddingModel, MaybeInsight, PruneRaw, SimilarInsight, Strengthen,
+    Touch, Touched,
+};
 use openvibe_api::paths;
 use openvibe_protocols::{
     Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, Knowledge, KnowledgeHit,
-    KnowledgeQuery, NewKnowledge,
+    KnowledgeQuery, NewKnowledge, Page, RawCall, RawCallQuery,
 };
 
 use super::{Answer, Api, AppState, not_found, on};
@@ -119,6 +122,50 @@ pub(super) fn routes(api: Api) -> Api {
             .body::<EpisodeQuery>()
             .returns::<Vec<Episode>>(),
             on(&M::POST, query_episodes),
+        )
+        // the raw log
+        .op(
+            Op::new(
+                M::POST,
+                paths::RAW,
+                "appendRawCalls",
+                "Append LLM calls to the raw log, all or none",
+            )
+            .body::<AppendRaw>()
+            .returns::<Vec<RawCall>>(),
+            on(&M::POST, append_raw),
+        )
+        .op(
+            Op::new(
+                M::GET,
+                "/v1/memory/raw/{id}",
+                "getRawCall",
+                "A raw call the caller may read",
+            )
+            .returns::<RawCall>(),
+            on(&M::GET, get_raw),
+        )
+        .op(
+            Op::new(
+                M::POST,
+                "/v1/memory/raw/query",
+                "queryRawCalls",
+                "A page of raw calls, newest first",
+            )
+            .body::<RawCallQuery>()
+            .returns::<Page<RawCall>>(),
+            on(&M::POST, query_raw),
+        )
+        .op(
+            Op::new(
+                M::POST,
+                "/v1/memory/raw/prune",
+                "pruneRawCalls",
+                "Delete an agent's raw calls beyond a retention",
+            )
+            .body::<PruneRaw>()
+            .returns::<DeletedCount>(),
+            on(&M::POST, prune_raw),
         )
         // insights
         .op(
@@ -351,6 +398,40 @@ async fn query_episodes(
     Record(q): Record<EpisodeQuery>,
 ) -> Answer<Vec<Episode>> {
     Ok(Json(s.stores.episodes.query(&ctx, &q).await?))
+}
+
+async fn append_raw(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(b): Body<AppendRaw>,
+) -> Answer<Vec<RawCall>> {
+    Ok(Json(s.stores.raw.append(&ctx, b.calls).await?))
+}
+
+async fn get_raw(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Path(id): Path<String>,
+) -> Answer<RawCall> {
+    let call = s.stores.raw.get(&ctx, &id).await?;
+    Ok(Json(call.ok_or_else(|| not_found("raw_call", &id))?))
+}
+
+async fn query_raw(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(q): Body<RawCallQuery>,
+) -> Answer<Page<RawCall>> {
+    Ok(Json(s.stores.raw.query(&ctx, &q).await?))
+}
+
+async fn prune_raw(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(b): Body<PruneRaw>,
+) -> Answer<DeletedCount> {
+    let deleted_count = s.stores.raw.prune(&ctx, &b.agent_id, &b.retention).await?;
+    Ok(Json(DeletedCount { deleted_count }))
 }
 
 async fn store_insight(

@@ -255,11 +255,13 @@ macro_rules! record_builders {
 mod episode;
 mod fact;
 mod insight;
+mod raw;
 mod trace;
 
 pub use episode::Episode;
 pub use fact::Fact;
 pub use insight::{Insight, InsightStatus};
+pub use raw::RawCall;
 pub use trace::{RetrievalTrace, TraceAction};
 
 #[cfg(test)]

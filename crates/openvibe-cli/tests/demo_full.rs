@@ -1,0 +1,80 @@
+//! `openvibe demo --full`: the source design's full example end to end
+//! (snapshot), its cassette in sync with the stand-in model, and the same
+//! output on PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/redact.rs"]
+mod redact;
+#[path = "support/pg.rs"]
+mod support;
+
+use redact::redact_ids as redact;
+
+use openvibe_cli::demo::{LlmChoice, Options};
+use openvibe_cli::full::execute;
+
+async fn run_full(options: Options) -> String {
+    let mut out = Vec::new();
+    execute(&options, "replay of examples/full/cassette.jsonl", &mut out)
+        .await
+        .unwrap();
+    redact(&String::from_utf8(out).unwrap())
+}
+
+#[tokio::test]
+async fn the_full_example_runs_offline_and_shows_the_pyramid() {
+    let output = run_full(Options::default()).await;
+    for expected in [
+        "== revenue_ops/qualify_lead",
+        "== revenue_ops/enrich_lead",
+        "== content_engine/write_case_study",
+        "== L1 raw log: 6 LLM calls",
+        "- revenue_ops/enrich_lead: 2 call(s)",
+        "- outside any node (reflection): 1 call(s)",
+        "citing 5 raw calls",
+        "/raw/",
+        "soul.md: # CRO",
+    ] {
+        assert!(output.contains(expected), "{expected}\n{output}");
+    }
+    insta::assert_snapshot!(output);
+}
+
+#[tokio::test]
+async fn the_full_example_cassette_matches_the_stand_in_model() {
+    // If prompts change, re-record the cassette:
+    //   rm crates/openvibe/examples/full/cassette.jsonl && touch crates/openvibe/examples/full/cassette.jsonl
+    //   cargo run -p openvibe-cli -- demo --full --llm standin --record crates/openvibe/examples/full/cassette.jsonl
+    let stand_in = run_full(Options {
+        llm: LlmChoice::StandIn,
+        ..Options::default()
+    })
+    .await;
+    assert_eq!(stand_in, run_full(Options::default()).await);
+}
+
+#[tokio::test]
+async fn the_full_example_on_postgres_gives_the_same_output() {
+    let Some(url) = openvibe_memory_testkit::skip::database_url() else {
+        return;
+    };
+    let schema = support::TempSchema::new(&url).await;
+    let on_postgres = run_full(Options {
+        database_url: Some(schema.url()),
+        ..Options::default()
+    })
+    .await;
+    schema.drop().await;
+    let in_memory = run_full(Options::default()).await;
+    let body = |text: &str| {
+        text.lines()
+            .filter(|l| !l.starts_with("   memory:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        on_postgres.contains("memory: PostgreSQL (tenant cli_"),
+        "{on_postgres}"
+    );
+    assert_eq!(body(&on_postgres), body(&in_memory));
+}

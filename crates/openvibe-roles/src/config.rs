@@ -1,0 +1,144 @@
+//! Roles from a configuration directory (the source design's
+//! `RoleRuntime(config_path=...)`): who the roles are lives in files, what
+//! their operators' nodes do lives in code.
+//!
+//! ```text
+//! config/
+//!   roles.yaml        the roles: id, soul, operators, authority, clearance
+//!   souls/cro.md      a soul (paths are relative to the directory)
+//!   operators.yaml    the operators' prompts, models, workflows and triggers
+//!                     (an `OperatorRuntime` file; its workflows are built by
+//!                     the factories the code registers)
+//! ```
+//!
+//! ```yaml
+//! roles:
+//!   - id: cro
+//!     soul: souls/cro.md
+//!     operators: [revenue_ops, content_engine]
+//!     authority: { autonomous: [qualify_lead], forbidden: [sign_contracts] }
+//!     clearance: { revenue: confidential, customer: internal }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use openvibe_memory::ClearanceProfile;
+use openvibe_operators::OperatorRuntime;
+use openvibe_operators::config::parse_yaml;
+use openvibe_protocols::Classification;
+use serde::Deserialize;
+
+use crate::{AuthorityConfig, Error, Role, Soul};
+
+/// The roles file of a configuration directory.
+pub const ROLES_FILE: &str = "roles.yaml";
+/// The operators file of a configuration directory.
+pub const OPERATORS_FILE: &str = "operators.yaml";
+
+/// A roles file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RolesFile {
+    /// The roles.
+    #[serde(default)]
+    pub roles: Vec<RoleDef>,
+}
+
+/// One role as a file declares it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleDef {
+    /// Role id.
+    pub id: String,
+    /// Soul: inline text, or a `.md`/`.yaml` file relative to the file
+    /// declaring the role.
+    #[serde(default)]
+    pub soul: Option<String>,
+    /// The ids of the operators the role owns.
+    #[serde(default)]
+    pub operators: Vec<String>,
+    /// Authority.
+    #[serde(default)]
+    pub authority: Option<AuthorityConfig>,
+    /// Highest readable classification per domain. A role with a
+    /// clearance gets agent memory (episodes, insights, the raw log).
+    #[serde(default)]
+    pub clearance: Option<BTreeMap<String, Classification>>,
+}
+
+impl RoleDef {
+    /// The role, without operators; a soul file is resolved against `base`.
+    pub fn role(&self, base: &Path) -> Role {
+        let role = Role::new(self.id.clone());
+        let role = match self.soul.as_deref().map(Soul::from_value) {
+            Some(Soul::File(file)) => role.soul_file(resolve(base, &file)),
+            Some(Soul::Inline(text)) => role.soul(text),
+            Some(Soul::None) | None => role,
+        };
+        self.apply(role)
+    }
+
+    /// `role` with this definition's authority and clearance.
+    pub fn apply(&self, mut role: Role) -> Role {
+        if let Some(authority) = &self.authority {
+            role = role.authority(authority.clone());
+        }
+        if let Some(clearance) = &self.clearance {
+            let profile = clearance.iter().fold(
+                ClearanceProfile::new(self.id.clone()),
+                |p, (domain, level)| p.with_domain(domain.clone(), *level),
+            );
+            role = role.clearance(profile);
+        }
+        role
+    }
+}
+
+fn resolve(base: &Path, file: &Path) -> PathBuf {
+    if file.is_absolute() {
+        file.to_owned()
+    } else {
+        base.join(file)
+    }
+}
+
+/// Read the roles file at `path` (positioned errors: file, line, column, key).
+pub fn read_roles(path: &Path) -> Result<RolesFile, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::Operator(openvibe_operators::Error::Io {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    })?;
+    let file: RolesFile = parse_yaml(&text, path)?;
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, role) in file.roles.iter().enumerate() {
+        if !seen.insert(role.id.as_str()) {
+            return Err(Error::Operator(openvibe_operators::Error::Config {
+                path: path.to_owned(),
+                line: 0,
+                column: 0,
+                key: format!("roles[{i}].id"),
+                message: format!("role `{}` is declared twice", role.id),
+            }));
+        }
+    }
+    Ok(file)
+}
+
+/// The roles of `config_path`'s [`ROLES_FILE`], each with the operators it
+/// names built by `operators` (an unknown operator id is an error naming it).
+pub fn load_roles(config_path: &Path, operators: &OperatorRuntime) -> Result<Vec<Role>, Error> {
+    let file = read_roles(&config_path.join(ROLES_FILE))?;
+    file.roles
+        .iter()
+        .map(|def| {
+            def.operators
+                .iter()
+                .try_fold(def.role(config_path), |role, id| {
+                    Ok(role.operator(operators.operator(id)?))
+                })
+        })
+        .collect()
+}

@@ -1,0 +1,378 @@
+//! The source design's full example (section 4), runnable: a CRO role that
+//! owns `RevenueOps` (`qualify_lead`, `enrich_lead`) and `ContentEngine`
+//! (`write_case_study`), loaded by [`RoleRuntime::with_config_path`] from a
+//! configuration directory (roles, soul, operator prompts and triggers in
+//! files; `examples/full/` in this crate), with the memory pyramid it
+//! leaves behind: every LLM call in the raw log (L1), one episode per node
+//! run (L2), insights distilled from them (L3) and published to the
+//! workspace.
+//!
+//! `cargo run -p openvibe --example full` and `openvibe demo --full` run
+//! it offline from the recorded [`CASSETTE`]; the tools are stand-ins
+//! (a CRM and a web search over a few fixed records).
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use openvibe_memory::{Distillation, MemoryFilesystem, MemoryPyramid};
+use openvibe_operators::config::OperatorConfig;
+use openvibe_operators::{CompiledGraph, END, OperatorRuntime, StateGraph};
+use openvibe_primitives::{AgentNode, FnTool, LlmNode, Node, ScopeSpec};
+use openvibe_protocols::{
+    ContentBlock, Episode, EpisodeQuery, LlmError, LlmProvider, LlmRequest, LlmResponse,
+    MessageContent, MessageRole, RawCall, RawCallQuery, State,
+};
+use openvibe_roles::config::OPERATORS_FILE;
+use serde_json::{Value, json};
+
+use crate::RoleRuntime;
+
+/// The configuration directory, compiled in (path relative to it, text),
+/// so that `openvibe demo --full` runs anywhere ([`write_config`]).
+pub const CONFIG_FILES: &[(&str, &str)] = &[
+    ("roles.yaml", include_str!("../examples/full/roles.yaml")),
+    (
+        "souls/cro.md",
+        include_str!("../examples/full/souls/cro.md"),
+    ),
+    (
+        "operators.yaml",
+        include_str!("../examples/full/operators.yaml"),
+    ),
+    (
+        "prompts/case_study.md",
+        include_str!("../examples/full/prompts/case_study.md"),
+    ),
+];
+
+/// The recorded model answers the example replays (recorded from
+/// [`StandIn`] with `openvibe demo --full --llm standin --record FILE`).
+pub const CASSETTE: &str = include_str!("../examples/full/cassette.jsonl");
+
+/// The lead the example qualifies and enriches.
+pub const LEAD: &str =
+    "Acme Logistics, 450 employees, VP Operations attended the route-planning webinar";
+
+/// The customer the case study is about.
+pub const CUSTOMER: &str = "Acme Logistics";
+
+/// Write [`CONFIG_FILES`] under `dir` (created when missing).
+pub fn write_config(dir: &Path) -> std::io::Result<()> {
+    for (name, text) in CONFIG_FILES {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, text)?;
+    }
+    Ok(())
+}
+
+/// The CRM the `search_hubspot` stand-in searches.
+const CRM: &[(&str, &str)] = &[
+    (
+        "acme logistics",
+        r#"{"company": "Acme Logistics", "employees": 450, "stage": "evaluation", "owner": "J. Rivera", "last_touch": "webinar follow-up call"}"#,
+    ),
+    (
+        "globex",
+        r#"{"company": "Globex", "employees": 1200, "stage": "customer", "owner": "M. Chen", "last_touch": "renewal signed"}"#,
+    ),
+];
+
+/// What the `search_web` stand-in finds.
+const WEB: &[(&str, &str)] = &[(
+    "acme logistics",
+    "Acme Logistics cut empty truck miles by 18% in six months after moving route planning to our platform (press release, March).",
+)];
+
+fn lookup(table: &[(&str, &str)], query: &str) -> String {
+    let query = query.to_lowercase();
+    table
+        .iter()
+        .filter(|(key, _)| query.contains(key) || key.contains(query.trim()))
+        .map(|(_, record)| *record)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    /// What to search for.
+    query: String,
+}
+
+fn one_node(node: impl Node + 'static) -> Result<CompiledGraph, openvibe_operators::Error> {
+    let name = node.name().to_owned();
+    StateGraph::new()
+        .add_node(node)
+        .set_entry_point(&name)
+        .add_edge(&name, END)
+        .compile()
+}
+
+fn qualify_lead(cfg: &OperatorConfig) -> Result<CompiledGraph, openvibe_operators::Error> {
+    one_node(
+        cfg.apply_llm(LlmNode::new("qualify_lead", "", |s: &State| {
+            Ok(format!("Score this lead: {}", s.require_str("lead_data")?))
+        }))
+        .output_key("score")
+        .memory_scope(
+            ScopeSpec::new()
+                .domain("revenue")
+                .entity_from_key("company"),
+        ),
+    )
+}
+
+fn enrich_lead(cfg: &OperatorConfig) -> Result<CompiledGraph, openvibe_operators::Error> {
+    let search_hubspot = FnTool::new(
+        "search_hubspot",
+        "Search HubSpot CRM for contacts and deals.",
+        |q: Query| async move { Ok::<_, String>(lookup(CRM, &q.query)) },
+    )
+    .action("read_crm");
+    one_node(
+        cfg.apply_agent(AgentNode::new("enrich_lead", "", |s: &State| {
+            Ok(format!("Enrich: {}", s.require_str("lead_data")?))
+        }))
+        .tool(search_hubspot)
+        .max_turns(4)
+        .output_key("enriched")
+        .memory_scope(
+            ScopeSpec::new()
+                .domain("revenue")
+                .entity_from_key("company"),
+        ),
+    )
+}
+
+fn write_case_study(cfg: &OperatorConfig) -> Result<CompiledGraph, openvibe_operators::Error> {
+    let search_web = FnTool::new(
+        "search_web",
+        "Search the web (a stand-in over a few fixed pages).",
+        |q: Query| async move { Ok::<_, String>(lookup(WEB, &q.query)) },
+    )
+    .action("search_web");
+    one_node(
+        cfg.apply_agent(AgentNode::new("write_case_study", "", |s: &State| {
+            Ok(format!(
+                "Write case study for: {}",
+                s.require_str("customer")?
+            ))
+        }))
+        .tool(search_web)
+        .max_turns(4)
+        .output_key("draft")
+        .memory_scope(
+            ScopeSpec::new()
+                .domain("marketing")
+                .entity_from_key("company"),
+        ),
+    )
+}
+
+/// The operators of `config_path`'s `operators.yaml` with their workflows
+/// registered: `RevenueOps` and `ContentEngine`.
+pub fn operators(config_path: &Path) -> Result<OperatorRuntime, openvibe_operators::Error> {
+    let mut operators = OperatorRuntime::from_yaml(config_path.join(OPERATORS_FILE))?;
+    operators.register_workflow("revenue_ops", "qualify_lead", qualify_lead)?;
+    operators.register_workflow("revenue_ops", "enrich_lead", enrich_lead)?;
+    operators.register_workflow("content_engine", "write_case_study", write_case_study)?;
+    Ok(operators)
+}
+
+/// What one run of the example produced.
+#[derive(Debug)]
+pub struct FullRun {
+    /// The final states of the three activations, in order:
+    /// `qualify_lead`, `enrich_lead`, `write_case_study`.
+    pub states: Vec<(String, State)>,
+    /// The CRO's memory pyramid.
+    pub pyramid: MemoryPyramid,
+    /// The reflection and what it published.
+    pub distillation: Distillation,
+    /// Every raw call of the role, newest first.
+    pub raw_calls: Vec<RawCall>,
+    /// Every episode of the role, newest first.
+    pub episodes: Vec<Episode>,
+    /// The role's memory as a filesystem (`/raw/` included).
+    pub filesystem: MemoryFilesystem,
+}
+
+/// What can stop the example.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration or a role failed.
+    #[error(transparent)]
+    Role(#[from] openvibe_roles::Error),
+    /// The operators file or a workflow failed.
+    #[error(transparent)]
+    Operator(#[from] openvibe_operators::Error),
+    /// Memory failed.
+    #[error(transparent)]
+    Memory(#[from] openvibe_memory::MemoryError),
+    /// The configuration's `cro` role has no clearance, so no memory.
+    #[error("role `cro` has no clearance in roles.yaml, so it has no memory pyramid to show")]
+    NoMemory,
+}
+
+/// Run the example with the configuration in `config_path` on `runtime`
+/// (its model, stores and tenant; the roles come from the directory): the
+/// CRO qualifies and enriches [`LEAD`], writes a case study about
+/// [`CUSTOMER`], then reflects (through its own LLM, so the reflection is
+/// in the raw log too) and publishes what it learned.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use openvibe::full_example::{self, StandIn};
+/// use openvibe::{RoleRuntime, memory::in_memory_stores};
+///
+/// let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/full");
+/// let runtime = RoleRuntime::new(Arc::new(StandIn)).with_stores(in_memory_stores());
+/// let run = full_example::run(&config, runtime).await?;
+/// assert_eq!(run.states.len(), 3);
+/// assert_eq!(run.raw_calls.len(), 6); // 1 + 2 + 2 node calls, and the reflection
+/// # Ok::<(), full_example::Error>(())
+/// # }).unwrap();
+/// ```
+pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Error> {
+    let operators = operators(config_path)?;
+    let runtime = runtime.with_config_path(config_path, &operators)?;
+    let lead: State = [("lead_data", LEAD), ("company", "acme_logistics")]
+        .into_iter()
+        .collect();
+    let customer: State = [("customer", CUSTOMER), ("company", "acme_logistics")]
+        .into_iter()
+        .collect();
+    let mut states = Vec::new();
+    for (operator, workflow, input) in [
+        ("revenue_ops", "qualify_lead", lead.clone()),
+        ("revenue_ops", "enrich_lead", lead),
+        ("content_engine", "write_case_study", customer),
+    ] {
+        let out = runtime.activate("cro", operator, workflow, input).await?;
+        states.push((format!("{operator}/{workflow}"), out));
+    }
+    let role = runtime.get_role("cro")?;
+    let pyramid = role.pyramid().ok_or(Error::NoMemory)?;
+    let filesystem = role.filesystem()?.ok_or(Error::NoMemory)?;
+    let distillation = pyramid.distill(role.llm()?.as_ref(), 0.5).await?;
+    let mut raw_calls = Vec::new();
+    let mut query = RawCallQuery::new().limit(100);
+    loop {
+        let page = pyramid.raw(query.clone()).await?;
+        raw_calls.extend(page.items);
+        match page.next_cursor {
+            Some(cursor) => query = query.cursor(cursor),
+            None => break,
+        }
+    }
+    let episodes = pyramid.episodes(EpisodeQuery::new().limit(100)).await?;
+    Ok(FullRun {
+        states,
+        pyramid,
+        distillation,
+        raw_calls,
+        episodes,
+        filesystem,
+    })
+}
+
+/// A deterministic stand-in for a model that answers the example's
+/// requests the way a good model would (qualification, CRM enrichment with
+/// a tool call, a case study with a web search, reflection): what
+/// [`CASSETTE`] was recorded from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StandIn;
+
+fn last_tool_result(request: &LlmRequest) -> Option<String> {
+    let last = request.messages.last()?;
+    if last.role != MessageRole::User {
+        return None;
+    }
+    let MessageContent::Blocks(blocks) = &last.content else {
+        return None;
+    };
+    blocks.iter().find_map(|b| match b {
+        ContentBlock::ToolResult { content, .. } => Some(content.clone()),
+        _ => None,
+    })
+}
+
+#[async_trait]
+impl LlmProvider for StandIn {
+    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let user = request
+            .messages
+            .first()
+            .map(openvibe_protocols::Message::text)
+            .unwrap_or_default();
+        let tool_use = |name: &str, query: &str| {
+            LlmResponse::from_blocks(vec![ContentBlock::ToolUse {
+                id: format!("call_{name}"),
+                name: name.to_owned(),
+                input: json!({ "query": query }),
+            }])
+        };
+        let answer = if request
+            .system
+            .contains("reflecting on recent work experiences")
+        {
+            LlmResponse::text(
+                json!([
+                    {"content": "Logistics leads whose VP attended a webinar score above 80", "confidence": 0.8, "domain": "revenue", "tags": ["webinar"]},
+                    {"content": "Case studies that quote a measured result (18% fewer empty miles) are ready to publish", "confidence": 0.6, "domain": "marketing"}
+                ])
+                .to_string(),
+            )
+        } else if request.tools.iter().any(|t| t.name == "search_hubspot") {
+            match last_tool_result(request) {
+                None => tool_use("search_hubspot", CUSTOMER),
+                Some(found) => {
+                    let record: Value = serde_json::from_str(found.lines().next().unwrap_or("{}"))
+                        .unwrap_or(Value::Null);
+                    LlmResponse::text(
+                        json!({
+                            "company": record["company"],
+                            "employees": record["employees"],
+                            "stage": record["stage"],
+                            "next_step": "book a route-planning demo with the VP Operations",
+                        })
+                        .to_string(),
+                    )
+                }
+            }
+        } else if request.tools.iter().any(|t| t.name == "search_web") {
+            match last_tool_result(request) {
+                None => tool_use("search_web", CUSTOMER),
+                Some(found) => LlmResponse::text(format!(
+                    "# {CUSTOMER}: 18% fewer empty miles\n\n**Challenge.** Trucks ran empty on return legs.\n\n**Solution.** Route planning on our platform.\n\n**Result.** {found}"
+                )),
+            }
+        } else if user.starts_with("Score this lead") {
+            LlmResponse::text(
+                json!({"score": 86, "reason": "450 employees in logistics and a VP who attended the webinar"})
+                    .to_string(),
+            )
+        } else {
+            return Err(LlmError::Other(format!(
+                "the stand-in model has no answer for: {}",
+                openvibe_protocols::truncate_chars(&user, 80)
+            )));
+        };
+        let tokens_in = (request.system.len()
+            + request
+                .messages
+                .iter()
+                .map(|m| m.text().len())
+                .sum::<usize>())
+            / 4;
+        let tokens_out = answer.content.len() / 4 + 8;
+        Ok(answer
+            .with_usage(tokens_in as u64, tokens_out as u64)
+            .with_model("openvibe-standin-1"))
+    }
+}
