@@ -22,7 +22,7 @@ use crate::{cargo, workspace_root};
 
 /// The library crates whose API is tracked (the binary, benchmark and
 /// xtask crates have none to break).
-pub(crate) const CRATES: [&str; 15] = [
+pub(crate) const CRATES: [&str; 16] = [
     "openvibe-protocols",
     "openvibe-macros",
     "openvibe-primitives",
@@ -37,6 +37,7 @@ pub(crate) const CRATES: [&str; 15] = [
     "openvibe-remote",
     "openvibe-local-embed",
     "openvibe-schedule",
+    "openvibe-temporal",
     "openvibe",
 ];
 

@@ -28,12 +28,12 @@
 //!
 //! Set `OPENVIBE_XTASK_VERBOSE=1` to echo every external command.
 
-mod bundle;
+pub(crate) mod bundle;
 pub(crate) use bundle::pip;
-mod layout;
+pub(crate) mod layout;
 mod pgvector;
-mod proc;
-mod server;
+pub(crate) mod proc;
+pub(crate) mod server;
 
 use std::process::Command;
 use std::time::Instant;

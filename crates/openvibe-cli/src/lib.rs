@@ -14,6 +14,7 @@ pub mod serve;
 pub mod spec;
 pub mod standin;
 pub mod template;
+pub mod temporal;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -68,6 +69,9 @@ pub enum CliError {
     /// The command line asks for something impossible.
     #[error("{0}")]
     Usage(String),
+    /// Temporal could not be reached or refused.
+    #[error("temporal: {0}")]
+    Temporal(String),
     /// The embedding model could not be loaded.
     #[error("embedding model: {0}")]
     Embedding(String),

@@ -13,6 +13,7 @@ use openvibe_cli::logging::{self, LogFormat};
 use openvibe_cli::scheduled;
 use openvibe_cli::serve;
 use openvibe_cli::spec::{Files, RoleFile};
+use openvibe_cli::temporal;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -71,6 +72,33 @@ enum EmbedderArg {
     Local,
     /// Full text only.
     None,
+}
+
+/// Where Temporal is (`run --schedule --temporal`, `worker`).
+#[derive(clap::Args)]
+struct TemporalArgs {
+    /// The Temporal frontend (gRPC), e.g. http://127.0.0.1:7233. With `run
+    /// --schedule`: register the triggers there and exit instead of running
+    /// them in this process.
+    #[arg(long, value_name = "URL")]
+    temporal: Option<String>,
+    /// The Temporal namespace.
+    #[arg(long, default_value = "default", requires = "temporal")]
+    namespace: String,
+    /// The task queue the schedules' workflows run on.
+    #[arg(long, default_value = "openvibe", requires = "temporal")]
+    task_queue: String,
+}
+
+impl TemporalArgs {
+    fn options(&self, reflection: Option<String>) -> Option<temporal::TemporalOptions> {
+        Some(temporal::TemporalOptions {
+            url: self.temporal.clone()?,
+            namespace: self.namespace.clone(),
+            task_queue: self.task_queue.clone(),
+            reflection,
+        })
+    }
 }
 
 #[derive(clap::Args)]
@@ -327,7 +355,9 @@ Examples:
   openvibe run role.yaml --reflect --llm anthropic
   openvibe -vv run role.yaml --llm standin --log-format json 2> log.jsonl
   openvibe run role.yaml --schedule --llm anthropic --reflection \"0 3 * * *\"
-  openvibe run role.yaml --schedule --llm standin --for 10m")]
+  openvibe run role.yaml --schedule --llm standin --for 10m
+  openvibe run role.yaml --schedule --temporal http://127.0.0.1:7233   register the
+                        triggers as Temporal schedules and exit (`openvibe worker` runs them)")]
     Run {
         /// The role file (YAML).
         role_file: PathBuf,
@@ -351,8 +381,35 @@ Examples:
         /// With --schedule: keep each run's checkpoints in this directory,
         /// so runs a killed openvibe left unfinished resume (without
         /// repeating finished nodes) when it starts again.
-        #[arg(long, value_name = "DIR", requires = "schedule")]
+        #[arg(
+            long,
+            value_name = "DIR",
+            requires = "schedule",
+            conflicts_with = "temporal"
+        )]
         checkpoints: Option<PathBuf>,
+        #[command(flatten)]
+        temporal: TemporalArgs,
+        #[command(flatten)]
+        llm: LlmArgs,
+    },
+    /// Run a Temporal worker for a role file: the activations its Temporal
+    /// schedules start, each node an activity (feature `temporal`).
+    #[command(after_help = "\
+Schedules registered by `openvibe run role.yaml --schedule --temporal URL` start
+workflows on a task queue; workers for the same role file poll it and run them,
+one Temporal activity per node. Run several workers, on several machines: when
+one dies mid-run, another finishes the run without repeating finished nodes.
+Stops on Ctrl-C or SIGTERM after the running nodes finish.
+
+Examples:
+  cargo xtask temporal up        a local Temporal dev server (prints its URL)
+  openvibe worker role.yaml --temporal http://127.0.0.1:57233 --llm anthropic")]
+    Worker {
+        /// The role file (YAML): the same as the schedules were registered from.
+        role_file: PathBuf,
+        #[command(flatten)]
+        temporal: TemporalArgs,
         #[command(flatten)]
         llm: LlmArgs,
     },
@@ -458,11 +515,25 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             firings,
             reflection,
             checkpoints,
+            temporal: temporal_args,
             llm,
         } => {
             let (file, files) = RoleFile::load(&role_file)?;
             let (options, label) = options(&llm, Llm::Anthropic, reflect);
-            if schedule {
+            if schedule && let Some(temporal) = temporal_args.options(reflection.clone()) {
+                if run_for.is_some() || firings.is_some() {
+                    return Err(CliError::Usage(
+                        "--for and --firings stop an in-process schedule; with --temporal the \
+                         schedules run in Temporal (stop its workers instead)"
+                            .into(),
+                    ));
+                }
+                temporal::register(&file, &files, &options, &temporal, &mut stdout).await
+            } else if temporal_args.temporal.is_some() && !schedule {
+                Err(CliError::Usage(
+                    "--temporal registers the role's triggers: use it with --schedule".into(),
+                ))
+            } else if schedule {
                 let schedule = scheduled::ScheduleOptions {
                     run_for,
                     firings,
@@ -473,6 +544,18 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             } else {
                 demo::execute(&file, &files, &options, &label, &mut stdout).await
             }
+        }
+        Command::Worker {
+            role_file,
+            temporal: temporal_args,
+            llm,
+        } => {
+            let (file, files) = RoleFile::load(&role_file)?;
+            let (options, label) = options(&llm, Llm::Anthropic, false);
+            let Some(temporal) = temporal_args.options(None) else {
+                return Err(CliError::Usage("a worker needs --temporal URL".into()));
+            };
+            temporal::worker(&file, &files, &options, &temporal, &label, &mut stdout).await
         }
         Command::Namespaces(NamespacesCommand::Ls {
             backend,

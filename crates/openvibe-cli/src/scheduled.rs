@@ -40,7 +40,7 @@ pub fn reflection_of(spec: &str) -> Reflection {
 }
 
 /// What a trigger runs, for people: `operator/workflow`, or the reflection.
-fn target_of(trigger: &TriggerConfig) -> String {
+pub(crate) fn target_of(trigger: &TriggerConfig) -> String {
     match &trigger.operator_id {
         Some(operator) => format!("{operator}/{}", trigger.workflow),
         None => "reflect + publish".to_owned(),

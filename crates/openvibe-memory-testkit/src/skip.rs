@@ -48,23 +48,51 @@ pub fn record(test: &str, reason: &str) {
 /// `DATABASE_URL` for the running test; `None` after recording the test as
 /// skipped when `OPENVIBE_SKIP_PG=1`; otherwise a panic saying what to do.
 pub fn database_url() -> Option<String> {
-    if let Ok(url) = std::env::var("DATABASE_URL")
+    server_url(
+        "DATABASE_URL",
+        SKIP_ENV,
+        "PostgreSQL",
+        "The Postgres tests need a database: run `cargo xtask db up` and \
+         `export DATABASE_URL=<the URL it prints>` \
+         (postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe)",
+    )
+}
+
+/// The variable naming the Temporal server the Temporal tests use.
+pub const TEMPORAL_URL_ENV: &str = "OPENVIBE_TEMPORAL_URL";
+
+/// Set to `1` to skip (and report) the Temporal tests when no server is given.
+pub const SKIP_TEMPORAL_ENV: &str = "OPENVIBE_SKIP_TEMPORAL";
+
+/// `OPENVIBE_TEMPORAL_URL` for the running test, as [`database_url`] does
+/// for `DATABASE_URL` (skip with `OPENVIBE_SKIP_TEMPORAL=1`).
+pub fn temporal_url() -> Option<String> {
+    server_url(
+        TEMPORAL_URL_ENV,
+        SKIP_TEMPORAL_ENV,
+        "Temporal",
+        "The Temporal tests need a server: run `cargo xtask temporal up` and \
+         `export OPENVIBE_TEMPORAL_URL=<the URL it prints>` (http://127.0.0.1:57233)",
+    )
+}
+
+/// The URL in `var` for the running test; `None` after recording the test
+/// as skipped when `skip_var=1`; otherwise a panic saying `how` to give one.
+fn server_url(var: &str, skip_var: &str, server: &str, how: &str) -> Option<String> {
+    if let Ok(url) = std::env::var(var)
         && !url.trim().is_empty()
     {
         return Some(url);
     }
-    if std::env::var(SKIP_ENV).as_deref() == Ok("1") {
+    if std::env::var(skip_var).as_deref() == Ok("1") {
         record(
             &current_test(),
-            "DATABASE_URL is unset and OPENVIBE_SKIP_PG=1: not run against PostgreSQL",
+            &format!("{var} is unset and {skip_var}=1: not run against {server}"),
         );
         return None;
     }
     panic!(
-        "DATABASE_URL is not set. The Postgres tests need a database: run \
-         `cargo xtask db up` and `export DATABASE_URL=<the URL it prints>` \
-         (postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe), or run \
-         `cargo xtask test-all`, which does both. Set OPENVIBE_SKIP_PG=1 to skip \
-         them explicitly (they are then reported as skipped)."
+        "{var} is not set. {how}, or run `cargo xtask test-all`, which does both. \
+         Set {skip_var}=1 to skip them explicitly (they are then reported as skipped)."
     );
 }

@@ -293,6 +293,23 @@ impl Checkpoint {
     }
 }
 
+/// One node of a run, as a durable engine (Temporal) drives a graph: it
+/// runs one node, records the step, and asks for the next one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Step {
+    /// The node that ran.
+    pub node: String,
+    /// The state after it.
+    pub state: State,
+    /// The node to run next ([`END`] when the run is finished).
+    pub next: String,
+    /// At most this many nodes run in one run of this graph (its
+    /// [recursion limit](CompiledGraph::recursion_limit)): the engine stops
+    /// a run that reaches it.
+    pub max_steps: u32,
+}
+
 /// Saves the state after each node so a failed run can resume.
 #[async_trait]
 pub trait Checkpointer: Send + Sync {
@@ -448,6 +465,56 @@ impl CompiledGraph {
         }
     }
 
+    /// Run one node, `node` or the entry point when `None`, on `state`, and
+    /// say which comes next: what a durable engine records between nodes.
+    /// Saves no checkpoint (the engine keeps the history).
+    pub async fn step(
+        &self,
+        ctx: &NodeContext,
+        node: Option<&str>,
+        state: State,
+    ) -> Result<Step, Error> {
+        let node = node.unwrap_or(&self.inner.entry).to_owned();
+        let (state, next) = self.run_node(ctx, &node, state, None).await?;
+        Ok(Step {
+            node,
+            state,
+            next,
+            max_steps: self.recursion_limit,
+        })
+    }
+
+    /// Run `current` on `state`; returns the new state and the next node.
+    async fn run_node(
+        &self,
+        ctx: &NodeContext,
+        current: &str,
+        state: State,
+        at: Option<(&str, u32)>,
+    ) -> Result<(State, String), Error> {
+        let Some(node) = self.inner.nodes.get(current) else {
+            return Err(Error::UnknownNode {
+                node: current.to_owned(),
+                context: match at {
+                    Some(_) => "resumed checkpoint".into(),
+                    None => "a step of the graph".into(),
+                },
+            });
+        };
+        let (run_id, step) = at.unwrap_or_default();
+        let span = tracing::info_span!("graph_node", node = %current, step, run_id);
+        let state = node
+            .run(ctx, state)
+            .instrument(span)
+            .await
+            .map_err(|source| Error::Node {
+                node: current.to_owned(),
+                source: Box::new(source),
+            })?;
+        let next = self.next_node(current, &state)?;
+        Ok((state, next))
+    }
+
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), Error> {
         match &self.checkpointer {
             Some(cp) => cp
@@ -478,24 +545,12 @@ impl CompiledGraph {
                     node: current,
                 });
             }
-            let Some(node) = self.inner.nodes.get(&current) else {
-                return Err(Error::UnknownNode {
-                    node: current,
-                    context: "resumed checkpoint".into(),
-                });
-            };
-            let span = tracing::info_span!("graph_node", node = %current, step, run_id);
-            state = node
-                .run(ctx, state)
-                .instrument(span)
-                .await
-                .map_err(|source| Error::Node {
-                    node: current.clone(),
-                    source: Box::new(source),
-                })?;
+            let (after, next) = self
+                .run_node(ctx, &current, state, Some((run_id, step)))
+                .await?;
+            state = after;
             executed += 1;
             step += 1;
-            let next = self.next_node(&current, &state)?;
             if self.checkpointer.is_some() {
                 self.save(&Checkpoint {
                     run_id: run_id.to_owned(),

@@ -24,7 +24,7 @@ pub use config::{OperatorConfig, RuntimeConfig};
 pub use error::Error;
 pub use graph::{
     Checkpoint, Checkpointer, CompiledGraph, DEFAULT_RECURSION_LIMIT, END, InMemoryCheckpointer,
-    StateGraph,
+    StateGraph, Step,
 };
 pub use operator::{BoundOperator, Operator};
 pub use runtime::OperatorRuntime;

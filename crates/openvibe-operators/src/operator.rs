@@ -9,7 +9,7 @@ use openvibe_primitives::{Node, NodeContext};
 use openvibe_protocols::{State, TriggerConfig};
 use tracing::Instrument;
 
-use crate::{Checkpointer, CompiledGraph, END, Error, StateGraph};
+use crate::{Checkpointer, CompiledGraph, END, Error, StateGraph, Step};
 
 /// What an operator can do: its nodes and its workflows (compiled graphs),
 /// independent of which LLM or memory it runs with. Cheap to clone.
@@ -234,6 +234,21 @@ impl BoundOperator {
             .invoke_run_from(&self.ctx, run_id, origin, state)
             .instrument(span)
             .await
+    }
+
+    /// Run one node of a workflow (`node`, or its entry point when `None`)
+    /// and say which comes next: how a durable engine (Temporal) runs a
+    /// workflow, one recorded step at a time.
+    pub async fn step_workflow(
+        &self,
+        workflow: &str,
+        node: Option<&str>,
+        state: State,
+    ) -> Result<Step, Error> {
+        let graph = self.workflow(workflow)?;
+        let span =
+            tracing::info_span!("operator_step", operator = %self.operator.id, workflow, node);
+        graph.step(&self.ctx, node, state).instrument(span).await
     }
 
     fn workflow(&self, workflow: &str) -> Result<&CompiledGraph, Error> {

@@ -28,7 +28,9 @@ pub use authority::{
 pub use error::Error;
 pub use role::{DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Role, RoleAwareLlm};
 pub use runtime::RoleRuntime;
-pub use serve::{Fired, Outcome, REFLECTION_WORKFLOW, Reflection, ServeReport};
+pub use serve::{
+    Fired, Outcome, REFLECTION_WORKFLOW, Reflection, ReflectionSummary, ServeReport, trigger_state,
+};
 pub use soul::Soul;
 
 /// The README's example, compiled and run as a doc test.

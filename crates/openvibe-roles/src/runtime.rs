@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 use openvibe_memory::{MemoryGateway, RawLogConfig, Stores, WorkspaceMemory};
-use openvibe_operators::{Checkpointer, OperatorRuntime};
+use openvibe_operators::{BoundOperator, Checkpointer, OperatorRuntime, Step};
 use openvibe_protocols::{LlmProvider, MemoryProvider, ScheduleProvider, State, TriggerConfig};
 use tracing::Instrument;
 
@@ -224,6 +225,60 @@ impl RoleRuntime {
         input: State,
         run: Option<(&str, serde_json::Value)>,
     ) -> Result<State, Error> {
+        self.as_role(role_id, operator_id, workflow_id, |operator| async move {
+            match (run, &self.checkpointer) {
+                (Some((run_id, origin)), Some(checkpointer)) => {
+                    operator
+                        .run_workflow_durably(
+                            workflow_id,
+                            run_id,
+                            origin,
+                            checkpointer.clone(),
+                            input,
+                        )
+                        .await
+                }
+                _ => operator.run_workflow(workflow_id, input).await,
+            }
+        })
+        .await
+    }
+
+    /// Run one node of `workflow_id` as `role_id` (`node`, or the entry
+    /// point when `None`) and say which comes next: how a durable engine
+    /// (Temporal, `openvibe-temporal`) runs an activation, one recorded
+    /// step at a time. The step's raw LLM calls are in the log when it
+    /// returns.
+    pub async fn activate_step(
+        &self,
+        role_id: &str,
+        operator_id: &str,
+        workflow_id: &str,
+        node: Option<&str>,
+        state: State,
+    ) -> Result<Step, Error> {
+        self.as_role(role_id, operator_id, workflow_id, |operator| async move {
+            operator.step_workflow(workflow_id, node, state).await
+        })
+        .await
+    }
+
+    /// Run `work` with `role_id`'s `operator_id` bound, in an `activate`
+    /// span naming the role's tenant and principal; flushes the role's raw
+    /// log afterwards, so the calls are stored when this returns (one
+    /// append, off the calls' path; a crash mid-run loses at most a batch
+    /// window).
+    async fn as_role<F, Fut, T>(
+        &self,
+        role_id: &str,
+        operator_id: &str,
+        workflow_id: &str,
+        work: F,
+    ) -> Result<T, Error>
+    where
+        F: FnOnce(BoundOperator) -> Fut,
+        Fut: Future<Output = Result<T, openvibe_operators::Error>>,
+    {
         let span = tracing::info_span!(
             "activate",
             role = role_id,
@@ -239,25 +294,7 @@ impl RoleRuntime {
             span.record("principal", tracing::field::display(caller.principal()));
         }
         let operator = role.get_operator(operator_id)?;
-        let run = async {
-            match (run, &self.checkpointer) {
-                (Some((run_id, origin)), Some(checkpointer)) => {
-                    operator
-                        .run_workflow_durably(
-                            workflow_id,
-                            run_id,
-                            origin,
-                            checkpointer.clone(),
-                            input,
-                        )
-                        .await
-                }
-                _ => operator.run_workflow(workflow_id, input).await,
-            }
-        };
-        let result = run.instrument(span).await;
-        // The run's raw calls are in the log when it returns (one append,
-        // off the calls' path); a crash mid-run loses at most a batch window.
+        let result = work(operator).instrument(span).await;
         if let Some(memory) = role.agent_memory() {
             memory.flush_raw_log().await;
         }

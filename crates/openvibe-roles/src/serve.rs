@@ -9,6 +9,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use openvibe_memory::DEFAULT_PUBLISH_CONFIDENCE;
 use openvibe_protocols::{Firing, State, TriggerConfig, TriggerKind};
+use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use crate::{Error, RoleRuntime};
@@ -103,6 +104,44 @@ pub enum Outcome {
     Skipped,
     /// The activation failed.
     Failed(Error),
+}
+
+/// What a reflection did: the counts of [`Outcome::Reflected`], as a value
+/// that travels (a Temporal activity returns it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ReflectionSummary {
+    /// Episodes shown to the model.
+    pub episodes: usize,
+    /// New insights.
+    pub created: usize,
+    /// Existing insights strengthened.
+    pub strengthened: usize,
+    /// Facts published to the workspace.
+    pub published: usize,
+}
+
+impl From<ReflectionSummary> for Outcome {
+    fn from(s: ReflectionSummary) -> Self {
+        Outcome::Reflected {
+            episodes: s.episodes,
+            created: s.created,
+            strengthened: s.strengthened,
+            published: s.published,
+        }
+    }
+}
+
+/// The state a trigger's workflow starts from: its `input` (an object),
+/// or an empty state when it has none.
+pub fn trigger_state(trigger: &TriggerConfig) -> Result<State, Error> {
+    match &trigger.input {
+        serde_json::Value::Null => Ok(State::new()),
+        value => State::from_value(value.clone()).map_err(|e| Error::Firing {
+            trigger: trigger.id.clone(),
+            message: format!("its input is not a state: {e}"),
+        }),
+    }
 }
 
 /// A firing and what came of it.
@@ -287,13 +326,7 @@ impl RoleRuntime {
 
     async fn activate_firing(&self, firing: &Firing) -> Result<State, Error> {
         let trigger = &firing.trigger;
-        let input = match &trigger.input {
-            serde_json::Value::Null => State::new(),
-            value => State::from_value(value.clone()).map_err(|e| Error::Firing {
-                trigger: trigger.id.clone(),
-                message: format!("its input is not a state: {e}"),
-            })?,
-        };
+        let input = trigger_state(trigger)?;
         let operator = trigger
             .operator_id
             .as_deref()
@@ -308,29 +341,39 @@ impl RoleRuntime {
     }
 
     async fn reflect_role(&self, firing: &Firing) -> Result<Outcome, Error> {
-        let role = self.get_role(&firing.role_id)?;
+        self.reflect_and_publish(&firing.role_id, &firing.trigger)
+            .await
+            .map(Outcome::from)
+    }
+
+    /// What a firing of a [reflection](Self::with_reflection) trigger does
+    /// for `role_id`: reflect on its recent episodes through the role's LLM
+    /// (soul injected, calls in its raw log), then publish the insights at
+    /// least as confident as the trigger's `min_confidence` input (default
+    /// [`DEFAULT_PUBLISH_CONFIDENCE`]) to the workspace. Fails for a role
+    /// without agent memory.
+    pub async fn reflect_and_publish(
+        &self,
+        role_id: &str,
+        trigger: &TriggerConfig,
+    ) -> Result<ReflectionSummary, Error> {
+        let role = self.get_role(role_id)?;
         let Some(pyramid) = role.pyramid() else {
             return Err(Error::Firing {
-                trigger: firing.trigger.id.clone(),
-                message: format!(
-                    "role `{}` has no agent memory to reflect on",
-                    firing.role_id
-                ),
+                trigger: trigger.id.clone(),
+                message: format!("role `{role_id}` has no agent memory to reflect on"),
             });
         };
-        let min_confidence = firing
-            .trigger
+        let min_confidence = trigger
             .input
             .get("min_confidence")
             .and_then(serde_json::Value::as_f64)
             .unwrap_or(DEFAULT_PUBLISH_CONFIDENCE);
-        // Through the role's LLM: the soul is injected and the call is in
-        // the raw log like every other call of the role.
         let done = pyramid
             .distill(role.llm()?.as_ref(), min_confidence)
             .await?;
         let report = done.reflection;
-        Ok(Outcome::Reflected {
+        Ok(ReflectionSummary {
             episodes: report.episodes_considered,
             created: report.created.len(),
             strengthened: report.strengthened.len(),

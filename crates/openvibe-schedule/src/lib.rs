@@ -59,7 +59,7 @@ use openvibe_protocols::{
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-pub use plan::{MIN_INTERVAL, Plan};
+pub use plan::{MIN_INTERVAL, Plan, split_zone};
 
 /// Firings waiting for the runner; past this, a firing is dropped with a
 /// warning rather than piling up behind a runner that does not keep up.

@@ -111,8 +111,9 @@ impl Plan {
 }
 
 /// `CRON_TZ=Europe/Berlin 0 9 * * *` (or `TZ=…`): the zone and the
-/// expression; without a prefix, UTC.
-fn split_zone(schedule: &str) -> Result<(Tz, &str), String> {
+/// expression; without a prefix, UTC. An unknown zone, or a zone without
+/// an expression, is an error saying so.
+pub fn split_zone(schedule: &str) -> Result<(Tz, &str), String> {
     let Some(rest) = schedule
         .strip_prefix("CRON_TZ=")
         .or_else(|| schedule.strip_prefix("TZ="))

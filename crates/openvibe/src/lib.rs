@@ -89,6 +89,10 @@ pub use openvibe_protocols as protocols;
 pub use openvibe_roles as roles;
 /// The in-process scheduler (the embedded default `ScheduleProvider`).
 pub use openvibe_schedule as schedule;
+/// Temporal (feature `temporal`): a `ScheduleProvider` whose schedules
+/// live in Temporal, and a worker that runs role activations durably.
+#[cfg(feature = "temporal")]
+pub use openvibe_temporal as temporal;
 
 // Layer 3
 pub use openvibe_roles::{Authority, AuthorityConfig, Role, RoleRuntime};

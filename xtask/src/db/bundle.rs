@@ -24,10 +24,14 @@ pub fn ensure(layout: &Layout) -> Result<(), String> {
         return Ok(());
     }
     make_dir(&layout.root, 0o755)?;
-    let wheel = match find_wheel(&layout.dist_dir()) {
-        Some(w) => w,
-        None => download(layout)?,
-    };
+    let wheel = pip_download(
+        PACKAGE,
+        PACKAGE_VERSION,
+        &layout.dist_dir(),
+        "db",
+        "the PostgreSQL bundle can be fetched, or set DATABASE_URL to an existing \
+         PostgreSQL 18 server with pgvector",
+    )?;
     unpack(layout, &wheel)
 }
 
@@ -38,9 +42,9 @@ pub fn is_installed(layout: &Layout) -> bool {
         .all(|b| layout.bin(b).is_file())
 }
 
-/// A previously downloaded wheel of the pinned version, if any.
-fn find_wheel(dist: &Path) -> Option<PathBuf> {
-    let prefix = format!("{}-{PACKAGE_VERSION}-", PACKAGE.replace('-', "_"));
+/// A previously downloaded wheel of `package` `version` in `dist`, if any.
+fn find_wheel(dist: &Path, package: &str, version: &str) -> Option<PathBuf> {
+    let prefix = format!("{}-{version}-", package.replace('-', "_"));
     std::fs::read_dir(dist)
         .ok()?
         .flatten()
@@ -71,20 +75,27 @@ pub(crate) fn pip(purpose: &str) -> Result<Command, String> {
     ))
 }
 
-/// `pip download` the wheel into the dist dir; returns its path.
-fn download(layout: &Layout) -> Result<PathBuf, String> {
-    let dist = layout.dist_dir();
-    make_dir(&dist, 0o755)?;
-    let spec = format!("{PACKAGE}=={PACKAGE_VERSION}");
+/// The wheel of `package` `version` in `dist`, downloaded with `pip
+/// download` unless it is there; returns its path. `tag` prefixes the
+/// messages, `purpose` completes "install pip so ...".
+pub(crate) fn pip_download(
+    package: &str,
+    version: &str,
+    dist: &Path,
+    tag: &str,
+    purpose: &str,
+) -> Result<PathBuf, String> {
+    if let Some(wheel) = find_wheel(dist, package, version) {
+        return Ok(wheel);
+    }
+    make_dir(dist, 0o755)?;
+    let spec = format!("{package}=={version}");
     eprintln!(
-        "db: downloading {spec} from PyPI into {} ...",
+        "{tag}: downloading {spec} from PyPI into {} ...",
         dist.display()
     );
     let attempt = |extra: &[&str]| -> Result<(), String> {
-        let mut cmd = pip(
-            "the PostgreSQL bundle can be fetched, or set DATABASE_URL to an existing \
-             PostgreSQL 18 server with pgvector",
-        )?;
+        let mut cmd = pip(purpose)?;
         cmd.args([
             "download",
             "--no-deps",
@@ -95,7 +106,7 @@ fn download(layout: &Layout) -> Result<PathBuf, String> {
         .args(extra)
         .arg(&spec)
         .arg("-d")
-        .arg(&dist)
+        .arg(dist)
         .env("PIP_ROOT_USER_ACTION", "ignore");
         proc::run(&mut cmd, &format!("downloading {spec} with pip")).map(drop)
     };
@@ -103,13 +114,13 @@ fn download(layout: &Layout) -> Result<PathBuf, String> {
     // interpreter has no matching wheel, ask explicitly for a CPython 3.12 one.
     if let Err(first) = attempt(&[]) {
         let platform = format!("manylinux2014_{}", std::env::consts::ARCH);
-        eprintln!("db: no wheel for the local Python, retrying for CPython 3.12 / {platform}");
+        eprintln!("{tag}: no wheel for the local Python, retrying for CPython 3.12 / {platform}");
         attempt(&["--python-version", "3.12", "--implementation", "cp", "--platform", &platform])
             .map_err(|second| {
-                format!("{first}\n\nretry also failed:\n{second}\n\nCheck network access to PyPI (pip config, proxy), or set DATABASE_URL.")
+                format!("{first}\n\nretry also failed:\n{second}\n\nCheck network access to PyPI (pip config, proxy).")
             })?;
     }
-    find_wheel(&dist).ok_or_else(|| {
+    find_wheel(dist, package, version).ok_or_else(|| {
         format!(
             "pip reported success but no {spec} wheel is in {}",
             dist.display()
@@ -117,13 +128,37 @@ fn download(layout: &Layout) -> Result<PathBuf, String> {
     })
 }
 
-/// Unpack the wheel into the install dir (atomically via a temp dir).
+/// Unpack the wheel into the install dir, then prove the binaries run.
 fn unpack(layout: &Layout, wheel: &Path) -> Result<(), String> {
-    let target = layout.install_dir();
-    let tmp = layout.root.join(format!(".unpack-{}", std::process::id()));
+    unpack_wheel(
+        &layout.root,
+        wheel,
+        &layout.install_dir(),
+        "pgserver/pginstall/bin/postgres",
+        "db",
+    )?;
+    // Prove the binaries run (as the user that will run them).
+    let mut version = layout.as_service_user(&layout.bin("postgres"));
+    version.arg("--version");
+    let out = proc::run(&mut version, "running the bundled postgres --version")?;
+    eprintln!("db: bundled {}", out.trim());
+    Ok(())
+}
+
+/// Unpack `wheel` into `target` (atomically, through a temporary directory
+/// in `root`), readable by every user; fails unless it holds the file
+/// `must_contain`.
+pub(crate) fn unpack_wheel(
+    root: &Path,
+    wheel: &Path,
+    target: &Path,
+    must_contain: &str,
+    tag: &str,
+) -> Result<(), String> {
+    let tmp = root.join(format!(".unpack-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     eprintln!(
-        "db: unpacking {} into {} ...",
+        "{tag}: unpacking {} into {} ...",
         wheel.display(),
         target.display()
     );
@@ -149,24 +184,18 @@ fn unpack(layout: &Layout, wheel: &Path) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    // Readable (and the programs runnable) by the unprivileged service user.
+    // Readable (and the programs runnable) by an unprivileged service user.
     let mut chmod = Command::new("chmod");
     chmod.arg("-R").arg("a+rX,go-w").arg(&tmp);
-    proc::run(&mut chmod, "making the PostgreSQL bundle world-readable")?;
-    if !tmp.join("pgserver/pginstall/bin/postgres").is_file() {
+    proc::run(&mut chmod, "making the unpacked wheel world-readable")?;
+    if !tmp.join(must_contain).is_file() {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(format!(
-            "{} does not contain pgserver/pginstall/bin/postgres; the package layout changed",
+            "{} does not contain {must_contain}; the package layout changed",
             wheel.display()
         ));
     }
-    let _ = std::fs::remove_dir_all(&target);
-    std::fs::rename(&tmp, &target)
-        .map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), target.display()))?;
-    // Prove the binaries run (as the user that will run them).
-    let mut version = layout.as_service_user(&layout.bin("postgres"));
-    version.arg("--version");
-    let out = proc::run(&mut version, "running the bundled postgres --version")?;
-    eprintln!("db: bundled {}", out.trim());
-    Ok(())
+    let _ = std::fs::remove_dir_all(target);
+    std::fs::rename(&tmp, target)
+        .map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), target.display()))
 }

@@ -30,39 +30,13 @@ impl Layout {
     /// Resolve the layout from the environment.
     pub fn from_env() -> Result<Self, String> {
         let is_root = effective_uid()? == 0;
-        let root = match std::env::var_os("OPENVIBE_PG_DIR").filter(|v| !v.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None if is_root => PathBuf::from(ROOT_DEFAULT_DIR),
-            None => {
-                let cache = std::env::var_os("XDG_CACHE_HOME")
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                    .ok_or("neither OPENVIBE_PG_DIR, XDG_CACHE_HOME nor HOME is set; set OPENVIBE_PG_DIR to a writable directory")?;
-                cache.join("openvibe-pg")
-            }
-        };
-        let root = if root.is_absolute() {
-            root
-        } else {
-            std::env::current_dir()
-                .map_err(|e| format!("cannot resolve the current directory: {e}"))?
-                .join(root)
-        };
-        let port = match std::env::var("OPENVIBE_PG_PORT") {
-            Ok(p) if !p.trim().is_empty() => p
-                .trim()
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| {
-                    format!("OPENVIBE_PG_PORT={p:?} is not a valid TCP port (1-65535)")
-                })?,
-            _ => DEFAULT_PORT,
-        };
         Ok(Self {
-            root,
-            port,
+            root: state_root(
+                "OPENVIBE_PG_DIR",
+                is_root.then_some(ROOT_DEFAULT_DIR),
+                "openvibe-pg",
+            )?,
+            port: port_from_env("OPENVIBE_PG_PORT", DEFAULT_PORT)?,
             service_user: is_root.then(|| SERVICE_USER.to_owned()),
         })
     }
@@ -128,7 +102,7 @@ impl Layout {
     /// first checks that the service user can reach the state directory.
     pub fn lock(&self) -> Result<LockGuard, String> {
         if self.service_user.is_some() {
-            check_traversable(&self.root)?;
+            check_traversable(&self.root, "the PostgreSQL service user", "OPENVIBE_PG_DIR")?;
         }
         LockGuard::acquire(&self.root.join(".lock"))
     }
@@ -159,7 +133,9 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    fn acquire(dir: &Path) -> Result<Self, String> {
+    /// Take the lock directory `dir` (waiting up to 5 minutes for a live
+    /// holder; a dead holder's lock is taken over).
+    pub fn acquire(dir: &Path) -> Result<Self, String> {
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
@@ -198,14 +174,14 @@ impl LockGuard {
                     }
                     if started.elapsed() > Duration::from_secs(300) {
                         return Err(format!(
-                            "another `cargo xtask db` (pid {holder}) has held {} for 5 minutes; \
+                            "another `cargo xtask` (pid {holder}) has held {} for 5 minutes; \
                              if it is gone, remove that directory",
                             dir.display()
                         ));
                     }
                     if !announced {
                         eprintln!(
-                            "db: waiting for another `cargo xtask db` (pid {holder}) to finish..."
+                            "xtask: waiting for another `cargo xtask` (pid {holder}) to finish..."
                         );
                         announced = true;
                     }
@@ -225,21 +201,64 @@ impl Drop for LockGuard {
 
 /// As root, the service user must be able to reach the state directory:
 /// every ancestor needs the "others may traverse" bit (e.g. not /root, 0700).
-fn check_traversable(root: &Path) -> Result<(), String> {
+/// `who` names that user, `env` the variable that moves the directory.
+pub fn check_traversable(root: &Path, who: &str, env: &str) -> Result<(), String> {
     for dir in root.ancestors().skip(1) {
         if let Ok(meta) = std::fs::metadata(dir)
             && meta.permissions().mode() & 0o001 == 0
         {
             return Err(format!(
-                "{} (mode {:o}) cannot be traversed by other users, so the PostgreSQL \
-                 service user cannot reach {}; set OPENVIBE_PG_DIR to a directory outside \
-                 it (default {})",
+                "{} (mode {:o}) cannot be traversed by other users, so {who} cannot \
+                 reach {}; set {env} to a directory outside it",
                 dir.display(),
                 meta.permissions().mode() & 0o7777,
                 root.display(),
-                ROOT_DEFAULT_DIR
             ));
         }
     }
     Ok(())
+}
+
+/// A state directory: `$env` when set, else `root_default` (given when
+/// running as root), else `${XDG_CACHE_HOME:-$HOME/.cache}/<cache_name>`;
+/// made absolute.
+pub fn state_root(
+    env: &str,
+    root_default: Option<&str>,
+    cache_name: &str,
+) -> Result<PathBuf, String> {
+    let root = match (
+        std::env::var_os(env).filter(|v| !v.is_empty()),
+        root_default,
+    ) {
+        (Some(dir), _) => PathBuf::from(dir),
+        (None, Some(dir)) => PathBuf::from(dir),
+        (None, None) => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .ok_or_else(|| format!("neither {env}, XDG_CACHE_HOME nor HOME is set; set {env} to a writable directory"))?;
+            cache.join(cache_name)
+        }
+    };
+    if root.is_absolute() {
+        return Ok(root);
+    }
+    Ok(std::env::current_dir()
+        .map_err(|e| format!("cannot resolve the current directory: {e}"))?
+        .join(root))
+}
+
+/// The TCP port in `$env`, else `default`.
+pub fn port_from_env(env: &str, default: u16) -> Result<u16, String> {
+    match std::env::var(env) {
+        Ok(p) if !p.trim().is_empty() => p
+            .trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("{env}={p:?} is not a valid TCP port (1-65535)")),
+        _ => Ok(default),
+    }
 }

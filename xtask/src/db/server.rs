@@ -92,7 +92,13 @@ pub fn running_port(layout: &Layout) -> Option<u16> {
 
 /// As root: create the system user that owns and runs the server (idempotent).
 pub fn ensure_service_user(layout: &Layout) -> Result<(), String> {
-    let Some(user) = &layout.service_user else {
+    ensure_system_user(layout.service_user.as_deref(), &layout.root, "db")
+}
+
+/// Create the system `user` (when given: we run as root) with home `home`,
+/// unless it exists; `tag` prefixes the message.
+pub fn ensure_system_user(user: Option<&str>, home: &Path, tag: &str) -> Result<(), String> {
+    let Some(user) = user else {
         return Ok(());
     };
     if proc::available("id", &["-u", user]) {
@@ -102,7 +108,7 @@ pub fn ensure_service_user(layout: &Layout) -> Result<(), String> {
         .into_iter()
         .find(|s| Path::new(s).exists())
         .unwrap_or("/bin/false");
-    eprintln!("db: creating system user {user} (PostgreSQL refuses to run as root)");
+    eprintln!("{tag}: creating system user {user} (the server does not run as root)");
     let mut cmd = Command::new("useradd");
     cmd.args([
         "--system",
@@ -112,7 +118,7 @@ pub fn ensure_service_user(layout: &Layout) -> Result<(), String> {
         shell,
     ])
     .arg("--home-dir")
-    .arg(&layout.root)
+    .arg(home)
     .arg(user);
     proc::run(&mut cmd, &format!("creating the system user {user}")).map(drop)
 }

@@ -1,0 +1,230 @@
+//! Temporal from the command line: `openvibe run role.yaml --schedule
+//! --temporal URL` registers the role's timed triggers as Temporal
+//! schedules; `openvibe worker role.yaml --temporal URL` runs them (feature
+//! `temporal`).
+
+#[cfg(not(feature = "temporal"))]
+use std::io::Write;
+
+#[cfg(not(feature = "temporal"))]
+use crate::{
+    CliError,
+    demo::Options,
+    spec::{Files, RoleFile},
+};
+
+/// Where Temporal is and how to use it.
+#[derive(Debug, Clone)]
+pub struct TemporalOptions {
+    /// The frontend's gRPC URL.
+    pub url: String,
+    /// The Temporal namespace.
+    pub namespace: String,
+    /// The task queue schedules start their workflows on (and workers poll).
+    pub task_queue: String,
+    /// Reflect (and publish) on this schedule too (registration only).
+    pub reflection: Option<String>,
+}
+
+#[cfg(not(feature = "temporal"))]
+fn unsupported() -> CliError {
+    CliError::Usage(
+        "this openvibe was built without Temporal: build the CLI with `--features temporal` \
+         (cargo install openvibe-cli --features temporal)"
+            .into(),
+    )
+}
+
+/// Register `file`'s role's timed triggers (and the reflection, when asked)
+/// with Temporal; print each schedule.
+#[cfg(not(feature = "temporal"))]
+pub async fn register(
+    _file: &RoleFile,
+    _files: &Files,
+    _options: &Options,
+    _temporal: &TemporalOptions,
+    _out: &mut (dyn Write + Send),
+) -> Result<(), CliError> {
+    Err(unsupported())
+}
+
+/// Run a worker for `file`'s role until Ctrl-C / SIGTERM; print each node
+/// it runs.
+#[cfg(not(feature = "temporal"))]
+pub async fn worker(
+    _file: &RoleFile,
+    _files: &Files,
+    _options: &Options,
+    _temporal: &TemporalOptions,
+    _llm_label: &str,
+    _out: &mut (dyn Write + Send),
+) -> Result<(), CliError> {
+    Err(unsupported())
+}
+
+#[cfg(feature = "temporal")]
+pub use enabled::{register, worker};
+
+#[cfg(feature = "temporal")]
+mod enabled {
+    use std::io::Write;
+    use std::sync::Arc;
+
+    use openvibe::schedule::Plan;
+    use openvibe::temporal::{NodeRan, TemporalConfig, TemporalScheduler, TemporalWorker};
+
+    use super::TemporalOptions;
+    use crate::CliError;
+    use crate::demo::{Options, Setup, finish};
+    use crate::scheduled::{reflection_of, target_of};
+    use crate::spec::{Files, RoleFile};
+
+    fn config(temporal: &TemporalOptions) -> TemporalConfig {
+        TemporalConfig::new(temporal.url.clone())
+            .namespace(temporal.namespace.clone())
+            .task_queue(temporal.task_queue.clone())
+    }
+
+    fn failed(e: impl std::fmt::Display) -> CliError {
+        CliError::Temporal(e.to_string())
+    }
+
+    /// Register `file`'s role's timed triggers (and the reflection, when
+    /// asked) with Temporal; print each schedule.
+    pub async fn register(
+        file: &RoleFile,
+        files: &Files,
+        options: &Options,
+        temporal: &TemporalOptions,
+        out: &mut (dyn Write + Send),
+    ) -> Result<(), CliError> {
+        let setup = Setup::new(options).await?;
+        let purge = setup.purge();
+        let tenant = setup.tenant.clone();
+        let result = async {
+            let scheduler = Arc::new(
+                TemporalScheduler::connect(config(temporal))
+                    .await
+                    .map_err(failed)?,
+            );
+            let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
+            let mut runtime = runtime.with_scheduler(scheduler.clone());
+            if let Some(spec) = &temporal.reflection {
+                runtime = runtime.with_reflection(reflection_of(spec));
+            }
+            let ids = runtime.start().await?;
+            writeln!(
+                out,
+                "== role `{role_id}`: {} schedule(s) registered with Temporal at {} (namespace {}, task queue {})",
+                ids.len(),
+                temporal.url,
+                temporal.namespace,
+                temporal.task_queue
+            )?;
+            let now = chrono::Utc::now();
+            for ((_, trigger), id) in runtime.scheduled_triggers().into_iter().zip(&ids) {
+                let next = Plan::of(&trigger, now)
+                    .ok()
+                    .and_then(|plan| plan.next_after(now))
+                    .map_or_else(
+                        || "never again".to_owned(),
+                        |t| format!("next {}", t.format("%Y-%m-%dT%H:%M:%SZ")),
+                    );
+                writeln!(
+                    out,
+                    "   {id}: {} `{}` → {}: {next}",
+                    format!("{:?}", trigger.kind).to_lowercase(),
+                    trigger.schedule.as_deref().unwrap_or_default(),
+                    target_of(&trigger),
+                )?;
+            }
+            if ids.is_empty() {
+                writeln!(
+                    out,
+                    "   the role has no cron or interval triggers (add one: `triggers: [{{ id: hourly, type: interval, schedule: 1h }}]`)"
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "   run them with: openvibe worker <role file> --temporal {} --task-queue {}",
+                    temporal.url, temporal.task_queue
+                )?;
+            }
+            Ok(())
+        }
+        .await;
+        finish(purge, &tenant, result).await
+    }
+
+    /// Run a worker for `file`'s role until Ctrl-C / SIGTERM; print each
+    /// node it runs.
+    pub async fn worker(
+        file: &RoleFile,
+        files: &Files,
+        options: &Options,
+        temporal: &TemporalOptions,
+        llm_label: &str,
+        out: &mut (dyn Write + Send),
+    ) -> Result<(), CliError> {
+        let setup = Setup::new(options).await?;
+        let purge = setup.purge();
+        let tenant = setup.tenant.clone();
+        let result = async {
+            let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
+            writeln!(
+                out,
+                "== worker for role `{role_id}` · Temporal at {} (namespace {}, task queue {}) · model: {llm_label} · memory backend: {}",
+                temporal.url, temporal.namespace, temporal.task_queue, setup.backend
+            )?;
+            out.flush()?;
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<NodeRan>();
+            let worker = TemporalWorker::new(Arc::new(runtime), config(temporal))
+                .on_node(move |ran| {
+                    let _ = tx.send(ran.clone());
+                });
+            let mut nodes = 0_u64;
+            let mut printed = Ok(());
+            let print = async {
+                while let Some(ran) = rx.recv().await {
+                    nodes += 1;
+                    if printed.is_ok() {
+                        printed = writeln!(out, "{}", describe(&ran)).and_then(|()| out.flush());
+                    }
+                }
+            };
+            let (ran, ()) = tokio::join!(worker.run(crate::serve::shutdown_signal()), print);
+            ran.map_err(failed)?;
+            printed?;
+            writeln!(out, "== stopped: {nodes} node(s) run")?;
+            Ok(())
+        }
+        .await;
+        finish(purge, &tenant, result).await
+    }
+
+    /// One line for a node a worker ran.
+    fn describe(ran: &NodeRan) -> String {
+        let retry = if ran.attempt > 1 {
+            format!(" (attempt {})", ran.attempt)
+        } else {
+            String::new()
+        };
+        let then = if ran.next == openvibe::operators::END {
+            "done".to_owned()
+        } else {
+            format!("next {}", ran.next)
+        };
+        let target = if ran.operator_id.is_empty() {
+            "reflect + publish".to_owned()
+        } else {
+            format!("{}/{}", ran.operator_id, ran.workflow_id)
+        };
+        format!(
+            "[{}] {} {target} · {}{retry} in {} ms · {then}",
+            chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            ran.role_id,
+            ran.node,
+            ran.took.as_millis(),
+        )
+    }
+}

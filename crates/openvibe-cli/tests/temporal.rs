@@ -1,0 +1,171 @@
+//! `openvibe run role.yaml --schedule --temporal URL` registers the role's
+//! interval trigger as a Temporal schedule; `openvibe worker` runs its
+//! firings until SIGTERM. Against a real Temporal server
+//! (`OPENVIBE_TEMPORAL_URL`, as `cargo xtask test-all` provides).
+#![cfg(feature = "temporal")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use openvibe::protocols::ScheduleProvider as _;
+use openvibe::temporal::{TemporalConfig, TemporalScheduler};
+
+/// The demo role in a directory of its own with a 1-second interval trigger.
+fn role_dir(name: &str) -> PathBuf {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/cro");
+    let dir = std::env::temp_dir().join(format!(
+        "openvibe-temporal-cli-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["soul.md", "crm.json"] {
+        std::fs::copy(demo.join(file), dir.join(file)).unwrap();
+    }
+    let role = std::fs::read_to_string(demo.join("role.yaml")).unwrap();
+    let old = "- { id: new_lead, type: on_demand }";
+    let new = r#"- { id: every_second, type: interval, schedule: 1s, input: { company: acme_corp, lead: "Acme Corp, 200 employees, logistics." } }"#;
+    std::fs::write(dir.join("role.yaml"), role.replace(old, new)).unwrap();
+    dir
+}
+
+fn openvibe() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_openvibe"));
+    cmd.env_remove("RUST_LOG")
+        .env_remove("OPENVIBE_DATABASE_URL")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+    cmd
+}
+
+/// A child process killed when the test ends, passed or not.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_registers_the_schedules_and_a_worker_runs_them_until_sigterm() {
+    let Some(url) = openvibe_memory_testkit::skip::temporal_url() else {
+        return;
+    };
+    let dir = role_dir("worker");
+    let role = dir.join("role.yaml");
+    let queue = format!("openvibe-cli-test-{}", std::process::id());
+    let common = [
+        "--temporal",
+        url.as_str(),
+        "--task-queue",
+        queue.as_str(),
+        "--llm",
+        "standin",
+        "--embedder",
+        "none",
+    ];
+
+    let registered = openvibe()
+        .args(["run", role.to_str().unwrap(), "--schedule"])
+        .args(common)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&registered.stdout);
+    assert!(
+        registered.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&registered.stderr)
+    );
+    assert!(
+        stdout.contains("1 schedule(s) registered with Temporal"),
+        "{stdout}"
+    );
+    let schedule_id = "openvibe:cro:revenue_ops:every_second";
+    assert!(
+        stdout.contains(&format!(
+            "{schedule_id}: interval `1s` → revenue_ops/qualify: next "
+        )),
+        "{stdout}"
+    );
+
+    // A worker runs the firings (one node each) until SIGTERM.
+    let mut worker = Reaped(
+        openvibe()
+            .args(["worker", role.to_str().unwrap()])
+            .args(common)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(worker.0.stdout.take().unwrap()).lines();
+    let header = lines.next().unwrap().unwrap();
+    assert!(header.starts_with("== worker for role `cro`"), "{header}");
+    let started = Instant::now();
+    // The workflow's nodes, each printed as it ends, the last one `done`.
+    let mut ran = Vec::new();
+    loop {
+        let line = lines.next().expect("the worker prints each node").unwrap();
+        if line.contains("cro revenue_ops/qualify · ") {
+            ran.push(line.clone());
+            if line.ends_with("· done") {
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no firing finished: {ran:?}"
+        );
+    }
+    assert!(ran[0].contains("· qualify_lead in "), "{ran:?}");
+    let scheduler = TemporalScheduler::connect(TemporalConfig::new(&url).task_queue(&queue))
+        .await
+        .unwrap();
+    scheduler.cancel(schedule_id).await.unwrap();
+    let terminated = Command::new("kill")
+        .args(["-TERM", &worker.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(terminated.success());
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let status = worker.0.wait().unwrap();
+    assert!(
+        status.success(),
+        "the worker stops cleanly: {status} {rest:?}"
+    );
+    let last = rest.last().expect("a closing line");
+    assert!(
+        last.starts_with("== stopped: ") && last.ends_with("node(s) run"),
+        "{rest:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_worker_needs_temporal_and_temporal_needs_schedule() {
+    let dir = role_dir("usage");
+    let role = dir.join("role.yaml");
+    let out = openvibe()
+        .args(["worker", role.to_str().unwrap(), "--llm", "standin"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --temporal URL"));
+    let out = openvibe()
+        .args([
+            "run",
+            role.to_str().unwrap(),
+            "--temporal",
+            "http://127.0.0.1:1",
+            "--llm",
+            "standin",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use it with --schedule"));
+}

@@ -1,0 +1,265 @@
+//! The workflow `openvibe.activation` and its activities: the only code
+//! Temporal runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openvibe_operators::END;
+use openvibe_protocols::{State, TriggerConfig};
+use openvibe_roles::{REFLECTION_WORKFLOW, ReflectionSummary, RoleRuntime};
+use serde::{Deserialize, Serialize};
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{activities, workflow, workflow_methods};
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use temporalio_sdk::{ActivityOptions, ApplicationFailure, WorkflowContext, WorkflowResult};
+
+use crate::worker::{NodeRan, Observer};
+
+/// The Temporal workflow type every activation runs as.
+pub const ACTIVATION_WORKFLOW: &str = "openvibe.activation";
+
+/// What a schedule (or a direct start) asks a worker to run: a role's
+/// trigger, with the node settings fixed when it was registered, so a
+/// replay decides exactly as the first run did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Activation {
+    /// The schedule that started it (empty when started by hand).
+    pub schedule_id: String,
+    /// The role to run as.
+    pub role_id: String,
+    /// The trigger: its operator, workflow and input.
+    pub trigger: TriggerConfig,
+    /// How long one node may run, in milliseconds.
+    pub node_timeout_ms: u64,
+    /// How many times a failing node is tried.
+    pub node_attempts: u32,
+}
+
+impl Activation {
+    /// `role_id`'s `trigger` with the node settings of `config`.
+    pub fn new(
+        schedule_id: impl Into<String>,
+        role_id: impl Into<String>,
+        trigger: TriggerConfig,
+        config: &crate::TemporalConfig,
+    ) -> Self {
+        Self {
+            schedule_id: schedule_id.into(),
+            role_id: role_id.into(),
+            trigger,
+            node_timeout_ms: u64::try_from(config.node_timeout.as_millis()).unwrap_or(u64::MAX),
+            node_attempts: config.node_attempts,
+        }
+    }
+}
+
+/// How an activation ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ActivationOutcome {
+    /// The workflow reached its end.
+    Completed {
+        /// The final state.
+        state: State,
+        /// How many nodes ran (each once, as Temporal recorded them).
+        steps: u32,
+    },
+    /// The role reflected and published.
+    Reflected(ReflectionSummary),
+}
+
+/// One node to run: the activity's input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct NodeInput {
+    role_id: String,
+    operator_id: String,
+    workflow_id: String,
+    /// `None`: the workflow's entry point.
+    node: Option<String>,
+    state: State,
+}
+
+/// The reflection to run: the activity's input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ReflectInput {
+    role_id: String,
+    trigger: TriggerConfig,
+}
+
+/// Runs [`Activation`]s: sequences one activity per node.
+#[workflow]
+#[derive(Default)]
+pub(crate) struct ActivationWorkflow;
+
+#[workflow_methods]
+impl ActivationWorkflow {
+    #[run(name = "openvibe.activation")]
+    pub(crate) async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        activation: Activation,
+    ) -> WorkflowResult<ActivationOutcome> {
+        let options = ActivityOptions::with_start_to_close_timeout(Duration::from_millis(
+            activation.node_timeout_ms.max(1000),
+        ))
+        .retry_policy(
+            RetryPolicy::builder()
+                .maximum_attempts(activation.node_attempts.max(1))
+                .build(),
+        )
+        .build();
+        if activation.trigger.workflow == REFLECTION_WORKFLOW {
+            let summary = ctx
+                .execute_activity(
+                    RoleActivities::reflect,
+                    ReflectInput {
+                        role_id: activation.role_id.clone(),
+                        trigger: activation.trigger.clone(),
+                    },
+                    options,
+                )
+                .await?;
+            return Ok(ActivationOutcome::Reflected(summary));
+        }
+        let Some(operator_id) = activation.trigger.operator_id.clone() else {
+            return Err(ApplicationFailure::non_retryable(format!(
+                "trigger `{}` names no operator",
+                activation.trigger.id
+            ))
+            .into());
+        };
+        let mut state = openvibe_roles::trigger_state(&activation.trigger)
+            .map_err(|e| ApplicationFailure::non_retryable(e.to_string()))?;
+        let mut node = None;
+        let mut steps = 0u32;
+        loop {
+            let step = ctx
+                .execute_activity(
+                    RoleActivities::run_node,
+                    NodeInput {
+                        role_id: activation.role_id.clone(),
+                        operator_id: operator_id.clone(),
+                        workflow_id: activation.trigger.workflow.clone(),
+                        node,
+                        state,
+                    },
+                    options.clone(),
+                )
+                .await?;
+            steps += 1;
+            if step.next == END {
+                return Ok(ActivationOutcome::Completed {
+                    state: step.state,
+                    steps,
+                });
+            }
+            if steps >= step.max_steps {
+                return Err(ApplicationFailure::non_retryable(format!(
+                    "workflow `{}` ran {steps} nodes without reaching its end (its limit); \
+                     the next would have been `{}`",
+                    activation.trigger.workflow, step.next
+                ))
+                .into());
+            }
+            node = Some(step.next);
+            state = step.state;
+        }
+    }
+}
+
+/// The activities: they run the roles of the worker's runtime.
+pub(crate) struct RoleActivities {
+    pub(crate) runtime: Arc<RoleRuntime>,
+    pub(crate) observer: Option<Observer>,
+}
+
+#[activities]
+impl RoleActivities {
+    /// Run one node of a role's workflow and say which comes next.
+    #[activity(name = "openvibe.node")]
+    pub(crate) async fn run_node(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: NodeInput,
+    ) -> Result<openvibe_operators::Step, ActivityError> {
+        let started = std::time::Instant::now();
+        let attempt = ctx.info().attempt;
+        let step = self
+            .runtime
+            .activate_step(
+                &input.role_id,
+                &input.operator_id,
+                &input.workflow_id,
+                input.node.as_deref(),
+                input.state,
+            )
+            .await
+            .map_err(activity_error)?;
+        if let Some(observe) = &self.observer {
+            observe(&NodeRan {
+                role_id: input.role_id,
+                operator_id: input.operator_id,
+                workflow_id: input.workflow_id,
+                node: step.node.clone(),
+                next: step.next.clone(),
+                attempt,
+                took: started.elapsed(),
+            });
+        }
+        Ok(step)
+    }
+
+    /// Reflect on the role's episodes and publish what is confident enough.
+    #[activity(name = "openvibe.reflect")]
+    pub(crate) async fn reflect(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ReflectInput,
+    ) -> Result<ReflectionSummary, ActivityError> {
+        let started = std::time::Instant::now();
+        let attempt = ctx.info().attempt;
+        let summary = self
+            .runtime
+            .reflect_and_publish(&input.role_id, &input.trigger)
+            .await
+            .map_err(activity_error)?;
+        if let Some(observe) = &self.observer {
+            observe(&NodeRan {
+                role_id: input.role_id,
+                operator_id: String::new(),
+                workflow_id: REFLECTION_WORKFLOW.into(),
+                node: "reflect".into(),
+                next: END.into(),
+                attempt,
+                took: started.elapsed(),
+            });
+        }
+        Ok(summary)
+    }
+}
+
+/// A role error as Temporal should treat it: a configuration that cannot
+/// work (unknown role, operator, workflow, node; a bad trigger) fails the
+/// run at once; anything else (an LLM or store failure) is retried.
+fn activity_error(error: openvibe_roles::Error) -> ActivityError {
+    use openvibe_roles::Error as E;
+    let permanent = matches!(
+        error,
+        E::UnknownRole { .. } | E::UnknownOperator { .. } | E::Firing { .. } | E::NoLlm(_)
+    ) || matches!(
+        &error,
+        E::Operator(
+            openvibe_operators::Error::UnknownWorkflow { .. }
+                | openvibe_operators::Error::UnknownNode { .. }
+                | openvibe_operators::Error::InvalidRoute { .. }
+                | openvibe_operators::Error::NoOutgoingEdge(_)
+        )
+    );
+    let message = error.to_string();
+    if permanent {
+        ActivityError::application(ApplicationFailure::non_retryable(message))
+    } else {
+        ActivityError::application(ApplicationFailure::new(message))
+    }
+}

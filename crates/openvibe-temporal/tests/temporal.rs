@@ -1,0 +1,487 @@
+//! Against a real Temporal server (`cargo xtask temporal up`; the URL in
+//! `OPENVIBE_TEMPORAL_URL`): schedules, activations run by a worker, the
+//! reflection schedule, and a run that survives a killed worker.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use openvibe_memory::{ClearanceProfile, WorkspaceMemory};
+use openvibe_operators::Operator;
+use openvibe_primitives::testing::ScriptedLlm;
+use openvibe_primitives::{LlmNode, Node, NodeContext};
+use openvibe_protocols::{
+    Classification, FactQuery, LlmResponse, ScheduleError, ScheduleProvider, State, TriggerConfig,
+    TriggerKind,
+};
+use openvibe_roles::{Reflection, Role, RoleRuntime};
+use openvibe_temporal::{
+    ActivationOutcome, NodeRan, TemporalConfig, TemporalScheduler, TemporalWorker,
+};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+/// The server, or a loud failure (or, with `OPENVIBE_SKIP_TEMPORAL=1`, a
+/// reported skip).
+fn url() -> Option<String> {
+    openvibe_memory_testkit::skip::temporal_url()
+}
+
+/// A task queue of its own, so tests (and earlier runs) never share work.
+fn config(url: &str, test: &str) -> TemporalConfig {
+    TemporalConfig::new(url).task_queue(format!(
+        "openvibe-test-{test}-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_micros()
+    ))
+}
+
+fn trigger(id: &str, kind: TriggerKind, schedule: &str, input: serde_json::Value) -> TriggerConfig {
+    TriggerConfig {
+        id: id.into(),
+        kind,
+        schedule: Some(schedule.into()),
+        workflow: "qualify".into(),
+        operator_id: Some("revenue_ops".into()),
+        input,
+    }
+}
+
+fn qualifying_role(role_id: &str, triggers: Vec<TriggerConfig>) -> Role {
+    let mut op = Operator::new("revenue_ops")
+        .node(
+            LlmNode::new("qualify", "You are a lead qualifier.", |s: &State| {
+                Ok(format!("Score: {}", s.require_str("lead")?))
+            })
+            .output_key("score"),
+        )
+        .sequence("qualify", ["qualify"])
+        .unwrap();
+    for t in triggers {
+        op = op.trigger(t);
+    }
+    Role::new(role_id)
+        .soul("You are the CRO.")
+        .operator(op)
+        .clearance(
+            ClearanceProfile::new(role_id).with_domain("revenue", Classification::Confidential),
+        )
+}
+
+/// Run `worker` until `done` resolves (the worker's future is not `Send`,
+/// so it runs beside the test body rather than on another task).
+async fn with_worker<T>(worker: TemporalWorker, done: impl Future<Output = T>) -> T {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = worker.run(async {
+        let _ = stop_rx.await;
+    });
+    let body = async {
+        let out = done.await;
+        let _ = stop_tx.send(());
+        out
+    };
+    let (ran, out) = tokio::join!(run, body);
+    ran.expect("the worker runs and stops cleanly");
+    out
+}
+
+async fn wait_for<T>(what: &str, rx: &mut mpsc::UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), rx.recv())
+        .await
+        .unwrap_or_else(|_| panic!("no {what} within 60 s"))
+        .expect("the worker is still running")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn triggers_become_schedules_that_list_replace_and_cancel() {
+    let Some(url) = url() else { return };
+    let scheduler = TemporalScheduler::connect(config(&url, "schedules"))
+        .await
+        .unwrap();
+    let role_id = format!("cro{}", std::process::id());
+    let hourly = trigger(
+        "hourly",
+        TriggerKind::Interval,
+        "1h",
+        json!({"lead": "Acme"}),
+    );
+    let weekdays = trigger(
+        "weekdays",
+        TriggerKind::Cron,
+        "CRON_TZ=Europe/Berlin 0 9 * * MON-FRI",
+        json!(null),
+    );
+    let a = scheduler.schedule(&role_id, &hourly).await.unwrap();
+    let b = scheduler.schedule(&role_id, &weekdays).await.unwrap();
+    assert_eq!(a, TemporalScheduler::schedule_id(&role_id, &hourly));
+    // Registering again replaces, it does not fail.
+    assert_eq!(scheduler.schedule(&role_id, &hourly).await.unwrap(), a);
+
+    // The server's list is eventually consistent.
+    let mut listed = Vec::new();
+    for _ in 0..100 {
+        listed = scheduler.list_active(&role_id).await.unwrap();
+        if listed.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| s.schedule_id.as_str())
+            .collect::<Vec<_>>(),
+        [a.as_str(), b.as_str()]
+    );
+    assert_eq!(listed[0].trigger, hourly);
+    assert_eq!(listed[1].trigger, weekdays);
+    let now = chrono::Utc::now();
+    let next = listed[0].next_run.expect("Temporal plans the next run");
+    assert!(
+        next > now && next <= now + chrono::Duration::hours(1),
+        "{next}"
+    );
+    let berlin = listed[1]
+        .next_run
+        .expect("planned")
+        .with_timezone(&chrono_tz::Europe::Berlin);
+    assert_eq!(berlin.format("%H:%M").to_string(), "09:00");
+
+    // Bad triggers are refused before the server is asked.
+    let bad = trigger("bad", TriggerKind::Cron, "every day", json!(null));
+    assert!(matches!(
+        scheduler.schedule(&role_id, &bad).await,
+        Err(ScheduleError::InvalidTrigger { .. })
+    ));
+    let on_demand = trigger("manual", TriggerKind::OnDemand, "", json!(null));
+    assert!(scheduler.schedule(&role_id, &on_demand).await.is_err());
+
+    scheduler.cancel(&a).await.unwrap();
+    scheduler.cancel(&b).await.unwrap();
+    assert_eq!(
+        scheduler.cancel(&a).await,
+        Err(ScheduleError::UnknownSchedule(a.clone()))
+    );
+    for _ in 0..100 {
+        if scheduler.list_active(&role_id).await.unwrap().is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("cancelled schedules are still listed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_trigger_fires_and_a_worker_runs_its_workflow() {
+    let Some(url) = url() else { return };
+    let config = config(&url, "fire");
+    let role_id = format!("cro{}", std::process::id());
+    let scheduler = Arc::new(TemporalScheduler::connect(config.clone()).await.unwrap());
+    let llm = Arc::new(ScriptedLlm::always(LlmResponse::text(r#"{"score": 70}"#)));
+    let hourly = trigger(
+        "hourly",
+        TriggerKind::Interval,
+        "1h",
+        json!({"lead": "Acme"}),
+    );
+    let runtime = Arc::new(
+        RoleRuntime::new(llm.clone())
+            .with_scheduler(scheduler.clone())
+            .role(qualifying_role(&role_id, vec![hourly.clone()]))
+            .unwrap(),
+    );
+    let ids = runtime.start().await.unwrap();
+    assert_eq!(ids, [TemporalScheduler::schedule_id(&role_id, &hourly)]);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let worker = TemporalWorker::new(runtime.clone(), config).on_node(move |ran: &NodeRan| {
+        let _ = tx.send(ran.clone());
+    });
+    let ran = with_worker(worker, async {
+        // Fire it now rather than wait an hour: Temporal starts the
+        // workflow exactly as its timetable would.
+        scheduler.trigger_now(&ids[0]).await.unwrap();
+        wait_for("node", &mut rx).await
+    })
+    .await;
+    scheduler.cancel(&ids[0]).await.unwrap();
+    assert_eq!(
+        (
+            ran.role_id.as_str(),
+            ran.workflow_id.as_str(),
+            ran.node.as_str(),
+            ran.attempt
+        ),
+        (role_id.as_str(), "qualify", "qualify", 1)
+    );
+    assert_eq!(ran.next, openvibe_operators::END);
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].system.contains("You are the CRO."),
+        "run as the role"
+    );
+    assert!(
+        format!("{:?}", requests[0].messages).contains("Acme"),
+        "with the trigger's input"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reflection_schedule_reflects_and_publishes_on_a_worker() {
+    let Some(url) = url() else { return };
+    let config = config(&url, "reflect");
+    let role_id = format!("cro{}", std::process::id());
+    let scheduler = Arc::new(TemporalScheduler::connect(config.clone()).await.unwrap());
+    let llm = Arc::new(ScriptedLlm::new([
+        LlmResponse::text(r#"{"score": 90}"#),
+        LlmResponse::text(
+            r#"[{"content": "Webinar leads qualify fast", "confidence": 0.9, "domain": "revenue", "tags": []}]"#,
+        ),
+    ]));
+    let workspace = WorkspaceMemory::new();
+    let runtime = Arc::new(
+        RoleRuntime::new(llm.clone())
+            .with_workspace(workspace.clone())
+            .with_scheduler(scheduler.clone())
+            .with_reflection(Reflection::daily().min_confidence(0.8))
+            .role(qualifying_role(&role_id, vec![]))
+            .unwrap(),
+    );
+    runtime
+        .activate(
+            &role_id,
+            "revenue_ops",
+            "qualify",
+            [("lead", "Acme")].into_iter().collect(),
+        )
+        .await
+        .unwrap();
+    let ids = runtime.start().await.unwrap();
+    assert_eq!(ids.len(), 1, "the daily reflection");
+    let info = scheduler.list_active(&role_id).await.unwrap();
+    assert!(info.len() <= 1);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let worker = TemporalWorker::new(runtime.clone(), config).on_node(move |ran: &NodeRan| {
+        let _ = tx.send(ran.clone());
+    });
+    let ran = with_worker(worker, async {
+        scheduler.trigger_now(&ids[0]).await.unwrap();
+        wait_for("reflection", &mut rx).await
+    })
+    .await;
+    scheduler.cancel(&ids[0]).await.unwrap();
+    assert_eq!(
+        (ran.workflow_id.as_str(), ran.node.as_str()),
+        ("openvibe.reflect", "reflect")
+    );
+    let reader =
+        ClearanceProfile::new(&role_id).with_domain("revenue", Classification::Confidential);
+    let published = workspace.query(&reader, FactQuery::new()).await.unwrap();
+    assert!(
+        published
+            .iter()
+            .any(|f| f.content == "Webinar leads qualify fast"),
+        "{published:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_workflow_fails_the_run_at_once_with_the_reason() {
+    let Some(url) = url() else { return };
+    let config = config(&url, "unknown");
+    let role_id = format!("cro{}", std::process::id());
+    let scheduler = TemporalScheduler::connect(config.clone()).await.unwrap();
+    let runtime = Arc::new(
+        RoleRuntime::new(Arc::new(ScriptedLlm::default()))
+            .role(qualifying_role(&role_id, vec![]))
+            .unwrap(),
+    );
+    let mut missing = trigger("manual", TriggerKind::OnDemand, "", json!({"lead": "Acme"}));
+    missing.workflow = "no_such_workflow".into();
+    let run_id = format!("unknown-{}", chrono::Utc::now().timestamp_micros());
+    let outcome = with_worker(
+        TemporalWorker::new(runtime, config),
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            scheduler.activate(&run_id, &role_id, &missing),
+        ),
+    )
+    .await
+    .expect("a permanent error is not retried for ever");
+    let message = outcome.unwrap_err().to_string();
+    assert!(message.contains("no_such_workflow"), "{message}");
+}
+
+// --- A run that survives its worker's death ------------------------------
+
+/// Where the durable test's nodes record each execution, and the env vars
+/// that make this test binary a worker process.
+const DIR_ENV: &str = "OPENVIBE_TEMPORAL_DURABLE_DIR";
+const QUEUE_ENV: &str = "OPENVIBE_TEMPORAL_DURABLE_QUEUE";
+
+/// A node that appends its name to `executions` (fsynced) before it works;
+/// `think`, the first time, then hangs until its process is killed.
+struct Recorded {
+    name: &'static str,
+    dir: PathBuf,
+}
+
+fn executions(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("executions"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[async_trait]
+impl Node for Recorded {
+    fn name(&self) -> &str {
+        self.name
+    }
+    async fn run(
+        &self,
+        _ctx: &NodeContext,
+        mut state: State,
+    ) -> Result<State, openvibe_primitives::Error> {
+        let first_time = !executions(&self.dir).iter().any(|n| n == self.name);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("executions"))
+            .expect("the executions file");
+        writeln!(file, "{}", self.name).unwrap();
+        file.sync_all().unwrap();
+        if self.name == "think" && first_time {
+            std::future::pending::<()>().await;
+        }
+        state.insert(self.name, true);
+        Ok(state)
+    }
+}
+
+fn pipeline_runtime(dir: &Path) -> RoleRuntime {
+    let node = |name| Recorded {
+        name,
+        dir: dir.to_owned(),
+    };
+    let op = Operator::new("pipeline")
+        .node(node("fetch"))
+        .node(node("think"))
+        .node(node("write"))
+        .sequence("report", ["fetch", "think", "write"])
+        .unwrap();
+    RoleRuntime::new(Arc::new(ScriptedLlm::default()))
+        .role(Role::new("analyst").operator(op))
+        .unwrap()
+}
+
+/// Not a test of its own: `a_run_survives_a_killed_worker...` starts this
+/// test binary with `--ignored --exact` and the environment below to get a
+/// worker process it can kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a worker process for a_run_survives_a_killed_worker_without_rerunning_finished_nodes"]
+async fn durable_worker_process() {
+    let dir = PathBuf::from(std::env::var(DIR_ENV).expect("started by the durable test"));
+    let queue = std::env::var(QUEUE_ENV).expect("started by the durable test");
+    let url = std::env::var(openvibe_memory_testkit::skip::TEMPORAL_URL_ENV).unwrap();
+    let config = TemporalConfig::new(url)
+        .task_queue(queue)
+        .node_timeout(Duration::from_secs(3));
+    TemporalWorker::new(Arc::new(pipeline_runtime(&dir)), config)
+        .run(std::future::pending())
+        .await
+        .unwrap();
+}
+
+/// A worker process, killed when the test ends, passed or not.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_worker(dir: &Path, queue: &str, url: &str) -> Reaped {
+    Reaped(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "durable_worker_process",
+                "--nocapture",
+            ])
+            .env(DIR_ENV, dir)
+            .env(QUEUE_ENV, queue)
+            .env(openvibe_memory_testkit::skip::TEMPORAL_URL_ENV, url)
+            .spawn()
+            .expect("the worker process starts"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_survives_a_killed_worker_without_rerunning_finished_nodes() {
+    let Some(url) = url() else { return };
+    let dir = std::env::temp_dir().join(format!(
+        "openvibe-temporal-durable-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_micros()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = config(&url, "durable").node_timeout(Duration::from_secs(3));
+    let queue = config.task_queue.clone();
+    let scheduler = TemporalScheduler::connect(config).await.unwrap();
+    let report = TriggerConfig {
+        id: "manual".into(),
+        kind: TriggerKind::OnDemand,
+        schedule: None,
+        workflow: "report".into(),
+        operator_id: Some("pipeline".into()),
+        input: json!({"topic": "Q3"}),
+    };
+    let run_id = format!("durable-{}", chrono::Utc::now().timestamp_micros());
+    let run = {
+        let scheduler = scheduler.clone();
+        let run_id = run_id.clone();
+        tokio::spawn(async move { scheduler.activate(&run_id, "analyst", &report).await })
+    };
+
+    // The first worker runs `fetch`, then dies inside `think`.
+    let first = spawn_worker(&dir, &queue, &url);
+    let started = std::time::Instant::now();
+    while !executions(&dir).contains(&"think".to_owned()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first worker never reached `think`: {:?}",
+            executions(&dir)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(first); // SIGKILL: no graceful shutdown, the node is cut off.
+    assert_eq!(executions(&dir), ["fetch", "think"]);
+
+    // Another worker finishes the run from Temporal's history.
+    let second = spawn_worker(&dir, &queue, &url);
+    let outcome = tokio::time::timeout(Duration::from_secs(90), run).await;
+    drop(second);
+    let outcome = outcome
+        .expect("the run finishes on the second worker")
+        .unwrap()
+        .unwrap();
+    let ActivationOutcome::Completed { state, steps } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(steps, 3);
+    assert_eq!(state.get("write"), Some(&json!(true)));
+    assert_eq!(state.get("topic"), Some(&json!("Q3")));
+    // `fetch` ran once: the second worker replayed it from the history;
+    // `think` ran again (it was cut off); `write` once.
+    assert_eq!(executions(&dir), ["fetch", "think", "think", "write"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
