@@ -123,16 +123,7 @@ impl Layout {
     }
     /// `program` as the server's user (through `runuser` as root).
     fn as_service_user(&self, program: &Path) -> Command {
-        let mut cmd = match &self.service_user {
-            Some(user) => {
-                let mut c = Command::new("runuser");
-                c.args(["-u", user, "--"]).arg(program);
-                c
-            }
-            None => Command::new(program),
-        };
-        cmd.current_dir(&self.root);
-        cmd
+        layout::run_as(self.service_user.as_deref(), program, &self.root)
     }
 }
 

@@ -335,6 +335,19 @@ impl Setup {
     }
 }
 
+/// Run `work` with what `options` asks for, then end the run as [`finish`]
+/// does (purging its tenant when asked to, even when `work` failed).
+pub(crate) async fn with_setup(
+    options: &Options,
+    work: impl AsyncFnOnce(&Setup) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let setup = Setup::new(options).await?;
+    let purge = setup.purge();
+    let tenant = setup.tenant.clone();
+    let result = work(&setup).await;
+    finish(purge, &tenant, result).await
+}
+
 /// End a run: purge its tenant when asked to, even when the run failed
 /// (the run's error comes first).
 pub(crate) async fn finish(

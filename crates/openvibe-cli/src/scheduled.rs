@@ -11,7 +11,7 @@ use openvibe::roles::{Fired, Outcome, Reflection};
 use openvibe::schedule::{InProcessScheduler, Plan};
 
 use crate::CliError;
-use crate::demo::{Options, Setup, finish};
+use crate::demo::{Options, Setup, with_setup};
 use crate::spec::{Files, RoleFile};
 
 /// How long and what to run on a schedule.
@@ -47,6 +47,24 @@ pub(crate) fn target_of(trigger: &TriggerConfig) -> String {
     }
 }
 
+/// A timed trigger for people: its kind, schedule, what it runs and when
+/// it next fires after `now` (`interval `1s` → revenue_ops/qualify: next …`).
+pub(crate) fn trigger_line(
+    trigger: &TriggerConfig,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<String, openvibe::protocols::ScheduleError> {
+    let when = match Plan::of(trigger, now)?.next_after(now) {
+        Some(next) => format!("next {}", next.format("%Y-%m-%dT%H:%M:%SZ")),
+        None => "never again".to_owned(),
+    };
+    Ok(format!(
+        "{} `{}` → {}: {when}",
+        format!("{:?}", trigger.kind).to_lowercase(),
+        trigger.schedule.as_deref().unwrap_or_default(),
+        target_of(trigger),
+    ))
+}
+
 /// Run `file`'s role on its schedules until stopped; print each firing.
 pub async fn run(
     file: &RoleFile,
@@ -56,11 +74,10 @@ pub async fn run(
     llm_label: &str,
     out: &mut (dyn Write + Send),
 ) -> Result<(), CliError> {
-    let setup = Setup::new(options).await?;
-    let purge = setup.purge();
-    let tenant = setup.tenant.clone();
-    let result = serve(file, files, &setup, schedule, llm_label, out).await;
-    finish(purge, &tenant, result).await
+    with_setup(options, async |setup| {
+        serve(file, files, setup, schedule, llm_label, out).await
+    })
+    .await
 }
 
 async fn serve(
@@ -114,20 +131,9 @@ async fn serve(
 
     let now = chrono::Utc::now();
     for (role, trigger) in runtime.scheduled_triggers() {
-        let next = Plan::of(&trigger, now).map(|plan| plan.next_after(now));
-        let when = match next {
-            Ok(Some(next)) => format!("next {}", next.format("%Y-%m-%dT%H:%M:%SZ")),
-            Ok(None) => "never again".to_owned(),
-            Err(e) => return Err(CliError::Usage(format!("role `{role}`: {e}"))),
-        };
-        writeln!(
-            out,
-            "   {} {} `{}` → {}: {when}",
-            trigger.id,
-            format!("{:?}", trigger.kind).to_lowercase(),
-            trigger.schedule.as_deref().unwrap_or_default(),
-            target_of(&trigger),
-        )?;
+        let line = trigger_line(&trigger, now)
+            .map_err(|e| CliError::Usage(format!("role `{role}`: {e}")))?;
+        writeln!(out, "   {} {line}", trigger.id)?;
     }
     out.flush()?;
 

@@ -70,13 +70,12 @@ mod enabled {
     use std::io::Write;
     use std::sync::Arc;
 
-    use openvibe::schedule::Plan;
     use openvibe::temporal::{NodeRan, TemporalConfig, TemporalScheduler, TemporalWorker};
 
     use super::TemporalOptions;
     use crate::CliError;
-    use crate::demo::{Options, Setup, finish};
-    use crate::scheduled::{reflection_of, target_of};
+    use crate::demo::{Options, with_setup};
+    use crate::scheduled::{reflection_of, trigger_line};
     use crate::spec::{Files, RoleFile};
 
     fn config(temporal: &TemporalOptions) -> TemporalConfig {
@@ -98,10 +97,7 @@ mod enabled {
         temporal: &TemporalOptions,
         out: &mut (dyn Write + Send),
     ) -> Result<(), CliError> {
-        let setup = Setup::new(options).await?;
-        let purge = setup.purge();
-        let tenant = setup.tenant.clone();
-        let result = async {
+        with_setup(options, async |setup| {
             let scheduler = Arc::new(
                 TemporalScheduler::connect(config(temporal))
                     .await
@@ -123,20 +119,9 @@ mod enabled {
             )?;
             let now = chrono::Utc::now();
             for ((_, trigger), id) in runtime.scheduled_triggers().into_iter().zip(&ids) {
-                let next = Plan::of(&trigger, now)
-                    .ok()
-                    .and_then(|plan| plan.next_after(now))
-                    .map_or_else(
-                        || "never again".to_owned(),
-                        |t| format!("next {}", t.format("%Y-%m-%dT%H:%M:%SZ")),
-                    );
-                writeln!(
-                    out,
-                    "   {id}: {} `{}` → {}: {next}",
-                    format!("{:?}", trigger.kind).to_lowercase(),
-                    trigger.schedule.as_deref().unwrap_or_default(),
-                    target_of(&trigger),
-                )?;
+                // Temporal accepted it, so it reads as a timetable.
+                let line = trigger_line(&trigger, now).map_err(failed)?;
+                writeln!(out, "   {id}: {line}")?;
             }
             if ids.is_empty() {
                 writeln!(
@@ -151,9 +136,8 @@ mod enabled {
                 )?;
             }
             Ok(())
-        }
-        .await;
-        finish(purge, &tenant, result).await
+        })
+        .await
     }
 
     /// Run a worker for `file`'s role until Ctrl-C / SIGTERM; print each
@@ -166,10 +150,7 @@ mod enabled {
         llm_label: &str,
         out: &mut (dyn Write + Send),
     ) -> Result<(), CliError> {
-        let setup = Setup::new(options).await?;
-        let purge = setup.purge();
-        let tenant = setup.tenant.clone();
-        let result = async {
+        with_setup(options, async |setup| {
             let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
             writeln!(
                 out,
@@ -197,9 +178,8 @@ mod enabled {
             printed?;
             writeln!(out, "== stopped: {nodes} node(s) run")?;
             Ok(())
-        }
-        .await;
-        finish(purge, &tenant, result).await
+        })
+        .await
     }
 
     /// One line for a node a worker ran.

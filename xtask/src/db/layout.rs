@@ -86,16 +86,7 @@ impl Layout {
     /// `runuser -u openvibe-pg --` when we are root, directly otherwise.
     /// The working directory is the state root, which that user can enter.
     pub fn as_service_user(&self, program: &Path) -> Command {
-        let mut cmd = match &self.service_user {
-            Some(user) => {
-                let mut c = Command::new("runuser");
-                c.args(["-u", user, "--"]).arg(program);
-                c
-            }
-            None => Command::new(program),
-        };
-        cmd.current_dir(&self.root);
-        cmd
+        run_as(self.service_user.as_deref(), program, &self.root)
     }
 
     /// Take the per-directory lock (released when the guard drops). As root,
@@ -106,6 +97,21 @@ impl Layout {
         }
         LockGuard::acquire(&self.root.join(".lock"))
     }
+}
+
+/// A command that runs `program` in `dir` as `user` (through `runuser -u
+/// <user> --`: we are root), or as ourselves when `user` is `None`.
+pub fn run_as(user: Option<&str>, program: &Path, dir: &Path) -> Command {
+    let mut cmd = match user {
+        Some(user) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", user, "--"]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    cmd.current_dir(dir);
+    cmd
 }
 
 /// The effective uid of this process.
