@@ -142,6 +142,39 @@ pub struct DeleteExpired {
     pub batch: usize,
 }
 
+/// Which records' vectors to read (see `RecordVectors::vectors`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VectorLookup {
+    /// Vectors of this model (none when it is not the store's).
+    pub model: String,
+    /// The record kind (`fact`, `insight`, `episode`, `knowledge`).
+    pub kind: String,
+    /// The records (at most 1,000).
+    pub ids: Vec<String>,
+}
+
+/// Embed one batch of records waiting for a vector (see
+/// `RecordVectors::embed_pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedPending {
+    /// At most this many records (64 by default).
+    #[serde(default = "embed_batch")]
+    pub batch: usize,
+}
+
+fn embed_batch() -> usize {
+    64
+}
+
+/// How many records were embedded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Embedded {
+    /// The number embedded (0: none waits).
+    pub embedded: u64,
+}
+
 /// How many records moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Moved {

@@ -50,5 +50,11 @@ pub const NAMESPACES: &str = "/v1/memory/namespaces";
 pub const NAMESPACES_MOVE: &str = "/v1/memory/namespaces/move";
 /// Delete expired records, one batch.
 pub const EXPIRED_DELETE: &str = "/v1/memory/expired/delete";
+/// The current vectors of records the caller may read.
+pub const VECTORS: &str = "/v1/memory/vectors";
+/// How many records have a current vector, per kind (privileged).
+pub const VECTORS_STATUS: &str = "/v1/memory/vectors/status";
+/// Embed one batch of records waiting for a vector (privileged).
+pub const VECTORS_EMBED: &str = "/v1/memory/vectors/embed";
 /// Promote a fact or insight to another namespace.
 pub const PROMOTE: &str = "/v1/memory/promote";

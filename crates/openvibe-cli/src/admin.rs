@@ -1,4 +1,5 @@
 //! Maintenance commands: `namespaces ls`, `namespaces migrate`, `audit tail`,
+//! `memory reindex`,
 //! against PostgreSQL (`--database-url`) or an in-memory snapshot file
 //! (`--memory-file`, JSON of [`MemorySnapshot`]; `migrate` writes it back).
 
@@ -8,7 +9,11 @@ use std::path::{Path, PathBuf};
 use openvibe::governance::Governance;
 use openvibe::memory::{MemorySnapshot, SnapshotHandle};
 use openvibe::protocols::memory::RECORD_KINDS;
-use openvibe::protocols::{AuditEntry, AuditQuery, CallerContext, NamespaceCount, Stores};
+use std::sync::Arc;
+
+use openvibe::protocols::{
+    AuditEntry, AuditQuery, CallerContext, NamespaceCount, RecordVectors, Stores,
+};
 
 use crate::CliError;
 
@@ -286,6 +291,84 @@ pub async fn namespaces_migrate(
     opened.save()?;
     writeln!(out, "moved {moved} record(s) from {source} to {to}")?;
     Ok(moved)
+}
+
+/// What `memory reindex` is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Reindexing {
+    /// Records per embedder call.
+    pub batch: usize,
+    /// Only report the status.
+    pub status: bool,
+}
+
+/// `memory reindex`: embed with `embedder` every record of `tenant` that has
+/// no current vector of its model, in the background ([`openvibe::memory::Reindex`]),
+/// showing progress; returns how many were embedded.
+pub async fn memory_reindex(
+    url: &str,
+    tenant: &str,
+    embedder: Arc<dyn openvibe::protocols::Embedder>,
+    reindexing: Reindexing,
+    progress: Progress,
+    out: &mut impl Write,
+) -> Result<u64, CliError> {
+    let stores = openvibe::postgres::PgStores::connect(url)
+        .await?
+        .with_embedder(embedder)
+        .await?;
+    let vectors: Arc<dyn RecordVectors> = stores.vectors();
+    let ctx = admin(tenant);
+    let status = vectors.vector_status(&ctx).await?;
+    let model = status.model.clone().unwrap_or_default();
+    for kind in &status.kinds {
+        writeln!(
+            out,
+            "{:<9} {} with a current vector, {} waiting",
+            kind.kind, kind.embedded, kind.pending
+        )?;
+    }
+    if reindexing.status {
+        writeln!(out, "model {model}: {} record(s) waiting", status.pending())?;
+        return Ok(0);
+    }
+    let mut reindex = openvibe::memory::Reindex::spawn(vectors, ctx, reindexing.batch).await?;
+    let total = reindex.progress().pending_at_start;
+    let bar = match progress {
+        Progress::Bar => {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} embedding [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            Some(bar)
+        }
+        Progress::Lines => None,
+    };
+    while reindex.changed().await {
+        let done = reindex.progress().embedded;
+        match &bar {
+            Some(bar) => {
+                // Records written meanwhile wait too: the bar grows with them.
+                if done > bar.length().unwrap_or(0) {
+                    bar.set_length(done);
+                }
+                bar.set_position(done);
+            }
+            None => eprintln!("reindex: {done}/{total} embedded"),
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let embedded = reindex.finish().await?;
+    writeln!(
+        out,
+        "embedded {embedded} record(s) with {model}; none waits (records unchanged)"
+    )?;
+    Ok(embedded)
 }
 
 /// `audit tail`: the newest entries matching `query`, oldest of them first.

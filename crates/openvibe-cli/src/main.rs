@@ -167,6 +167,36 @@ impl BackendArgs {
 }
 
 #[derive(Subcommand)]
+enum MemoryCommand {
+    /// Embed the records (facts, insights, episodes, knowledge) that have no
+    /// current vector of the embedding model: after a model change, after
+    /// the embedder was down, or for records written before embeddings.
+    /// Batched and resumable; records are not rewritten.
+    #[command(after_help = "\
+Needs the local embedding model (`cargo xtask models fetch`) and a build with
+the `local-embed` feature (the default).
+
+Examples:
+  openvibe memory reindex --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe
+  openvibe memory reindex --database-url $DATABASE_URL --tenant acme --batch 128
+  openvibe memory reindex --database-url $DATABASE_URL --status       only say what waits")]
+    Reindex {
+        /// The PostgreSQL database.
+        #[arg(long, env = "OPENVIBE_DATABASE_URL")]
+        database_url: String,
+        /// The tenant.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// Records per embedder call.
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        /// Only print how many records have a current vector and how many wait.
+        #[arg(long)]
+        status: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum NamespacesCommand {
     /// List namespaces with their records per kind (and policies, with --governance).
     #[command(after_help = "\
@@ -416,6 +446,9 @@ Examples:
     /// Inspect namespaces and move legacy records into one.
     #[command(subcommand)]
     Namespaces(NamespacesCommand),
+    /// Memory maintenance: record vectors.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Read the audit trail.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -579,6 +612,26 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 &mut stdout,
             )
             .await
+        }
+        Command::Memory(MemoryCommand::Reindex {
+            database_url,
+            tenant,
+            batch,
+            status,
+        }) => {
+            let (embedder, _) = demo::make_embedder(demo::EmbedderChoice::Local)?;
+            let embedder = embedder
+                .ok_or_else(|| CliError::Embedding("reindexing needs an embedding model".into()))?;
+            admin::memory_reindex(
+                &database_url,
+                &tenant,
+                embedder,
+                admin::Reindexing { batch, status },
+                admin::Progress::detect(),
+                &mut stdout,
+            )
+            .await
+            .map(drop)
         }
         Command::Namespaces(NamespacesCommand::Migrate {
             backend,

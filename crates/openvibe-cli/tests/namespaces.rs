@@ -173,3 +173,72 @@ async fn migrating_on_postgres_is_audited_and_audit_tail_filters() {
     pg.pool().close().await;
     schema.drop().await;
 }
+
+/// `memory reindex` embeds with the local model (test-all fetches it;
+/// `cargo xtask models fetch`) what has no current vector: records written
+/// without an embedder, here; records are not rewritten.
+#[tokio::test]
+async fn memory_reindex_embeds_what_waits_and_reports_it() {
+    let Some(base) = openvibe_memory_testkit::skip::database_url() else {
+        return;
+    };
+    let schema = support::TempSchema::new(&base).await;
+    let url = schema.url();
+    let tenant = format!("cli-reindex-{}", std::process::id());
+    let pg = openvibe::postgres::PgStores::connect(&url).await.unwrap();
+    let system = CallerContext::system().with_tenant(tenant.clone());
+    for i in 0..3 {
+        pg.facts()
+            .store(
+                &system,
+                Fact::new(format!("f{i}"), format!("fact number {i}")),
+            )
+            .await
+            .unwrap();
+    }
+    let before = pg.facts().get(&system, "f1").await.unwrap().unwrap();
+    let reindex = |extra: &[&str]| {
+        let mut args = vec![
+            "memory",
+            "reindex",
+            "--database-url",
+            url.as_str(),
+            "--tenant",
+            tenant.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        openvibe(&args)
+    };
+    let status = ok(&reindex(&["--status"]));
+    assert!(
+        status.contains("fact      0 with a current vector, 3 waiting"),
+        "{status}"
+    );
+    assert!(
+        status.contains("model all-MiniLM-L6-v2: 3 record(s) waiting"),
+        "{status}"
+    );
+    let out = reindex(&["--batch", "2"]);
+    let stdout = ok(&out);
+    assert!(
+        stdout.contains("embedded 3 record(s) with all-MiniLM-L6-v2"),
+        "{stdout}"
+    );
+    let progress = String::from_utf8(out.stderr).unwrap();
+    assert!(progress.contains("reindex: 3/3 embedded"), "{progress}");
+    let status = ok(&reindex(&["--status"]));
+    assert!(
+        status.contains("fact      3 with a current vector, 0 waiting"),
+        "{status}"
+    );
+    let after = pg.facts().get(&system, "f1").await.unwrap().unwrap();
+    assert_eq!(
+        after.meta.updated_at, before.meta.updated_at,
+        "not rewritten"
+    );
+    let again = ok(&reindex(&[]));
+    assert!(again.contains("embedded 0 record(s)"), "{again}");
+    let help = ok(&openvibe(&["memory", "reindex", "--help"]));
+    assert!(help.contains("Examples:"), "{help}");
+    schema.drop().await;
+}

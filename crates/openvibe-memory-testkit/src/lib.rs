@@ -47,6 +47,7 @@ pub mod raw;
 pub mod semantic;
 pub mod skip;
 mod support;
+pub mod vectors;
 pub mod working;
 
 macro_rules! cases {
@@ -161,6 +162,7 @@ cases! {
     raw::raw_governance;
     raw::raw_bad_input_writes_nothing;
     raw::raw_retention;
+    vectors::vectors_embedded_on_write;
 }
 
 /// The README's example, compiled and run as a doc test.

@@ -6,16 +6,23 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{EXPIRING_KINDS, check_admin, cleanup_scope};
+use openvibe_protocols::memory::{
+    EMBEDDED_KINDS, EXPIRING_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
+    check_vector_lookup, cleanup_scope, no_embedder,
+};
 use openvibe_protocols::{
-    AuditOp, CallerContext, Episode, Fact, Insight, NamespaceAdmin, NamespaceCount, NamespaceScope,
-    RecordMeta, StoreError, Stores, store_time,
+    AuditOp, CallerContext, Episode, Fact, Insight, KnowledgeStore, NamespaceAdmin, NamespaceCount,
+    NamespaceScope, RecordMeta, RecordVector, RecordVectors, StoreError, Stores, VectorStatus,
+    store_time,
 };
 
 use crate::audit::InMemoryAuditLog;
 use crate::in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
+use crate::in_memory::{store_span, store_span_of};
 use crate::raw::InMemoryRawLog;
+use crate::vectors::VectorTable;
 use crate::working::InMemoryWorkingStore;
+use tracing::Instrument;
 
 /// `counts` of `kind` as [`NamespaceCount`]s.
 fn counts_of(
@@ -33,15 +40,28 @@ fn counts_of(
 
 impl InMemoryAdmin {
     /// Fresh stores sharing one audit trail, `working` among them.
+    /// Facts, insights and episodes get vectors (on write, and through
+    /// [`RecordVectors`]) when `working` has an embedder.
     pub(crate) fn over(working: InMemoryWorkingStore) -> Self {
         let audit = Arc::new(InMemoryAuditLog::new());
+        let vectors = working
+            .embedder
+            .clone()
+            .map(|e| Arc::new(VectorTable::new(e)));
+        let mut facts = InMemoryFactStore::new().with_audit(audit.clone());
+        facts.set_vectors(vectors.clone());
+        let mut episodes = InMemoryEpisodicStore::new().with_audit(audit.clone());
+        episodes.set_vectors(vectors.clone());
+        let mut insights = InMemoryInsightStore::new().with_audit(audit.clone());
+        insights.set_vectors(vectors.clone());
         Self {
-            facts: Arc::new(InMemoryFactStore::new().with_audit(audit.clone())),
-            episodes: Arc::new(InMemoryEpisodicStore::new().with_audit(audit.clone())),
-            insights: Arc::new(InMemoryInsightStore::new().with_audit(audit.clone())),
+            facts: Arc::new(facts),
+            episodes: Arc::new(episodes),
+            insights: Arc::new(insights),
             working: Arc::new(working.with_audit(audit.clone())),
             raw: Arc::new(InMemoryRawLog::new().with_audit(audit.clone())),
             audit,
+            vectors,
         }
     }
 
@@ -61,6 +81,7 @@ impl InMemoryAdmin {
             knowledge: admin.working.clone(),
             raw: admin.raw.clone(),
             audit: admin.audit.clone(),
+            vectors: admin.clone(),
             admin,
         }
     }
@@ -74,6 +95,88 @@ pub struct InMemoryAdmin {
     working: Arc<InMemoryWorkingStore>,
     raw: Arc<InMemoryRawLog>,
     audit: Arc<InMemoryAuditLog>,
+    vectors: Option<Arc<VectorTable>>,
+}
+
+#[async_trait]
+impl RecordVectors for InMemoryAdmin {
+    async fn vectors(
+        &self,
+        ctx: &CallerContext,
+        model: &str,
+        kind: &str,
+        ids: &[String],
+    ) -> Result<Vec<RecordVector>, StoreError> {
+        check_vector_lookup(kind, ids)?;
+        check_caller(ctx)?;
+        if self.vectors.as_ref().is_none_or(|t| t.model() != model) {
+            return Ok(Vec::new());
+        }
+        let span = store_span_of("vector", "vectors", ctx);
+        match kind {
+            "fact" => self.facts.current_vectors(ctx, ids),
+            "insight" => self.insights.current_vectors(ctx, ids),
+            "episode" => self.episodes.current_vectors(ctx, ids),
+            _ => {
+                // Knowledge keeps its vector inside the record.
+                async {
+                    let mut out = Vec::new();
+                    for id in ids {
+                        if let Some(k) = self.working.get_knowledge(ctx, id).await? {
+                            out.push(RecordVector {
+                                id: k.id,
+                                vector: k.embedding,
+                            });
+                        }
+                    }
+                    Ok(out)
+                }
+                .instrument(span)
+                .await
+            }
+        }
+    }
+
+    async fn vector_status(&self, ctx: &CallerContext) -> Result<VectorStatus, StoreError> {
+        let _span = store_span("vector", "status", ctx);
+        check_vector_admin(ctx, "read the vector status", None)?;
+        let counts = [
+            self.facts.vector_counts(ctx)?,
+            self.insights.vector_counts(ctx)?,
+            self.episodes.vector_counts(ctx)?,
+            {
+                let n = self.working.knowledge_count(ctx.tenant_id())?;
+                (n, n)
+            },
+        ];
+        Ok(VectorStatus {
+            model: self.vectors.as_ref().map(|t| t.model().to_owned()),
+            kinds: EMBEDDED_KINDS
+                .iter()
+                .zip(counts)
+                .map(|(kind, (embedded, all))| KindVectors {
+                    kind: (*kind).to_owned(),
+                    embedded,
+                    pending: all - embedded,
+                })
+                .collect(),
+        })
+    }
+
+    async fn embed_pending(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
+        check_vector_admin(ctx, "embed pending records", Some(batch))?;
+        let table = self.vectors.as_ref().ok_or_else(no_embedder)?;
+        let mut pending = self.facts.pending_vectors(ctx, batch)?;
+        pending.extend(self.insights.pending_vectors(ctx, batch - pending.len())?);
+        pending.extend(self.episodes.pending_vectors(ctx, batch - pending.len())?);
+        if pending.is_empty() {
+            return Ok(0);
+        }
+        table
+            .embed(ctx.tenant_id(), pending)
+            .instrument(store_span_of("vector", "embed_pending", ctx))
+            .await
+    }
 }
 
 #[async_trait]
@@ -160,7 +263,22 @@ impl MemorySnapshot {
     /// namespaces, tenants and times kept), and a handle to take a
     /// snapshot of them again.
     pub fn into_stores(self) -> Result<(Stores, SnapshotHandle), StoreError> {
-        let admin = InMemoryAdmin::fresh();
+        self.restore_into(InMemoryAdmin::fresh())
+    }
+
+    /// [`MemorySnapshot::into_stores`] whose stores embed with `embedder`
+    /// (facts, insights and episodes on write; the restored records wait
+    /// for [`RecordVectors::embed_pending`]: a snapshot keeps no vectors).
+    pub fn into_stores_with_embedder(
+        self,
+        embedder: Arc<dyn openvibe_protocols::Embedder>,
+    ) -> Result<(Stores, SnapshotHandle), StoreError> {
+        self.restore_into(InMemoryAdmin::over(
+            InMemoryWorkingStore::new().with_embedder(embedder),
+        ))
+    }
+
+    fn restore_into(self, admin: InMemoryAdmin) -> Result<(Stores, SnapshotHandle), StoreError> {
         admin.facts.restore(self.facts)?;
         admin.episodes.restore(self.episodes)?;
         admin.insights.restore(self.insights)?;

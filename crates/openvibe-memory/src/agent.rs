@@ -10,8 +10,8 @@ use openvibe_protocols::memory::promotion::{AutoPromote, Promotion, promote_insi
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
     InsightQuery, InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry,
-    MemoryProvider, Page, RawCall, RawCallQuery, RawLogStore, StoreError, content_hash,
-    truncate_chars,
+    MemoryProvider, Page, RawCall, RawCallQuery, RawLogStore, RecordVectors, StoreError,
+    content_hash, truncate_chars,
 };
 use serde_json::Value;
 use tracing::Instrument;
@@ -97,6 +97,8 @@ pub struct AgentMemory {
     raw_config: RawLogConfig,
     /// Made on first use from the fields above (reset when one changes).
     raw_writer: Arc<OnceLock<RawLogWriter>>,
+    /// The vectors the stores keep of their records, when known.
+    vectors: Option<Arc<dyn RecordVectors>>,
 }
 
 impl std::fmt::Debug for AgentMemory {
@@ -124,6 +126,7 @@ impl AgentMemory {
             raw: Arc::new(InMemoryRawLog::new()),
             raw_config: RawLogConfig::default(),
             raw_writer: Arc::default(),
+            vectors: None,
         }
     }
 
@@ -175,6 +178,44 @@ impl AgentMemory {
         self.episodes = episodes;
         self.insights = insights;
         self
+    }
+
+    /// Read the vectors the stores keep of their records from `vectors`
+    /// (the [`MemoryAssembler`](crate::MemoryAssembler) ranks with them
+    /// instead of embedding every candidate).
+    #[must_use]
+    pub fn with_vectors(mut self, vectors: Arc<dyn RecordVectors>) -> Self {
+        self.vectors = Some(vectors);
+        self
+    }
+
+    /// The stored vectors of `model` for the records `ids` of `kind` this
+    /// agent may read, by id: empty without vectors, for another model, or
+    /// when the store fails (a warning: ranking then embeds what it needs).
+    pub async fn stored_vectors(
+        &self,
+        model: &str,
+        kind: &str,
+        ids: &[String],
+    ) -> std::collections::HashMap<String, Vec<f32>> {
+        let Some(vectors) = &self.vectors else {
+            return std::collections::HashMap::new();
+        };
+        let mut found = std::collections::HashMap::new();
+        for chunk in ids.chunks(openvibe_protocols::memory::MAX_VECTOR_IDS) {
+            match vectors.vectors(&self.ctx, model, kind, chunk).await {
+                Ok(got) => found.extend(got.into_iter().map(|v| (v.id, v.vector))),
+                Err(e) => {
+                    tracing::warn!(
+                        kind,
+                        transient = e.is_transient(),
+                        "reading stored vectors failed"
+                    );
+                    tracing::debug!(error = %e, "reading stored vectors failed");
+                }
+            }
+        }
+        found
     }
 
     /// Call the stores as `ctx` (tenant, project, clearance of the agent).

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use openvibe_protocols::EmbeddingText;
 use openvibe_protocols::memory::{Candidate, FUSION, rank_candidates};
 use openvibe_protocols::{
     ContextAssembler, Embedder, EpisodeQuery, Fact, FactQuery, InsightQuery, InsightStatus,
@@ -246,12 +247,7 @@ impl MemoryAssembler {
         let about_entity = facts_query.entity.is_some();
         let found = self.memory.recall_insights(insights_query.clone()).await?;
         let mut insights = self
-            .relevant(
-                query.as_deref(),
-                found,
-                |i| &i.content,
-                self.limits.insights,
-            )
+            .relevant(query.as_deref(), found, self.limits.insights)
             .await;
         if about_entity && insights.len() < self.limits.insights {
             let general = InsightQuery {
@@ -261,16 +257,13 @@ impl MemoryAssembler {
             };
             let found = self.memory.recall_insights(general).await?;
             let left = self.limits.insights - insights.len();
-            insights.extend(
-                self.relevant(query.as_deref(), found, |i| &i.content, left)
-                    .await,
-            );
+            insights.extend(self.relevant(query.as_deref(), found, left).await);
         }
         let facts = if self.limits.facts > 0 {
             let specific = facts_query.clone().limit(pool(self.limits.facts));
             let found = self.memory.workspace_facts(&specific).await?;
             let mut facts = self
-                .relevant(query.as_deref(), found, |f| &f.content, self.limits.facts)
+                .relevant(query.as_deref(), found, self.limits.facts)
                 .await;
             if about_entity && facts.len() < self.limits.facts {
                 let general = FactQuery {
@@ -280,10 +273,7 @@ impl MemoryAssembler {
                 };
                 let found = self.memory.workspace_facts(&general).await?;
                 let left = self.limits.facts - facts.len();
-                facts.extend(
-                    self.relevant(query.as_deref(), found, |f| &f.content, left)
-                        .await,
-                );
+                facts.extend(self.relevant(query.as_deref(), found, left).await);
             }
             facts
         } else {
@@ -387,34 +377,36 @@ impl MemoryAssembler {
     /// `pool` ordered for `query`, at most `limit`: the records hybrid
     /// retrieval ranks (best first, with what found them), then the rest in
     /// pool order. Without a query, the pool's first `limit` as they come.
-    async fn relevant<T>(
+    async fn relevant<T: EmbeddingText>(
         &self,
         query: Option<&str>,
         pool: Vec<T>,
-        text: impl Fn(&T) -> &String,
         limit: usize,
     ) -> Vec<(T, Vec<RetrieverScore>)> {
-        let Some(query) = query else {
+        let Some(query) = query.filter(|_| !pool.is_empty()) else {
             return pool
                 .into_iter()
                 .take(limit)
                 .map(|t| (t, Vec::new()))
                 .collect();
         };
-        let vectors = self.embed(query, pool.iter().map(&text)).await;
+        let vectors = self.embed(query, &pool).await;
         let (query_vector, vectors) = match &vectors {
             Some((q, v)) => (Some(q.as_slice()), v.as_slice()),
             None => (None, &[][..]),
         };
-        let candidates: Vec<Candidate<'_>> = pool
+        let texts: Vec<_> = pool.iter().map(EmbeddingText::embedding_text).collect();
+        let candidates: Vec<Candidate<'_>> = texts
             .iter()
             .enumerate()
-            .map(|(i, t)| Candidate {
-                text: text(t),
-                vector: vectors.get(i).map(Vec::as_slice),
+            .map(|(i, text)| Candidate {
+                text,
+                vector: vectors.get(i).and_then(Option::as_deref),
             })
             .collect();
         let ranked = rank_candidates(query, query_vector, &candidates, limit);
+        drop(candidates);
+        drop(texts);
         let mut slots: Vec<Option<T>> = pool.into_iter().map(Some).collect();
         let mut out = Vec::with_capacity(limit.min(slots.len()));
         for fused in ranked {
@@ -432,21 +424,47 @@ impl MemoryAssembler {
         out
     }
 
-    /// The query's vector and the texts' vectors, or `None` without an
-    /// embedder or when it fails (full text still ranks).
-    async fn embed<'t>(
+    /// The query's vector and each record's (`None` for one that has
+    /// none), or `None` without an embedder or when it fails (full text
+    /// still ranks). Records use the vector their store keeps of them
+    /// (embedded on write); only the query and records without one are
+    /// embedded now, in one call.
+    async fn embed<T: EmbeddingText>(
         &self,
         query: &str,
-        texts: impl Iterator<Item = &'t String>,
-    ) -> Option<(Vec<f32>, Vec<Vec<f32>>)> {
+        pool: &[T],
+    ) -> Option<(Vec<f32>, Vec<Option<Vec<f32>>>)> {
         let embedder = self.embedder.as_ref()?;
+        let ids: Vec<String> = pool.iter().map(|t| t.record_id().to_owned()).collect();
+        let mut stored = self
+            .memory
+            .stored_vectors(embedder.model_id(), T::KIND, &ids)
+            .await;
+        let missing: Vec<usize> = (0..pool.len())
+            .filter(|i| !ids.get(*i).is_some_and(|id| stored.contains_key(id)))
+            .collect();
         let all: Vec<String> = std::iter::once(query.to_owned())
-            .chain(texts.cloned())
+            .chain(
+                missing
+                    .iter()
+                    .filter_map(|i| pool.get(*i))
+                    .map(|t| t.embedding_text().into_owned()),
+            )
             .collect();
         match embedder.embed(&all).await {
-            Ok(mut vectors) if vectors.len() == all.len() => {
-                let rest = vectors.split_off(1);
-                vectors.pop().map(|q| (q, rest))
+            Ok(vectors) if vectors.len() == all.len() => {
+                let mut vectors = vectors.into_iter();
+                let q = vectors.next()?;
+                let mut fresh: std::collections::HashMap<usize, Vec<f32>> =
+                    missing.into_iter().zip(vectors).collect();
+                let out = (0..pool.len())
+                    .map(|i| {
+                        fresh
+                            .remove(&i)
+                            .or_else(|| ids.get(i).and_then(|id| stored.remove(id)))
+                    })
+                    .collect();
+                Some((q, out))
             }
             Ok(vectors) => {
                 tracing::warn!(

@@ -197,7 +197,8 @@ impl MemoryGateway {
             memory = memory
                 .with_stores(stores.episodes.clone(), stores.insights.clone())
                 .with_raw_log(stores.raw.clone())
-                .with_audit(stores.audit.clone());
+                .with_audit(stores.audit.clone())
+                .with_vectors(stores.vectors.clone());
         }
         if let Some(config) = &self.raw_config {
             memory = memory.with_raw_log_config(config.clone());

@@ -16,8 +16,8 @@ use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, Embedder, Episode, EpisodeQuery, EpisodicStore,
     Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStatus, InsightStore, NamespaceScope,
-    RecordFilter, RecordMeta, STRENGTHEN_STEP, StoreError, Stores, check_fixed_namespace,
-    content_hash, validate_episode, validate_fact, validate_insight,
+    RecordFilter, RecordMeta, RecordVector, STRENGTHEN_STEP, StoreError, Stores,
+    check_fixed_namespace, content_hash, validate_episode, validate_fact, validate_insight,
 };
 
 use openvibe_protocols::memory::{at_index, check_caller};
@@ -25,6 +25,9 @@ use openvibe_protocols::memory::{at_index, check_caller};
 use crate::admin::InMemoryAdmin;
 use crate::audit::InMemoryAuditLog;
 use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
+use crate::vectors::{Pending, VectorTable, embed_written};
+use openvibe_protocols::EmbeddingText as _;
+
 use crate::working::InMemoryWorkingStore;
 
 /// The [`Indexed`] methods facts and insights share: both are ordered by
@@ -701,6 +704,25 @@ impl<R: Indexed> Tables<R> {
         Ok(out)
     }
 
+    /// Up to `limit` records of `tenant` for which `pick` holds (see `Table::pick`).
+    fn pick_in(
+        &self,
+        tenant: &str,
+        pick: impl FnMut(&R) -> bool,
+        limit: usize,
+    ) -> Result<Vec<R>, StoreError> {
+        Ok(self
+            .read()?
+            .get(tenant)
+            .map(|t| t.pick(pick, limit))
+            .unwrap_or_default())
+    }
+
+    /// How many records of `tenant` `pick` holds for.
+    fn count_in(&self, tenant: &str, pick: impl FnMut(&R) -> bool) -> Result<u64, StoreError> {
+        Ok(self.read()?.get(tenant).map(|t| t.count(pick)).unwrap_or(0))
+    }
+
     /// Records per namespace in `ctx`'s tenant.
     fn namespace_counts(&self, ctx: &CallerContext) -> Result<BTreeMap<String, u64>, StoreError> {
         Ok(self
@@ -779,6 +801,7 @@ impl<R: Indexed> Tables<R> {
 #[derive(Default)]
 pub struct InMemoryFactStore {
     tables: Tables<Fact>,
+    vectors: Option<Arc<VectorTable>>,
 }
 
 impl InMemoryFactStore {
@@ -819,7 +842,9 @@ impl std::fmt::Debug for InMemoryFactStore {
 #[async_trait]
 impl FactStore for InMemoryFactStore {
     async fn store(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        self.tables.write_record(ctx, fact, Mode::Upsert)
+        let stored = self.tables.write_record(ctx, fact, Mode::Upsert)?;
+        embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Fact>, StoreError> {
@@ -831,11 +856,15 @@ impl FactStore for InMemoryFactStore {
     }
 
     async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        self.tables.write_record(ctx, fact, Mode::Update)
+        let stored = self.tables.write_record(ctx, fact, Mode::Update)?;
+        embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        self.tables.delete(ctx, id)
+        self.tables.delete(ctx, id)?;
+        forget(self.vectors.as_deref(), ctx, "fact", id);
+        Ok(())
     }
 
     async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
@@ -848,6 +877,7 @@ impl FactStore for InMemoryFactStore {
 #[derive(Default)]
 pub struct InMemoryEpisodicStore {
     tables: Tables<Episode>,
+    vectors: Option<Arc<VectorTable>>,
 }
 
 impl InMemoryEpisodicStore {
@@ -889,7 +919,9 @@ impl std::fmt::Debug for InMemoryEpisodicStore {
 #[async_trait]
 impl EpisodicStore for InMemoryEpisodicStore {
     async fn store(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
-        self.tables.write_record(ctx, episode, Mode::Upsert)
+        let stored = self.tables.write_record(ctx, episode, Mode::Upsert)?;
+        embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Episode>, StoreError> {
@@ -905,7 +937,9 @@ impl EpisodicStore for InMemoryEpisodicStore {
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        self.tables.delete(ctx, id)
+        self.tables.delete(ctx, id)?;
+        forget(self.vectors.as_deref(), ctx, "episode", id);
+        Ok(())
     }
 }
 
@@ -914,6 +948,7 @@ impl EpisodicStore for InMemoryEpisodicStore {
 #[derive(Default)]
 pub struct InMemoryInsightStore {
     tables: Tables<Insight>,
+    vectors: Option<Arc<VectorTable>>,
 }
 
 impl InMemoryInsightStore {
@@ -955,7 +990,9 @@ impl std::fmt::Debug for InMemoryInsightStore {
 #[async_trait]
 impl InsightStore for InMemoryInsightStore {
     async fn store(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        self.tables.write_record(ctx, insight, Mode::Upsert)
+        let stored = self.tables.write_record(ctx, insight, Mode::Upsert)?;
+        embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError> {
@@ -971,11 +1008,15 @@ impl InsightStore for InMemoryInsightStore {
     }
 
     async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        self.tables.write_record(ctx, insight, Mode::Update)
+        let stored = self.tables.write_record(ctx, insight, Mode::Update)?;
+        embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        self.tables.delete(ctx, id)
+        self.tables.delete(ctx, id)?;
+        forget(self.vectors.as_deref(), ctx, "insight", id);
+        Ok(())
     }
 
     async fn find_similar(
@@ -984,7 +1025,7 @@ impl InsightStore for InMemoryInsightStore {
         agent_id: &str,
         content: &str,
     ) -> Result<Option<Insight>, StoreError> {
-        let _span = store_span(Insight::KIND, "find_similar", ctx);
+        let _span = store_span(<Insight as Indexed>::KIND, "find_similar", ctx);
         let guard = self.tables.read()?;
         let Some(table) = guard.get(ctx.tenant_id()) else {
             return Ok(None);
@@ -1072,6 +1113,57 @@ macro_rules! admin_access {
             pub(crate) fn all(&self) -> Result<Vec<$rec>, StoreError> {
                 self.tables.all()
             }
+
+            /// Keep vectors of what this store writes in `vectors`.
+            pub(crate) fn set_vectors(&mut self, vectors: Option<Arc<VectorTable>>) {
+                self.vectors = vectors;
+            }
+
+            /// The records `ids` `ctx` may read, with their current vectors.
+            pub(crate) fn current_vectors(
+                &self,
+                ctx: &CallerContext,
+                ids: &[String],
+            ) -> Result<Vec<RecordVector>, StoreError> {
+                let Some(table) = &self.vectors else { return Ok(Vec::new()) };
+                let mut out = Vec::new();
+                for id in ids {
+                    if let Some(rec) = self.tables.get(ctx, id)?
+                        && let Some(vector) =
+                            table.current(ctx.tenant_id(), <$rec as Indexed>::KIND, id, rec.text_hash())
+                    {
+                        out.push(RecordVector { id: id.clone(), vector });
+                    }
+                }
+                Ok(out)
+            }
+
+            /// Up to `limit` records of `ctx`'s tenant without a current vector.
+            pub(crate) fn pending_vectors(
+                &self,
+                ctx: &CallerContext,
+                limit: usize,
+            ) -> Result<Vec<Pending>, StoreError> {
+                let Some(table) = &self.vectors else { return Ok(Vec::new()) };
+                let tenant = ctx.tenant_id();
+                let recs = self.tables.pick_in(
+                    tenant,
+                    |r| !table.is_current(tenant, <$rec as Indexed>::KIND, r.id(), r.text_hash()),
+                    limit,
+                )?;
+                Ok(recs.iter().filter_map(Pending::of).collect())
+            }
+
+            /// (with a current vector, all) records of `ctx`'s tenant.
+            pub(crate) fn vector_counts(&self, ctx: &CallerContext) -> Result<(u64, u64), StoreError> {
+                let tenant = ctx.tenant_id();
+                let all = self.tables.count_in(tenant, |_| true)?;
+                let Some(table) = &self.vectors else { return Ok((0, all)) };
+                let embedded = self.tables.count_in(tenant, |r| {
+                    table.is_current(tenant, <$rec as Indexed>::KIND, r.id(), r.text_hash())
+                })?;
+                Ok((embedded, all))
+            }
         }
     )*};
 }
@@ -1081,6 +1173,13 @@ admin_access!(
     InMemoryInsightStore => Insight
 );
 
+/// Drop the vector of a deleted record, when the store keeps vectors.
+fn forget(vectors: Option<&VectorTable>, ctx: &CallerContext, kind: &'static str, id: &str) {
+    if let Some(table) = vectors {
+        table.forget(ctx.tenant_id(), kind, id);
+    }
+}
+
 /// The `tracing` span of one in-memory store operation: the same fields as
 /// the PostgreSQL backend's (`backend`, `kind`, `op`, `tenant`, `principal`).
 pub(crate) fn store_span(
@@ -1088,6 +1187,15 @@ pub(crate) fn store_span(
     op: &'static str,
     ctx: &CallerContext,
 ) -> tracing::span::EnteredSpan {
+    store_span_of(kind, op, ctx).entered()
+}
+
+/// [`store_span`], not entered (for a future to be instrumented with).
+pub(crate) fn store_span_of(
+    kind: &'static str,
+    op: &'static str,
+    ctx: &CallerContext,
+) -> tracing::Span {
     tracing::debug_span!(
         "store",
         backend = "memory",
@@ -1096,5 +1204,4 @@ pub(crate) fn store_span(
         tenant = %ctx.tenant_id(),
         principal = %ctx.principal(),
     )
-    .entered()
 }

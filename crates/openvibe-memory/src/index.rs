@@ -337,6 +337,34 @@ impl<R: Indexed> Table<R> {
             .collect()
     }
 
+    /// Up to `limit` records for which `pick` holds, judged on the stored
+    /// record (its shared fields blank: id and hashes are kept), then
+    /// materialized.
+    pub fn pick(&self, mut pick: impl FnMut(&R) -> bool, limit: usize) -> Vec<R> {
+        let mut out = Vec::new();
+        for (i, row) in self.rows.iter().enumerate() {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(row) = row
+                && pick(&row.rec)
+                && let Ok(slot) = Slot::try_from(i)
+            {
+                out.extend(self.materialize(slot));
+            }
+        }
+        out
+    }
+
+    /// How many records `pick` holds for (judged as in [`Table::pick`]).
+    pub fn count(&self, mut pick: impl FnMut(&R) -> bool) -> u64 {
+        self.rows
+            .iter()
+            .flatten()
+            .filter(|row| pick(&row.rec))
+            .count() as u64
+    }
+
     /// Live records per namespace (expired ones are not counted).
     pub fn namespace_counts(&self) -> BTreeMap<String, u64> {
         let now = Utc::now();

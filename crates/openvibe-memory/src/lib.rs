@@ -50,6 +50,7 @@ mod raw;
 mod raw_writer;
 mod retrieval;
 mod semantic;
+mod vectors;
 mod workflow;
 mod working;
 mod workspace;
@@ -85,6 +86,7 @@ pub use raw_writer::{RawLogConfig, RawLogStats, RawLogWriter, Redactor};
 /// The contract this crate implements (record types, `CallerContext`, the
 /// store traits), so a project depending on `openvibe-memory` alone has it.
 pub use openvibe_protocols as protocols;
+pub use vectors::{Reindex, ReindexProgress};
 pub use workflow::{ACTION_HISTORY, WorkflowState};
 pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 pub use workspace::WorkspaceMemory;

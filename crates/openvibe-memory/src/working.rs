@@ -117,6 +117,14 @@ impl InMemoryWorkingStore {
         self
     }
 
+    /// How much knowledge `tenant` holds.
+    pub(crate) fn knowledge_count(&self, tenant: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .read()?
+            .get(tenant)
+            .map_or(0, |t| t.knowledge.len() as u64))
+    }
+
     pub(crate) fn read(&self) -> Result<RwLockReadGuard<'_, HashMap<String, Tenant>>, StoreError> {
         self.tenants.read().map_err(|_| poisoned())
     }

@@ -524,3 +524,79 @@ async fn with_an_embedder_vectors_rank_too_and_a_failing_one_leaves_full_text() 
             .all(|s| s.retriever == Retriever::FullText)
     }));
 }
+
+/// Counts the texts it embeds.
+struct Counting {
+    inner: HashEmbedder,
+    texts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Embedder for Counting {
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.texts
+            .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+        self.inner.embed(texts).await
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    fn model_id(&self) -> &str {
+        HashEmbedder::MODEL
+    }
+}
+
+#[tokio::test]
+async fn stored_vectors_rank_without_embedding_the_candidates_again() {
+    let counting = Arc::new(Counting {
+        inner: HashEmbedder::new(64),
+        texts: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let stores = openvibe_memory::in_memory_stores_with_embedder(counting.clone());
+    let gateway = openvibe_memory::MemoryGateway::new().with_stores(stores);
+    let ws = gateway.workspace().unwrap();
+    for (id, content) in [
+        ("f1", "Acme renewed twice"),
+        ("f2", "Webinars drew 140 companies this quarter"),
+        (
+            "f3",
+            "Webinar attendance doubled after the route-planning talk",
+        ),
+    ] {
+        ws.store_fact(
+            Fact::new(id, content)
+                .domain("revenue")
+                .classification(Classification::Public),
+        )
+        .await
+        .unwrap();
+    }
+    let written = counting.texts.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(written, 3, "each fact embedded once, on write");
+    let profile = ClearanceProfile::new("cro");
+    let assembler = MemoryAssembler::new(gateway.agent_memory("cro", &profile), profile)
+        .with_embedder(counting.clone())
+        .with_limits(AssemblyLimits {
+            insights: 0,
+            facts: 3,
+            episodes: 0,
+        });
+    let a = assembler
+        .assemble_recalled(&query_scope("webinar attendance"), DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    assert_eq!(
+        counting.texts.load(std::sync::atomic::Ordering::SeqCst) - written,
+        1,
+        "only the query is embedded at assembly time"
+    );
+    let found = found(&a);
+    assert_eq!(
+        found[0],
+        (
+            "f3".to_owned(),
+            vec![Retriever::FullText, Retriever::Vector]
+        )
+    );
+    assert!(found.iter().all(|(_, r)| r.contains(&Retriever::Vector)));
+}

@@ -32,13 +32,39 @@ macro_rules! audited_store {
                 }
             }
 
-            /// Write searches and refusals through `audit` (shared with other
-            /// stores) instead of a writer of its own.
+            $crate::audit::audited_store!(@with_audit);
+        }
+    };
+    ($store:ident, vectors) => {
+        impl $store {
+            /// A store over `pool` (migrated: see [`crate::migrate`]), with an
+            /// audit writer of its own.
+            pub fn new(pool: PgPool) -> Self {
+                Self {
+                    audit: AuditWriter::new(pool.clone()),
+                    pool,
+                    vectors: None,
+                }
+            }
+
+            $crate::audit::audited_store!(@with_audit);
+
+            /// Embed what this store writes and keep the vectors in
+            /// `vectors`' side table (best effort: see [`crate::PgVectors`]).
             #[must_use]
-            pub fn with_audit(mut self, audit: AuditWriter) -> Self {
-                self.audit = audit;
+            pub fn with_vectors(mut self, vectors: std::sync::Arc<crate::PgVectors>) -> Self {
+                self.vectors = Some(vectors);
                 self
             }
+        }
+    };
+    (@with_audit) => {
+        /// Write searches and refusals through `audit` (shared with other
+        /// stores) instead of a writer of its own.
+        #[must_use]
+        pub fn with_audit(mut self, audit: AuditWriter) -> Self {
+            self.audit = audit;
+            self
         }
     };
 }

@@ -157,9 +157,10 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
 pub struct PgEpisodicStore {
     pool: PgPool,
     audit: AuditWriter,
+    vectors: Option<std::sync::Arc<crate::PgVectors>>,
 }
 
-crate::audit::audited_store!(PgEpisodicStore);
+crate::audit::audited_store!(PgEpisodicStore, vectors);
 
 impl PgEpisodicStore {
     async fn write(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
@@ -308,9 +309,12 @@ impl PgEpisodicStore {
 #[async_trait]
 impl EpisodicStore for PgEpisodicStore {
     async fn store(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
-        self.write(ctx, episode)
+        let stored = self
+            .write(ctx, episode)
             .instrument(span("episode", "store", ctx))
-            .await
+            .await?;
+        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Episode>, StoreError> {

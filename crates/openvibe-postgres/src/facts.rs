@@ -152,9 +152,10 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
 pub struct PgFactStore {
     pool: PgPool,
     audit: AuditWriter,
+    vectors: Option<std::sync::Arc<crate::PgVectors>>,
 }
 
-crate::audit::audited_store!(PgFactStore);
+crate::audit::audited_store!(PgFactStore, vectors);
 
 impl PgFactStore {
     async fn write(&self, ctx: &CallerContext, fact: Fact, mode: Mode) -> Result<Fact, StoreError> {
@@ -300,9 +301,12 @@ pub(crate) use openvibe_protocols::memory::at_index;
 #[async_trait]
 impl FactStore for PgFactStore {
     async fn store(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        self.write(ctx, fact, Mode::Upsert)
+        let stored = self
+            .write(ctx, fact, Mode::Upsert)
             .instrument(span("fact", "store", ctx))
-            .await
+            .await?;
+        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Fact>, StoreError> {
@@ -321,9 +325,12 @@ impl FactStore for PgFactStore {
     }
 
     async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        self.write(ctx, fact, Mode::Update)
+        let stored = self
+            .write(ctx, fact, Mode::Update)
             .instrument(span("fact", "update", ctx))
-            .await
+            .await?;
+        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {

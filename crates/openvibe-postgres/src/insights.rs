@@ -160,9 +160,10 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
 pub struct PgInsightStore {
     pool: PgPool,
     audit: AuditWriter,
+    vectors: Option<std::sync::Arc<crate::PgVectors>>,
 }
 
-crate::audit::audited_store!(PgInsightStore);
+crate::audit::audited_store!(PgInsightStore, vectors);
 
 impl PgInsightStore {
     async fn write(
@@ -305,9 +306,12 @@ impl PgInsightStore {
 #[async_trait]
 impl InsightStore for PgInsightStore {
     async fn store(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        self.write(ctx, insight, Mode::Upsert)
+        let stored = self
+            .write(ctx, insight, Mode::Upsert)
             .instrument(span("insight", "store", ctx))
-            .await
+            .await?;
+        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError> {
@@ -330,9 +334,12 @@ impl InsightStore for PgInsightStore {
     }
 
     async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        self.write(ctx, insight, Mode::Update)
+        let stored = self
+            .write(ctx, insight, Mode::Update)
             .instrument(span("insight", "update", ctx))
-            .await
+            .await?;
+        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
+        Ok(stored)
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {

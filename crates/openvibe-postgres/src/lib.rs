@@ -52,6 +52,7 @@ mod raw;
 mod records;
 mod semantic;
 mod sql;
+mod vectors;
 mod working;
 
 use std::str::FromStr;
@@ -59,7 +60,7 @@ use std::sync::Arc;
 
 use openvibe_protocols::{
     AuditLog, CallerContext, Embedder, EpisodicStore, FactStore, InsightStore, KnowledgeStore,
-    RawLogStore, StoreError, Stores, WorkingStore,
+    RawLogStore, RecordVectors, StoreError, Stores, WorkingStore,
 };
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
@@ -75,6 +76,7 @@ pub use kv::PgMemoryProvider;
 pub use raw::PgRawLog;
 pub use semantic::PgKnowledgeStore;
 pub use sql::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
+pub use vectors::PgVectors;
 pub use working::PgWorkingStore;
 
 /// The workspace's `migrations/`, embedded at build time.
@@ -136,6 +138,7 @@ pub struct PgStores {
     knowledge: Arc<PgKnowledgeStore>,
     raw: Arc<PgRawLog>,
     audit: Arc<PgAuditLog>,
+    vectors: Arc<PgVectors>,
     writer: AuditWriter,
 }
 
@@ -191,23 +194,62 @@ impl PgStores {
             ),
             raw: Arc::new(PgRawLog::new(pool.clone()).with_audit(writer.clone())),
             audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
+            vectors: Arc::new(PgVectors::new(
+                pool.clone(),
+                model.to_owned(),
+                table.to_owned(),
+                None,
+            )),
             writer,
             pool,
         }
     }
 
-    /// Embed knowledge (and text queries) with `embedder`: its model is
-    /// registered (its side table with an HNSW index is created when new)
-    /// and becomes the knowledge store's.
+    /// Embed with `embedder`: its model is registered (its side table with
+    /// an HNSW index is created when new) and becomes the stores' model.
+    /// Knowledge (and text queries) are embedded with it, and facts,
+    /// insights and episodes get vectors when written (best effort; see
+    /// [`PgVectors`]). Records written before, or under another model, wait
+    /// for [`RecordVectors::embed_pending`]
+    /// (`openvibe memory reindex`); no record is rewritten.
     pub async fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Result<Self, StoreError> {
         let model = embedder.model_id().to_owned();
         let dimensions = embedder.dimensions();
         let table = PgKnowledgeStore::register(&self.pool, &model, dimensions).await?;
-        self.knowledge = Arc::new(
-            PgKnowledgeStore::new(self.pool.clone(), model, dimensions, table, Some(embedder))
-                .with_audit(self.writer.clone()),
+        let vectors = Arc::new(PgVectors::new(
+            self.pool.clone(),
+            model.clone(),
+            table.clone(),
+            Some(embedder.clone()),
+        ));
+        let pool = self.pool.clone();
+        let writer = self.writer.clone();
+        self.facts = Arc::new(
+            PgFactStore::new(pool.clone())
+                .with_audit(writer.clone())
+                .with_vectors(vectors.clone()),
         );
+        self.episodes = Arc::new(
+            PgEpisodicStore::new(pool.clone())
+                .with_audit(writer.clone())
+                .with_vectors(vectors.clone()),
+        );
+        self.insights = Arc::new(
+            PgInsightStore::new(pool.clone())
+                .with_audit(writer.clone())
+                .with_vectors(vectors.clone()),
+        );
+        self.knowledge = Arc::new(
+            PgKnowledgeStore::new(pool, model, dimensions, table, Some(embedder))
+                .with_audit(writer),
+        );
+        self.vectors = vectors;
         Ok(self)
+    }
+
+    /// The record vectors.
+    pub fn vectors(&self) -> Arc<PgVectors> {
+        self.vectors.clone()
     }
 
     /// The pool.
@@ -229,6 +271,7 @@ impl PgStores {
             admin: Arc::new(
                 PgNamespaceAdmin::new(self.pool.clone()).with_audit(self.writer.clone()),
             ),
+            vectors: self.vectors.clone() as Arc<dyn RecordVectors>,
         }
     }
 

@@ -66,10 +66,12 @@ const COLS: &[&str] = &[
     "content_hash",
 ];
 
+/// Knowledge with its vector of the store's model (none yet, after a
+/// model change, until it is reindexed: an empty `embedding`).
 fn decode(row: &PgRow) -> Result<Knowledge, StoreError> {
-    let embedding: Vector = col(row, "embedding")?;
+    let embedding: Option<Vector> = col(row, "embedding")?;
     let mut knowledge = decode_without_embedding(row)?;
-    knowledge.embedding = embedding.to_vec();
+    knowledge.embedding = embedding.map(|e| e.to_vec()).unwrap_or_default();
     Ok(knowledge)
 }
 
@@ -623,7 +625,7 @@ impl PgKnowledgeStore {
 
     fn select(&self) -> String {
         format!(
-            "SELECT {}, e.embedding FROM knowledge f JOIN {} e ON e.tenant_id = f.tenant_id \
+            "SELECT {}, e.embedding FROM knowledge f LEFT JOIN {} e ON e.tenant_id = f.tenant_id \
              AND e.record_kind = 'knowledge' AND e.record_id = f.id AND e.model = ",
             columns(COLS, "f."),
             self.table

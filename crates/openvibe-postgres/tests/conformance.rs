@@ -21,3 +21,19 @@ openvibe_memory_testkit::conformance_tests!(
             .stores()
     }
 );
+
+#[tokio::test]
+async fn vectors_wait_for_a_failed_embedder() {
+    if openvibe_memory_testkit::skip::database_url().is_none() {
+        return;
+    }
+    openvibe_memory_testkit::vectors::vectors_wait_for_a_failed_embedder(|embedder| async move {
+        common::fresh_stores()
+            .await
+            .with_embedder(embedder)
+            .await
+            .unwrap()
+            .stores()
+    })
+    .await;
+}

@@ -47,6 +47,7 @@ pub use memory::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
     check_fixed_namespace,
 };
+pub use memory::{EmbeddingText, RecordVector, RecordVectors, VectorStatus};
 pub use memory::{
     Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore, NewKnowledge,
     NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus, PlanUpdate,

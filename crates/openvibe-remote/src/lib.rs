@@ -153,7 +153,8 @@ impl RemoteMemory {
             knowledge: me.clone(),
             raw: me.clone(),
             audit: me.clone(),
-            admin: me,
+            admin: me.clone(),
+            vectors: me,
         }
     }
 }

@@ -2,8 +2,9 @@
 
 use async_trait::async_trait;
 use openvibe_api::dto::{
-    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, MaybeInsight,
-    MoveNamespace, Moved, PruneRaw, SetState, SimilarInsight, Strengthen, Touch, Touched,
+    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, EmbedPending,
+    Embedded, MaybeInsight, MoveNamespace, Moved, PruneRaw, SetState, SimilarInsight, Strengthen,
+    Touch, Touched, VectorLookup,
 };
 use openvibe_api::paths;
 use openvibe_protocols::{
@@ -11,8 +12,8 @@ use openvibe_protocols::{
     Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStore, Knowledge, KnowledgeHit,
     KnowledgeQuery, KnowledgeStore, NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan,
     NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RawCall, RawCallQuery,
-    RawLogStore, RawRetention, Session, SessionDeleted, SessionQuery, StateEntry, StoreError,
-    TaskContext, WorkingStore,
+    RawLogStore, RawRetention, RecordVector, RecordVectors, Session, SessionDeleted, SessionQuery,
+    StateEntry, StoreError, TaskContext, VectorStatus, WorkingStore,
 };
 use reqwest::Method;
 use serde::Serialize;
@@ -856,5 +857,54 @@ impl NamespaceAdmin for RemoteMemory {
             )
             .await?;
         Ok(d.deleted_count)
+    }
+}
+
+#[async_trait]
+impl RecordVectors for RemoteMemory {
+    async fn vectors(
+        &self,
+        ctx: &CallerContext,
+        model: &str,
+        kind: &str,
+        ids: &[String],
+    ) -> Result<Vec<RecordVector>, StoreError> {
+        let body = VectorLookup {
+            model: model.to_owned(),
+            kind: kind.to_owned(),
+            ids: ids.to_vec(),
+        };
+        self.req(
+            ctx,
+            Method::POST,
+            &[paths::VECTORS],
+            Some(&body),
+            Idempotent::Yes,
+        )
+        .await
+    }
+
+    async fn vector_status(&self, ctx: &CallerContext) -> Result<VectorStatus, StoreError> {
+        self.req(
+            ctx,
+            Method::GET,
+            &[paths::VECTORS_STATUS],
+            NO_BODY,
+            Idempotent::Yes,
+        )
+        .await
+    }
+
+    async fn embed_pending(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
+        let e: Embedded = self
+            .req(
+                ctx,
+                Method::POST,
+                &[paths::VECTORS_EMBED],
+                Some(&EmbedPending { batch }),
+                Idempotent::Yes,
+            )
+            .await?;
+        Ok(e.embedded)
     }
 }

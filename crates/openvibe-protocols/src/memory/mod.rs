@@ -15,6 +15,7 @@
 //! | errors: [`StoreError`] (with its source and [`StoreError::is_transient`]) | `error` |
 //! | working memory: sessions, plans, task and plan contexts, plan state ([`WorkingStore`]) | `working` |
 //! | semantic memory: knowledge with embeddings, upsert, privacy ([`KnowledgeStore`]) | `semantic` |
+//! | record vectors: embeddings of facts, insights, episodes and knowledge beside them ([`RecordVectors`]) | `vectors` |
 //! | ranked retrieval: the analyzer, BM25, rank fusion ([`RetrievalMode`], [`Retriever`]) | `retrieval` |
 //! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
@@ -37,6 +38,7 @@ pub mod retrieval;
 mod semantic;
 mod store;
 mod validate;
+mod vectors;
 mod working;
 
 pub use access::{Governed, modify_allowed, read_allowed};
@@ -75,6 +77,11 @@ pub use validate::{
     check_content, check_importance, check_json, check_label, check_meta, check_opt_label,
     check_tags, check_text, check_unit, json_object, record_terms, validate_episode, validate_fact,
     validate_insight, validate_raw_call, validate_record_id,
+};
+pub use vectors::{
+    EMBEDDED_KINDS, EmbeddingText, KindVectors, MAX_VECTOR_IDS, RecordVector, RecordVectors,
+    VectorStatus, check_vector_admin, check_vector_lookup, embed_checked, embedding_text,
+    no_embedder,
 };
 pub use working::{
     Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus,

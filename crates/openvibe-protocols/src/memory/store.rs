@@ -147,6 +147,8 @@ pub struct Stores {
     pub audit: Arc<dyn AuditLog>,
     /// Namespace maintenance (privileged callers only).
     pub admin: Arc<dyn super::NamespaceAdmin>,
+    /// The records' embeddings, kept beside them.
+    pub vectors: Arc<dyn super::RecordVectors>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -167,3 +169,6 @@ fn _object_safe(
     _: &dyn super::AuditLog,
 ) {
 }
+
+/// [`super::RecordVectors`] is object-safe too.
+fn _vectors_object_safe(_: &dyn super::RecordVectors) {}

@@ -4,10 +4,15 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
-use openvibe_api::dto::{DeleteExpired, DeletedCount, Health, MoveNamespace, Moved, Promote};
+use openvibe_api::dto::{
+    DeleteExpired, DeletedCount, EmbedPending, Embedded, Health, MoveNamespace, Moved, Promote,
+    VectorLookup,
+};
 use openvibe_api::paths;
 use openvibe_protocols::memory::promotion::{Promotion, promote_fact, promote_insight};
-use openvibe_protocols::{AuditEntry, AuditQuery, Fact, NamespaceCount, StoreError};
+use openvibe_protocols::{
+    AuditEntry, AuditQuery, Fact, NamespaceCount, RecordVector, StoreError, VectorStatus,
+};
 
 use super::{Api, AppState, on};
 use crate::auth::Ctx;
@@ -109,6 +114,41 @@ pub(super) fn routes(api: Api) -> Api {
     .op(
         Op::new(
             M::POST,
+            paths::VECTORS,
+            "recordVectors",
+            "The current vectors of a model for records the caller may read (the others are \
+             left out)",
+        )
+        .body::<VectorLookup>()
+        .returns::<Vec<RecordVector>>(),
+        on(&M::POST, record_vectors),
+    )
+    .op(
+        Op::new(
+            M::GET,
+            paths::VECTORS_STATUS,
+            "vectorStatus",
+            "The store's embedding model and, per kind, records with a current vector and \
+             records waiting (privileged)",
+        )
+        .returns::<VectorStatus>(),
+        on(&M::GET, vector_status),
+    )
+    .op(
+        Op::new(
+            M::POST,
+            paths::VECTORS_EMBED,
+            "embedPending",
+            "Embed one batch of records waiting for a vector, without rewriting them \
+             (privileged)",
+        )
+        .body::<EmbedPending>()
+        .returns::<Embedded>(),
+        on(&M::POST, embed_pending),
+    )
+    .op(
+        Op::new(
+            M::POST,
             paths::PROMOTE,
             "promote",
             "Promote a fact or insight into another namespace as a fact (audited)",
@@ -195,6 +235,35 @@ async fn delete_expired(
 ) -> Result<Json<DeletedCount>, Failure> {
     let deleted_count = s.stores.admin.delete_expired(&ctx, d.batch).await?;
     Ok(Json(DeletedCount { deleted_count }))
+}
+
+async fn record_vectors(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(l): Body<VectorLookup>,
+) -> Result<Json<Vec<RecordVector>>, Failure> {
+    Ok(Json(
+        s.stores
+            .vectors
+            .vectors(&ctx, &l.model, &l.kind, &l.ids)
+            .await?,
+    ))
+}
+
+async fn vector_status(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+) -> Result<Json<VectorStatus>, Failure> {
+    Ok(Json(s.stores.vectors.vector_status(&ctx).await?))
+}
+
+async fn embed_pending(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(e): Body<EmbedPending>,
+) -> Result<Json<Embedded>, Failure> {
+    let embedded = s.stores.vectors.embed_pending(&ctx, e.batch).await?;
+    Ok(Json(Embedded { embedded }))
 }
 
 async fn promote(
