@@ -104,8 +104,21 @@ pub(crate) fn check() -> Result<(), String> {
 /// rustdoc's JSON of every library crate of the workspace, in one cargo
 /// run (dependencies are not documented, only type-checked, as for the
 /// HTML docs).
+/// Where the rustdoc JSON is built: a target directory of its own, because
+/// `RUSTC_BOOTSTRAP` is in the fingerprint of build scripts that probe for
+/// nightly features (proc-macro2's, among others). Sharing the main target
+/// directory flipped it there and back on every `test-all`, rebuilding
+/// every proc macro and nearly every crate twice.
+fn json_target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("api")
+}
+
 fn rustdoc_json() -> Result<(), String> {
     let mut cmd = cargo();
+    cmd.env("CARGO_TARGET_DIR", json_target_dir());
     cmd.args([
         "doc",
         "--quiet",
@@ -121,10 +134,7 @@ fn rustdoc_json() -> Result<(), String> {
 
 /// The public API of `krate` (from [`rustdoc_json`]), one sorted line per item.
 fn public_api(krate: &str) -> Result<String, String> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    let file = target
+    let file = json_target_dir()
         .join("doc")
         .join(format!("{}.json", krate.replace('-', "_")));
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;

@@ -2,7 +2,10 @@
 //! state: hybrid search (an inverted index for BM25, exact cosine for
 //! vectors) over the readable knowledge.
 
+use std::cmp::Reverse;
+
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use openvibe_protocols::memory::{
     check_label, check_user, combine, cosine, json_object, knowledge_read_allowed, rank_key,
     resolve_embedding, top_by_score, validate_knowledge,
@@ -195,18 +198,24 @@ impl KnowledgeStore for InMemoryWorkingStore {
             lists.push((Retriever::FullText, list));
         }
         if let Some(vector) = &search.vector {
-            let scored = tenant
+            // Keys borrowed while scoring (the same order as `RankKey`),
+            // owned only for the few that make the list.
+            let scored: Vec<((Reverse<DateTime<Utc>>, &str), f32)> = tenant
                 .knowledge
                 .values()
                 .filter(|k| keep(k))
                 .map(|k| {
                     (
-                        rank_key(k.meta.created_at, &k.id),
+                        (Reverse(k.meta.created_at), k.id.as_str()),
                         cosine(vector, &k.embedding),
                     )
                 })
                 .collect();
-            lists.push((Retriever::Vector, top_by_score(scored, search.depth)));
+            let list = top_by_score(scored, search.depth)
+                .into_iter()
+                .map(|((created, id), score)| ((created, id.to_owned()), score))
+                .collect();
+            lists.push((Retriever::Vector, list));
         }
         Ok(combine(lists, query.top_k)
             .into_iter()

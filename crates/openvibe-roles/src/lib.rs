@@ -29,7 +29,7 @@ pub use error::Error;
 pub use role::{DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Role, RoleAwareLlm};
 pub use runtime::RoleRuntime;
 pub use serve::{
-    Fired, Outcome, REFLECTION_WORKFLOW, Reflection, ReflectionSummary, ServeReport, trigger_state,
+    Fired, Outcome, REFLECTION_WORKFLOW, Reflection, ReflectionSummary, ServeReport, trigger_target,
 };
 pub use soul::Soul;
 

@@ -132,16 +132,26 @@ impl From<ReflectionSummary> for Outcome {
     }
 }
 
-/// The state a trigger's workflow starts from: its `input` (an object),
-/// or an empty state when it has none.
-pub fn trigger_state(trigger: &TriggerConfig) -> Result<State, Error> {
-    match &trigger.input {
-        serde_json::Value::Null => Ok(State::new()),
-        value => State::from_value(value.clone()).map_err(|e| Error::Firing {
-            trigger: trigger.id.clone(),
-            message: format!("its input is not a state: {e}"),
-        }),
-    }
+/// What a trigger starts: its operator, and the state its workflow starts
+/// from (its `input`, an object, or an empty state when it has none). A
+/// trigger that names no operator, or whose input is not an object, is
+/// [`Error::Firing`]. The in-process runner and the Temporal worker both
+/// read a firing through this.
+pub fn trigger_target(trigger: &TriggerConfig) -> Result<(&str, State), Error> {
+    let refuse = |message: String| Error::Firing {
+        trigger: trigger.id.clone(),
+        message,
+    };
+    let operator = trigger
+        .operator_id
+        .as_deref()
+        .ok_or_else(|| refuse("it names no operator".into()))?;
+    let state = match &trigger.input {
+        serde_json::Value::Null => State::new(),
+        value => State::from_value(value.clone())
+            .map_err(|e| refuse(format!("its input is not a state: {e}")))?,
+    };
+    Ok((operator, state))
 }
 
 /// A firing and what came of it.
@@ -326,14 +336,7 @@ impl RoleRuntime {
 
     async fn activate_firing(&self, firing: &Firing) -> Result<State, Error> {
         let trigger = &firing.trigger;
-        let input = trigger_state(trigger)?;
-        let operator = trigger
-            .operator_id
-            .as_deref()
-            .ok_or_else(|| Error::Firing {
-                trigger: trigger.id.clone(),
-                message: "it names no operator".into(),
-            })?;
+        let (operator, input) = trigger_target(trigger)?;
         let run_id = run_id_of(firing);
         let run = Some((run_id.as_str(), origin_of(firing)));
         self.activate_run(&firing.role_id, operator, &trigger.workflow, input, run)

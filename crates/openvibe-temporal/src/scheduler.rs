@@ -18,6 +18,7 @@ use temporalio_client::tonic::Code;
 use temporalio_client::{
     Client, WorkflowGetResultOptions, WorkflowIdConflictPolicy, WorkflowStartOptions,
 };
+use tracing::Instrument;
 
 use crate::workflow::{Activation, ActivationOutcome, ActivationWorkflow};
 use crate::{Error, TemporalConfig};
@@ -142,6 +143,7 @@ impl TemporalScheduler {
         schedule_id: &str,
         role_id: &str,
         trigger: &TriggerConfig,
+        spec: ScheduleSpec,
     ) -> Result<(), TemporalScheduleError> {
         let options = CreateScheduleOptions::builder()
             .action(ScheduleAction::start_workflow(
@@ -150,12 +152,7 @@ impl TemporalScheduler {
                 self.config.task_queue.clone(),
                 schedule_id,
             ))
-            .spec(
-                Self::spec(trigger).map_err(|e| TemporalScheduleError::MalformedDescription {
-                    schedule_id: schedule_id.to_owned(),
-                    reason: e.to_string(),
-                })?,
-            )
+            .spec(spec)
             .overlap_policy(ScheduleOverlapPolicy::Skip)
             .note(format!("openvibe: role {role_id}, trigger {}", trigger.id))
             .build();
@@ -216,24 +213,30 @@ impl ScheduleProvider for TemporalScheduler {
                 ),
             });
         }
-        Self::spec(trigger)?;
+        let spec = Self::spec(trigger)?;
         let schedule_id = Self::schedule_id(role_id, trigger);
         let span = tracing::info_span!("temporal_schedule", schedule = %schedule_id);
-        let _entered = span.enter();
-        match self.create(&schedule_id, role_id, trigger).await {
-            Ok(()) => {}
-            Err(TemporalScheduleError::Rpc(status)) if status.code() == Code::AlreadyExists => {
-                // Registered before (by an earlier run of this process):
-                // replace it, the trigger may have changed.
-                tracing::info!("schedule exists; replacing it");
-                self.cancel(&schedule_id).await?;
-                self.create(&schedule_id, role_id, trigger)
-                    .await
-                    .map_err(|e| schedule_error(&schedule_id, e))?;
+        async {
+            match self
+                .create(&schedule_id, role_id, trigger, spec.clone())
+                .await
+            {
+                Ok(()) => {}
+                Err(TemporalScheduleError::Rpc(status)) if status.code() == Code::AlreadyExists => {
+                    // Registered before (by an earlier run of this process):
+                    // replace it, the trigger may have changed.
+                    tracing::info!("schedule exists; replacing it");
+                    self.cancel(&schedule_id).await?;
+                    self.create(&schedule_id, role_id, trigger, spec)
+                        .await
+                        .map_err(|e| schedule_error(&schedule_id, e))?;
+                }
+                Err(e) => return Err(schedule_error(&schedule_id, e)),
             }
-            Err(e) => return Err(schedule_error(&schedule_id, e)),
+            Ok(schedule_id.clone())
         }
-        Ok(schedule_id)
+        .instrument(span.clone())
+        .await
     }
 
     async fn cancel(&self, schedule_id: &str) -> Result<(), ScheduleError> {

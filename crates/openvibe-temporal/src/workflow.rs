@@ -122,14 +122,8 @@ impl ActivationWorkflow {
                 .await?;
             return Ok(ActivationOutcome::Reflected(summary));
         }
-        let Some(operator_id) = activation.trigger.operator_id.clone() else {
-            return Err(ApplicationFailure::non_retryable(format!(
-                "trigger `{}` names no operator",
-                activation.trigger.id
-            ))
-            .into());
-        };
-        let mut state = openvibe_roles::trigger_state(&activation.trigger)
+        let (operator_id, mut state) = openvibe_roles::trigger_target(&activation.trigger)
+            .map(|(operator, state)| (operator.to_owned(), state))
             .map_err(|e| ApplicationFailure::non_retryable(e.to_string()))?;
         let mut node = None;
         let mut steps = 0u32;
