@@ -158,7 +158,7 @@ pub async fn namespaces_ls(
     Ok(())
 }
 
-/// How `namespaces migrate` reports progress.
+/// How `namespaces migrate` and `memory reindex` report progress.
 pub enum Progress {
     /// A progress bar (a terminal).
     Bar,
@@ -167,6 +167,21 @@ pub enum Progress {
 }
 
 impl Progress {
+    /// A bar of `total` steps drawn with `template` (`Bar`), or none (`Lines`).
+    pub fn bar(self, total: u64, template: &str) -> Option<indicatif::ProgressBar> {
+        match self {
+            Self::Bar => {
+                let bar = indicatif::ProgressBar::new(total);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(template)
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                Some(bar)
+            }
+            Self::Lines => None,
+        }
+    }
+
     /// A bar on a terminal, lines otherwise.
     pub fn detect() -> Self {
         if std::io::stderr().is_terminal() {
@@ -248,19 +263,7 @@ pub async fn namespaces_migrate(
         )?;
         return Ok(total);
     }
-    let bar = match progress {
-        Progress::Bar => {
-            let bar = indicatif::ProgressBar::new(total);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} migrating [{bar:30}] {pos}/{len} {msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            Some(bar)
-        }
-        Progress::Lines => None,
-    };
+    let bar = progress.bar(total, "{spinner} migrating [{bar:30}] {pos}/{len} {msg}");
     let mut moved = 0;
     for (kind, _) in &pending {
         loop {
@@ -334,19 +337,10 @@ pub async fn memory_reindex(
     }
     let mut reindex = openvibe::memory::Reindex::spawn(vectors, ctx, reindexing.batch).await?;
     let total = reindex.progress().pending_at_start;
-    let bar = match progress {
-        Progress::Bar => {
-            let bar = indicatif::ProgressBar::new(total);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} embedding [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            Some(bar)
-        }
-        Progress::Lines => None,
-    };
+    let bar = progress.bar(
+        total,
+        "{spinner} embedding [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
+    );
     while reindex.changed().await {
         let done = reindex.progress().embedded;
         match &bar {

@@ -529,33 +529,15 @@ impl PgKnowledgeStore {
                 stored.push(knowledge);
             }
         }
-        let mut upsert = Sql::new(&format!(
-            "INSERT INTO {} (tenant_id, record_kind, record_id, model, embedding, content_hash)                  SELECT ",
-            self.table
-        ));
-        upsert
-            .bind(ctx.tenant_id().to_owned())
-            .push(", 'knowledge', x.id, ")
-            .bind(self.model.clone())
-            .push(", x.e, x.h FROM unnest(")
-            .bind(stored.iter().map(|k| k.id.clone()).collect::<Vec<_>>())
-            .push("::text[], ")
-            .bind(
-                stored
-                    .iter()
-                    .map(|k| Vector::from(k.embedding.clone()))
-                    .collect::<Vec<_>>(),
-            )
-            .push("::vector[], ")
-            .bind(
-                stored
-                    .iter()
-                    .map(|k| k.content_hash.clone())
-                    .collect::<Vec<_>>(),
-            )
-            .push(
-                "::text[]) AS x(id, e, h) ON CONFLICT (tenant_id, record_kind, record_id, model)                      DO UPDATE SET embedding = EXCLUDED.embedding,                      content_hash = EXCLUDED.content_hash, created_at = now()",
-            );
+        let upsert = crate::vectors::upsert_vectors(
+            &self.table,
+            ctx.tenant_id(),
+            &self.model,
+            stored
+                .iter()
+                .map(|k| ("knowledge", k.id.as_str(), k.content_hash.as_str())),
+            stored.iter().map(|k| k.embedding.clone()).collect(),
+        );
         upsert
             .build()?
             .execute(&mut **tx)

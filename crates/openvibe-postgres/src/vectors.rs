@@ -89,33 +89,15 @@ impl PgVectors {
         }
         let texts: Vec<String> = pending.iter().map(|p| p.text.clone()).collect();
         let vectors = embed_checked(embedder.as_ref(), &texts).await?;
-        let mut sql = Sql::new(&format!(
-            "INSERT INTO {} (tenant_id, record_kind, record_id, model, embedding, content_hash) \
-             SELECT ",
-            self.table
-        ));
-        sql.bind(ctx.tenant_id().to_owned())
-            .push(", x.k, x.id, ")
-            .bind(self.model.clone())
-            .push(", x.e, x.h FROM unnest(")
-            .bind(
-                pending
-                    .iter()
-                    .map(|p| p.kind.to_owned())
-                    .collect::<Vec<_>>(),
-            )
-            .push("::text[], ")
-            .bind(pending.iter().map(|p| p.id.clone()).collect::<Vec<_>>())
-            .push("::text[], ")
-            .bind(vectors.into_iter().map(Vector::from).collect::<Vec<_>>())
-            .push("::vector[], ")
-            .bind(pending.iter().map(|p| p.hash.clone()).collect::<Vec<_>>())
-            .push(
-                "::text[]) AS x(k, id, e, h) \
-                 ON CONFLICT (tenant_id, record_kind, record_id, model) DO UPDATE \
-                 SET embedding = EXCLUDED.embedding, content_hash = EXCLUDED.content_hash, \
-                 created_at = now()",
-            );
+        let sql = upsert_vectors(
+            &self.table,
+            ctx.tenant_id(),
+            &self.model,
+            pending
+                .iter()
+                .map(|p| (p.kind, p.id.as_str(), p.hash.as_str())),
+            vectors,
+        );
         let mut tx = begin(&self.pool, ctx).await?;
         sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
@@ -182,6 +164,46 @@ impl PgVectors {
             })
             .collect()
     }
+}
+
+/// The statement that keeps `vectors` of `model` in its side `table` for
+/// the records `(kind, id, content hash)` of `tenant`, one row each,
+/// replacing what they had. Used for records and for knowledge alike.
+pub(crate) fn upsert_vectors<'a>(
+    table: &str,
+    tenant: &str,
+    model: &str,
+    records: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
+    vectors: Vec<Vec<f32>>,
+) -> Sql {
+    let (mut kinds, mut ids, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
+    for (kind, id, hash) in records {
+        kinds.push(kind.to_owned());
+        ids.push(id.to_owned());
+        hashes.push(hash.to_owned());
+    }
+    let mut sql = Sql::new(&format!(
+        "INSERT INTO {table} (tenant_id, record_kind, record_id, model, embedding, content_hash) \
+         SELECT "
+    ));
+    sql.bind(tenant.to_owned())
+        .push(", x.k, x.id, ")
+        .bind(model.to_owned())
+        .push(", x.e, x.h FROM unnest(")
+        .bind(kinds)
+        .push("::text[], ")
+        .bind(ids)
+        .push("::text[], ")
+        .bind(vectors.into_iter().map(Vector::from).collect::<Vec<_>>())
+        .push("::vector[], ")
+        .bind(hashes)
+        .push(
+            "::text[]) AS x(k, id, e, h) \
+             ON CONFLICT (tenant_id, record_kind, record_id, model) DO UPDATE \
+             SET embedding = EXCLUDED.embedding, content_hash = EXCLUDED.content_hash, \
+             created_at = now()",
+        );
+    sql
 }
 
 /// Embed what a store just wrote, when it keeps vectors: best effort. A

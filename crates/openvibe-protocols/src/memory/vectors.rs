@@ -39,43 +39,30 @@ pub trait EmbeddingText {
     fn record_id(&self) -> &str;
 }
 
-impl EmbeddingText for Fact {
-    const KIND: &'static str = "fact";
-    fn embedding_text(&self) -> std::borrow::Cow<'_, str> {
-        self.content.as_str().into()
-    }
-    fn text_hash(&self) -> Option<&str> {
-        self.content_hash.as_deref()
-    }
-    fn record_id(&self) -> &str {
-        &self.id
-    }
+/// `EmbeddingText` for a record kind with `id` and `content_hash` fields,
+/// embedding what `$text` gives.
+macro_rules! embedding_text {
+    ($($record:ty => $kind:literal, |$r:ident| $text:expr;)*) => {$(
+        impl EmbeddingText for $record {
+            const KIND: &'static str = $kind;
+            fn embedding_text(&self) -> std::borrow::Cow<'_, str> {
+                let $r = self;
+                $text.into()
+            }
+            fn text_hash(&self) -> Option<&str> {
+                Some(self.content_hash.as_ref()?.as_ref())
+            }
+            fn record_id(&self) -> &str {
+                &self.id
+            }
+        }
+    )*};
 }
 
-impl EmbeddingText for Insight {
-    const KIND: &'static str = "insight";
-    fn embedding_text(&self) -> std::borrow::Cow<'_, str> {
-        self.content.as_str().into()
-    }
-    fn text_hash(&self) -> Option<&str> {
-        self.content_hash.as_deref()
-    }
-    fn record_id(&self) -> &str {
-        &self.id
-    }
-}
-
-impl EmbeddingText for Episode {
-    const KIND: &'static str = "episode";
-    fn embedding_text(&self) -> std::borrow::Cow<'_, str> {
-        self.searchable_text().into()
-    }
-    fn text_hash(&self) -> Option<&str> {
-        self.content_hash.as_deref()
-    }
-    fn record_id(&self) -> &str {
-        &self.id
-    }
+embedding_text! {
+    Fact => "fact", |r| r.content.as_str();
+    Insight => "insight", |r| r.content.as_str();
+    Episode => "episode", |r| r.searchable_text();
 }
 
 impl EmbeddingText for Knowledge {
