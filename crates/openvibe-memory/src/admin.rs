@@ -112,14 +112,13 @@ impl RecordVectors for InMemoryAdmin {
         if self.vectors.as_ref().is_none_or(|t| t.model() != model) {
             return Ok(Vec::new());
         }
-        let span = store_span_of("vector", "vectors", ctx);
-        match kind {
-            "fact" => self.facts.current_vectors(ctx, ids),
-            "insight" => self.insights.current_vectors(ctx, ids),
-            "episode" => self.episodes.current_vectors(ctx, ids),
-            _ => {
-                // Knowledge keeps its vector inside the record.
-                async {
+        async {
+            match kind {
+                "fact" => self.facts.current_vectors(ctx, ids),
+                "insight" => self.insights.current_vectors(ctx, ids),
+                "episode" => self.episodes.current_vectors(ctx, ids),
+                _ => {
+                    // Knowledge keeps its vector inside the record.
                     let mut out = Vec::new();
                     for id in ids {
                         if let Some(k) = self.working.get_knowledge(ctx, id).await? {
@@ -131,10 +130,10 @@ impl RecordVectors for InMemoryAdmin {
                     }
                     Ok(out)
                 }
-                .instrument(span)
-                .await
             }
         }
+        .instrument(store_span_of("vector", "vectors", ctx))
+        .await
     }
 
     async fn vector_status(&self, ctx: &CallerContext) -> Result<VectorStatus, StoreError> {

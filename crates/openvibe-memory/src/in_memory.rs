@@ -20,12 +20,12 @@ use openvibe_protocols::{
     check_fixed_namespace, content_hash, validate_episode, validate_fact, validate_insight,
 };
 
-use openvibe_protocols::memory::{at_index, check_caller};
+use openvibe_protocols::memory::{PendingText, at_index, check_caller};
 
 use crate::admin::InMemoryAdmin;
 use crate::audit::InMemoryAuditLog;
 use crate::index::{ConfidenceOrder, Indexed, Score, Table, WalkBy};
-use crate::vectors::{Pending, VectorTable, embed_written};
+use crate::vectors::{VectorTable, embed_written};
 use openvibe_protocols::EmbeddingText as _;
 
 use crate::working::InMemoryWorkingStore;
@@ -1143,7 +1143,7 @@ macro_rules! admin_access {
                 &self,
                 ctx: &CallerContext,
                 limit: usize,
-            ) -> Result<Vec<Pending>, StoreError> {
+            ) -> Result<Vec<PendingText>, StoreError> {
                 let Some(table) = &self.vectors else { return Ok(Vec::new()) };
                 let tenant = ctx.tenant_id();
                 let recs = self.tables.pick_in(
@@ -1151,7 +1151,7 @@ macro_rules! admin_access {
                     |r| !table.is_current(tenant, <$rec as Indexed>::KIND, r.id(), r.text_hash()),
                     limit,
                 )?;
-                Ok(recs.iter().filter_map(Pending::of).collect())
+                Ok(recs.iter().filter_map(PendingText::of).collect())
             }
 
             /// (with a current vector, all) records of `ctx`'s tenant.

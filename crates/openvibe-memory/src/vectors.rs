@@ -7,37 +7,19 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use openvibe_protocols::memory::embed_checked;
+use openvibe_protocols::memory::{PendingText, embed_checked};
 use openvibe_protocols::{CallerContext, Embedder, EmbeddingText, StoreError};
 
-use crate::index::Indexed;
+/// A vector and the hash of the text it embeds.
+type Entry = (String, Vec<f32>);
+/// One tenant's entries: kind → record id → entry.
+type TenantVectors = HashMap<&'static str, HashMap<String, Entry>>;
 
-type Key = (String, &'static str, String);
-
-/// The vectors of one model.
+/// The vectors of one model: tenant → kind → record id → entry (looked up
+/// by borrowed keys: a reindex scan checks every record).
 pub(crate) struct VectorTable {
     embedder: Arc<dyn Embedder>,
-    entries: RwLock<HashMap<Key, (String, Vec<f32>)>>,
-}
-
-/// A record waiting for its vector.
-pub(crate) struct Pending {
-    pub kind: &'static str,
-    pub id: String,
-    pub hash: String,
-    pub text: String,
-}
-
-impl Pending {
-    /// `rec` as one, when the store has hashed its text.
-    pub(crate) fn of<R: EmbeddingText + Indexed>(rec: &R) -> Option<Self> {
-        Some(Self {
-            kind: <R as EmbeddingText>::KIND,
-            id: rec.id().to_owned(),
-            hash: rec.text_hash()?.to_owned(),
-            text: rec.embedding_text().into_owned(),
-        })
-    }
+    entries: RwLock<HashMap<String, TenantVectors>>,
 }
 
 impl VectorTable {
@@ -52,49 +34,48 @@ impl VectorTable {
         self.embedder.model_id()
     }
 
-    fn key(tenant: &str, kind: &'static str, id: &str) -> Key {
-        (tenant.to_owned(), kind, id.to_owned())
+    /// `f` of the entry of `(tenant, kind, id)` when it embeds the text hashed `hash`.
+    fn with_current<T>(
+        &self,
+        tenant: &str,
+        kind: &str,
+        id: &str,
+        hash: Option<&str>,
+        f: impl FnOnce(&[f32]) -> T,
+    ) -> Option<T> {
+        let hash = hash?;
+        let entries = self.entries.read().ok()?;
+        let (h, vector) = entries.get(tenant)?.get(kind)?.get(id)?;
+        (h == hash).then(|| f(vector))
     }
 
     /// The vector of `(tenant, kind, id)` when it embeds the text hashed `hash`.
     pub(crate) fn current(
         &self,
         tenant: &str,
-        kind: &'static str,
+        kind: &str,
         id: &str,
         hash: Option<&str>,
     ) -> Option<Vec<f32>> {
-        let hash = hash?;
-        let entries = self.entries.read().ok()?;
-        entries
-            .get(&Self::key(tenant, kind, id))
-            .filter(|(h, _)| h == hash)
-            .map(|(_, v)| v.clone())
+        self.with_current(tenant, kind, id, hash, <[f32]>::to_vec)
     }
 
     /// Whether `(tenant, kind, id)` has a vector of the text hashed `hash`.
     pub(crate) fn is_current(
         &self,
         tenant: &str,
-        kind: &'static str,
+        kind: &str,
         id: &str,
         hash: Option<&str>,
     ) -> bool {
-        let Some(hash) = hash else { return false };
-        self.entries
-            .read()
-            .map(|e| {
-                e.get(&Self::key(tenant, kind, id))
-                    .is_some_and(|(h, _)| h == hash)
-            })
-            .unwrap_or(false)
+        self.with_current(tenant, kind, id, hash, |_| ()).is_some()
     }
 
     /// Embed `pending` of `tenant` in one embedder call and keep the vectors.
     pub(crate) async fn embed(
         &self,
         tenant: &str,
-        pending: Vec<Pending>,
+        pending: Vec<PendingText>,
     ) -> Result<u64, StoreError> {
         let texts: Vec<String> = pending.iter().map(|p| p.text.clone()).collect();
         let vectors = embed_checked(self.embedder.as_ref(), &texts).await?;
@@ -103,16 +84,22 @@ impl VectorTable {
             .write()
             .map_err(|_| StoreError::backend("the vector table's lock is poisoned"))?;
         let n = pending.len() as u64;
+        let tenant = entries.entry(tenant.to_owned()).or_default();
         for (p, vector) in pending.into_iter().zip(vectors) {
-            entries.insert(Self::key(tenant, p.kind, &p.id), (p.hash, vector));
+            tenant
+                .entry(p.kind)
+                .or_default()
+                .insert(p.id, (p.hash, vector));
         }
         Ok(n)
     }
 
     /// Drop the vector of a deleted record.
-    pub(crate) fn forget(&self, tenant: &str, kind: &'static str, id: &str) {
-        if let Ok(mut entries) = self.entries.write() {
-            entries.remove(&Self::key(tenant, kind, id));
+    pub(crate) fn forget(&self, tenant: &str, kind: &str, id: &str) {
+        if let Ok(mut entries) = self.entries.write()
+            && let Some(ids) = entries.get_mut(tenant).and_then(|t| t.get_mut(kind))
+        {
+            ids.remove(id);
         }
     }
 }
@@ -120,19 +107,19 @@ impl VectorTable {
 /// Embed what a store just wrote, when it has vectors: best effort. A
 /// failure leaves the records without a current vector (a warning in the
 /// log) for [`RecordVectors::embed_pending`](openvibe_protocols::RecordVectors::embed_pending).
-pub(crate) async fn embed_written<R: EmbeddingText + Indexed>(
+pub(crate) async fn embed_written<R: EmbeddingText>(
     vectors: Option<&VectorTable>,
     ctx: &CallerContext,
     written: &[&R],
 ) {
     let Some(table) = vectors else { return };
-    let pending: Vec<Pending> = written.iter().filter_map(|r| Pending::of(*r)).collect();
+    let pending: Vec<PendingText> = written.iter().filter_map(|r| PendingText::of(*r)).collect();
     if pending.is_empty() {
         return;
     }
     if let Err(e) = table.embed(ctx.tenant_id(), pending).await {
         tracing::warn!(
-            kind = <R as EmbeddingText>::KIND,
+            kind = R::KIND,
             model = table.model(),
             transient = e.is_transient(),
             "embedding on write failed; the record is stored and waits for a reindex"
@@ -191,11 +178,11 @@ impl Reindex {
         ctx: CallerContext,
         batch: usize,
     ) -> Result<Self, StoreError> {
+        openvibe_protocols::memory::check_vector_admin(&ctx, "embed pending records", Some(batch))?;
         let status = vectors.vector_status(&ctx).await?;
         if status.model.is_none() {
             return Err(openvibe_protocols::memory::no_embedder());
         }
-        openvibe_protocols::memory::check_vector_admin(&ctx, "embed pending records", Some(batch))?;
         let (tx, progress) = tokio::sync::watch::channel(ReindexProgress {
             embedded: 0,
             pending_at_start: status.pending(),

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    EMBEDDED_KINDS, KindVectors, check_caller, check_vector_admin, check_vector_lookup,
-    embed_checked, no_embedder,
+    EMBEDDED_KINDS, KindVectors, PendingText, check_caller, check_vector_admin,
+    check_vector_lookup, embed_checked, no_embedder,
 };
 use openvibe_protocols::{
     CallerContext, Embedder, EmbeddingText, Episode, RecordVector, RecordVectors, StoreError,
@@ -47,14 +47,6 @@ impl std::fmt::Debug for PgVectors {
     }
 }
 
-/// A record waiting for its vector.
-struct Pending {
-    kind: &'static str,
-    id: String,
-    hash: String,
-    text: String,
-}
-
 /// The table of an embedded kind.
 fn table_of(kind: &str) -> &'static str {
     match kind {
@@ -82,7 +74,11 @@ impl PgVectors {
     }
 
     /// Embed `pending` in one embedder call and keep the vectors (one statement).
-    async fn embed(&self, ctx: &CallerContext, pending: Vec<Pending>) -> Result<u64, StoreError> {
+    async fn embed(
+        &self,
+        ctx: &CallerContext,
+        pending: Vec<PendingText>,
+    ) -> Result<u64, StoreError> {
         let embedder = self.embedder.as_ref().ok_or_else(no_embedder)?;
         if pending.is_empty() {
             return Ok(0);
@@ -120,7 +116,7 @@ impl PgVectors {
         ctx: &CallerContext,
         kind: &'static str,
         limit: usize,
-    ) -> Result<Vec<Pending>, StoreError> {
+    ) -> Result<Vec<PendingText>, StoreError> {
         let text = if kind == "episode" {
             "r.action, r.input_summary, r.output_summary"
         } else {
@@ -155,7 +151,7 @@ impl PgVectors {
                 } else {
                     col(row, "content")?
                 };
-                Ok(Pending {
+                Ok(PendingText {
                     kind,
                     id: col(row, "id")?,
                     hash: col(row, "content_hash")?,
@@ -217,17 +213,7 @@ pub(crate) async fn embed_written<R: EmbeddingText>(
     let Some(vectors) = vectors.filter(|v| v.embedder.is_some()) else {
         return;
     };
-    let pending: Vec<Pending> = written
-        .iter()
-        .filter_map(|r| {
-            Some(Pending {
-                kind: R::KIND,
-                id: r.record_id().to_owned(),
-                hash: r.text_hash()?.to_owned(),
-                text: r.embedding_text().into_owned(),
-            })
-        })
-        .collect();
+    let pending: Vec<PendingText> = written.iter().filter_map(|r| PendingText::of(*r)).collect();
     if let Err(e) = vectors
         .embed(ctx, pending)
         .instrument(span(R::KIND, "embed", ctx))

@@ -79,9 +79,9 @@ pub use validate::{
     validate_insight, validate_raw_call, validate_record_id,
 };
 pub use vectors::{
-    EMBEDDED_KINDS, EmbeddingText, KindVectors, MAX_VECTOR_IDS, RecordVector, RecordVectors,
-    VectorStatus, check_vector_admin, check_vector_lookup, embed_checked, embedding_text,
-    no_embedder,
+    EMBEDDED_KINDS, EmbeddingText, KindVectors, MAX_VECTOR_IDS, PendingText, RecordVector,
+    RecordVectors, VectorStatus, check_vector_admin, check_vector_lookup, embed_checked,
+    embedding_text, no_embedder,
 };
 pub use working::{
     Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus,

@@ -78,6 +78,31 @@ impl EmbeddingText for Knowledge {
     }
 }
 
+/// A record waiting for its vector: what a backend embeds and keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingText {
+    /// The record kind (one of [`EMBEDDED_KINDS`]).
+    pub kind: &'static str,
+    /// The record's id.
+    pub id: String,
+    /// The record's `content_hash` (the vector is current while it holds).
+    pub hash: String,
+    /// The text to embed.
+    pub text: String,
+}
+
+impl PendingText {
+    /// `record` as one, when its store has hashed its text.
+    pub fn of<R: EmbeddingText>(record: &R) -> Option<Self> {
+        Some(Self {
+            kind: R::KIND,
+            id: record.record_id().to_owned(),
+            hash: record.text_hash()?.to_owned(),
+            text: record.embedding_text().into_owned(),
+        })
+    }
+}
+
 /// The text of `record` that is embedded.
 pub fn embedding_text<R: EmbeddingText>(record: &R) -> std::borrow::Cow<'_, str> {
     record.embedding_text()
