@@ -313,6 +313,24 @@ async fn migrations_run_twice_cleanly() {
         .unwrap();
 }
 
+/// Knowledge's full-text index has no pending list (migration 0011): with
+/// GIN's default `fastupdate`, every search scans the terms of recent
+/// writes unsorted until VACUUM merges them.
+#[tokio::test]
+async fn the_knowledge_terms_index_has_no_pending_list() {
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let pool = common::fresh_pool(&url, 1).await;
+    let options: Option<Vec<String>> = sqlx::query_scalar(
+        "SELECT reloptions FROM pg_class WHERE oid = 'knowledge_terms'::regclass",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(options, Some(vec!["fastupdate=off".to_owned()]));
+}
+
 #[tokio::test]
 async fn bad_data_gets_typed_errors_and_writes_nothing() {
     let pg = pg!();
