@@ -188,7 +188,11 @@ impl PgEpisodicStore {
     /// Insert new episodes in one transaction (one statement): all or none.
     /// Owner, tenant and project come from `ctx`, empty ids are generated,
     /// and an id that already exists fails the whole batch with
-    /// [`StoreError::Conflict`]. Returns how many were inserted.
+    /// [`StoreError::Conflict`]. Returns how many were inserted. With an
+    /// embedder ([`PgStores::with_embedder`](crate::PgStores::with_embedder))
+    /// the batch is embedded in one call once committed, best effort as
+    /// for a single write (a failure leaves the records waiting for
+    /// `embed_pending`).
     pub async fn store_batch(
         &self,
         ctx: &CallerContext,
@@ -216,9 +220,19 @@ impl PgEpisodicStore {
             let mut external_ids = Vec::with_capacity(n);
             let mut hashes = Vec::with_capacity(n);
             let mut searches = Vec::with_capacity(n);
+            let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
+            let mut written = Vec::new();
             for (i, episode) in episodes.into_iter().enumerate() {
                 let p = prepare(ctx, episode).map_err(|e| at_index(i, e))?;
                 let e = p.episode;
+                if embeds {
+                    written.push(openvibe_protocols::memory::PendingText {
+                        kind: "episode",
+                        id: e.id.clone(),
+                        hash: p.hash.clone(),
+                        text: e.searchable_text(),
+                    });
+                }
                 let placement = ctx
                     .placement(&e.meta.namespace, &format!("store episode {}", e.id))
                     .map_err(|e| at_index(i, e))?;
@@ -296,6 +310,7 @@ impl PgEpisodicStore {
                 write_replacing_expired(&self.pool, ctx, "episodes", &ids, sql, Run::Execute)
                     .await?;
             tx.commit().await.map_err(store_error)?;
+            crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "episode", written).await;
             Ok(match done {
                 Ran::Execute(n) => n,
                 _ => 0,

@@ -212,7 +212,11 @@ impl PgFactStore {
     /// Insert new facts in one transaction (one statement): all or none.
     /// Owner, tenant and project come from `ctx`, empty ids are generated,
     /// and an id that already exists fails the whole batch with
-    /// [`StoreError::Conflict`]. Returns how many were inserted.
+    /// [`StoreError::Conflict`]. Returns how many were inserted. With an
+    /// embedder ([`PgStores::with_embedder`](crate::PgStores::with_embedder))
+    /// the batch is embedded in one call once committed, best effort as
+    /// for a single write (a failure leaves the records waiting for
+    /// `embed_pending`).
     pub async fn store_batch(
         &self,
         ctx: &CallerContext,
@@ -232,9 +236,19 @@ impl PgFactStore {
             let mut external_ids = Vec::with_capacity(n);
             let mut hashes = Vec::with_capacity(n);
             let mut searches = Vec::with_capacity(n);
+            let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
+            let mut written = Vec::new();
             for (i, fact) in facts.into_iter().enumerate() {
                 let p = prepare(ctx, fact, Mode::Upsert).map_err(|e| at_index(i, e))?;
                 let f = p.fact;
+                if embeds {
+                    written.push(openvibe_protocols::memory::PendingText {
+                        kind: "fact",
+                        id: f.id.clone(),
+                        hash: p.hash.clone(),
+                        text: f.content.clone(),
+                    });
+                }
                 let placement = ctx
                     .placement(&f.meta.namespace, &format!("store fact {}", f.id))
                     .map_err(|e| at_index(i, e))?;
@@ -286,6 +300,7 @@ impl PgFactStore {
                 write_replacing_expired(&self.pool, ctx, "facts", &ids, sql, Run::Execute)
                     .await?;
             tx.commit().await.map_err(store_error)?;
+            crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "fact", written).await;
             Ok(match done {
                 Ran::Execute(n) => n,
                 _ => 0,

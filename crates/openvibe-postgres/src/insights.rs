@@ -196,7 +196,11 @@ impl PgInsightStore {
     /// Insert new insights in one transaction (one statement): all or none.
     /// Owner, tenant and project come from `ctx`, empty ids are generated,
     /// and an id that already exists fails the whole batch with
-    /// [`StoreError::Conflict`]. Returns how many were inserted.
+    /// [`StoreError::Conflict`]. Returns how many were inserted. With an
+    /// embedder ([`PgStores::with_embedder`](crate::PgStores::with_embedder))
+    /// the batch is embedded in one call once committed, best effort as
+    /// for a single write (a failure leaves the records waiting for
+    /// `embed_pending`).
     pub async fn store_batch(
         &self,
         ctx: &CallerContext,
@@ -221,9 +225,19 @@ impl PgInsightStore {
             let mut external_ids = Vec::with_capacity(n);
             let mut hashes = Vec::with_capacity(n);
             let mut searches = Vec::with_capacity(n);
+            let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
+            let mut written = Vec::new();
             for (k, insight) in insights.into_iter().enumerate() {
                 let p = prepare(ctx, insight, Mode::Upsert).map_err(|e| at_index(k, e))?;
                 let i = p.insight;
+                if embeds {
+                    written.push(openvibe_protocols::memory::PendingText {
+                        kind: "insight",
+                        id: i.id.clone(),
+                        hash: p.hash.clone(),
+                        text: i.content.clone(),
+                    });
+                }
                 let placement = ctx
                     .placement(&i.meta.namespace, &format!("store insight {}", i.id))
                     .map_err(|e| at_index(k, e))?;
@@ -293,6 +307,7 @@ impl PgInsightStore {
                 write_replacing_expired(&self.pool, ctx, "insights", &ids, sql, Run::Execute)
                     .await?;
             tx.commit().await.map_err(store_error)?;
+            crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "insight", written).await;
             Ok(match done {
                 Ran::Execute(n) => n,
                 _ => 0,

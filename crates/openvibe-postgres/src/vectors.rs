@@ -58,6 +58,11 @@ fn table_of(kind: &str) -> &'static str {
 }
 
 impl PgVectors {
+    /// Whether records get vectors when written (an embedder is set).
+    pub(crate) fn embeds(&self) -> bool {
+        self.embedder.is_some()
+    }
+
     /// The vectors of `model` in `table`, embedding with `embedder` when given.
     pub(crate) fn new(
         pool: PgPool,
@@ -210,17 +215,28 @@ pub(crate) async fn embed_written<R: EmbeddingText>(
     ctx: &CallerContext,
     written: &[&R],
 ) {
-    let Some(vectors) = vectors.filter(|v| v.embedder.is_some()) else {
+    let pending: Vec<PendingText> = written.iter().filter_map(|r| PendingText::of(*r)).collect();
+    embed_texts_written(vectors, ctx, R::KIND, pending).await;
+}
+
+/// [`embed_written`] for records of `kind` a batch wrote (`store_batch`
+/// returns a count, not the records), given as the texts it stored.
+pub(crate) async fn embed_texts_written(
+    vectors: Option<&PgVectors>,
+    ctx: &CallerContext,
+    kind: &'static str,
+    pending: Vec<PendingText>,
+) {
+    let Some(vectors) = vectors.filter(|v| v.embeds()) else {
         return;
     };
-    let pending: Vec<PendingText> = written.iter().filter_map(|r| PendingText::of(*r)).collect();
     if let Err(e) = vectors
         .embed(ctx, pending)
-        .instrument(span(R::KIND, "embed", ctx))
+        .instrument(span(kind, "embed", ctx))
         .await
     {
         tracing::warn!(
-            kind = R::KIND,
+            kind,
             model = %vectors.model,
             transient = e.is_transient(),
             "embedding on write failed; the record is stored and waits for a reindex"
