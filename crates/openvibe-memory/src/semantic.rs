@@ -2,13 +2,10 @@
 //! state: hybrid search (an inverted index for BM25, exact cosine for
 //! vectors) over the readable knowledge.
 
-use std::cmp::Reverse;
-
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use openvibe_protocols::memory::{
-    check_label, check_user, combine, cosine, json_object, knowledge_read_allowed, rank_key,
-    resolve_embedding, top_by_score, validate_knowledge,
+    check_label, check_user, combine, json_object, knowledge_read_allowed, rank_key,
+    resolve_embedding, validate_knowledge,
 };
 use openvibe_protocols::{
     AuditOp, CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
@@ -149,6 +146,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
         };
         self.audit_change(ctx, op, "knowledge", &id, &knowledge.meta);
         tenant.knowledge_text.insert(&id, &knowledge.content);
+        tenant.knowledge_vectors.insert(&id, &knowledge.embedding);
         tenant.knowledge.insert(id, knowledge.clone());
         Ok(knowledge)
     }
@@ -198,23 +196,14 @@ impl KnowledgeStore for InMemoryWorkingStore {
             lists.push((Retriever::FullText, list));
         }
         if let Some(vector) = &search.vector {
-            // Keys borrowed while scoring (the same order as `RankKey`),
-            // owned only for the few that make the list.
-            let scored: Vec<((Reverse<DateTime<Utc>>, &str), f32)> = tenant
-                .knowledge
-                .values()
-                .filter(|k| keep(k))
-                .map(|k| {
-                    (
-                        (Reverse(k.meta.created_at), k.id.as_str()),
-                        cosine(vector, &k.embedding),
-                    )
-                })
-                .collect();
-            let list = top_by_score(scored, search.depth)
-                .into_iter()
-                .map(|((created, id), score)| ((created, id.to_owned()), score))
-                .collect();
+            let list = tenant.knowledge_vectors.nearest(
+                vector,
+                |id| {
+                    let k = tenant.knowledge.get(id).filter(|k| keep(k))?;
+                    Some(rank_key(k.meta.created_at, &k.id))
+                },
+                search.depth,
+            );
             lists.push((Retriever::Vector, list));
         }
         Ok(combine(lists, query.top_k)
@@ -268,6 +257,7 @@ impl Tenant {
     pub(crate) fn remove_knowledge(&mut self, id: &str) -> Option<Knowledge> {
         let gone = self.knowledge.remove(id)?;
         self.knowledge_text.remove(id);
+        self.knowledge_vectors.remove(id);
         let owner = gone.meta.owner.clone();
         match &gone.external_id {
             Some(ext) => self.by_external.remove(&(owner, ext.clone())),

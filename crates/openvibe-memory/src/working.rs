@@ -40,6 +40,8 @@ pub(crate) struct Tenant {
     pub knowledge: HashMap<String, Knowledge>,
     /// Full-text index of the knowledge's content.
     pub knowledge_text: crate::retrieval::TextIndex,
+    /// The knowledge's embeddings, one contiguous row each.
+    pub knowledge_vectors: crate::retrieval::VectorIndex,
     /// (owner, external id) → knowledge id.
     pub by_external: HashMap<(String, String), String>,
     /// (owner, content hash) → knowledge id, for knowledge without an external id.
