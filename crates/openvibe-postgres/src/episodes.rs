@@ -225,14 +225,9 @@ impl PgEpisodicStore {
             for (i, episode) in episodes.into_iter().enumerate() {
                 let p = prepare(ctx, episode).map_err(|e| at_index(i, e))?;
                 let e = p.episode;
-                if embeds {
-                    written.push(openvibe_protocols::memory::PendingText {
-                        kind: "episode",
-                        id: e.id.clone(),
-                        hash: p.hash.clone(),
-                        text: e.searchable_text(),
-                    });
-                }
+                written.extend(crate::vectors::pending_if(embeds, "episode", &e.id, &p.hash, || {
+                    e.searchable_text()
+                }));
                 let placement = ctx
                     .placement(&e.meta.namespace, &format!("store episode {}", e.id))
                     .map_err(|e| at_index(i, e))?;

@@ -241,14 +241,9 @@ impl PgFactStore {
             for (i, fact) in facts.into_iter().enumerate() {
                 let p = prepare(ctx, fact, Mode::Upsert).map_err(|e| at_index(i, e))?;
                 let f = p.fact;
-                if embeds {
-                    written.push(openvibe_protocols::memory::PendingText {
-                        kind: "fact",
-                        id: f.id.clone(),
-                        hash: p.hash.clone(),
-                        text: f.content.clone(),
-                    });
-                }
+                written.extend(crate::vectors::pending_if(embeds, "fact", &f.id, &p.hash, || {
+                    f.content.clone()
+                }));
                 let placement = ctx
                     .placement(&f.meta.namespace, &format!("store fact {}", f.id))
                     .map_err(|e| at_index(i, e))?;

@@ -230,14 +230,9 @@ impl PgInsightStore {
             for (k, insight) in insights.into_iter().enumerate() {
                 let p = prepare(ctx, insight, Mode::Upsert).map_err(|e| at_index(k, e))?;
                 let i = p.insight;
-                if embeds {
-                    written.push(openvibe_protocols::memory::PendingText {
-                        kind: "insight",
-                        id: i.id.clone(),
-                        hash: p.hash.clone(),
-                        text: i.content.clone(),
-                    });
-                }
+                written.extend(crate::vectors::pending_if(embeds, "insight", &i.id, &p.hash, || {
+                    i.content.clone()
+                }));
                 let placement = ctx
                     .placement(&i.meta.namespace, &format!("store insight {}", i.id))
                     .map_err(|e| at_index(k, e))?;

@@ -219,6 +219,23 @@ pub(crate) async fn embed_written<R: EmbeddingText>(
     embed_texts_written(vectors, ctx, R::KIND, pending).await;
 }
 
+/// What a row of a batch will have embedded once written (`store_batch`),
+/// when the store embeds at all (`embeds`; the text is only built then).
+pub(crate) fn pending_if(
+    embeds: bool,
+    kind: &'static str,
+    id: &str,
+    hash: &str,
+    text: impl FnOnce() -> String,
+) -> Option<PendingText> {
+    embeds.then(|| PendingText {
+        kind,
+        id: id.to_owned(),
+        hash: hash.to_owned(),
+        text: text(),
+    })
+}
+
 /// [`embed_written`] for records of `kind` a batch wrote (`store_batch`
 /// returns a count, not the records), given as the texts it stored.
 pub(crate) async fn embed_texts_written(
