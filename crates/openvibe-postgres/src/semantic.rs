@@ -576,16 +576,6 @@ impl PgKnowledgeStore {
             .bind(Vector::from(vector))
             .push(" LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX));
-        // Keep scanning the HNSW graph until `limit` rows pass the filters
-        // (pgvector 0.8 iterative scans), with a candidate list at least as
-        // long as the result.
-        let ef = limit.clamp(40, 1000);
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}"
-        )))
-        .execute(&mut **tx)
-        .await
-        .map_err(store_error)?;
         let rows = sql
             .build()?
             .fetch_all(&mut **tx)
@@ -613,6 +603,14 @@ impl PgKnowledgeStore {
             self.table
         )
     }
+}
+
+/// The settings of a vector list of `limit` rows: keep scanning the HNSW
+/// graph until `limit` rows pass the filters (pgvector 0.8 iterative
+/// scans), with a candidate list at least as long as the result.
+fn hnsw_settings(limit: usize) -> String {
+    let ef = limit.clamp(40, 1000);
+    format!("SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}")
 }
 
 #[async_trait]
@@ -646,7 +644,10 @@ impl KnowledgeStore for PgKnowledgeStore {
             return Ok(Vec::new());
         }
         async {
-            let mut tx = begin(&self.pool, ctx).await?;
+            // The HNSW settings of the vector list travel with BEGIN (one
+            // round trip fewer).
+            let settings = search.vector.as_ref().map(|_| hnsw_settings(search.depth));
+            let mut tx = begin_then(&self.pool, ctx, settings.as_deref()).await?;
             let mut lists = Vec::new();
             if search.full_text() {
                 let list = full_text(&mut tx, ctx, query, &search.terms, search.depth).await?;
