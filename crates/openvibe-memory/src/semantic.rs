@@ -183,27 +183,20 @@ impl KnowledgeStore for InMemoryWorkingStore {
                     .as_deref()
                     .is_none_or(|s| k.session_id.as_deref() == Some(s))
         };
+        // The rank key of knowledge `id` when the query keeps it.
+        let kept = |id: &str| {
+            let k = tenant.knowledge.get(id).filter(|k| keep(k))?;
+            Some(rank_key(k.meta.created_at, &k.id))
+        };
         let mut lists = Vec::new();
         if search.full_text() {
-            let list = tenant.knowledge_text.rank(
-                &search.terms,
-                |id| {
-                    let k = tenant.knowledge.get(id).filter(|k| keep(k))?;
-                    Some(rank_key(k.meta.created_at, &k.id))
-                },
-                search.depth,
-            );
+            let list = tenant
+                .knowledge_text
+                .rank(&search.terms, kept, search.depth);
             lists.push((Retriever::FullText, list));
         }
         if let Some(vector) = &search.vector {
-            let list = tenant.knowledge_vectors.nearest(
-                vector,
-                |id| {
-                    let k = tenant.knowledge.get(id).filter(|k| keep(k))?;
-                    Some(rank_key(k.meta.created_at, &k.id))
-                },
-                search.depth,
-            );
+            let list = tenant.knowledge_vectors.nearest(vector, kept, search.depth);
             lists.push((Retriever::Vector, list));
         }
         Ok(combine(lists, query.top_k)

@@ -215,6 +215,10 @@ pub(crate) async fn embed_written<R: EmbeddingText>(
     ctx: &CallerContext,
     written: &[&R],
 ) {
+    // Without an embedder nothing is embedded: no text is copied either.
+    if !vectors.is_some_and(PgVectors::embeds) {
+        return;
+    }
     let pending: Vec<PendingText> = written.iter().filter_map(|r| PendingText::of(*r)).collect();
     embed_texts_written(vectors, ctx, R::KIND, pending).await;
 }
