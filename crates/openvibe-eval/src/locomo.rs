@@ -201,19 +201,29 @@ pub fn caller(conv: &Conversation) -> CallerContext {
     CallerContext::new(format!("locomo-{}", conv.name), Principal::user("eval"))
 }
 
-/// What a turn is indexed as: [`indexed_text`], then the previous turn of
-/// the same session as context (a reply is often unanswerable alone).
-pub fn indexed_with_context(conv: &Conversation, i: usize) -> String {
+/// How many earlier turns of the same session the full-text index sees
+/// beside a turn: a reply is often unanswerable alone ("Thanks! It's a mix
+/// of drama and romance" answers what the turn two back names).
+pub const TEXT_CONTEXT: usize = 2;
+
+/// How many earlier turns the embedding sees: one sentence vector is
+/// diluted by more (see `docs/retrieval.md`).
+pub const EMBEDDING_CONTEXT: usize = 1;
+
+/// What a turn is indexed as: [`indexed_text`], then up to `depth` earlier
+/// turns of the same session, nearest first, as context (their words
+/// without their speaker's name, which would match every question naming
+/// either speaker).
+pub fn with_context(conv: &Conversation, i: usize, depth: usize) -> String {
     let turn = &conv.turns[i];
-    let own = indexed_text(turn);
-    match i
-        .checked_sub(1)
-        .map(|j| &conv.turns[j])
-        .filter(|p| p.date == turn.date)
-    {
-        Some(p) => format!("{own}\n(replying to {}: {})", p.speaker, p.text),
-        None => own,
+    let mut text = indexed_text(turn);
+    let earlier = conv.turns[..i].iter().rev().take(depth);
+    for p in earlier.take_while(|p| p.date == turn.date) {
+        text.push_str("\n(replying to: ");
+        text.push_str(&p.text);
+        text.push(')');
     }
+    text
 }
 
 /// Index `conv`'s turns into `store` (embeddings from `embedder`, batched).
@@ -224,9 +234,12 @@ pub async fn index(
 ) -> Result<(), String> {
     let ctx = caller(conv);
     let texts: Vec<String> = (0..conv.turns.len())
-        .map(|i| indexed_with_context(conv, i))
+        .map(|i| with_context(conv, i, TEXT_CONTEXT))
         .collect();
-    let vectors = embedder.embed(&texts).await.map_err(|e| e.to_string())?;
+    let embedded: Vec<String> = (0..conv.turns.len())
+        .map(|i| with_context(conv, i, EMBEDDING_CONTEXT))
+        .collect();
+    let vectors = embedder.embed(&embedded).await.map_err(|e| e.to_string())?;
     for ((turn, text), vector) in conv.turns.iter().zip(texts).zip(vectors) {
         store
             .store_knowledge(
@@ -268,7 +281,47 @@ pub fn questions<'a>(
     out
 }
 
-/// Ask every question of `conv` by each method; add to `recall[method]`.
+/// What a question missed, for reading: nothing when an evidence turn is in
+/// the top 10; else the question, each evidence turn as indexed with its
+/// rank (`-`: not in the top 20), and the top 3 that came instead.
+pub fn miss_report(
+    conv: &Conversation,
+    method: &str,
+    qa: &Qa,
+    evidence: &[&str],
+    hits: &[openvibe_protocols::KnowledgeHit],
+) -> String {
+    let ranked: Vec<&str> = hits
+        .iter()
+        .filter_map(|h| h.knowledge.external_id.as_deref())
+        .collect();
+    let rank = |id: &str| ranked.iter().position(|r| *r == id);
+    if evidence.iter().any(|e| rank(e).is_some_and(|r| r < 10)) {
+        return String::new();
+    }
+    let one_line = |text: &str| text.replace('\n', " | ");
+    let mut out = format!(
+        "## {method} {}: {} (category {})\n",
+        conv.name, qa.question, qa.category
+    );
+    for e in evidence {
+        let Some(i) = conv.turns.iter().position(|t| t.dia_id == *e) else {
+            continue;
+        };
+        let rank = rank(e).map_or("-".to_owned(), |r| (r + 1).to_string());
+        let text = one_line(&with_context(conv, i, TEXT_CONTEXT));
+        out.push_str(&format!("  evidence {e} (rank {rank}): {text}\n"));
+    }
+    for (r, h) in hits.iter().take(3).enumerate() {
+        let id = h.knowledge.external_id.as_deref().unwrap_or_default();
+        let text = one_line(&h.knowledge.content);
+        out.push_str(&format!("  #{} {id}: {text}\n", r + 1));
+    }
+    out
+}
+
+/// Ask every question of `conv` by each method; add to `recall[method]`
+/// and, when `misses` is given, each question's [`miss_report`].
 pub async fn ask(
     store: &dyn KnowledgeStore,
     embedder: &dyn Embedder,
@@ -276,6 +329,7 @@ pub async fn ask(
     methods: &[String],
     recall: &mut BTreeMap<String, Recall>,
     skipped: &mut Vec<String>,
+    mut misses: Option<&mut String>,
 ) -> Result<(), String> {
     let ctx = caller(conv);
     let asked = questions(conv, skipped);
@@ -297,21 +351,26 @@ pub async fn ask(
                 .await
                 .map_err(|e| format!("conversation {}: {e}", conv.name))?;
             let ranked: Vec<String> = hits
-                .into_iter()
-                .filter_map(|h| h.knowledge.external_id)
+                .iter()
+                .filter_map(|h| h.knowledge.external_id.clone())
                 .collect();
             entry.add(evidence, &ranked);
+            if let Some(report) = misses.as_deref_mut() {
+                report.push_str(&miss_report(conv, method, qa, evidence, &hits));
+            }
         }
     }
     Ok(())
 }
 
-/// Run the evaluation over `dir` on `store`.
+/// Run the evaluation over `dir` on `store`; with `misses`, append to it
+/// every missed question's [`miss_report`].
 pub async fn run(
     store: Arc<dyn KnowledgeStore>,
     embedder: Arc<dyn Embedder>,
     dir: &Path,
     methods: &[String],
+    mut misses: Option<&mut String>,
 ) -> Result<Vec<String>, String> {
     let mut recall: BTreeMap<String, Recall> = BTreeMap::new();
     let mut skipped = Vec::new();
@@ -331,6 +390,7 @@ pub async fn run(
             methods,
             &mut recall,
             &mut skipped,
+            misses.as_deref_mut(),
         )
         .await?;
     }
@@ -453,7 +513,7 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_is_indexed_with_the_previous_turn_of_its_session() {
+    fn a_turn_is_indexed_with_earlier_turns_of_its_session() {
         let turn = |id: &str, speaker: &str, text: &str, date: &str| Turn {
             dia_id: id.into(),
             speaker: speaker.into(),
@@ -466,15 +526,29 @@ mod tests {
             turns: vec![
                 turn("D1:1", "Ann", "Do you run?", "1 May"),
                 turn("D1:2", "Bob", "Yes, every Sunday!", "1 May"),
+                turn("D1:3", "Ann", "How far?", "1 May"),
                 turn("D2:1", "Bob", "Hi again", "9 May"),
             ],
-            qa: Vec::new(),
+            qa: vec![Qa {
+                question: "Does Bob run?".into(),
+                evidence: vec!["D1:2".into()],
+                category: 4,
+            }],
         };
-        assert_eq!(indexed_with_context(&conv, 0), "Ann (1 May): Do you run?");
+        assert_eq!(with_context(&conv, 0, 2), "Ann (1 May): Do you run?");
         assert_eq!(
-            indexed_with_context(&conv, 1),
-            "Bob (1 May): Yes, every Sunday!\n(replying to Ann: Do you run?)"
+            with_context(&conv, 2, 2),
+            "Ann (1 May): How far?\n(replying to: Yes, every Sunday!)\n(replying to: Do you run?)"
         );
-        assert_eq!(indexed_with_context(&conv, 2), "Bob (9 May): Hi again");
+        assert_eq!(
+            with_context(&conv, 2, 1),
+            "Ann (1 May): How far?\n(replying to: Yes, every Sunday!)"
+        );
+        assert_eq!(with_context(&conv, 3, 2), "Bob (9 May): Hi again");
+        // A miss report names the question, its evidence and what came first.
+        let evidence = ["D1:2"];
+        let report = miss_report(&conv, "bm25", &conv.qa[0], &evidence, &[]);
+        assert!(report.starts_with("## bm25 x: Does Bob run? (category 4)\n"));
+        assert!(report.contains("evidence D1:2 (rank -): Bob (1 May): Yes, every Sunday!"));
     }
 }

@@ -1,7 +1,7 @@
 //! `openvibe-eval`: retrieval evaluations, run by `cargo xtask eval`.
 //!
 //! ```text
-//! openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+//! openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--misses FILE]
 //! ```
 //!
 //! Prints `EVAL <method> <metric> <value>` lines on standard output;
@@ -15,23 +15,28 @@ use std::sync::Arc;
 use openvibe_local_embed::LocalEmbedder;
 use openvibe_protocols::{Embedder, KnowledgeStore};
 
-const USAGE: &str = "usage: openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+const USAGE: &str = "usage: openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--misses FILE]
 
 Indexes every LoCoMo conversation of DIR (one tenant each, one record per
 turn) and asks its category 1-4 questions; prints recall_any@5/@10/@20 and
 recall_all@10 per method. Needs the local model (cargo xtask models fetch);
-the postgres backend reads DATABASE_URL.";
+the postgres backend reads DATABASE_URL.
+
+  --misses FILE   write every question with no evidence turn in its top 10:
+                  the evidence as indexed, its rank, and what came first";
 
 struct Args {
     data: PathBuf,
     backend: String,
     methods: Vec<String>,
+    misses: Option<PathBuf>,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut data = None;
     let mut backend = "memory".to_owned();
     let mut method = "hybrid".to_owned();
+    let mut misses = None;
     let mut it = args.iter();
     match it.next().map(String::as_str) {
         Some("locomo") => {}
@@ -47,6 +52,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--data" => data = Some(PathBuf::from(value()?)),
             "--backend" => backend = value()?,
             "--method" => method = value()?,
+            "--misses" => misses = Some(PathBuf::from(value()?)),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
         }
@@ -64,6 +70,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         data: data.ok_or_else(|| format!("--data DIR is required\n\n{USAGE}"))?,
         backend,
         methods,
+        misses,
     })
 }
 
@@ -104,7 +111,12 @@ async fn main() -> std::process::ExitCode {
         };
         let store = store(&args.backend, embedder.clone()).await?;
         let started = std::time::Instant::now();
-        let lines = locomo::run(store, embedder, &args.data, &args.methods).await?;
+        let mut misses = args.misses.as_ref().map(|_| String::new());
+        let lines =
+            locomo::run(store, embedder, &args.data, &args.methods, misses.as_mut()).await?;
+        if let (Some(path), Some(report)) = (&args.misses, &misses) {
+            std::fs::write(path, report).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         if let Some(cache) = &cache {
             cache.save()?;
         }
