@@ -15,7 +15,7 @@
 //!   knowledge of 384 dimensions (HNSW, privacy predicate: the caller's own
 //!   plus public knowledge);
 //! - `hybrid_query_p50_us` / `hybrid_query_p99_us`: the same with three
-//!   words of text too (GIN candidates, BM25 with query expansion, HNSW,
+//!   words of text too (postings candidates, BM25 with query expansion, HNSW,
 //!   fusion).
 //!
 //! Vectors are dense and clustered like sentence embeddings (1,000 random

@@ -60,17 +60,17 @@ impl TextIndex {
         limit: usize,
     ) -> Vec<(K, f32)> {
         let first: BTreeMap<K, &TermCounts> = self.candidates(terms, &keep).into_iter().collect();
-        let feedback = bm25_rank(
+        let best = bm25_rank(
             terms,
             self.stats,
             first.iter().map(|(k, c)| (k.clone(), *c)),
-            EXPANSION.docs,
+            EXPANSION.pool,
         );
-        let feedback: Vec<&TermCounts> = feedback
+        let best: Vec<&TermCounts> = best
             .iter()
             .filter_map(|(k, _)| first.get(k).copied())
             .collect();
-        let added = EXPANSION.select_among(terms, &feedback, first.values().copied());
+        let added = EXPANSION.select_from(terms, &best);
         let weighted = EXPANSION.weighted(terms, &added);
         let all: Vec<String> = weighted.iter().map(|(t, _)| t.clone()).collect();
         let candidates = self.candidates(&all, &keep);

@@ -8,8 +8,10 @@
 //! leave one row.
 //!
 //! Queries are hybrid ([`openvibe_protocols::memory::retrieval`]): the
-//! full-text candidates come from a GIN index on each row's analyzed terms
-//! (computed in Rust on write by the shared analyzer) and are scored in
+//! full-text candidates come from a postings table (`knowledge_postings`,
+//! a row per record and term carrying the read rule's columns, kept by a
+//! trigger from each row's analyzed terms, which the shared analyzer
+//! computes in Rust on write) by index-only scans, and are scored in
 //! Rust by the shared BM25 with the tenant's corpus statistics
 //! (`knowledge_text_stats`, kept by a trigger); the vector list comes from
 //! the HNSW index, with iterative index scans so that filters and the
@@ -258,6 +260,14 @@ pub(super) fn push_knowledge_readable(sql: &mut Sql, ctx: &CallerContext, public
         sql.push(" OR f.is_public");
     }
     sql.push("))");
+}
+
+/// Whether the query has any of the filters [`push_filters`] writes.
+pub(super) fn has_filters(query: &KnowledgeQuery) -> bool {
+    !query.tags.is_empty()
+        || query.source.is_some()
+        || query.plan_id.is_some()
+        || query.session_id.is_some()
 }
 
 /// The query's filters (tags, source, plan, session) on alias `f.`.

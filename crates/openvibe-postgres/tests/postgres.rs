@@ -12,7 +12,8 @@ use chrono::{Duration, TimeZone, Utc};
 use openvibe_postgres::{MAX_LABEL_LEN, MAX_WORD_LEN, PgStores, migrate};
 use openvibe_protocols::{
     CallerContext, Classification, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery,
-    FactStore, InsightQuery, InsightStore, MemoryProvider, StoreError,
+    FactStore, InsightQuery, InsightStore, KnowledgeStore, MemoryProvider, NewKnowledge,
+    StoreError,
 };
 use sqlx::{Connection, Executor, Row};
 
@@ -313,22 +314,82 @@ async fn migrations_run_twice_cleanly() {
         .unwrap();
 }
 
-/// Knowledge's full-text index has no pending list (migration 0011): with
-/// GIN's default `fastupdate`, every search scans the terms of recent
-/// writes unsorted until VACUUM merges them.
+/// Knowledge's full-text postings (migration 0012) follow their record
+/// through insert, update and delete, carry its read-rule columns, and are
+/// isolated by tenant like the record.
 #[tokio::test]
-async fn the_knowledge_terms_index_has_no_pending_list() {
+async fn knowledge_postings_follow_their_records() {
     let Some(url) = common::database_url() else {
         return;
     };
-    let pool = common::fresh_pool(&url, 1).await;
-    let options: Option<Vec<String>> = sqlx::query_scalar(
-        "SELECT reloptions FROM pg_class WHERE oid = 'knowledge_terms'::regclass",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert_eq!(options, Some(vec!["fastupdate=off".to_owned()]));
+    let pg = PgStores::from_pool(common::fresh_pool(&url, 2).await)
+        .with_embedder(Arc::new(openvibe_protocols::testing::HashEmbedder::new(
+            384,
+        )))
+        .await
+        .unwrap();
+    let store = pg.knowledge();
+    let stored = store
+        .store_knowledge(
+            &sys(),
+            NewKnowledge {
+                external_id: Some("k1".into()),
+                ..NewKnowledge::new("Melanie paints sunsets, sunsets by the lake")
+            },
+        )
+        .await
+        .unwrap();
+    let id = stored.id.clone();
+    let mut conn = pg.pool().acquire().await.unwrap();
+    // (term, tf, len, is_public) of `id`'s postings as `tenant` sees them.
+    let mut postings = async |tenant: &str| -> Vec<(String, i32, i32, bool)> {
+        let mut tx = conn.begin().await.unwrap();
+        sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
+            .bind(tenant)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let rows = sqlx::query(
+            "SELECT term, tf, len, is_public FROM knowledge_postings WHERE id = $1 ORDER BY term",
+        )
+        .bind(&id)
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+        tx.rollback().await.unwrap();
+        rows.iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect()
+    };
+    let row = |t: &str, tf: i32, len: i32, public: bool| (t.to_owned(), tf, len, public);
+    assert_eq!(
+        postings("t1").await,
+        [
+            row("lake", 1, 5, false),
+            row("melani", 1, 5, false),
+            row("paint", 1, 5, false),
+            row("sunset", 2, 5, false),
+        ]
+    );
+    assert!(postings("t2").await.is_empty(), "another tenant sees none");
+    // An upsert with new words and visibility rewrites them.
+    store
+        .store_knowledge(
+            &sys(),
+            NewKnowledge {
+                external_id: Some("k1".into()),
+                is_public: true,
+                ..NewKnowledge::new("Melanie runs")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        postings("t1").await,
+        [row("melani", 1, 2, true), row("run", 1, 2, true)]
+    );
+    store.delete_knowledge(&sys(), &id).await.unwrap();
+    assert!(postings("t1").await.is_empty(), "deleted with the record");
 }
 
 #[tokio::test]
@@ -720,8 +781,8 @@ async fn hnsw_insert_and_cosine_query_work_on_the_provisioned_server() {
 /// writers racing on one key leave one row (the unique index decides).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn knowledge_batches_and_racing_upserts_leave_one_row_per_key() {
+    use openvibe_protocols::KnowledgeQuery;
     use openvibe_protocols::testing::HashEmbedder;
-    use openvibe_protocols::{KnowledgeQuery, KnowledgeStore, NewKnowledge};
     let Some(url) = common::database_url() else {
         return;
     };

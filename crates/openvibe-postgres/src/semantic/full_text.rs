@@ -1,15 +1,21 @@
-//! The full-text list of a knowledge query: candidates from the GIN index
-//! on each row's analyzed terms, scored in Rust by the shared BM25 and query
+//! The full-text list of a knowledge query: candidates from the postings
+//! table (`knowledge_postings`, one row per record and term, kept by a
+//! trigger: migration 0012), scored in Rust by the shared BM25 and query
 //! expansion with the tenant's corpus statistics, exactly as in memory.
+//!
+//! A candidate is known by the postings of the query's terms only: BM25
+//! needs no other term of it. The expansion reads the whole term lists of
+//! the first round's best [`Expansion::pool`](openvibe_protocols::memory::Expansion)
+//! documents, by primary key.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use openvibe_protocols::memory::{
     CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted, rank_key,
 };
 use openvibe_protocols::{CallerContext, KnowledgeQuery, StoreError};
 
-use super::{push_filters, push_knowledge_readable};
+use super::{has_filters, push_filters, push_knowledge_readable};
 use crate::error::store_error;
 use crate::sql::{Sql, Tx, col};
 
@@ -27,26 +33,25 @@ pub(super) async fn full_text(
         return Ok(Vec::new());
     }
     let stats = corpus_stats(tx, ctx).await?;
-    let mut candidates = text_candidates(tx, ctx, query, terms, &[]).await?;
-    let feedback = bm25_rank(
+    let mut candidates = Postings::default();
+    candidates.read(tx, ctx, query, terms).await?;
+    let best = bm25_rank(
         terms,
         stats,
-        candidates.iter().map(|(k, c)| (k.clone(), c)),
-        EXPANSION.docs,
+        candidates.docs.iter().map(|(k, c)| (k.clone(), c)),
+        EXPANSION.pool,
     );
-    let feedback: Vec<&TermCounts> = feedback
-        .iter()
-        .filter_map(|(k, _)| candidates.get(k))
-        .collect();
-    let added = EXPANSION.select_among(terms, &feedback, candidates.values());
+    let lists = term_lists(tx, ctx, best.iter().map(|(k, _)| k.1.clone()).collect()).await?;
+    let best: Vec<&TermCounts> = best.iter().filter_map(|(k, _)| lists.get(&k.1)).collect();
+    let added = EXPANSION.select_from(terms, &best);
     let weighted = EXPANSION.weighted(terms, &added);
     if !added.is_empty() {
-        candidates.extend(text_candidates(tx, ctx, query, &added, terms).await?);
+        candidates.read(tx, ctx, query, &added).await?;
     }
     Ok(bm25_rank_weighted(
         &weighted,
         stats,
-        candidates.iter().map(|(k, c)| (k.clone(), c)),
+        candidates.docs.iter().map(|(k, c)| (k.clone(), c)),
         limit,
     ))
 }
@@ -72,31 +77,97 @@ async fn corpus_stats(tx: &mut Tx, ctx: &CallerContext) -> Result<CorpusStats, S
     })
 }
 
-/// The readable knowledge the query's filters keep that holds any of
-/// `terms` but none of `except`, with its analyzed text, by rank key.
-async fn text_candidates(
+/// Candidates by rank key, each with the counts of the terms read for it
+/// so far (sorted, as [`TermCounts`] keeps them) and its whole length.
+#[derive(Default)]
+struct Postings {
+    docs: BTreeMap<RankKey, TermCounts>,
+}
+
+impl Postings {
+    /// Add the postings of `terms` in the readable knowledge the query's
+    /// filters keep: every such record holding one of them becomes (or
+    /// stays) a candidate, with those terms' counts.
+    async fn read(
+        &mut self,
+        tx: &mut Tx,
+        ctx: &CallerContext,
+        query: &KnowledgeQuery,
+        terms: &[String],
+    ) -> Result<(), StoreError> {
+        // The read rule and the filters are written on alias `f.`: the
+        // postings carry the rule's columns (so alone they are `f`); the
+        // filters need the record (then it is `f`, joined to postings `p`).
+        let filtered = has_filters(query);
+        let mut sql = Sql::new(if filtered {
+            "SELECT p.id, p.created_at, p.len, p.term, p.tf FROM knowledge_postings p \
+             JOIN knowledge f ON f.tenant_id = p.tenant_id AND f.id = p.id WHERE p.tenant_id = "
+        } else {
+            "SELECT f.id, f.created_at, f.len, f.term, f.tf FROM knowledge_postings f \
+             WHERE f.tenant_id = "
+        });
+        sql.bind(ctx.tenant_id().to_owned())
+            .push(if filtered {
+                " AND p.term = ANY("
+            } else {
+                " AND f.term = ANY("
+            })
+            .bind(terms.to_vec())
+            .push("::text[]) AND ");
+        push_knowledge_readable(&mut sql, ctx, query.include_public);
+        push_filters(&mut sql, query);
+        let rows = sql
+            .build()?
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(store_error)?;
+        let mut read: BTreeMap<RankKey, (u32, Vec<(String, u32)>)> = BTreeMap::new();
+        for row in &rows {
+            let id: String = col(row, "id")?;
+            let len: i32 = col(row, "len")?;
+            let tf: i32 = col(row, "tf")?;
+            let entry = read
+                .entry(rank_key(col(row, "created_at")?, &id))
+                .or_insert_with(|| (u32::try_from(len).unwrap_or(0), Vec::new()));
+            entry
+                .1
+                .push((col(row, "term")?, u32::try_from(tf).unwrap_or(0)));
+        }
+        for (key, (len, pairs)) in read {
+            let doc = self.docs.entry(key).or_insert_with(|| TermCounts {
+                len,
+                ..TermCounts::default()
+            });
+            let mut all: Vec<(String, u32)> = std::mem::take(&mut doc.terms)
+                .into_iter()
+                .zip(std::mem::take(&mut doc.tfs))
+                .chain(pairs)
+                .collect();
+            all.sort_unstable();
+            all.dedup_by(|a, b| a.0 == b.0);
+            (doc.terms, doc.tfs) = all.into_iter().unzip();
+        }
+        Ok(())
+    }
+}
+
+/// The whole analyzed text of the records `ids` (readable: they were just
+/// found through their postings), by id.
+async fn term_lists(
     tx: &mut Tx,
     ctx: &CallerContext,
-    query: &KnowledgeQuery,
-    terms: &[String],
-    except: &[String],
-) -> Result<BTreeMap<RankKey, TermCounts>, StoreError> {
+    ids: Vec<String>,
+) -> Result<HashMap<String, TermCounts>, StoreError> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
     let mut sql = Sql::new(
-        "SELECT f.id, f.created_at, f.terms, f.term_counts, f.term_total FROM knowledge f \
-         WHERE f.tenant_id = ",
+        "SELECT f.id, f.terms, f.term_counts, f.term_total FROM knowledge f WHERE f.tenant_id = ",
     );
     sql.bind(ctx.tenant_id().to_owned())
-        .push(" AND f.terms && ")
-        .bind(terms.to_vec())
-        .push("::text[]");
-    if !except.is_empty() {
-        sql.push(" AND NOT f.terms && ")
-            .bind(except.to_vec())
-            .push("::text[]");
-    }
-    sql.push(" AND ");
-    push_knowledge_readable(&mut sql, ctx, query.include_public);
-    push_filters(&mut sql, query);
+        .push(" AND f.id = ANY(")
+        .bind(ids)
+        .push("::text[])");
     let rows = sql
         .build()?
         .fetch_all(&mut **tx)
@@ -104,7 +175,6 @@ async fn text_candidates(
         .map_err(store_error)?;
     rows.iter()
         .map(|row| {
-            let id: String = col(row, "id")?;
             let counts: Vec<i32> = col(row, "term_counts")?;
             let total: i32 = col(row, "term_total")?;
             let text = TermCounts {
@@ -115,7 +185,7 @@ async fn text_candidates(
                     .collect(),
                 len: u32::try_from(total).unwrap_or(0),
             };
-            Ok((rank_key(col(row, "created_at")?, &id), text))
+            Ok((col(row, "id")?, text))
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! BM25 scoring, and reciprocal rank fusion of several retrievers' lists.
 //!
 //! Backends find candidates their own way (an inverted index in memory, a
-//! GIN index in Postgres, HNSW for vectors) but score and fuse them with
+//! postings table in Postgres, HNSW for vectors) but score and fuse them with
 //! the functions here, so the same data and query rank the same on every
 //! backend.
 //!
@@ -15,7 +15,7 @@
 //!   may read and the query's filters keep.
 //! - **Expansion** ([`Expansion`]): pseudo-relevance feedback adds the
 //!   first round's most characteristic terms to the query (idf counted
-//!   among the first round's candidates: [`Expansion::select_among`]).
+//!   among the first round's best 100: [`Expansion::select_from`]).
 //! - **Fusion** ([`fuse`]): weighted reciprocal rank fusion,
 //!   `score = Σ weight / (k + rank)` ([`FUSION`]: `k = 5`, full text 1,
 //!   vector 0.5), ties broken by [`RankKey`].
@@ -461,6 +461,9 @@ pub struct Expansion {
     pub terms: usize,
     /// The added terms' total weight (each gets `weight / terms`).
     pub weight: f64,
+    /// How many of the first round's best documents count a feedback
+    /// term's document frequency ([`Expansion::select_from`]).
+    pub pool: usize,
 }
 
 /// The expansion every backend uses (measured on LoCoMo, see
@@ -469,6 +472,7 @@ pub const EXPANSION: Expansion = Expansion {
     docs: 5,
     terms: 10,
     weight: 2.0,
+    pool: 100,
 };
 
 impl Expansion {
@@ -550,6 +554,22 @@ impl Expansion {
         self.select(query, feedback.iter().copied(), stats, |t| {
             df.get(t).copied().unwrap_or(0)
         })
+    }
+
+    /// The terms the first round lends `query`: `ranked` is the first
+    /// round's best [`Expansion::pool`] documents, best first (BM25 over the
+    /// query's terms); the first [`Expansion::docs`] are the feedback, and a
+    /// feedback term's document frequency is counted among all of `ranked`
+    /// ([`Expansion::select_among`]).
+    ///
+    /// Only the best documents' whole term lists are needed, so a backend
+    /// that finds candidates through postings of the query's terms reads no
+    /// other document's; counting among every first-round candidate gave
+    /// the same LoCoMo recall (`docs/retrieval.md`).
+    pub fn select_from(&self, query: &[String], ranked: &[&'_ TermCounts]) -> Vec<String> {
+        let ranked = &ranked[..ranked.len().min(self.pool.max(self.docs))];
+        let feedback = &ranked[..ranked.len().min(self.docs)];
+        self.select_among(query, feedback, ranked.iter().copied())
     }
 
     /// The expanded query: `query`'s terms at weight 1, then `added` at
@@ -738,6 +758,7 @@ mod tests {
             docs: 5,
             terms: 2,
             weight: 2.0,
+            pool: 100,
         };
         // "went" and "run" are in two of the four candidates, "clear" and
         // "head" in one: the rarer ones are the characteristic ones.
@@ -751,6 +772,29 @@ mod tests {
         .select_among(&query, &feedback, docs.iter());
         assert_eq!(all, ["clear", "head", "run", "went"]);
         assert!(expansion.select_among(&query, &[], docs.iter()).is_empty());
+        // From a ranked first round: the first `docs` lend terms, the first
+        // `pool` count them. A document past the pool does not count.
+        let first: Vec<TermCounts> = [
+            "melanie went running to clear her head",
+            "melanie painted a sunset",
+            "clear skies and a clear head for caroline",
+        ]
+        .iter()
+        .map(|t| TermCounts::of(t))
+        .collect();
+        let ranked: Vec<&TermCounts> = first.iter().collect();
+        let pooled = Expansion {
+            docs: 1,
+            terms: 2,
+            pool: 2,
+            ..expansion
+        };
+        // Within two documents each feedback term is in one: ties by term.
+        assert_eq!(pooled.select_from(&query, &ranked), ["clear", "head"]);
+        // Within three, "clear" and "head" are in two: "run" and "went" are rarer.
+        let wide = Expansion { pool: 3, ..pooled };
+        assert_eq!(wide.select_from(&query, &ranked), ["run", "went"]);
+        assert!(pooled.select_from(&query, &[]).is_empty());
     }
 
     #[test]
