@@ -343,12 +343,7 @@ async fn knowledge_postings_follow_their_records() {
     let mut conn = pg.pool().acquire().await.unwrap();
     // (term, tf, len, is_public) of `id`'s postings as `tenant` sees them.
     let mut postings = async |tenant: &str| -> Vec<(String, i32, i32, bool)> {
-        let mut tx = conn.begin().await.unwrap();
-        sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
-            .bind(tenant)
-            .execute(&mut *tx)
-            .await
-            .unwrap();
+        let mut tx = common::tenant_tx(&mut conn, tenant).await;
         let rows = sqlx::query(
             "SELECT term, tf, len, is_public FROM knowledge_postings WHERE id = $1 ORDER BY term",
         )
@@ -542,14 +537,10 @@ async fn row_level_security_isolates_tenants_in_sql() {
     for table in ["facts", "episodes"] {
         for (tenant, expected) in [(Some("t2"), 0i64), (None, 0), (Some("t1"), 1)] {
             let (tenant, sql) = count(tenant, table).await;
-            let mut tx = conn.begin().await.unwrap();
-            if let Some(t) = tenant {
-                sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
-                    .bind(t)
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-            }
+            let mut tx = match tenant {
+                Some(t) => common::tenant_tx(&mut conn, t).await,
+                None => conn.begin().await.unwrap(),
+            };
             // No tenant filter in the statement: only the policy applies.
             let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                 .fetch_one(&mut *tx)

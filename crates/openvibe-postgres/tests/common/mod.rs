@@ -105,3 +105,18 @@ pub async fn fresh_stores() -> PgStores {
     let url = database_url().expect("the guard checked for a database");
     PgStores::from_pool(fresh_pool(&url, 3).await)
 }
+
+/// A transaction on `conn` confined to `tenant` (as the stores set it), for
+/// statements that check what row-level security lets through.
+pub async fn tenant_tx<'c>(
+    conn: &'c mut PgConnection,
+    tenant: &str,
+) -> sqlx::Transaction<'c, sqlx::Postgres> {
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
+        .bind(tenant)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
