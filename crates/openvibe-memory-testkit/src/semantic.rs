@@ -371,6 +371,40 @@ where
         .await,
         vec!["kubernetes schedules containers"]
     );
+    // The filters hold for full text too ("containers" is in the first two).
+    let text = KnowledgeQuery::by_text("containers").mode(RetrievalMode::FullText);
+    for (filtered, expected) in [
+        (
+            KnowledgeQuery {
+                tags: vec!["k8s".into()],
+                ..text.clone()
+            },
+            vec!["kubernetes schedules containers"],
+        ),
+        (
+            KnowledgeQuery {
+                plan_id: Some(plan.id.clone()),
+                ..text.clone()
+            },
+            vec!["docker containers run images"],
+        ),
+        (
+            KnowledgeQuery {
+                session_id: Some(session.id.clone()),
+                ..text.clone()
+            },
+            vec!["kubernetes schedules containers"],
+        ),
+        (
+            KnowledgeQuery {
+                source: Some("wiki".into()),
+                ..text.clone()
+            },
+            vec![],
+        ),
+    ] {
+        assert_eq!(top(filtered.clone()).await, expected, "{filtered:?}");
+    }
     // Deleting the plan keeps its knowledge, detached.
     s.working.delete_plan(&alice, &plan.id).await.unwrap();
     assert!(
