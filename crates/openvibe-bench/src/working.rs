@@ -237,23 +237,19 @@ async fn ensure_loaded(pool: &PgPool, pg: &PgStores, table: &str) -> Result<(), 
             );
         }
     }
-    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
-    for statement in [
-        "SET maintenance_work_mem = '512MB'".to_owned(),
-        format!(
-            "CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)"
-        ),
-        "VACUUM (ANALYZE) knowledge".to_owned(),
-        "VACUUM (ANALYZE) knowledge_postings".to_owned(),
-        format!("VACUUM (ANALYZE) {table}"),
-        "RESET maintenance_work_mem".to_owned(),
-    ] {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    drop(conn);
+    maintain(
+        pool,
+        [
+            "SET maintenance_work_mem = '512MB'".to_owned(),
+            format!(
+                "CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)"
+            ),
+            "VACUUM (ANALYZE) knowledge".to_owned(),
+            "VACUUM (ANALYZE) knowledge_postings".to_owned(),
+            format!("VACUUM (ANALYZE) {table}"),
+        ],
+    )
+    .await?;
     sqlx::query("INSERT INTO bench_dataset (name, loaded_at) VALUES ($1, now())")
         .bind(DATASET)
         .execute(pool)
@@ -351,18 +347,33 @@ async fn upserts(pool: &PgPool, pg: &PgStores, table: &str) -> Result<f64, Strin
     let secs = t0.elapsed().as_secs_f64();
     set_tenant_and(pool, &tenant, "DELETE FROM knowledge").await?;
     eprintln!("pg_working: vacuuming after the upserts (HNSW repair takes a while) ...");
+    maintain(
+        pool,
+        [format!(
+            "VACUUM (ANALYZE) knowledge, knowledge_postings, {table}"
+        )],
+    )
+    .await?;
+    Ok(stored as f64 / secs.max(1e-9))
+}
+
+/// Run maintenance `statements` in order on one connection, without the
+/// pool's statement timeout (an HNSW build or repair takes minutes), then
+/// restore the connection's settings.
+async fn maintain<const N: usize>(pool: &PgPool, statements: [String; N]) -> Result<(), String> {
     let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
-    for statement in [
-        "SET statement_timeout = 0".to_owned(),
-        format!("VACUUM (ANALYZE) knowledge, knowledge_postings, {table}"),
+    let set = ["SET statement_timeout = 0".to_owned()];
+    let reset = [
         "RESET statement_timeout".to_owned(),
-    ] {
+        "RESET maintenance_work_mem".to_owned(),
+    ];
+    for statement in set.into_iter().chain(statements).chain(reset) {
         sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
             .execute(&mut *conn)
             .await
             .map_err(|e| e.to_string())?;
     }
-    Ok(stored as f64 / secs.max(1e-9))
+    Ok(())
 }
 
 async fn run_inner(url: &str) -> Result<(), String> {
