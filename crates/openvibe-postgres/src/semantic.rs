@@ -617,9 +617,11 @@ impl PgKnowledgeStore {
 
 /// The settings of a vector list of `limit` rows: keep scanning the HNSW
 /// graph until `limit` rows pass the filters (pgvector 0.8 iterative
-/// scans), with a candidate list at least as long as the result.
+/// scans), with a candidate list three times the result, so that a reader
+/// of a third of the rows is served by the first search: iterative rounds
+/// after a short first list cost in bursts (docs/decisions.md).
 fn hnsw_settings(limit: usize) -> String {
-    let ef = limit.clamp(40, 1000);
+    let ef = limit.saturating_mul(3).clamp(40, 1000);
     format!("SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}")
 }
 
