@@ -17,7 +17,7 @@ use openvibe_protocols::{CallerContext, KnowledgeQuery, StoreError};
 
 use super::{has_filters, push_filters, push_knowledge_readable};
 use crate::error::store_error;
-use crate::sql::{Sql, Tx, col};
+use crate::sql::{Sql, Tx, col, columns};
 
 /// The full-text list: BM25 over the readable knowledge the query's
 /// filters keep, with the query expanded by pseudo-relevance feedback
@@ -98,20 +98,19 @@ impl Postings {
         // The read rule and the filters are written on alias `f.`: the
         // postings carry the rule's columns (so alone they are `f`); the
         // filters need the record (then it is `f`, joined to postings `p`).
-        let filtered = has_filters(query);
-        let mut sql = Sql::new(if filtered {
-            "SELECT p.id, p.created_at, p.len, p.term, p.tf FROM knowledge_postings p \
-             JOIN knowledge f ON f.tenant_id = p.tenant_id AND f.id = p.id WHERE p.tenant_id = "
+        let (from, a) = if has_filters(query) {
+            (
+                "knowledge_postings p JOIN knowledge f \
+                 ON f.tenant_id = p.tenant_id AND f.id = p.id",
+                "p.",
+            )
         } else {
-            "SELECT f.id, f.created_at, f.len, f.term, f.tf FROM knowledge_postings f \
-             WHERE f.tenant_id = "
-        });
+            ("knowledge_postings f", "f.")
+        };
+        let cols = columns(&["id", "created_at", "len", "term", "tf"], a);
+        let mut sql = Sql::new(&format!("SELECT {cols} FROM {from} WHERE {a}tenant_id = "));
         sql.bind(ctx.tenant_id().to_owned())
-            .push(if filtered {
-                " AND p.term = ANY("
-            } else {
-                " AND f.term = ANY("
-            })
+            .push(&format!(" AND {a}term = ANY("))
             .bind(terms.to_vec())
             .push("::text[]) AND ");
         push_knowledge_readable(&mut sql, ctx, query.include_public);
@@ -121,31 +120,22 @@ impl Postings {
             .fetch_all(&mut **tx)
             .await
             .map_err(store_error)?;
-        let mut read: BTreeMap<RankKey, (u32, Vec<(String, u32)>)> = BTreeMap::new();
         for row in &rows {
             let id: String = col(row, "id")?;
             let len: i32 = col(row, "len")?;
             let tf: i32 = col(row, "tf")?;
-            let entry = read
+            let term: String = col(row, "term")?;
+            let doc = self
+                .docs
                 .entry(rank_key(col(row, "created_at")?, &id))
-                .or_insert_with(|| (u32::try_from(len).unwrap_or(0), Vec::new()));
-            entry
-                .1
-                .push((col(row, "term")?, u32::try_from(tf).unwrap_or(0)));
-        }
-        for (key, (len, pairs)) in read {
-            let doc = self.docs.entry(key).or_insert_with(|| TermCounts {
-                len,
-                ..TermCounts::default()
-            });
-            let mut all: Vec<(String, u32)> = std::mem::take(&mut doc.terms)
-                .into_iter()
-                .zip(std::mem::take(&mut doc.tfs))
-                .chain(pairs)
-                .collect();
-            all.sort_unstable();
-            all.dedup_by(|a, b| a.0 == b.0);
-            (doc.terms, doc.tfs) = all.into_iter().unzip();
+                .or_insert_with(|| TermCounts {
+                    len: u32::try_from(len).unwrap_or(0),
+                    ..TermCounts::default()
+                });
+            // Kept sorted, as `TermCounts::tf` searches them.
+            let at = doc.terms.partition_point(|t| *t < term);
+            doc.terms.insert(at, term);
+            doc.tfs.insert(at, u32::try_from(tf).unwrap_or(0));
         }
         Ok(())
     }
