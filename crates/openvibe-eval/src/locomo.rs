@@ -283,19 +283,17 @@ pub fn questions<'a>(
 
 /// What a question missed, for reading: nothing when an evidence turn is in
 /// the top 10; else the question, each evidence turn as indexed with its
-/// rank (`-`: not in the top 20), and the top 3 that came instead.
+/// rank in `ranked` (the hits' turn ids; `-`: not in the top 20), and the
+/// top 3 `hits` that came instead.
 pub fn miss_report(
     conv: &Conversation,
     method: &str,
     qa: &Qa,
     evidence: &[&str],
+    ranked: &[String],
     hits: &[openvibe_protocols::KnowledgeHit],
 ) -> String {
-    let ranked: Vec<&str> = hits
-        .iter()
-        .filter_map(|h| h.knowledge.external_id.as_deref())
-        .collect();
-    let rank = |id: &str| ranked.iter().position(|r| *r == id);
+    let rank = |id: &str| ranked.iter().position(|r| r == id);
     if evidence.iter().any(|e| rank(e).is_some_and(|r| r < 10)) {
         return String::new();
     }
@@ -356,7 +354,7 @@ pub async fn ask(
                 .collect();
             entry.add(evidence, &ranked);
             if let Some(report) = misses.as_deref_mut() {
-                report.push_str(&miss_report(conv, method, qa, evidence, &hits));
+                report.push_str(&miss_report(conv, method, qa, evidence, &ranked, &hits));
             }
         }
     }
@@ -547,7 +545,7 @@ mod tests {
         assert_eq!(with_context(&conv, 3, 2), "Bob (9 May): Hi again");
         // A miss report names the question, its evidence and what came first.
         let evidence = ["D1:2"];
-        let report = miss_report(&conv, "bm25", &conv.qa[0], &evidence, &[]);
+        let report = miss_report(&conv, "bm25", &conv.qa[0], &evidence, &[], &[]);
         assert!(report.starts_with("## bm25 x: Does Bob run? (category 4)\n"));
         assert!(report.contains("evidence D1:2 (rank -): Bob (1 May): Yes, every Sunday!"));
     }
