@@ -41,6 +41,7 @@ use crate::records::{end_read, not_found, span};
 use crate::sql::{
     EXCLUDE_EXPIRED, INCLUDE_EXPIRED, Sql, Tx, array_literal, begin, begin_then,
     check_given_expiry, col, columns, delete_row, literal, push_namespace_scope, push_project,
+    try_begin_then,
 };
 use crate::working::require_readable;
 
@@ -617,11 +618,12 @@ impl PgKnowledgeStore {
 
 /// The settings of a vector list of `limit` rows: keep scanning the HNSW
 /// graph until `limit` rows pass the filters (pgvector 0.8 iterative
-/// scans), with a candidate list three times the result, so that a reader
-/// of a third of the rows is served by the first search: iterative rounds
-/// after a short first list cost in bursts (docs/decisions.md).
+/// scans), with a candidate list four times the result, so that a reader
+/// of a quarter of the rows is usually served by the first search: an
+/// iterative round after a short first list costs more than the longer
+/// first list (docs/decisions.md).
 fn hnsw_settings(limit: usize) -> String {
-    let ef = limit.saturating_mul(3).clamp(40, 1000);
+    let ef = limit.saturating_mul(4).clamp(40, 1000);
     format!("SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}")
 }
 
@@ -661,15 +663,34 @@ impl KnowledgeStore for PgKnowledgeStore {
             let settings = search.vector.as_ref().map(|_| hnsw_settings(search.depth));
             let mut tx = begin_then(&self.pool, ctx, settings.as_deref()).await?;
             let mut lists = Vec::new();
-            if search.full_text() {
-                let list = full_text(&mut tx, ctx, query, &search.terms, search.depth).await?;
-                lists.push((Retriever::FullText, list));
-            }
+            let mut text_done = !search.full_text();
             if let Some(vector) = search.vector {
-                let list = self
-                    .nearest(&mut tx, ctx, query, vector, search.depth)
-                    .await?;
-                lists.push((Retriever::Vector, list));
+                // Both lists: the full text on a second connection while
+                // this one walks the HNSW graph (the two halves of a hybrid
+                // query cost alike), when the pool has one idle; otherwise
+                // one after the other below.
+                let text = async {
+                    if text_done {
+                        return Ok(None);
+                    }
+                    let Some(mut side) = try_begin_then(&self.pool, ctx, None).await? else {
+                        return Ok(None);
+                    };
+                    let list = full_text(&mut side, ctx, query, &search.terms, search.depth).await;
+                    end_read(side);
+                    list.map(Some)
+                };
+                let nearest = self.nearest(&mut tx, ctx, query, vector, search.depth);
+                let (text, nearest) = tokio::try_join!(text, nearest)?;
+                if let Some(list) = text {
+                    lists.push((Retriever::FullText, list));
+                    text_done = true;
+                }
+                lists.push((Retriever::Vector, nearest));
+            }
+            if !text_done {
+                let list = full_text(&mut tx, ctx, query, &search.terms, search.depth).await?;
+                lists.insert(0, (Retriever::FullText, list));
             }
             let fused = combine(lists, query.top_k);
             let ids: Vec<String> = fused.iter().map(|f| f.id.1.clone()).collect();

@@ -214,6 +214,29 @@ pub(crate) async fn begin_then(
     ctx: &CallerContext,
     then: Option<&str>,
 ) -> Result<Transaction<'static, Postgres>, StoreError> {
+    let statement = begin_statement(ctx, then)?;
+    pool.begin_with(AssertSqlSafe(statement))
+        .await
+        .map_err(store_error)
+}
+
+/// [`begin_then`] on an idle connection of the pool, or `None` at once when
+/// none is idle (never waits for one: a caller that already holds a
+/// connection cannot deadlock the pool by asking for a second).
+pub(crate) async fn try_begin_then(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    then: Option<&str>,
+) -> Result<Option<Transaction<'static, Postgres>>, StoreError> {
+    let statement = begin_statement(ctx, then)?;
+    pool.try_begin_with(AssertSqlSafe(statement))
+        .await
+        .map_err(store_error)
+}
+
+/// The statement that begins a transaction as `ctx`: BEGIN, the session
+/// settings the row-level security policies read, then `then`.
+fn begin_statement(ctx: &CallerContext, then: Option<&str>) -> Result<String, StoreError> {
     let tenant = ctx.tenant_id();
     check_label("tenant_id", tenant)?;
     let mut statement = format!(
@@ -245,9 +268,7 @@ pub(crate) async fn begin_then(
         statement.push_str("; ");
         statement.push_str(then);
     }
-    pool.begin_with(AssertSqlSafe(statement))
-        .await
-        .map_err(store_error)
+    Ok(statement)
 }
 
 /// `items` as a Postgres text array literal (`{"a","b"}`).

@@ -1217,3 +1217,75 @@ async fn batches_hold_at_most_the_limit() {
         .unwrap();
     assert!(over.is_empty());
 }
+
+/// A hybrid query runs its full-text list on a second connection while the
+/// first walks the HNSW graph, when the pool has one idle; with a pool of
+/// one connection it runs them one after the other. Both give the same
+/// hits, scores and retrievers.
+#[tokio::test]
+async fn hybrid_lists_on_one_or_two_connections_agree() {
+    use openvibe_protocols::KnowledgeQuery;
+    use openvibe_protocols::testing::HashEmbedder;
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let schema = common::new_schema(&url).await;
+    let stores = |max: u32| {
+        let (url, schema) = (url.clone(), schema.clone());
+        async move {
+            let pool = common::pool_in(&url, &schema, max).await;
+            migrate(&pool).await.unwrap();
+            let pg = PgStores::from_pool(pool.clone())
+                .with_embedder(Arc::new(HashEmbedder::new(64)))
+                .await
+                .unwrap();
+            (pool, pg)
+        }
+    };
+    let (_, single) = stores(1).await;
+    let (pool, wide) = stores(4).await;
+    let alice = CallerContext::user("alice").with_tenant("t1");
+    let words = ["docker", "python", "deploy", "kernel", "garden", "violin"];
+    let items: Vec<NewKnowledge> = (0..60)
+        .map(|i| NewKnowledge {
+            is_public: i % 3 == 0,
+            ..NewKnowledge::new(format!(
+                "{} {} note {i}",
+                words[i % words.len()],
+                words[(i * 7 + 1) % words.len()]
+            ))
+        })
+        .collect();
+    single
+        .knowledge()
+        .store_knowledge_batch(&alice, items)
+        .await
+        .unwrap();
+    // Two connections open and idle in the wide pool.
+    let (a, b) = (pool.acquire().await.unwrap(), pool.acquire().await.unwrap());
+    drop((a, b));
+    let bob = CallerContext::user("bob").with_tenant("t1");
+    for (caller, text) in [(&alice, "docker kernel"), (&bob, "python garden note")] {
+        let query = KnowledgeQuery {
+            top_k: 8,
+            include_public: true,
+            ..KnowledgeQuery::by_text(text)
+        };
+        let one = single
+            .knowledge()
+            .query_knowledge(caller, &query)
+            .await
+            .unwrap();
+        let two = wide
+            .knowledge()
+            .query_knowledge(caller, &query)
+            .await
+            .unwrap();
+        assert!(!one.is_empty(), "{text}");
+        assert!(
+            one.iter().any(|h| h.retrievers.len() == 2),
+            "{text}: both lists ran: {one:?}"
+        );
+        assert_eq!(one, two, "{text}");
+    }
+}
