@@ -381,6 +381,13 @@ pub async fn run(
             conv.qa.len()
         );
         index(store.as_ref(), embedder.as_ref(), &conv).await?;
+        // Every vector in the backend's index before the questions, so that
+        // the same run ranks the same way (PostgreSQL indexes in the
+        // background otherwise, racing the questions).
+        store
+            .index_pending(&caller(&conv))
+            .await
+            .map_err(|e| format!("conversation {}: {e}", conv.name))?;
         ask(
             store.as_ref(),
             embedder.as_ref(),

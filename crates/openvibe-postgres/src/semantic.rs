@@ -15,14 +15,15 @@
 //! Rust by the shared BM25 with the tenant's corpus statistics
 //! (`knowledge_text_stats`, kept by a trigger); the vector list comes from
 //! the HNSW index, with iterative index scans so that filters and the
-//! privacy predicate do not starve it; the lists are fused as in memory.
+//! privacy predicate do not starve it, plus an exact comparison of the
+//! vectors still pending indexing ([`vectors`]: a write does not wait for
+//! the HNSW graph); the lists are fused as in memory.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::memory::{
-    RankKey, TermCounts, check_embedding, check_label, check_user, combine, json_object, rank_key,
-    top_by_score, validate_knowledge,
+    TermCounts, check_embedding, check_label, check_user, combine, json_object, validate_knowledge,
 };
 use openvibe_protocols::{
     CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
@@ -46,7 +47,9 @@ use crate::sql::{
 use crate::working::require_readable;
 
 mod full_text;
+mod vectors;
 use full_text::full_text;
+use vectors::{Indexer, index_tenant, nearest};
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -299,6 +302,7 @@ pub struct PgKnowledgeStore {
     /// The model's side table (an identifier from `embedding_models`).
     table: String,
     audit: AuditWriter,
+    indexer: Indexer,
 }
 
 impl std::fmt::Debug for PgKnowledgeStore {
@@ -324,6 +328,7 @@ impl PgKnowledgeStore {
     ) -> Self {
         Self {
             audit: AuditWriter::new(pool.clone()),
+            indexer: Indexer::new(pool.clone(), table.clone(), model.clone()),
             pool,
             embedder,
             model,
@@ -362,6 +367,22 @@ impl PgKnowledgeStore {
             )));
         }
         Ok(table)
+    }
+
+    /// Whether a write starts the background indexing of the vectors it
+    /// left pending (on by default, shared by the store's clones). Off, they
+    /// wait for [`KnowledgeStore::index_pending`] (a scheduled job, say);
+    /// queries find them either way.
+    pub fn set_background_indexing(&self, on: bool) {
+        self.indexer.enable(on);
+    }
+
+    /// How many of the caller's tenant's knowledge vectors wait to be
+    /// indexed ([`KnowledgeStore::index_pending`]).
+    pub async fn pending_vectors(&self, ctx: &CallerContext) -> Result<u64, StoreError> {
+        vectors::pending(&self.pool, &self.table, ctx)
+            .instrument(span("knowledge", "pending", ctx))
+            .await
     }
 
     /// Upsert many pieces of knowledge as [`KnowledgeStore::store_knowledge`]
@@ -488,6 +509,7 @@ impl PgKnowledgeStore {
                 other => other?,
             };
             tx.commit().await.map_err(store_error)?;
+            self.indexer.kick(ctx.tenant_id());
             Ok(stored)
         }
         .instrument(span("knowledge", "store", ctx))
@@ -548,6 +570,7 @@ impl PgKnowledgeStore {
                 .iter()
                 .map(|k| ("knowledge", k.id.as_str(), k.content_hash.as_str())),
             stored.iter().map(|k| k.embedding.clone()).collect(),
+            false,
         );
         upsert
             .build()?
@@ -555,55 +578,6 @@ impl PgKnowledgeStore {
             .await
             .map_err(store_error)?;
         Ok(stored)
-    }
-
-    /// The vector list: the `limit` nearest readable knowledge the query's
-    /// filters keep, through the HNSW index, as `(key, cosine similarity)`.
-    async fn nearest(
-        &self,
-        tx: &mut Tx,
-        ctx: &CallerContext,
-        query: &KnowledgeQuery,
-        vector: Vec<f32>,
-        limit: usize,
-    ) -> Result<Vec<(RankKey, f32)>, StoreError> {
-        let mut sql = Sql::new("SELECT f.id, f.created_at, (e.embedding <=> ");
-        sql.bind(Vector::from(vector.clone()))
-            .push(&format!(
-                ") AS distance FROM {} e JOIN knowledge f ON f.tenant_id = e.tenant_id \
-                 AND f.id = e.record_id WHERE e.tenant_id = ",
-                self.table
-            ))
-            .bind(ctx.tenant_id().to_owned())
-            .push(" AND e.record_kind = 'knowledge' AND e.model = ")
-            .bind(self.model.clone())
-            .push(" AND ");
-        push_knowledge_readable(&mut sql, ctx, query.include_public);
-        push_filters(&mut sql, query);
-        // Distance alone, so that the HNSW index gives the order (a second
-        // sort key would force a sort of every candidate); ties are ordered
-        // by rank key below.
-        sql.push(" ORDER BY e.embedding <=> ")
-            .bind(Vector::from(vector))
-            .push(" LIMIT ")
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
-        let rows = sql
-            .build()?
-            .fetch_all(&mut **tx)
-            .await
-            .map_err(store_error)?;
-        let scored = rows
-            .iter()
-            .map(|row| {
-                let id: String = col(row, "id")?;
-                let distance: f64 = col(row, "distance")?;
-                Ok((
-                    rank_key(col(row, "created_at")?, &id),
-                    (1.0 - distance) as f32,
-                ))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(top_by_score(scored, limit))
     }
 
     fn select(&self) -> String {
@@ -680,7 +654,15 @@ impl KnowledgeStore for PgKnowledgeStore {
                     end_read(side);
                     list.map(Some)
                 };
-                let nearest = self.nearest(&mut tx, ctx, query, vector, search.depth);
+                let nearest = nearest(
+                    &mut tx,
+                    &self.table,
+                    &self.model,
+                    ctx,
+                    query,
+                    vector,
+                    search.depth,
+                );
                 let (text, nearest) = tokio::try_join!(text, nearest)?;
                 if let Some(list) = text {
                     lists.push((Retriever::FullText, list));
@@ -751,6 +733,15 @@ impl KnowledgeStore for PgKnowledgeStore {
         }
         .instrument(span("knowledge", "get", ctx))
         .await
+    }
+
+    /// Index the caller's tenant's pending vectors now, beside the
+    /// background indexer (each takes rows the other has not locked).
+    async fn index_pending(&self, ctx: &CallerContext) -> Result<u64, StoreError> {
+        check_label("tenant_id", ctx.tenant_id())?;
+        index_tenant(&self.pool, &self.table, &self.model, ctx.tenant_id())
+            .instrument(span("knowledge", "index", ctx))
+            .await
     }
 
     async fn delete_knowledge(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {

@@ -98,6 +98,7 @@ impl PgVectors {
                 .iter()
                 .map(|p| (p.kind, p.id.as_str(), p.hash.as_str())),
             vectors,
+            true,
         );
         let mut tx = begin(&self.pool, ctx).await?;
         sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
@@ -170,12 +171,16 @@ impl PgVectors {
 /// The statement that keeps `vectors` of `model` in its side `table` for
 /// the records `(kind, id, content hash)` of `tenant`, one row each,
 /// replacing what they had. Used for records and for knowledge alike.
+/// `indexed`: the rows go into the HNSW graph in this statement; otherwise
+/// they wait for the knowledge indexer (a row whose vector did not change
+/// stays as it was).
 pub(crate) fn upsert_vectors<'a>(
     table: &str,
     tenant: &str,
     model: &str,
     records: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
     vectors: Vec<Vec<f32>>,
+    indexed: bool,
 ) -> Sql {
     let (mut kinds, mut ids, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
     for (kind, id, hash) in records {
@@ -184,13 +189,13 @@ pub(crate) fn upsert_vectors<'a>(
         hashes.push(hash.to_owned());
     }
     let mut sql = Sql::new(&format!(
-        "INSERT INTO {table} (tenant_id, record_kind, record_id, model, embedding, content_hash) \
-         SELECT "
+        "INSERT INTO {table} (tenant_id, record_kind, record_id, model, embedding, content_hash, \
+         indexed) SELECT "
     ));
     sql.bind(tenant.to_owned())
         .push(", x.k, x.id, ")
         .bind(model.to_owned())
-        .push(", x.e, x.h FROM unnest(")
+        .push(&format!(", x.e, x.h, {indexed} FROM unnest("))
         .bind(kinds)
         .push("::text[], ")
         .bind(ids)
@@ -204,6 +209,13 @@ pub(crate) fn upsert_vectors<'a>(
              SET embedding = EXCLUDED.embedding, content_hash = EXCLUDED.content_hash, \
              created_at = now()",
         );
+    if indexed {
+        sql.push(", indexed = true");
+    } else {
+        sql.push(&format!(
+            ", indexed = {table}.indexed AND {table}.embedding = EXCLUDED.embedding"
+        ));
+    }
     sql
 }
 

@@ -1289,3 +1289,136 @@ async fn hybrid_lists_on_one_or_two_connections_agree() {
         assert_eq!(one, two, "{text}");
     }
 }
+
+/// Knowledge vectors are written pending and indexed after the write: a
+/// query finds a pending vector exactly as an indexed one (same hits, same
+/// scores), the store's background indexer drains what a write left, and
+/// `index_pending` indexes the rest at once. A rewrite with a new vector
+/// goes pending again; one with the same vector stays indexed.
+#[tokio::test]
+async fn knowledge_vectors_are_found_pending_and_indexed_after_the_write() {
+    use openvibe_protocols::KnowledgeQuery;
+    use openvibe_protocols::testing::HashEmbedder;
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let pool = common::fresh_pool(&url, 4).await;
+    let pg = PgStores::from_pool(pool.clone())
+        .with_embedder(Arc::new(HashEmbedder::new(64)))
+        .await
+        .unwrap();
+    let store = pg.knowledge();
+    let alice = CallerContext::user("alice").with_tenant("t1");
+    let items: Vec<NewKnowledge> = (0..40)
+        .map(|i| NewKnowledge {
+            external_id: Some(format!("k{i}")),
+            ..NewKnowledge::new(format!("note {i} about topic {}", i % 7))
+        })
+        .collect();
+    store.store_knowledge_batch(&alice, items).await.unwrap();
+    // The background indexer drains the write's pending vectors.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while store.pending_vectors(&alice).await.unwrap() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the indexer never drained"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let query = KnowledgeQuery {
+        top_k: 5,
+        ..KnowledgeQuery::by_text("topic 3")
+    }
+    .mode(openvibe_protocols::RetrievalMode::Vector);
+    let indexed = store.query_knowledge(&alice, &query).await.unwrap();
+    assert_eq!(indexed.len(), 5);
+    let table: String =
+        sqlx::query_scalar("SELECT table_name FROM embedding_models WHERE model = $1")
+            .bind(HashEmbedder::MODEL)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let set_indexed = |value: bool| {
+        let (pool, table) = (pool.clone(), table.clone());
+        async move {
+            let mut conn = pool.acquire().await.unwrap();
+            let mut tx = common::tenant_tx(&mut conn, "t1").await;
+            let n = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE {table} SET indexed = $1 WHERE record_kind = 'knowledge' AND indexed <> $1"
+            )))
+            .bind(value)
+            .execute(&mut *tx)
+            .await
+            .unwrap()
+            .rows_affected();
+            tx.commit().await.unwrap();
+            n
+        }
+    };
+    // All pending: the same hits and scores, by exact comparison.
+    assert_eq!(set_indexed(false).await, 40);
+    let pending = store.query_knowledge(&alice, &query).await.unwrap();
+    assert_eq!(pending, indexed);
+    assert_eq!(store.index_pending(&alice).await.unwrap(), 40);
+    assert_eq!(store.pending_vectors(&alice).await.unwrap(), 0);
+    assert_eq!(
+        store.query_knowledge(&alice, &query).await.unwrap(),
+        indexed
+    );
+    // Another tenant's pending rows are not this caller's to index.
+    let bob = CallerContext::user("bob").with_tenant("t2");
+    assert_eq!(store.index_pending(&bob).await.unwrap(), 0);
+    // Rewrites: the same vector stays indexed, a new one waits (for
+    // `index_pending`: no background indexing now).
+    store.set_background_indexing(false);
+    let flags = || {
+        let (pool, table) = (pool.clone(), table.clone());
+        async move {
+            let mut conn = pool.acquire().await.unwrap();
+            let mut tx = common::tenant_tx(&mut conn, "t1").await;
+            let rows: Vec<(String, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT k.external_id, e.indexed FROM {table} e JOIN knowledge k \
+                 ON k.tenant_id = e.tenant_id AND k.id = e.record_id \
+                 WHERE k.external_id IN ('k1', 'k2') ORDER BY 1"
+            )))
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+            rows
+        }
+    };
+    store
+        .store_knowledge_batch(
+            &alice,
+            vec![
+                NewKnowledge {
+                    external_id: Some("k1".into()),
+                    ..NewKnowledge::new("note 1 about topic 1")
+                },
+                NewKnowledge {
+                    external_id: Some("k2".into()),
+                    ..NewKnowledge::new("an entirely new text")
+                },
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        flags().await,
+        [("k1".to_owned(), true), ("k2".to_owned(), false)]
+    );
+    let found = store
+        .query_knowledge(
+            &alice,
+            &KnowledgeQuery {
+                top_k: 1,
+                ..KnowledgeQuery::by_text("an entirely new text")
+            }
+            .mode(openvibe_protocols::RetrievalMode::Vector),
+        )
+        .await
+        .unwrap();
+    assert_eq!(found[0].knowledge.external_id.as_deref(), Some("k2"));
+    store.index_pending(&alice).await.unwrap();
+    assert_eq!(flags().await[1], ("k2".to_owned(), true));
+}

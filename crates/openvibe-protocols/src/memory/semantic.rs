@@ -448,6 +448,17 @@ pub trait KnowledgeStore: Send + Sync {
 
     /// Delete knowledge the caller may change.
     async fn delete_knowledge(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError>;
+
+    /// Finish, for the caller's tenant, the vector indexing a backend defers
+    /// past its writes (PostgreSQL puts new vectors into its HNSW graph in
+    /// the background), and wait for it; returns how many records it
+    /// indexed. Queries never need it (deferred vectors are found by exact
+    /// comparison meanwhile); it settles which index answers, for a caller
+    /// that wants the same ranking on every run. Default: nothing deferred.
+    async fn index_pending(&self, ctx: &CallerContext) -> Result<u64, StoreError> {
+        let _ = ctx;
+        Ok(0)
+    }
 }
 
 #[cfg(test)]
