@@ -392,7 +392,9 @@ async fn maintain<const N: usize>(pool: &PgPool, statements: [String; N]) -> Res
 }
 
 async fn run_inner(url: &str) -> Result<(), String> {
-    let pool = bench_pool(url, 4).await?;
+    // The SDK's default pool (what `PgStores::connect` opens): with fewer
+    // connections than the 8 writers, the writers queue in the client.
+    let pool = bench_pool(url, openvibe_postgres::DEFAULT_MAX_CONNECTIONS).await?;
     let pg = PgStores::from_pool(pool.clone())
         .with_embedder(Arc::new(HashEmbedder::new(DIMS)))
         .await

@@ -66,6 +66,12 @@ impl Sql {
         self
     }
 
+    /// The placeholder of the last bind (`$n`), to use its value again
+    /// without sending it twice.
+    pub(crate) fn last_placeholder(&self) -> String {
+        format!("${}", self.count)
+    }
+
     /// Append another statement, renumbering nothing: only valid when
     /// `self` has no binds yet (e.g. an `EXPLAIN` prefix).
     pub(crate) fn append(&mut self, other: Sql) -> &mut Self {

@@ -40,33 +40,42 @@ pub(super) async fn nearest(
     vector: Vec<f32>,
     limit: usize,
 ) -> Result<Vec<(RankKey, f32)>, StoreError> {
-    let vector = Vector::from(vector);
-    let limit_bind = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut sql = Sql::new("");
+    // The vector and the limit are sent once; each arm names their
+    // placeholders.
+    let mut sql = Sql::new("(SELECT f.id, f.created_at, (e.embedding <=> ");
+    sql.bind(Vector::from(vector));
+    let vector = sql.last_placeholder();
+    let mut limit_at: Option<String> = None;
     for (i, indexed) in ["e.indexed", "NOT e.indexed"].into_iter().enumerate() {
         if i > 0 {
-            sql.push(" UNION ALL ");
+            sql.push(&format!(
+                " UNION ALL (SELECT f.id, f.created_at, (e.embedding <=> {vector}"
+            ));
         }
-        sql.push("(SELECT f.id, f.created_at, (e.embedding <=> ")
-            .bind(vector.clone())
-            .push(&format!(
-                ") AS distance FROM {table} e JOIN knowledge f ON f.tenant_id = e.tenant_id \
+        sql.push(&format!(
+            ") AS distance FROM {table} e JOIN knowledge f ON f.tenant_id = e.tenant_id \
                  AND f.id = e.record_id WHERE {indexed} AND e.tenant_id = "
-            ))
-            .bind(ctx.tenant_id().to_owned())
-            .push(" AND e.record_kind = 'knowledge' AND e.model = ")
-            .bind(model.to_owned())
-            .push(" AND ");
+        ))
+        .bind(ctx.tenant_id().to_owned())
+        .push(" AND e.record_kind = 'knowledge' AND e.model = ")
+        .bind(model.to_owned())
+        .push(" AND ");
         push_knowledge_readable(&mut sql, ctx, query.include_public);
         push_filters(&mut sql, query);
         // Distance alone, so that the HNSW index gives the order (a second
         // sort key would force a sort of every candidate); ties are ordered
         // by rank key below.
-        sql.push(" ORDER BY e.embedding <=> ")
-            .bind(vector.clone())
-            .push(" LIMIT ")
-            .bind(limit_bind)
-            .push(")");
+        sql.push(&format!(" ORDER BY e.embedding <=> {vector} LIMIT "));
+        match &limit_at {
+            Some(at) => {
+                sql.push(at);
+            }
+            None => {
+                sql.bind(i64::try_from(limit).unwrap_or(i64::MAX));
+                limit_at = Some(sql.last_placeholder());
+            }
+        }
+        sql.push(")");
     }
     let rows = sql
         .build()?
