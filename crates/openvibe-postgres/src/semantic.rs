@@ -596,6 +596,12 @@ impl PgKnowledgeStore {
 /// of a quarter of the rows is usually served by the first search: an
 /// iterative round after a short first list costs more than the longer
 /// first list (docs/decisions.md).
+/// Plan each statement of a query once per connection: PostgreSQL's
+/// default re-planned these (their estimated cost with the values bound
+/// beat the generic plan's) at ~0.3–0.5 ms a statement, more than some of
+/// them take to run (docs/decisions.md).
+const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
+
 fn hnsw_settings(limit: usize) -> String {
     let ef = limit.saturating_mul(4).clamp(40, 1000);
     format!("SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}")
@@ -632,12 +638,18 @@ impl KnowledgeStore for PgKnowledgeStore {
             return Ok(Vec::new());
         }
         async {
-            // The HNSW settings of the vector list travel with BEGIN (one
-            // round trip fewer).
-            let settings = search.vector.as_ref().map(|_| hnsw_settings(search.depth));
-            let mut tx = begin_then(&self.pool, ctx, settings.as_deref()).await?;
+            // The settings (generic plans; the vector list's HNSW settings)
+            // travel with BEGIN (one round trip fewer).
+            let settings = match &search.vector {
+                Some(_) => format!("{}; {GENERIC_PLANS}", hnsw_settings(search.depth)),
+                None => GENERIC_PLANS.to_owned(),
+            };
+            let mut tx = begin_then(&self.pool, ctx, Some(&settings)).await?;
             let mut lists = Vec::new();
             let mut text_done = !search.full_text();
+            // A vector list alone brings its records along.
+            let alone = text_done;
+            let mut listed = None;
             if let Some(vector) = search.vector {
                 // Both lists: the full text on a second connection while
                 // this one walks the HNSW graph (the two halves of a hybrid
@@ -647,7 +659,9 @@ impl KnowledgeStore for PgKnowledgeStore {
                     if text_done {
                         return Ok(None);
                     }
-                    let Some(mut side) = try_begin_then(&self.pool, ctx, None).await? else {
+                    let Some(mut side) =
+                        try_begin_then(&self.pool, ctx, Some(GENERIC_PLANS)).await?
+                    else {
                         return Ok(None);
                     };
                     let list = full_text(&mut side, ctx, query, &search.terms, search.depth).await;
@@ -662,37 +676,45 @@ impl KnowledgeStore for PgKnowledgeStore {
                     query,
                     vector,
                     search.depth,
+                    alone,
                 );
-                let (text, nearest) = tokio::try_join!(text, nearest)?;
+                let (text, (nearest, records)) = tokio::try_join!(text, nearest)?;
                 if let Some(list) = text {
                     lists.push((Retriever::FullText, list));
                     text_done = true;
                 }
                 lists.push((Retriever::Vector, nearest));
+                if alone {
+                    listed = Some(records);
+                }
             }
             if !text_done {
                 let list = full_text(&mut tx, ctx, query, &search.terms, search.depth).await?;
                 lists.insert(0, (Retriever::FullText, list));
             }
             let fused = combine(lists, query.top_k);
-            let ids: Vec<String> = fused.iter().map(|f| f.id.1.clone()).collect();
-            let mut sql = Sql::new(&self.select());
-            sql.bind(self.model.clone())
-                .push(" WHERE f.tenant_id = ")
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND f.id = ANY(")
-                .bind(ids)
-                .push("::text[])");
-            let rows = sql
-                .build()?
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            let mut by_id = match listed {
+                Some(records) => records,
+                None => {
+                    let ids: Vec<String> = fused.iter().map(|f| f.id.1.clone()).collect();
+                    let mut sql = Sql::new(&self.select());
+                    sql.bind(self.model.clone())
+                        .push(" WHERE f.tenant_id = ")
+                        .bind(ctx.tenant_id().to_owned())
+                        .push(" AND f.id = ANY(")
+                        .bind(ids)
+                        .push("::text[])");
+                    let rows = sql
+                        .build()?
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                    rows.iter()
+                        .map(|row| decode(row).map(|k| (k.id.clone(), k)))
+                        .collect::<Result<std::collections::HashMap<_, _>, StoreError>>()?
+                }
+            };
             end_read(tx);
-            let mut by_id: std::collections::HashMap<String, Knowledge> = rows
-                .iter()
-                .map(|row| decode(row).map(|k| (k.id.clone(), k)))
-                .collect::<Result<_, StoreError>>()?;
             Ok(fused
                 .into_iter()
                 .filter_map(|hit| {

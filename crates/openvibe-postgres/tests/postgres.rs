@@ -1332,6 +1332,16 @@ async fn knowledge_vectors_are_found_pending_and_indexed_after_the_write() {
     .mode(openvibe_protocols::RetrievalMode::Vector);
     let indexed = store.query_knowledge(&alice, &query).await.unwrap();
     assert_eq!(indexed.len(), 5);
+    // A vector list alone brings its records in its own statement: whole,
+    // vector included, as a get returns them.
+    for hit in &indexed {
+        let got = store
+            .get_knowledge(&alice, &hit.knowledge.id)
+            .await
+            .unwrap();
+        assert_eq!(got.as_ref(), Some(&hit.knowledge));
+        assert_eq!(hit.knowledge.embedding.len(), 64);
+    }
     let table: String =
         sqlx::query_scalar("SELECT table_name FROM embedding_models WHERE model = $1")
             .bind(HashEmbedder::MODEL)

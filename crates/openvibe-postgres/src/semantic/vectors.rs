@@ -11,18 +11,18 @@
 //! indexed rows and compares the pending ones exactly, so a vector is found
 //! from the moment its write commits, indexed or not.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use openvibe_protocols::memory::{RankKey, rank_key, top_by_score};
-use openvibe_protocols::{CallerContext, KnowledgeQuery, StoreError};
+use openvibe_protocols::{CallerContext, Knowledge, KnowledgeQuery, StoreError};
 use pgvector::Vector;
 use sqlx::PgPool;
 
 use super::{push_filters, push_knowledge_readable};
 use crate::error::store_error;
-use crate::sql::{Sql, Tx, begin, col};
+use crate::sql::{Sql, Tx, begin, col, columns};
 
 /// Rows an indexer transaction marks indexed (each one an HNSW insert, so
 /// a batch holds its row locks for a fraction of a second).
@@ -30,7 +30,10 @@ pub(super) const INDEX_BATCH: i64 = 128;
 
 /// The vector list: the `limit` nearest readable knowledge the query's
 /// filters keep, as `(key, cosine similarity)`: through the HNSW index
-/// among the indexed vectors, exactly among the pending ones.
+/// among the indexed vectors, exactly among the pending ones. With
+/// `records`, each listed record too (with its vector), by id: a query of
+/// this list alone needs no second statement to fetch them.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn nearest(
     tx: &mut Tx,
     table: &str,
@@ -39,18 +42,22 @@ pub(super) async fn nearest(
     query: &KnowledgeQuery,
     vector: Vec<f32>,
     limit: usize,
-) -> Result<Vec<(RankKey, f32)>, StoreError> {
+    records: bool,
+) -> Result<(Vec<(RankKey, f32)>, HashMap<String, Knowledge>), StoreError> {
+    let select = if records {
+        format!("(SELECT {}, e.embedding", columns(super::COLS, "f."))
+    } else {
+        "(SELECT f.id, f.created_at".to_owned()
+    };
     // The vector and the limit are sent once; each arm names their
     // placeholders.
-    let mut sql = Sql::new("(SELECT f.id, f.created_at, (e.embedding <=> ");
+    let mut sql = Sql::new(&format!("{select}, (e.embedding <=> "));
     sql.bind(Vector::from(vector));
     let vector = sql.last_placeholder();
     let mut limit_at: Option<String> = None;
     for (i, indexed) in ["e.indexed", "NOT e.indexed"].into_iter().enumerate() {
         if i > 0 {
-            sql.push(&format!(
-                " UNION ALL (SELECT f.id, f.created_at, (e.embedding <=> {vector}"
-            ));
+            sql.push(&format!(" UNION ALL {select}, (e.embedding <=> {vector}"));
         }
         sql.push(&format!(
             ") AS distance FROM {table} e JOIN knowledge f ON f.tenant_id = e.tenant_id \
@@ -82,18 +89,20 @@ pub(super) async fn nearest(
         .fetch_all(&mut **tx)
         .await
         .map_err(store_error)?;
-    let scored = rows
-        .iter()
-        .map(|row| {
-            let id: String = col(row, "id")?;
-            let distance: f64 = col(row, "distance")?;
-            Ok((
-                rank_key(col(row, "created_at")?, &id),
-                (1.0 - distance) as f32,
-            ))
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    Ok(top_by_score(scored, limit))
+    let mut found = HashMap::new();
+    let mut scored = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let id: String = col(row, "id")?;
+        let distance: f64 = col(row, "distance")?;
+        scored.push((
+            rank_key(col(row, "created_at")?, &id),
+            (1.0 - distance) as f32,
+        ));
+        if records {
+            found.insert(id, super::decode(row)?);
+        }
+    }
+    Ok((top_by_score(scored, limit), found))
 }
 
 /// Marks a tenant's pending knowledge vectors indexed, [`INDEX_BATCH`] rows
