@@ -357,6 +357,21 @@ async fn knowledge_postings_follow_their_records() {
             .collect()
     };
     let row = |t: &str, tf: i32, len: i32, public: bool| (t.to_owned(), tf, len, public);
+    // The tenant's corpus statistics: (documents, total length).
+    let pool = pg.pool().clone();
+    let stats = async || -> (i64, i64) {
+        let mut conn = pool.acquire().await.unwrap();
+        let mut tx = common::tenant_tx(&mut conn, "t1").await;
+        let row = sqlx::query(
+            "SELECT coalesce(sum(docs), 0)::int8, coalesce(sum(total_len), 0)::int8 \
+             FROM knowledge_text_stats",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(stats().await, (1, 5));
     assert_eq!(
         postings("t1").await,
         [
@@ -383,8 +398,22 @@ async fn knowledge_postings_follow_their_records() {
         postings("t1").await,
         [row("melani", 1, 2, true), row("run", 1, 2, true)]
     );
+    assert_eq!(stats().await, (1, 2), "one document, its new length");
+    // A batch: every row's postings and statistics, in one statement.
+    pg.knowledge()
+        .store_knowledge_batch(
+            &sys(),
+            vec![
+                NewKnowledge::new("red kites over the lake"),
+                NewKnowledge::new("blue lake"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stats().await, (3, 2 + 3 + 2), "\"over the\": stop words");
     store.delete_knowledge(&sys(), &id).await.unwrap();
     assert!(postings("t1").await.is_empty(), "deleted with the record");
+    assert_eq!(stats().await, (2, 5));
 }
 
 #[tokio::test]
