@@ -32,9 +32,12 @@ pub(super) async fn full_text(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
-    let stats = corpus_stats(tx, ctx).await?;
     let mut candidates = Postings::default();
-    candidates.read(tx, ctx, query, terms).await?;
+    // The first round brings the corpus statistics along (one round trip
+    // fewer); without a candidate there is nothing to rank.
+    let Some(stats) = candidates.read(tx, ctx, query, terms, true).await? else {
+        return Ok(Vec::new());
+    };
     let best = bm25_rank(
         terms,
         stats,
@@ -46,7 +49,7 @@ pub(super) async fn full_text(
     let added = EXPANSION.select_from(terms, &best);
     let weighted = EXPANSION.weighted(terms, &added);
     if !added.is_empty() {
-        candidates.read(tx, ctx, query, &added).await?;
+        candidates.read(tx, ctx, query, &added, false).await?;
     }
     Ok(bm25_rank_weighted(
         &weighted,
@@ -54,27 +57,6 @@ pub(super) async fn full_text(
         candidates.docs.iter().map(|(k, c)| (k.clone(), c)),
         limit,
     ))
-}
-
-/// The tenant's corpus statistics for BM25 (every row of the tenant, as in
-/// memory: aggregate counts, no content).
-async fn corpus_stats(tx: &mut Tx, ctx: &CallerContext) -> Result<CorpusStats, StoreError> {
-    let mut sql = Sql::new(
-        "SELECT coalesce(sum(docs), 0)::int8 AS docs, coalesce(sum(total_len), 0)::int8 \
-         AS total_len FROM knowledge_text_stats WHERE tenant_id = ",
-    );
-    sql.bind(ctx.tenant_id().to_owned());
-    let row = sql
-        .build()?
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(store_error)?;
-    let docs: i64 = col(&row, "docs")?;
-    let total_len: i64 = col(&row, "total_len")?;
-    Ok(CorpusStats {
-        docs: u64::try_from(docs).unwrap_or(0),
-        total_len: u64::try_from(total_len).unwrap_or(0),
-    })
 }
 
 /// Candidates by rank key, each with the counts of the terms read for it
@@ -87,14 +69,18 @@ struct Postings {
 impl Postings {
     /// Add the postings of `terms` in the readable knowledge the query's
     /// filters keep: every such record holding one of them becomes (or
-    /// stays) a candidate, with those terms' counts.
+    /// stays) a candidate, with those terms' counts. With `stats`, each row
+    /// also carries the tenant's corpus statistics for BM25 (aggregate
+    /// counts of every row of the tenant, as in memory), returned when a
+    /// row came.
     async fn read(
         &mut self,
         tx: &mut Tx,
         ctx: &CallerContext,
         query: &KnowledgeQuery,
         terms: &[String],
-    ) -> Result<(), StoreError> {
+        stats: bool,
+    ) -> Result<Option<CorpusStats>, StoreError> {
         // The read rule and the filters are written on alias `f.`: the
         // postings carry the rule's columns (so alone they are `f`); the
         // filters need the record (then it is `f`, joined to postings `p`).
@@ -108,7 +94,19 @@ impl Postings {
             ("knowledge_postings f", "f.")
         };
         let cols = columns(&["id", "created_at", "len", "term", "tf"], a);
-        let mut sql = Sql::new(&format!("SELECT {cols} FROM {from} WHERE {a}tenant_id = "));
+        let mut sql = if stats {
+            let mut sql = Sql::new(
+                "WITH s AS (SELECT coalesce(sum(docs), 0)::int8 AS docs, \
+                 coalesce(sum(total_len), 0)::int8 AS total_len FROM knowledge_text_stats \
+                 WHERE tenant_id = ",
+            );
+            sql.bind(ctx.tenant_id().to_owned()).push(&format!(
+                ") SELECT {cols}, s.docs, s.total_len FROM s, {from} WHERE {a}tenant_id = "
+            ));
+            sql
+        } else {
+            Sql::new(&format!("SELECT {cols} FROM {from} WHERE {a}tenant_id = "))
+        };
         sql.bind(ctx.tenant_id().to_owned())
             .push(&format!(" AND {a}term = ANY("))
             .bind(terms.to_vec())
@@ -137,7 +135,17 @@ impl Postings {
             doc.terms.insert(at, term);
             doc.tfs.insert(at, u32::try_from(tf).unwrap_or(0));
         }
-        Ok(())
+        match rows.first() {
+            Some(row) if stats => {
+                let docs: i64 = col(row, "docs")?;
+                let total_len: i64 = col(row, "total_len")?;
+                Ok(Some(CorpusStats {
+                    docs: u64::try_from(docs).unwrap_or(0),
+                    total_len: u64::try_from(total_len).unwrap_or(0),
+                }))
+            }
+            _ => Ok(None),
+        }
     }
 }
 
