@@ -328,7 +328,8 @@ async fn record_actions(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
 }
 
 /// 20 batches of 500 new pieces of knowledge into a scratch tenant of the
-/// loaded tables (HNSW maintained), then removed.
+/// loaded tables (the store's background indexer putting their vectors in
+/// the HNSW graph meanwhile), then removed.
 async fn upserts(pool: &PgPool, pg: &PgStores, table: &str) -> Result<f64, String> {
     let nanos = chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default();
     let tenant = format!("up{nanos}");

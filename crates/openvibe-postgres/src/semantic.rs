@@ -590,18 +590,18 @@ impl PgKnowledgeStore {
     }
 }
 
-/// The settings of a vector list of `limit` rows: keep scanning the HNSW
-/// graph until `limit` rows pass the filters (pgvector 0.8 iterative
-/// scans), with a candidate list four times the result, so that a reader
-/// of a quarter of the rows is usually served by the first search: an
-/// iterative round after a short first list costs more than the longer
-/// first list (docs/decisions.md).
 /// Plan each statement of a query once per connection: PostgreSQL's
 /// default re-planned these (their estimated cost with the values bound
 /// beat the generic plan's) at ~0.3–0.5 ms a statement, more than some of
 /// them take to run (docs/decisions.md).
 const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
 
+/// The settings of a vector list of `limit` rows: keep scanning the HNSW
+/// graph until `limit` rows pass the filters (pgvector 0.8 iterative
+/// scans), with a candidate list four times the result, so that a reader
+/// of a quarter of the rows is usually served by the first search: an
+/// iterative round after a short first list costs more than the longer
+/// first list (docs/decisions.md).
 fn hnsw_settings(limit: usize) -> String {
     let ef = limit.saturating_mul(4).clamp(40, 1000);
     format!("SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {ef}")
@@ -656,7 +656,7 @@ impl KnowledgeStore for PgKnowledgeStore {
                 // query cost alike), when the pool has one idle; otherwise
                 // one after the other below.
                 let text = async {
-                    if text_done {
+                    if alone {
                         return Ok(None);
                     }
                     let Some(mut side) =

@@ -22,7 +22,8 @@ use sqlx::PgPool;
 
 use super::{push_filters, push_knowledge_readable};
 use crate::error::store_error;
-use crate::sql::{Sql, Tx, begin, col, columns};
+use crate::records::end_read;
+use crate::sql::{Sql, Tx, begin, col, columns, count_col};
 
 /// Rows an indexer transaction marks indexed (each one an HNSW insert, so
 /// a batch holds its row locks for a fraction of a second).
@@ -165,9 +166,8 @@ pub(super) async fn pending(
         .fetch_one(&mut *tx)
         .await
         .map_err(store_error)?;
-    crate::records::end_read(tx);
-    let n: i64 = col(&row, "n")?;
-    Ok(u64::try_from(n).unwrap_or(0))
+    end_read(tx);
+    count_col(&row, "n")
 }
 
 /// The background indexer of a store: tenants whose writes left pending
