@@ -273,7 +273,28 @@ where
         .await
         .unwrap();
     assert_eq!(plan.meta.namespace, "ann");
+    // Plan state under a policy: appends and increments as any write.
+    s.working
+        .append_state(&ann, &plan.id, "history", json!("a"))
+        .await
+        .unwrap();
+    let n = s
+        .working
+        .increment_state(&ann, &plan.id, "n", 2)
+        .await
+        .unwrap();
+    assert_eq!(n.value, json!(2));
     // Same principal, but a policy without `ann`: nothing is visible.
+    assert!(is_not_found(
+        s.working
+            .append_state(&bob_reads_ann, &plan.id, "history", json!("b"))
+            .await
+    ));
+    assert!(is_not_found(
+        s.working
+            .increment_state(&bob_reads_ann, &plan.id, "n", 1)
+            .await
+    ));
     assert!(
         s.working
             .get_session(&bob_reads_ann, &session.id)
@@ -331,6 +352,26 @@ where
             .store_knowledge(&read_only, NewKnowledge::new("x"))
             .await
     ));
+    // Nor is changing the plan's state, and nothing changes.
+    assert!(is_unauthorized(
+        s.working
+            .append_state(&read_only, &plan.id, "history", json!("c"))
+            .await
+    ));
+    assert!(is_unauthorized(
+        s.working
+            .increment_state(&read_only, &plan.id, "n", 1)
+            .await
+    ));
+    let state = s.working.list_state(&ann, &plan.id).await.unwrap();
+    let values: Vec<_> = state.into_iter().map(|e| (e.key, e.value)).collect();
+    assert_eq!(
+        values,
+        vec![
+            ("history".to_owned(), json!(["a"])),
+            ("n".to_owned(), json!(2))
+        ]
+    );
 }
 
 /// A small deterministic generator (SplitMix64): no dependency, the same

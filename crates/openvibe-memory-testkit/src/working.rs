@@ -691,6 +691,25 @@ where
             .value,
         json!(i64::MAX)
     );
+    // Keys and items arrive intact whatever characters they hold (quotes,
+    // backslashes, SQL, escapes, control characters, emoji).
+    let odd_key = "it's \\ \"odd\" $1; --";
+    let odd_items = [
+        json!("it's a \\ backslash, \"quoted\", E'x', $1; DROP TABLE plans; -- \u{1F600} \\u0041"),
+        json!({"a'b": ["\\", "'", "{\"x\"}", "\n\t"]}),
+    ];
+    for item in &odd_items {
+        w.append_state(&alice(), p, odd_key, item.clone())
+            .await
+            .unwrap();
+    }
+    let h = w.get_state(&alice(), p, odd_key).await.unwrap().unwrap();
+    assert_eq!(h.value, json!(odd_items));
+    let c = w
+        .increment_state(&alice(), p, "o'count\\", 7)
+        .await
+        .unwrap();
+    assert_eq!((c.key.as_str(), c.value), ("o'count\\", json!(7)));
 }
 
 /// No lost update: 8 concurrent workers × 200 appends to one plan's action

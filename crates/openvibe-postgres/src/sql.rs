@@ -31,6 +31,55 @@ pub(crate) struct Sql {
     args: PgArguments,
     count: usize,
     error: Option<String>,
+    /// The binds as SQL literals with their types, while every bind was
+    /// made with [`Sql::bind_lit`] (see [`one_trip`]).
+    literals: Option<Vec<(&'static str, String)>>,
+}
+
+/// A bind that can also be written as an SQL literal of a known type, so a
+/// statement made only of these can run as `EXECUTE name(literal, …)`
+/// ([`one_trip`]).
+pub(crate) trait Literal {
+    /// The SQL type the literal is given as.
+    const SQL_TYPE: &'static str;
+    /// The value as an SQL literal.
+    fn literal(&self) -> String;
+}
+
+impl Literal for String {
+    const SQL_TYPE: &'static str = "text";
+    fn literal(&self) -> String {
+        literal(self)
+    }
+}
+
+impl Literal for Vec<String> {
+    const SQL_TYPE: &'static str = "text[]";
+    fn literal(&self) -> String {
+        literal(&array_literal(self))
+    }
+}
+
+impl Literal for Vec<&str> {
+    const SQL_TYPE: &'static str = "text[]";
+    fn literal(&self) -> String {
+        let owned: Vec<String> = self.iter().map(|s| (*s).to_owned()).collect();
+        literal(&array_literal(&owned))
+    }
+}
+
+impl Literal for i64 {
+    const SQL_TYPE: &'static str = "bigint";
+    fn literal(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Literal for serde_json::Value {
+    const SQL_TYPE: &'static str = "jsonb";
+    fn literal(&self) -> String {
+        literal(&self.to_string())
+    }
 }
 
 impl Sql {
@@ -40,6 +89,7 @@ impl Sql {
             args: PgArguments::default(),
             count: 0,
             error: None,
+            literals: Some(Vec::new()),
         }
     }
 
@@ -51,6 +101,25 @@ impl Sql {
 
     /// Append a placeholder (`$n`) bound to `value`.
     pub(crate) fn bind<'q, T>(&mut self, value: T) -> &mut Self
+    where
+        T: Encode<'q, Postgres> + Type<Postgres> + 'q,
+    {
+        self.literals = None;
+        self.add(value)
+    }
+
+    /// [`Sql::bind`], keeping the value's literal too (see [`one_trip`]).
+    pub(crate) fn bind_lit<'q, T>(&mut self, value: T) -> &mut Self
+    where
+        T: Literal + Encode<'q, Postgres> + Type<Postgres> + 'q,
+    {
+        if let Some(literals) = self.literals.as_mut() {
+            literals.push((T::SQL_TYPE, value.literal()));
+        }
+        self.add(value)
+    }
+
+    fn add<'q, T>(&mut self, value: T) -> &mut Self
     where
         T: Encode<'q, Postgres> + Type<Postgres> + 'q,
     {
@@ -80,6 +149,7 @@ impl Sql {
             self.args = other.args;
             self.count = other.count;
             self.error = other.error;
+            self.literals = other.literals;
         } else {
             self.error
                 .get_or_insert_with(|| "cannot append to a statement with binds".to_owned());
@@ -243,14 +313,23 @@ pub(crate) async fn try_begin_then(
 /// The statement that begins a transaction as `ctx`: BEGIN, the session
 /// settings the row-level security policies read, then `then`.
 fn begin_statement(ctx: &CallerContext, then: Option<&str>) -> Result<String, StoreError> {
+    let mut statement = format!("BEGIN; {}", context_settings(ctx)?);
+    if let Some(then) = then {
+        statement.push_str("; ");
+        statement.push_str(then);
+    }
+    Ok(statement)
+}
+
+/// The transaction-local settings of `ctx` (see [`begin`]) as `SET LOCAL`
+/// statements, which return no rows.
+fn context_settings(ctx: &CallerContext) -> Result<String, StoreError> {
     let tenant = ctx.tenant_id();
     check_label("tenant_id", tenant)?;
-    let mut statement = format!(
-        "BEGIN; SELECT set_config('openvibe.tenant_id', {}, true), \
-         set_config('openvibe.principal', {}, true)",
-        literal(tenant),
-        literal(&ctx.owner_key())
-    );
+    let mut settings = vec![
+        ("tenant_id", literal(tenant)),
+        ("principal", literal(&ctx.owner_key())),
+    ];
     if let (NamespaceScope::Only(namespaces), Some(grants)) = (ctx.read_scope(), ctx.grants()) {
         let delete_any: Vec<String> = if ctx.is_privileged() {
             vec!["*".to_owned()]
@@ -261,20 +340,93 @@ fn begin_statement(ctx: &CallerContext, then: Option<&str>) -> Result<String, St
                 .map(str::to_owned)
                 .collect()
         };
-        let _ = write!(
-            statement,
-            ", set_config('openvibe.namespaces', {}, true), set_config('openvibe.project_id', {}, true), \
-             set_config('openvibe.delete_any', {}, true)",
-            literal(&array_literal(&namespaces)),
-            literal(ctx.project_id().unwrap_or("")),
-            literal(&array_literal(&delete_any))
-        );
+        settings.push(("namespaces", literal(&array_literal(&namespaces))));
+        settings.push(("project_id", literal(ctx.project_id().unwrap_or(""))));
+        settings.push(("delete_any", literal(&array_literal(&delete_any))));
     }
-    if let Some(then) = then {
-        statement.push_str("; ");
-        statement.push_str(then);
+    let statements: Vec<String> = settings
+        .into_iter()
+        .map(|(name, value)| format!("SET LOCAL openvibe.{name} = {value}"))
+        .collect();
+    Ok(statements.join("; "))
+}
+
+/// Run `sql` as `ctx` in one round trip and return its rows (in text
+/// format): the caller's settings and `EXECUTE` of the statement go as one
+/// simple-protocol message, which PostgreSQL runs as one implicit
+/// transaction (committed when every part succeeds, rolled back
+/// otherwise). The statement is prepared once per connection with SQL
+/// `PREPARE` under a name this process gives its text, so it is planned
+/// like any prepared statement; a connection that lacks it gets it in a
+/// second message (the first did nothing: its `EXECUTE` failed). BEGIN,
+/// the statement and COMMIT as three messages cost two round trips more,
+/// which is most of a small write's time on a busy server. A statement with
+/// a bind that has no literal ([`Sql::bind`]) runs as three messages.
+pub(crate) async fn one_trip(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    mut sql: Sql,
+) -> Result<Vec<PgRow>, StoreError> {
+    if let Some(e) = sql.error {
+        return Err(StoreError::invalid("value", e));
     }
-    Ok(statement)
+    let Some(literals) = sql.literals.take() else {
+        let mut tx = begin(pool, ctx).await?;
+        let rows = sql
+            .build()?
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        return Ok(rows);
+    };
+    let (types, args): (Vec<&str>, Vec<&str>) =
+        literals.iter().map(|(t, l)| (*t, l.as_str())).unzip();
+    let (types, args) = if literals.is_empty() {
+        (String::new(), String::new())
+    } else {
+        (
+            format!(" ({})", types.join(", ")),
+            format!("({})", args.join(", ")),
+        )
+    };
+    let name = prepared_name(&format!("{types} AS {}", sql.text));
+    let run = format!("{}; EXECUTE {name}{args}", context_settings(ctx)?);
+    let mut conn = pool.acquire().await.map_err(store_error)?;
+    match sqlx::raw_sql(AssertSqlSafe(run.clone()))
+        .fetch_all(&mut *conn)
+        .await
+    {
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(UNKNOWN_STATEMENT) => {
+            let prepare = format!("PREPARE {name}{types} AS {}; {run}", sql.text);
+            sqlx::raw_sql(AssertSqlSafe(prepare))
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(store_error)
+        }
+        other => other.map_err(store_error),
+    }
+}
+
+/// SQLSTATE `invalid_sql_statement_name`: no prepared statement of that
+/// name on the connection.
+const UNKNOWN_STATEMENT: &str = "26000";
+
+/// The name [`one_trip`] prepares a statement under (`text`: its types and
+/// text): one per distinct text in this process (prepared statements live in a connection, and a
+/// connection in one process), so two texts never share a name.
+fn prepared_name(text: &str) -> String {
+    static NAMES: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, usize>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut names = NAMES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let next = names.len();
+    let id = match names.get(text) {
+        Some(id) => *id,
+        None => *names.entry(text.to_owned()).or_insert(next),
+    };
+    format!("openvibe_{id}")
 }
 
 /// `items` as a Postgres text array literal (`{"a","b"}`).
@@ -315,7 +467,7 @@ pub(crate) fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
         }
         Some(p) => {
             sql.push(&format!("({a}project_id IS NULL OR {a}project_id = "))
-                .bind(p.to_owned())
+                .bind_lit(p.to_owned())
                 .push(")");
         }
     }
@@ -326,7 +478,7 @@ pub(crate) fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
 pub(crate) fn push_namespace_scope(sql: &mut Sql, scope: &NamespaceScope, a: &str) {
     if let NamespaceScope::Only(namespaces) = scope {
         sql.push(&format!(" AND {a}namespace = ANY("))
-            .bind(namespaces.clone())
+            .bind_lit(namespaces.clone())
             .push("::text[])");
     }
 }
@@ -354,16 +506,16 @@ pub(crate) fn push_readable_in(
     push_project(sql, ctx, a);
     push_namespace_scope(sql, scope, a);
     sql.push(&format!(" AND ({a}owner = "))
-        .bind(ctx.owner_key())
+        .bind_lit(ctx.owner_key())
         .push(&format!(" OR {a}classification = ANY("));
     match domain {
         Some(d) => {
-            sql.bind(readable_classes(ctx.clearance().level_for(d)))
+            sql.bind_lit(readable_classes(ctx.clearance().level_for(d)))
                 .push(")");
         }
         None => {
             let everywhere = ctx.clearance().everywhere;
-            sql.bind(readable_classes(everywhere)).push(")");
+            sql.bind_lit(readable_classes(everywhere)).push(")");
             // Per-domain grants above the everywhere level: (domain, class) pairs.
             let mut domains = Vec::new();
             let mut classes = Vec::new();
@@ -377,9 +529,9 @@ pub(crate) fn push_readable_in(
             }
             if !domains.is_empty() {
                 sql.push(" OR EXISTS (SELECT 1 FROM unnest(")
-                    .bind(domains)
+                    .bind_lit(domains)
                     .push("::text[], ")
-                    .bind(classes)
+                    .bind_lit(classes)
                     .push(&format!(
                         "::text[]) AS g(d, c) WHERE g.d = {a}domain AND g.c = {a}classification)"
                     ));
@@ -398,7 +550,8 @@ pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str, chang
     match ctx.grants() {
         None => {
             if !ctx.is_privileged() {
-                sql.push(&format!(" AND {a}owner = ")).bind(ctx.owner_key());
+                sql.push(&format!(" AND {a}owner = "))
+                    .bind_lit(ctx.owner_key());
             }
         }
         Some(g) => {
@@ -408,15 +561,15 @@ pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str, chang
                 .map(str::to_owned)
                 .collect();
             sql.push(&format!(" AND {a}namespace = ANY("))
-                .bind(changeable)
+                .bind_lit(changeable)
                 .push("::text[])");
             if !ctx.is_privileged() {
                 let managed: Vec<String> =
                     g.managed(change).into_iter().map(str::to_owned).collect();
                 sql.push(&format!(" AND ({a}owner = "))
-                    .bind(ctx.owner_key())
+                    .bind_lit(ctx.owner_key())
                     .push(&format!(" OR {a}namespace = ANY("))
-                    .bind(managed)
+                    .bind_lit(managed)
                     .push("::text[]))");
             }
         }
@@ -640,6 +793,52 @@ mod tests {
     fn literals_escape_quotes_and_backslashes() {
         assert_eq!(literal("t1"), "E't1'");
         assert_eq!(literal("a'b\\c"), "E'a\\'b\\\\c'");
+    }
+
+    #[test]
+    fn literal_binds_keep_their_literals_until_a_plain_bind() {
+        let mut sql = Sql::new("SELECT ");
+        sql.bind_lit("a'b".to_owned())
+            .push(", ")
+            .bind_lit(vec!["x\"y".to_owned()])
+            .push(", ")
+            .bind_lit(serde_json::json!({"k": "it's"}))
+            .push(", ")
+            .bind_lit(-7_i64);
+        assert_eq!(sql.text, "SELECT $1, $2, $3, $4");
+        assert_eq!(
+            sql.literals.as_deref(),
+            Some(
+                &[
+                    ("text", "E'a\\'b'".to_owned()),
+                    ("text[]", "E'{\"x\\\\\"y\"}'".to_owned()),
+                    ("jsonb", "E'{\"k\":\"it\\'s\"}'".to_owned()),
+                    ("bigint", "-7".to_owned()),
+                ][..]
+            )
+        );
+        sql.bind(1_i32);
+        assert_eq!(sql.literals, None, "a plain bind has no literal");
+    }
+
+    #[test]
+    fn each_statement_text_has_a_name_of_its_own() {
+        let a = prepared_name("(text) AS SELECT $1");
+        let b = prepared_name("(bigint) AS SELECT $1");
+        assert_ne!(a, b);
+        assert_eq!(prepared_name("(text) AS SELECT $1"), a);
+    }
+
+    #[test]
+    fn settings_are_set_local_statements() {
+        let ctx = CallerContext::user("o'neil").with_tenant("t1");
+        assert_eq!(
+            context_settings(&ctx).unwrap(),
+            format!(
+                "SET LOCAL openvibe.tenant_id = E't1'; SET LOCAL openvibe.principal = {}",
+                literal(&ctx.owner_key())
+            )
+        );
     }
 
     #[test]

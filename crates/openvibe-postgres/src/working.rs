@@ -26,7 +26,7 @@ use crate::error::store_error;
 use crate::facts::{check_caller, decode_meta};
 use crate::records::{self, Mode, Record, end_read, fetch_all, fetch_optional, not_found, span};
 use crate::sql::{
-    Sql, begin, col, columns, count_col, delete_row, push_changeable, push_new_identity,
+    Sql, begin, col, columns, count_col, delete_row, one_trip, push_changeable, push_new_identity,
     push_readable,
 };
 
@@ -287,8 +287,8 @@ impl PgWorkingStore {
         }
     }
 
-    /// Run a plan-state write (`sql` returns the entry, or no row when it
-    /// did not apply) and explain an empty result.
+    /// Run a plan-state write in one round trip (`sql` returns the entry, or
+    /// no row when it did not apply) and explain an empty result.
     async fn write_state(
         &self,
         ctx: &CallerContext,
@@ -296,19 +296,12 @@ impl PgWorkingStore {
         sql: Sql,
         otherwise: impl FnOnce() -> StoreError,
     ) -> Result<StateEntry, StoreError> {
-        let mut tx = begin(&self.pool, ctx).await?;
-        let row = sql
-            .build()?
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        match row {
-            Some(row) => {
-                let entry = decode_state(&row)?;
-                tx.commit().await.map_err(store_error)?;
-                Ok(entry)
+        match one_trip(&self.pool, ctx, sql).await?.first() {
+            Some(row) => decode_state(row),
+            None => {
+                let mut tx = begin(&self.pool, ctx).await?;
+                Err(self.explain_state(&mut tx, ctx, plan_id, otherwise()).await)
             }
-            None => Err(self.explain_state(&mut tx, ctx, plan_id, otherwise()).await),
         }
     }
 
@@ -324,12 +317,12 @@ impl PgWorkingStore {
             "INSERT INTO plan_state AS s (tenant_id, plan_id, key, value, version, updated_at) \
              SELECT f.tenant_id, f.id, ",
         );
-        sql.bind(key.to_owned()).push(", ");
+        sql.bind_lit(key.to_owned()).push(", ");
         build(&mut sql);
         sql.push(" WHERE f.tenant_id = ")
-            .bind(ctx.tenant_id().to_owned())
+            .bind_lit(ctx.tenant_id().to_owned())
             .push(" AND f.id = ")
-            .bind(plan_id.to_owned())
+            .bind_lit(plan_id.to_owned())
             .push(" AND ");
         push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql
@@ -784,40 +777,35 @@ impl WorkingStore for PgWorkingStore {
         // own (the key's row is created as `[]` by its first append).
         let mut sql =
             Sql::new("WITH p AS (SELECT f.tenant_id, f.id FROM plans f WHERE f.tenant_id = ");
-        sql.bind(ctx.tenant_id().to_owned())
+        sql.bind_lit(ctx.tenant_id().to_owned())
             .push(" AND f.id = ")
-            .bind(plan_id.to_owned())
+            .bind_lit(plan_id.to_owned())
             .push(" AND ");
         push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql.push(
             "), r AS (INSERT INTO plan_state (tenant_id, plan_id, key, value, version, updated_at) \
              SELECT p.tenant_id, p.id, ",
         )
-        .bind(key.to_owned())
+        .bind_lit(key.to_owned())
         .push(
             ", '[]'::jsonb, 0, now() FROM p ON CONFLICT (tenant_id, plan_id, key) DO NOTHING) \
              INSERT INTO plan_state_items (tenant_id, plan_id, key, item) SELECT p.tenant_id, p.id, ",
         )
-        .bind(key.to_owned())
+        .bind_lit(key.to_owned())
         .push(", ")
-        .bind(item)
+        .bind_lit(item)
         .push(
             "::jsonb FROM p WHERE NOT EXISTS (SELECT 1 FROM plan_state s WHERE \
              s.tenant_id = p.tenant_id AND s.plan_id = p.id AND s.key = ",
         )
-        .bind(key.to_owned())
+        .bind_lit(key.to_owned())
         .push(" AND jsonb_typeof(s.value) <> 'array') RETURNING seq");
+        // One round trip (the append is what concurrent workers repeat).
         async {
-            let mut tx = begin(&self.pool, ctx).await?;
-            let appended = sql
-                .build()?
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            if appended.is_some() {
-                tx.commit().await.map_err(store_error)?;
+            if !one_trip(&self.pool, ctx, sql).await?.is_empty() {
                 return Ok(());
             }
+            let mut tx = begin(&self.pool, ctx).await?;
             let not_array = StoreError::invalid("key", format!("`{key}` does not hold an array"));
             Err(self.explain_state(&mut tx, ctx, plan_id, not_array).await)
         }
@@ -835,7 +823,7 @@ impl WorkingStore for PgWorkingStore {
         check_state_key(key)?;
         let mut sql = Self::upsert_state(ctx, plan_id, key, |sql| {
             sql.push("to_jsonb(")
-                .bind(by)
+                .bind_lit(by)
                 .push("::bigint), 1, now() FROM plans f");
         });
         // An integral JSON number within bigint is incremented; anything
