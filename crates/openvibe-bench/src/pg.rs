@@ -3,6 +3,8 @@
 //!
 //! - `pg_episode_insert_per_s`: batched episode inserts (`store_batch`,
 //!   1,000 per statement) into a table that already holds the data set;
+//! - `pg_fact_store_p50_us`: one fact stored by one client (sequential,
+//!   each its own transaction) into a table that holds the data set;
 //! - `pg_fact_query_p50_us` / `_p99_us`: entity + domain + clearance,
 //!   limit 10, over 1,000,000 facts;
 //! - `pg_assemble_p50_us`: one `MemoryAssembler::assemble` over the
@@ -275,6 +277,37 @@ async fn episode_inserts(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
     Ok(inserted as f64 / secs.max(1e-9))
 }
 
+/// One client storing facts one by one into a scratch tenant of the loaded
+/// table (each a write as an agent makes it: its own transaction), then
+/// removed. Returns the p50 in microseconds.
+async fn fact_stores(pool: &PgPool, pg: &PgStores) -> Result<f64, String> {
+    let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default();
+    let tenant = format!("fs{nanos}");
+    let ctx = CallerContext::agent("cro").with_tenant(tenant.clone());
+    let facts = pg.facts();
+    let mut i = 0u32;
+    let failed = std::cell::Cell::new(0usize);
+    let samples = sample(200, 2_000, || {
+        i += 1;
+        let fact = Fact::new(format!("f{i}"), format!("note {i} about lead {}", i % 97))
+            .entity(entity(i))
+            .domain(domain(i));
+        let (facts, ctx, failed) = (&facts, &ctx, &failed);
+        async move {
+            if let Err(e) = facts.store(ctx, fact).await {
+                failed.set(failed.get() + 1);
+                eprintln!("fact store failed: {e}");
+            }
+        }
+    })
+    .await;
+    set_tenant_and(pool, &tenant, "DELETE FROM facts").await?;
+    if failed.get() > 0 {
+        return Err(format!("{} fact stores failed", failed.get()));
+    }
+    Ok(samples.quantile_us(0.50))
+}
+
 async fn run_inner(url: &str) -> Result<(), String> {
     let pool = bench_pool(url, 4).await?;
     let pg = PgStores::from_pool(pool.clone());
@@ -283,6 +316,7 @@ async fn run_inner(url: &str) -> Result<(), String> {
     // --- batched episode inserts ---
     let per_s = episode_inserts(&pool, &pg).await?;
     report("pg_episode_insert_per_s", per_s, "per_s");
+    report("pg_fact_store_p50_us", fact_stores(&pool, &pg).await?, "us");
 
     // --- fact query: entity + domain + clearance, limit 10, over 1M facts ---
     let profile = clearance();

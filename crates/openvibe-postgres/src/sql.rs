@@ -31,54 +31,87 @@ pub(crate) struct Sql {
     args: PgArguments,
     count: usize,
     error: Option<String>,
-    /// The binds as SQL literals with their types, while every bind was
-    /// made with [`Sql::bind_lit`] (see [`one_trip`]).
+    /// The binds as SQL literals with their types, in a statement made with
+    /// [`Sql::one_trip`] while no bind was [`Sql::bind_raw`].
     literals: Option<Vec<(&'static str, String)>>,
 }
 
 /// A bind that can also be written as an SQL literal of a known type, so a
-/// statement made only of these can run as `EXECUTE name(literal, …)`
-/// ([`one_trip`]).
+/// statement can run as `EXECUTE name(literal, …)` ([`one_trip`]).
 pub(crate) trait Literal {
     /// The SQL type the literal is given as.
     const SQL_TYPE: &'static str;
-    /// The value as an SQL literal.
+    /// The SQL type of an array of it.
+    const ARRAY_TYPE: &'static str;
+    /// The value as an SQL literal (or expression of constants).
     fn literal(&self) -> String;
 }
 
-impl Literal for String {
-    const SQL_TYPE: &'static str = "text";
-    fn literal(&self) -> String {
-        literal(self)
-    }
+macro_rules! literal_as_text {
+    ($($t:ty => $sql:literal, $array:literal, |$v:ident| $text:expr;)*) => {$(
+        impl Literal for $t {
+            const SQL_TYPE: &'static str = $sql;
+            const ARRAY_TYPE: &'static str = $array;
+            fn literal(&self) -> String {
+                let $v = self;
+                literal(&$text)
+            }
+        }
+    )*};
 }
 
-impl Literal for Vec<String> {
-    const SQL_TYPE: &'static str = "text[]";
-    fn literal(&self) -> String {
-        literal(&array_literal(self))
-    }
-}
-
-impl Literal for Vec<&str> {
-    const SQL_TYPE: &'static str = "text[]";
-    fn literal(&self) -> String {
-        let owned: Vec<String> = self.iter().map(|s| (*s).to_owned()).collect();
-        literal(&array_literal(&owned))
-    }
+literal_as_text! {
+    String => "text", "text[]", |v| v;
+    &str => "text", "text[]", |v| v;
+    serde_json::Value => "jsonb", "jsonb[]", |v| v.to_string();
+    // Rust prints the shortest text that reads back as the same float, and
+    // PostgreSQL reads it to the nearest: the same bits (non-finite
+    // values as NaN, inf, -inf, which it reads too).
+    f32 => "real", "real[]", |v| v.to_string();
+    f64 => "double precision", "double precision[]", |v| v.to_string();
+    DateTime<Utc> => "timestamptz", "timestamptz[]",
+        |v| v.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
 }
 
 impl Literal for i64 {
     const SQL_TYPE: &'static str = "bigint";
+    const ARRAY_TYPE: &'static str = "bigint[]";
     fn literal(&self) -> String {
         self.to_string()
     }
 }
 
-impl Literal for serde_json::Value {
-    const SQL_TYPE: &'static str = "jsonb";
+impl Literal for i32 {
+    const SQL_TYPE: &'static str = "integer";
+    const ARRAY_TYPE: &'static str = "integer[]";
     fn literal(&self) -> String {
-        literal(&self.to_string())
+        self.to_string()
+    }
+}
+
+impl Literal for bool {
+    const SQL_TYPE: &'static str = "boolean";
+    const ARRAY_TYPE: &'static str = "boolean[]";
+    fn literal(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl<T: Literal> Literal for Option<T> {
+    const SQL_TYPE: &'static str = T::SQL_TYPE;
+    const ARRAY_TYPE: &'static str = T::ARRAY_TYPE;
+    fn literal(&self) -> String {
+        self.as_ref().map_or_else(|| "NULL".to_owned(), T::literal)
+    }
+}
+
+impl<T: Literal> Literal for Vec<T> {
+    const SQL_TYPE: &'static str = T::ARRAY_TYPE;
+    // No arrays of arrays are bound.
+    const ARRAY_TYPE: &'static str = T::ARRAY_TYPE;
+    fn literal(&self) -> String {
+        let items: Vec<String> = self.iter().map(T::literal).collect();
+        format!("ARRAY[{}]::{}", items.join(", "), T::ARRAY_TYPE)
     }
 }
 
@@ -89,7 +122,15 @@ impl Sql {
             args: PgArguments::default(),
             count: 0,
             error: None,
+            literals: None,
+        }
+    }
+
+    /// A statement for [`one_trip`]: its binds' literals are kept.
+    pub(crate) fn one_trip(text: &str) -> Self {
+        Self {
             literals: Some(Vec::new()),
+            ..Self::new(text)
         }
     }
 
@@ -99,23 +140,26 @@ impl Sql {
         self
     }
 
-    /// Append a placeholder (`$n`) bound to `value`.
+    /// Append a placeholder (`$n`) bound to `value` (and, in a statement
+    /// made with [`Sql::one_trip`], keep its literal).
     pub(crate) fn bind<'q, T>(&mut self, value: T) -> &mut Self
-    where
-        T: Encode<'q, Postgres> + Type<Postgres> + 'q,
-    {
-        self.literals = None;
-        self.add(value)
-    }
-
-    /// [`Sql::bind`], keeping the value's literal too (see [`one_trip`]).
-    pub(crate) fn bind_lit<'q, T>(&mut self, value: T) -> &mut Self
     where
         T: Literal + Encode<'q, Postgres> + Type<Postgres> + 'q,
     {
         if let Some(literals) = self.literals.as_mut() {
             literals.push((T::SQL_TYPE, value.literal()));
         }
+        self.add(value)
+    }
+
+    /// [`Sql::bind`] for a value with no literal (a vector, an array of
+    /// timestamps): the statement then runs as three messages in
+    /// [`one_trip`].
+    pub(crate) fn bind_raw<'q, T>(&mut self, value: T) -> &mut Self
+    where
+        T: Encode<'q, Postgres> + Type<Postgres> + 'q,
+    {
+        self.literals = None;
         self.add(value)
     }
 
@@ -219,58 +263,35 @@ pub(crate) async fn begin_replacing_expired(
     begin_then(pool, ctx, Some(&purge)).await
 }
 
-/// How [`write_replacing_expired`] runs its statement.
-#[derive(Clone, Copy)]
-pub(crate) enum Run {
-    /// `fetch_optional`.
-    Optional,
-    /// `execute` (rows affected).
-    Execute,
-}
-
-/// What a statement run as [`Run`] says.
-pub(crate) enum Ran {
-    /// At most one row.
-    Optional(Option<PgRow>),
-    /// Rows affected.
-    Execute(u64),
-}
-
-async fn run_in(tx: &mut Tx, sql: Sql, run: Run) -> Result<Ran, StoreError> {
-    let query = sql.build()?;
-    Ok(match run {
-        Run::Optional => Ran::Optional(query.fetch_optional(&mut **tx).await.map_err(store_error)?),
-        Run::Execute => Ran::Execute(
-            query
-                .execute(&mut **tx)
-                .await
-                .map_err(store_error)?
-                .rows_affected(),
-        ),
-    })
+async fn execute_in(tx: &mut Tx, sql: Sql) -> Result<u64, StoreError> {
+    Ok(sql
+        .build()?
+        .execute(&mut **tx)
+        .await
+        .map_err(store_error)?
+        .rows_affected())
 }
 
 /// Begin a transaction for `ctx` and run the write `sql` of `ids` into
-/// `table` in it; when an expired row was in its way
+/// `table` in it (a batch); when an expired row was in its way
 /// ([`maybe_blocked_by_expired`](crate::error::maybe_blocked_by_expired)),
 /// roll back and run it once more in a transaction that first deletes the
 /// expired rows of those ids ([`begin_replacing_expired`]). Returns the open
-/// transaction (for the caller to commit) and what the statement said.
+/// transaction (for the caller to commit) and the rows written.
 pub(crate) async fn write_replacing_expired(
     pool: &PgPool,
     ctx: &CallerContext,
     table: &str,
     ids: &[String],
     sql: Sql,
-    run: Run,
-) -> Result<(Tx, Ran), StoreError> {
+) -> Result<(Tx, u64), StoreError> {
     let mut tx = begin(pool, ctx).await?;
-    match run_in(&mut tx, sql.clone(), run).await {
+    match execute_in(&mut tx, sql.clone()).await {
         Ok(done) => Ok((tx, done)),
         Err(e) if crate::error::maybe_blocked_by_expired(&e) => {
             let _ = tx.rollback().await;
             let mut tx = begin_replacing_expired(pool, ctx, table, ids).await?;
-            let done = run_in(&mut tx, sql, run).await?;
+            let done = execute_in(&mut tx, sql).await?;
             Ok((tx, done))
         }
         Err(e) => Err(e),
@@ -360,8 +381,9 @@ fn context_settings(ctx: &CallerContext) -> Result<String, StoreError> {
 /// like any prepared statement; a connection that lacks it gets it in a
 /// second message (the first did nothing: its `EXECUTE` failed). BEGIN,
 /// the statement and COMMIT as three messages cost two round trips more,
-/// which is most of a small write's time on a busy server. A statement with
-/// a bind that has no literal ([`Sql::bind`]) runs as three messages.
+/// which is most of a small write's time on a busy server. A statement not
+/// made with [`Sql::one_trip`], or with a [`Sql::bind_raw`] bind, runs as
+/// three messages.
 pub(crate) async fn one_trip(
     pool: &PgPool,
     ctx: &CallerContext,
@@ -467,7 +489,7 @@ pub(crate) fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
         }
         Some(p) => {
             sql.push(&format!("({a}project_id IS NULL OR {a}project_id = "))
-                .bind_lit(p.to_owned())
+                .bind(p.to_owned())
                 .push(")");
         }
     }
@@ -478,7 +500,7 @@ pub(crate) fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
 pub(crate) fn push_namespace_scope(sql: &mut Sql, scope: &NamespaceScope, a: &str) {
     if let NamespaceScope::Only(namespaces) = scope {
         sql.push(&format!(" AND {a}namespace = ANY("))
-            .bind_lit(namespaces.clone())
+            .bind(namespaces.clone())
             .push("::text[])");
     }
 }
@@ -506,16 +528,16 @@ pub(crate) fn push_readable_in(
     push_project(sql, ctx, a);
     push_namespace_scope(sql, scope, a);
     sql.push(&format!(" AND ({a}owner = "))
-        .bind_lit(ctx.owner_key())
+        .bind(ctx.owner_key())
         .push(&format!(" OR {a}classification = ANY("));
     match domain {
         Some(d) => {
-            sql.bind_lit(readable_classes(ctx.clearance().level_for(d)))
+            sql.bind(readable_classes(ctx.clearance().level_for(d)))
                 .push(")");
         }
         None => {
             let everywhere = ctx.clearance().everywhere;
-            sql.bind_lit(readable_classes(everywhere)).push(")");
+            sql.bind(readable_classes(everywhere)).push(")");
             // Per-domain grants above the everywhere level: (domain, class) pairs.
             let mut domains = Vec::new();
             let mut classes = Vec::new();
@@ -529,9 +551,9 @@ pub(crate) fn push_readable_in(
             }
             if !domains.is_empty() {
                 sql.push(" OR EXISTS (SELECT 1 FROM unnest(")
-                    .bind_lit(domains)
+                    .bind(domains)
                     .push("::text[], ")
-                    .bind_lit(classes)
+                    .bind(classes)
                     .push(&format!(
                         "::text[]) AS g(d, c) WHERE g.d = {a}domain AND g.c = {a}classification)"
                     ));
@@ -550,8 +572,7 @@ pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str, chang
     match ctx.grants() {
         None => {
             if !ctx.is_privileged() {
-                sql.push(&format!(" AND {a}owner = "))
-                    .bind_lit(ctx.owner_key());
+                sql.push(&format!(" AND {a}owner = ")).bind(ctx.owner_key());
             }
         }
         Some(g) => {
@@ -561,15 +582,15 @@ pub(crate) fn push_changeable(sql: &mut Sql, ctx: &CallerContext, a: &str, chang
                 .map(str::to_owned)
                 .collect();
             sql.push(&format!(" AND {a}namespace = ANY("))
-                .bind_lit(changeable)
+                .bind(changeable)
                 .push("::text[])");
             if !ctx.is_privileged() {
                 let managed: Vec<String> =
                     g.managed(change).into_iter().map(str::to_owned).collect();
                 sql.push(&format!(" AND ({a}owner = "))
-                    .bind_lit(ctx.owner_key())
+                    .bind(ctx.owner_key())
                     .push(&format!(" OR {a}namespace = ANY("))
-                    .bind_lit(managed)
+                    .bind(managed)
                     .push("::text[]))");
             }
         }
@@ -796,29 +817,46 @@ mod tests {
     }
 
     #[test]
-    fn literal_binds_keep_their_literals_until_a_plain_bind() {
-        let mut sql = Sql::new("SELECT ");
-        sql.bind_lit("a'b".to_owned())
+    fn literal_binds_keep_their_literals_until_a_raw_bind() {
+        let mut sql = Sql::one_trip("SELECT ");
+        let at = DateTime::parse_from_rfc3339("2026-11-26T01:02:03.456789Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        sql.bind("a'b".to_owned())
             .push(", ")
-            .bind_lit(vec!["x\"y".to_owned()])
+            .bind(vec!["x\"y".to_owned()])
             .push(", ")
-            .bind_lit(serde_json::json!({"k": "it's"}))
+            .bind(serde_json::json!({"k": "it's"}))
             .push(", ")
-            .bind_lit(-7_i64);
-        assert_eq!(sql.text, "SELECT $1, $2, $3, $4");
+            .bind(-7_i64)
+            .push(", ")
+            .bind(Some(0.1_f32))
+            .push(", ")
+            .bind(None::<String>)
+            .push(", ")
+            .bind(vec![Some(at), None]);
+        assert_eq!(sql.text, "SELECT $1, $2, $3, $4, $5, $6, $7");
+        let expected: Vec<(&str, String)> = vec![
+            ("text", "E'a\\'b'".into()),
+            ("text[]", "ARRAY[E'x\"y']::text[]".into()),
+            ("jsonb", "E'{\"k\":\"it\\'s\"}'".into()),
+            ("bigint", "-7".into()),
+            ("real", "E'0.1'".into()),
+            ("text", "NULL".into()),
+            (
+                "timestamptz[]",
+                "ARRAY[E'2026-11-26T01:02:03.456789Z', NULL]::timestamptz[]".into(),
+            ),
+        ];
+        assert_eq!(sql.literals.as_deref(), Some(&expected[..]));
+        sql.bind_raw(1_i32);
+        assert_eq!(sql.literals, None, "a raw bind has no literal");
+        let mut plain = Sql::new("SELECT ");
+        plain.bind(1_i64);
         assert_eq!(
-            sql.literals.as_deref(),
-            Some(
-                &[
-                    ("text", "E'a\\'b'".to_owned()),
-                    ("text[]", "E'{\"x\\\\\"y\"}'".to_owned()),
-                    ("jsonb", "E'{\"k\":\"it\\'s\"}'".to_owned()),
-                    ("bigint", "-7".to_owned()),
-                ][..]
-            )
+            plain.literals, None,
+            "only one_trip statements keep literals"
         );
-        sql.bind(1_i32);
-        assert_eq!(sql.literals, None, "a plain bind has no literal");
     }
 
     #[test]

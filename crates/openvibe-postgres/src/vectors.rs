@@ -200,7 +200,7 @@ pub(crate) fn upsert_vectors<'a>(
         .push("::text[], ")
         .bind(ids)
         .push("::text[], ")
-        .bind(vectors.into_iter().map(Vector::from).collect::<Vec<_>>())
+        .bind_raw(vectors.into_iter().map(Vector::from).collect::<Vec<_>>())
         .push("::vector[], ")
         .bind(hashes)
         .push(

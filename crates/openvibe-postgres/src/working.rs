@@ -313,16 +313,16 @@ impl PgWorkingStore {
         key: &str,
         build: impl FnOnce(&mut Sql),
     ) -> Sql {
-        let mut sql = Sql::new(
+        let mut sql = Sql::one_trip(
             "INSERT INTO plan_state AS s (tenant_id, plan_id, key, value, version, updated_at) \
              SELECT f.tenant_id, f.id, ",
         );
-        sql.bind_lit(key.to_owned()).push(", ");
+        sql.bind(key.to_owned()).push(", ");
         build(&mut sql);
         sql.push(" WHERE f.tenant_id = ")
-            .bind_lit(ctx.tenant_id().to_owned())
+            .bind(ctx.tenant_id().to_owned())
             .push(" AND f.id = ")
-            .bind_lit(plan_id.to_owned())
+            .bind(plan_id.to_owned())
             .push(" AND ");
         push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql
@@ -776,29 +776,29 @@ impl WorkingStore for PgWorkingStore {
         // One statement, no lock on the key's row: the item is a row of its
         // own (the key's row is created as `[]` by its first append).
         let mut sql =
-            Sql::new("WITH p AS (SELECT f.tenant_id, f.id FROM plans f WHERE f.tenant_id = ");
-        sql.bind_lit(ctx.tenant_id().to_owned())
+            Sql::one_trip("WITH p AS (SELECT f.tenant_id, f.id FROM plans f WHERE f.tenant_id = ");
+        sql.bind(ctx.tenant_id().to_owned())
             .push(" AND f.id = ")
-            .bind_lit(plan_id.to_owned())
+            .bind(plan_id.to_owned())
             .push(" AND ");
         push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql.push(
             "), r AS (INSERT INTO plan_state (tenant_id, plan_id, key, value, version, updated_at) \
              SELECT p.tenant_id, p.id, ",
         )
-        .bind_lit(key.to_owned())
+        .bind(key.to_owned())
         .push(
             ", '[]'::jsonb, 0, now() FROM p ON CONFLICT (tenant_id, plan_id, key) DO NOTHING) \
              INSERT INTO plan_state_items (tenant_id, plan_id, key, item) SELECT p.tenant_id, p.id, ",
         )
-        .bind_lit(key.to_owned())
+        .bind(key.to_owned())
         .push(", ")
-        .bind_lit(item)
+        .bind(item)
         .push(
             "::jsonb FROM p WHERE NOT EXISTS (SELECT 1 FROM plan_state s WHERE \
              s.tenant_id = p.tenant_id AND s.plan_id = p.id AND s.key = ",
         )
-        .bind_lit(key.to_owned())
+        .bind(key.to_owned())
         .push(" AND jsonb_typeof(s.value) <> 'array') RETURNING seq");
         // One round trip (the append is what concurrent workers repeat).
         async {
@@ -823,7 +823,7 @@ impl WorkingStore for PgWorkingStore {
         check_state_key(key)?;
         let mut sql = Self::upsert_state(ctx, plan_id, key, |sql| {
             sql.push("to_jsonb(")
-                .bind_lit(by)
+                .bind(by)
                 .push("::bigint), 1, now() FROM plans f");
         });
         // An integral JSON number within bigint is incremented; anything

@@ -53,7 +53,7 @@ pub(super) async fn nearest(
     // The vector and the limit are sent once; each arm names their
     // placeholders.
     let mut sql = Sql::new(&format!("{select}, (e.embedding <=> "));
-    sql.bind(Vector::from(vector));
+    sql.bind_raw(Vector::from(vector));
     let vector = sql.last_placeholder();
     let mut limit_at: Option<String> = None;
     for (i, indexed) in ["e.indexed", "NOT e.indexed"].into_iter().enumerate() {
