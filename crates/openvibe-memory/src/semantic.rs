@@ -196,7 +196,9 @@ impl KnowledgeStore for InMemoryWorkingStore {
             lists.push((Retriever::FullText, list));
         }
         if let Some(vector) = &search.vector {
-            let list = tenant.knowledge_vectors.nearest(vector, kept, search.depth);
+            let list = tenant
+                .knowledge_vectors
+                .nearest(vector, kept, search.vector_depth);
             lists.push((Retriever::Vector, list));
         }
         Ok(combine(lists, query.top_k)

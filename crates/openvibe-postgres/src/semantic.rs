@@ -641,7 +641,7 @@ impl KnowledgeStore for PgKnowledgeStore {
             // The settings (generic plans; the vector list's HNSW settings)
             // travel with BEGIN (one round trip fewer).
             let settings = match &search.vector {
-                Some(_) => format!("{}; {GENERIC_PLANS}", hnsw_settings(search.depth)),
+                Some(_) => format!("{}; {GENERIC_PLANS}", hnsw_settings(search.vector_depth)),
                 None => GENERIC_PLANS.to_owned(),
             };
             let mut tx = begin_then(&self.pool, ctx, Some(&settings)).await?;
@@ -675,7 +675,7 @@ impl KnowledgeStore for PgKnowledgeStore {
                     ctx,
                     query,
                     vector,
-                    search.depth,
+                    search.vector_depth,
                     alone,
                 );
                 let (text, (nearest, records)) = tokio::try_join!(text, nearest)?;

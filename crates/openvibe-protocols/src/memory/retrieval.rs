@@ -615,18 +615,35 @@ pub struct Fusion {
     pub full_text: f64,
     /// Weight of the vector list.
     pub vector: f64,
-    /// How many candidates each retriever contributes, per result asked for
-    /// (at least [`Fusion::MIN_CANDIDATES`]).
+    /// How many candidates the full-text list contributes, per result asked
+    /// for (at least [`Fusion::MIN_CANDIDATES`]).
     pub depth: usize,
+    /// How many candidates the vector list contributes, per result asked
+    /// for (at least [`Fusion::MIN_VECTOR_CANDIDATES`]). Fewer than the
+    /// full text's: at half the weight, a vector rank past the thirtieth
+    /// scores below every full-text rank of the first fifty, so it can
+    /// only nudge a record the full text found too; and on PostgreSQL the
+    /// HNSW search costs in proportion to the list (docs/retrieval.md).
+    pub vector_depth: usize,
 }
 
 impl Fusion {
-    /// The fewest candidates a retriever contributes.
+    /// The fewest candidates the full-text list contributes.
     pub const MIN_CANDIDATES: usize = 50;
+    /// The fewest candidates the vector list contributes.
+    pub const MIN_VECTOR_CANDIDATES: usize = 30;
 
-    /// How many candidates each retriever contributes for `top_k` results.
+    /// How many candidates the full-text list contributes for `top_k`
+    /// results.
     pub fn candidates(&self, top_k: usize) -> usize {
         top_k.saturating_mul(self.depth).max(Self::MIN_CANDIDATES)
+    }
+
+    /// How many candidates the vector list contributes for `top_k` results.
+    pub fn vector_candidates(&self, top_k: usize) -> usize {
+        top_k
+            .saturating_mul(self.vector_depth)
+            .max(Self::MIN_VECTOR_CANDIDATES)
     }
 
     fn weight(&self, retriever: Retriever) -> f64 {
@@ -643,6 +660,7 @@ pub const FUSION: Fusion = Fusion {
     full_text: 1.0,
     vector: 0.5,
     depth: 5,
+    vector_depth: 3,
 };
 
 /// How backends identify ranked documents: ties of score go to the newest
@@ -857,5 +875,7 @@ mod tests {
         assert_eq!(one[0].retrievers[0].rank, 1);
         assert_eq!(FUSION.candidates(1), Fusion::MIN_CANDIDATES);
         assert_eq!(FUSION.candidates(100), 500);
+        assert_eq!(FUSION.vector_candidates(1), Fusion::MIN_VECTOR_CANDIDATES);
+        assert_eq!(FUSION.vector_candidates(100), 300);
     }
 }

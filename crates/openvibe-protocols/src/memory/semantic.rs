@@ -235,15 +235,19 @@ impl KnowledgeQuery {
         } else {
             None
         };
-        let depth = if !terms.is_empty() && vector.is_some() {
-            FUSION.candidates(self.top_k)
+        let (depth, vector_depth) = if !terms.is_empty() && vector.is_some() {
+            (
+                FUSION.candidates(self.top_k),
+                FUSION.vector_candidates(self.top_k),
+            )
         } else {
-            self.top_k
+            (self.top_k, self.top_k)
         };
         Ok(KnowledgeSearch {
             terms,
             vector,
             depth,
+            vector_depth,
         })
     }
 }
@@ -256,9 +260,12 @@ pub struct KnowledgeSearch {
     pub terms: Vec<String>,
     /// The query vector, when vectors take part.
     pub vector: Option<Vec<f32>>,
-    /// How many results each retriever's list holds: the query's `top_k`,
-    /// or [`FUSION`]'s candidate depth when two lists are fused.
+    /// How many results the full-text list holds: the query's `top_k`, or
+    /// [`FUSION`]'s candidate depth when two lists are fused.
     pub depth: usize,
+    /// How many results the vector list holds: the query's `top_k`, or
+    /// [`FUSION`]'s vector candidate depth when two lists are fused.
+    pub vector_depth: usize,
 }
 
 impl KnowledgeSearch {
