@@ -14,7 +14,7 @@ use crate::error::{corrupt, store_error};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, col, count_col, joined_terms, new_id, push_governed,
+    GovernedColumns, Sql, col, count_col, joined_terms, new_id, push_governed,
     write_replacing_expired,
 };
 
@@ -197,13 +197,7 @@ impl PgFactStore {
         };
         let mut sql = Sql::new("EXPLAIN (ANALYZE, BUFFERS) ");
         sql.append(select);
-        let mut tx = begin(&self.pool, ctx).await?;
-        let rows = sql
-            .build()?
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
+        let rows = crate::sql::fetch_committed(&self.pool, ctx, sql).await?;
         let lines: Result<Vec<String>, StoreError> =
             rows.iter().map(|r| col(r, "QUERY PLAN")).collect();
         Ok(lines?.join("\n"))

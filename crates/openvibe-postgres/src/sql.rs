@@ -393,14 +393,7 @@ pub(crate) async fn one_trip(
         return Err(StoreError::invalid("value", e));
     }
     let Some(literals) = sql.literals.take() else {
-        let mut tx = begin(pool, ctx).await?;
-        let rows = sql
-            .build()?
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
-        return Ok(rows);
+        return fetch_committed(pool, ctx, sql).await;
     };
     let (types, args): (Vec<&str>, Vec<&str>) =
         literals.iter().map(|(t, l)| (*t, l.as_str())).unzip();
@@ -428,6 +421,23 @@ pub(crate) async fn one_trip(
         }
         other => other.map_err(store_error),
     }
+}
+
+/// The rows of `sql`, run as `ctx` in a transaction of its own (BEGIN, the
+/// statement, COMMIT: three round trips).
+pub(crate) async fn fetch_committed(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    sql: Sql,
+) -> Result<Vec<PgRow>, StoreError> {
+    let mut tx = begin(pool, ctx).await?;
+    let rows = sql
+        .build()?
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+    tx.commit().await.map_err(store_error)?;
+    Ok(rows)
 }
 
 /// SQLSTATE `invalid_sql_statement_name`: no prepared statement of that
