@@ -35,6 +35,21 @@ where
         .unwrap()
         .expect("stored fact");
     assert_eq!(got, stored);
+    // Tags that look like array syntax or SQL NULL come back as written.
+    let odd = vec![
+        "NULL".to_owned(),
+        "a,b".to_owned(),
+        "\"q\"".to_owned(),
+        "{x}".to_owned(),
+    ];
+    let stored = s
+        .facts
+        .store(&sys(), Fact::new("f2", "odd tags").tags(odd.clone()))
+        .await
+        .unwrap();
+    assert_eq!(stored.tags, odd);
+    let got = s.facts.get(&sys(), "f2").await.unwrap().expect("f2");
+    assert_eq!(got.tags, odd);
 }
 
 /// A missing id is `None`.

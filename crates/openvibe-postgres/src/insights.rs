@@ -15,8 +15,9 @@ use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Sql, begin, check_tags, col, columns, count_col, joined_terms, new_id,
-    push_changeable, push_governed, push_readable, to_i64, word_queries, write_replacing_expired,
+    GovernedColumns, Ran, Run, Sql, begin, check_tags, col, columns, count_col, joined_terms,
+    new_id, push_changeable, push_governed, push_readable, to_i64, word_queries,
+    write_replacing_expired,
 };
 
 const COLS: &[&str] = &[
@@ -298,11 +299,14 @@ impl PgInsightStore {
                      external_id, content_hash, search)",
                 );
             let (tx, done) =
-                write_replacing_expired(&self.pool, ctx, "insights", &ids, sql)
+                write_replacing_expired(&self.pool, ctx, "insights", &ids, sql, Run::Execute)
                     .await?;
             tx.commit().await.map_err(store_error)?;
             crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "insight", written).await;
-            Ok(done)
+            Ok(match done {
+                Ran::Execute(n) => n,
+                _ => 0,
+            })
         }
         .instrument(span("insight", "store_batch", ctx))
         .await

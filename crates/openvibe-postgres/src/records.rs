@@ -12,8 +12,8 @@ use tracing::Instrument;
 use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::sql::{
-    Sql, begin, begin_replacing_expired, check_given_expiry, columns, one_trip, push_changeable,
-    push_expiry, push_readable,
+    Ran, Run, Sql, begin, check_given_expiry, columns, push_changeable, push_expiry, push_readable,
+    write_replacing_expired,
 };
 
 /// A record type stored in one table keyed by `(tenant_id, id)`.
@@ -200,7 +200,7 @@ async fn write_unaudited<R: Record>(
             let expiry = ctx.expiry(R::KIND, &placement.namespace, created_at, expires_at)?;
             // Access statistics start at zero.
             let stats = if R::TRACKED { ", 0, NULL, " } else { ", " };
-            let mut sql = Sql::one_trip(&format!(
+            let mut sql = Sql::new(&format!(
                 "INSERT INTO {} AS f ({}, {mutable}, expires_at) VALUES (",
                 R::TABLE,
                 R::FIXED
@@ -250,21 +250,23 @@ async fn write_unaudited<R: Record>(
     }
     sql.push(&format!(" RETURNING {}", columns(R::COLS, "f.")));
     let (mut tx, stored) = match mode {
-        // One round trip when nothing is in the way.
-        Mode::Upsert => match one_trip(pool, ctx, sql.clone()).await {
-            Ok(rows) => match rows.first() {
-                Some(row) => return R::decode(row),
-                None => (begin(pool, ctx).await?, None),
-            },
-            // Again, with the expired rows of the id gone first.
-            Err(e) if crate::error::maybe_blocked_by_expired(&e) => {
-                let mut tx =
-                    begin_replacing_expired(pool, ctx, R::TABLE, std::slice::from_ref(&id)).await?;
-                let stored = fetch_optional::<R>(&mut tx, sql).await?;
-                (tx, stored)
-            }
-            Err(e) => return Err(e),
-        },
+        Mode::Upsert => {
+            let (tx, ran) = write_replacing_expired(
+                pool,
+                ctx,
+                R::TABLE,
+                std::slice::from_ref(&id),
+                sql,
+                Run::Optional,
+            )
+            .await?;
+            let Ran::Optional(row) = ran else {
+                return Err(StoreError::backend(
+                    "a single-row write returned no single row",
+                ));
+            };
+            (tx, row.as_ref().map(R::decode).transpose()?)
+        }
         Mode::Update => {
             let mut tx = begin(pool, ctx).await?;
             let stored = fetch_optional::<R>(&mut tx, sql).await?;

@@ -147,7 +147,13 @@ impl Sql {
         T: Literal + Encode<'q, Postgres> + Type<Postgres> + 'q,
     {
         if let Some(literals) = self.literals.as_mut() {
-            literals.push((T::SQL_TYPE, value.literal()));
+            let literal = value.literal();
+            // A NUL would end the message early; PostgreSQL text holds none.
+            if literal.contains('\0') {
+                self.error
+                    .get_or_insert_with(|| "contains a NUL character".to_owned());
+            }
+            literals.push((T::SQL_TYPE, literal));
         }
         self.add(value)
     }
@@ -217,7 +223,7 @@ pub(crate) fn literal(s: &str) -> String {
     out.push_str("E'");
     for c in s.chars() {
         match c {
-            '\'' => out.push_str("\\'"),
+            '\'' => out.push_str("''"),
             '\\' => out.push_str("\\\\"),
             c => out.push(c),
         }
@@ -263,35 +269,58 @@ pub(crate) async fn begin_replacing_expired(
     begin_then(pool, ctx, Some(&purge)).await
 }
 
-async fn execute_in(tx: &mut Tx, sql: Sql) -> Result<u64, StoreError> {
-    Ok(sql
-        .build()?
-        .execute(&mut **tx)
-        .await
-        .map_err(store_error)?
-        .rows_affected())
+/// How [`write_replacing_expired`] runs its statement.
+#[derive(Clone, Copy)]
+pub(crate) enum Run {
+    /// `fetch_optional`.
+    Optional,
+    /// `execute` (rows affected).
+    Execute,
+}
+
+/// What a statement run as [`Run`] says.
+pub(crate) enum Ran {
+    /// At most one row.
+    Optional(Option<PgRow>),
+    /// Rows affected.
+    Execute(u64),
+}
+
+async fn run_in(tx: &mut Tx, sql: Sql, run: Run) -> Result<Ran, StoreError> {
+    let query = sql.build()?;
+    Ok(match run {
+        Run::Optional => Ran::Optional(query.fetch_optional(&mut **tx).await.map_err(store_error)?),
+        Run::Execute => Ran::Execute(
+            query
+                .execute(&mut **tx)
+                .await
+                .map_err(store_error)?
+                .rows_affected(),
+        ),
+    })
 }
 
 /// Begin a transaction for `ctx` and run the write `sql` of `ids` into
-/// `table` in it (a batch); when an expired row was in its way
+/// `table` in it; when an expired row was in its way
 /// ([`maybe_blocked_by_expired`](crate::error::maybe_blocked_by_expired)),
 /// roll back and run it once more in a transaction that first deletes the
 /// expired rows of those ids ([`begin_replacing_expired`]). Returns the open
-/// transaction (for the caller to commit) and the rows written.
+/// transaction (for the caller to commit) and what the statement said.
 pub(crate) async fn write_replacing_expired(
     pool: &PgPool,
     ctx: &CallerContext,
     table: &str,
     ids: &[String],
     sql: Sql,
-) -> Result<(Tx, u64), StoreError> {
+    run: Run,
+) -> Result<(Tx, Ran), StoreError> {
     let mut tx = begin(pool, ctx).await?;
-    match execute_in(&mut tx, sql.clone()).await {
+    match run_in(&mut tx, sql.clone(), run).await {
         Ok(done) => Ok((tx, done)),
         Err(e) if crate::error::maybe_blocked_by_expired(&e) => {
             let _ = tx.rollback().await;
             let mut tx = begin_replacing_expired(pool, ctx, table, ids).await?;
-            let done = execute_in(&mut tx, sql).await?;
+            let done = run_in(&mut tx, sql, run).await?;
             Ok((tx, done))
         }
         Err(e) => Err(e),
@@ -414,10 +443,22 @@ pub(crate) async fn one_trip(
     {
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(UNKNOWN_STATEMENT) => {
             let prepare = format!("PREPARE {name}{types} AS {}; {run}", sql.text);
-            sqlx::raw_sql(AssertSqlSafe(prepare))
+            match sqlx::raw_sql(AssertSqlSafe(prepare))
                 .fetch_all(&mut *conn)
                 .await
-                .map_err(store_error)
+            {
+                // Behind a pooler the message may reach a server connection
+                // that has it already (the same text: the same statement).
+                Err(sqlx::Error::Database(e))
+                    if e.code().as_deref() == Some(DUPLICATE_STATEMENT) =>
+                {
+                    sqlx::raw_sql(AssertSqlSafe(run))
+                        .fetch_all(&mut *conn)
+                        .await
+                        .map_err(store_error)
+                }
+                other => other.map_err(store_error),
+            }
         }
         other => other.map_err(store_error),
     }
@@ -444,21 +485,20 @@ pub(crate) async fn fetch_committed(
 /// name on the connection.
 const UNKNOWN_STATEMENT: &str = "26000";
 
+/// SQLSTATE `duplicate_prepared_statement`.
+const DUPLICATE_STATEMENT: &str = "42P05";
+
 /// The name [`one_trip`] prepares a statement under (`text`: its types and
-/// text): one per distinct text in this process (prepared statements live in a connection, and a
-/// connection in one process), so two texts never share a name.
+/// text): a 128-bit FNV-1a hash of it, so the same name always means the
+/// same statement, in any process: a server connection shared by several
+/// processes (a pooler) never runs another statement than the one asked.
 fn prepared_name(text: &str) -> String {
-    static NAMES: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, usize>>> =
-        std::sync::LazyLock::new(Default::default);
-    let mut names = NAMES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let next = names.len();
-    let id = match names.get(text) {
-        Some(id) => *id,
-        None => *names.entry(text.to_owned()).or_insert(next),
-    };
-    format!("openvibe_{id}")
+    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+    let hash = text
+        .bytes()
+        .fold(OFFSET, |h, b| (h ^ u128::from(b)).wrapping_mul(PRIME));
+    format!("openvibe_{hash:032x}")
 }
 
 /// `items` as a Postgres text array literal (`{"a","b"}`).
@@ -823,7 +863,7 @@ mod tests {
     #[test]
     fn literals_escape_quotes_and_backslashes() {
         assert_eq!(literal("t1"), "E't1'");
-        assert_eq!(literal("a'b\\c"), "E'a\\'b\\\\c'");
+        assert_eq!(literal("a'b\\c"), "E'a''b\\\\c'");
     }
 
     #[test]
@@ -847,9 +887,9 @@ mod tests {
             .bind(vec![Some(at), None]);
         assert_eq!(sql.text, "SELECT $1, $2, $3, $4, $5, $6, $7");
         let expected: Vec<(&str, String)> = vec![
-            ("text", "E'a\\'b'".into()),
+            ("text", "E'a''b'".into()),
             ("text[]", "ARRAY[E'x\"y']::text[]".into()),
-            ("jsonb", "E'{\"k\":\"it\\'s\"}'".into()),
+            ("jsonb", "E'{\"k\":\"it''s\"}'".into()),
             ("bigint", "-7".into()),
             ("real", "E'0.1'".into()),
             ("text", "NULL".into()),
@@ -875,6 +915,7 @@ mod tests {
         let b = prepared_name("(bigint) AS SELECT $1");
         assert_ne!(a, b);
         assert_eq!(prepared_name("(text) AS SELECT $1"), a);
+        assert_eq!(a.len(), "openvibe_".len() + 32);
     }
 
     #[test]

@@ -620,10 +620,11 @@ pub struct Fusion {
     pub depth: usize,
     /// How many candidates the vector list contributes, per result asked
     /// for (at least [`Fusion::MIN_VECTOR_CANDIDATES`]). Fewer than the
-    /// full text's: at half the weight, a vector rank past the thirtieth
-    /// scores below every full-text rank of the first fifty, so it can
-    /// only nudge a record the full text found too; and on PostgreSQL the
-    /// HNSW search costs in proportion to the list (docs/retrieval.md).
+    /// full text's: at half the weight, for ten results a vector rank past
+    /// the thirtieth scores below every full-text rank of the first fifty,
+    /// so it can only nudge a record the full text found too; and on
+    /// PostgreSQL the HNSW search costs in proportion to the list
+    /// (docs/retrieval.md).
     pub vector_depth: usize,
 }
 
