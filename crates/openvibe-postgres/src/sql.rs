@@ -9,7 +9,7 @@ use openvibe_protocols::{
     CallerContext, Change, Classification, NamespaceScope, Placement, RecordMeta, Retention,
     StoreError, text_terms,
 };
-use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::postgres::{PgArguments, PgConnection, PgRow};
 use sqlx::query::Query;
 use sqlx::{Arguments, AssertSqlSafe, Encode, PgPool, Postgres, Row, Transaction, Type};
 
@@ -158,9 +158,8 @@ impl Sql {
         self.add(value)
     }
 
-    /// [`Sql::bind`] for a value with no literal (a vector, an array of
-    /// timestamps): the statement then runs as three messages in
-    /// [`one_trip`].
+    /// [`Sql::bind`] for a value with no literal (a pgvector vector): the
+    /// statement then runs as three messages in [`one_trip`].
     pub(crate) fn bind_raw<'q, T>(&mut self, value: T) -> &mut Self
     where
         T: Encode<'q, Postgres> + Type<Postgres> + 'q,
@@ -406,7 +405,7 @@ fn context_settings(ctx: &CallerContext) -> Result<String, StoreError> {
 /// simple-protocol message, which PostgreSQL runs as one implicit
 /// transaction (committed when every part succeeds, rolled back
 /// otherwise). The statement is prepared once per connection with SQL
-/// `PREPARE` under a name this process gives its text, so it is planned
+/// `PREPARE` under a name hashed from its types and text, so it is planned
 /// like any prepared statement; a connection that lacks it gets it in a
 /// second message (the first did nothing: its `EXECUTE` failed). BEGIN,
 /// the statement and COMMIT as three messages cost two round trips more,
@@ -437,31 +436,30 @@ pub(crate) async fn one_trip(
     let name = prepared_name(&format!("{types} AS {}", sql.text));
     let run = format!("{}; EXECUTE {name}{args}", context_settings(ctx)?);
     let mut conn = pool.acquire().await.map_err(store_error)?;
-    match sqlx::raw_sql(AssertSqlSafe(run.clone()))
-        .fetch_all(&mut *conn)
-        .await
-    {
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(UNKNOWN_STATEMENT) => {
-            let prepare = format!("PREPARE {name}{types} AS {}; {run}", sql.text);
-            match sqlx::raw_sql(AssertSqlSafe(prepare))
-                .fetch_all(&mut *conn)
-                .await
-            {
-                // Behind a pooler the message may reach a server connection
-                // that has it already (the same text: the same statement).
-                Err(sqlx::Error::Database(e))
-                    if e.code().as_deref() == Some(DUPLICATE_STATEMENT) =>
-                {
-                    sqlx::raw_sql(AssertSqlSafe(run))
-                        .fetch_all(&mut *conn)
-                        .await
-                        .map_err(store_error)
-                }
-                other => other.map_err(store_error),
-            }
+    let mut rows = simple(&mut conn, run.clone()).await;
+    if has_code(&rows, UNKNOWN_STATEMENT) {
+        rows = simple(
+            &mut conn,
+            format!("PREPARE {name}{types} AS {}; {run}", sql.text),
+        )
+        .await;
+        // Behind a pooler the message may reach a server connection that
+        // has it already (the same name: the same statement).
+        if has_code(&rows, DUPLICATE_STATEMENT) {
+            rows = simple(&mut conn, run).await;
         }
-        other => other.map_err(store_error),
     }
+    rows.map_err(store_error)
+}
+
+/// The rows of `text` sent as one simple-protocol message.
+async fn simple(conn: &mut PgConnection, text: String) -> Result<Vec<PgRow>, sqlx::Error> {
+    sqlx::raw_sql(AssertSqlSafe(text)).fetch_all(conn).await
+}
+
+/// Whether `result` failed with SQLSTATE `code`.
+fn has_code<T>(result: &Result<T, sqlx::Error>, code: &str) -> bool {
+    matches!(result, Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(code))
 }
 
 /// The rows of `sql`, run as `ctx` in a transaction of its own (BEGIN, the
@@ -907,6 +905,9 @@ mod tests {
             plain.literals, None,
             "only one_trip statements keep literals"
         );
+        let mut nul = Sql::one_trip("SELECT ");
+        nul.bind("a\0b".to_owned());
+        assert!(nul.build().is_err(), "a NUL is refused before it is sent");
     }
 
     #[test]

@@ -272,16 +272,20 @@ impl PgWorkingStore {
         Self { pool }
     }
 
-    /// Why a plan-state write matched nothing: the plan's refusal, or (when
-    /// the caller may change the plan) `otherwise`.
+    /// Why a plan-state write matched nothing (read in a transaction of its
+    /// own: the write's has ended): the plan's refusal, or (when the caller
+    /// may change the plan) `otherwise`.
     async fn explain_state(
         &self,
-        tx: &mut Transaction<'static, Postgres>,
         ctx: &CallerContext,
         plan_id: &str,
         otherwise: StoreError,
     ) -> StoreError {
-        match lock_changeable::<Plan>(tx, ctx, plan_id, "change").await {
+        let mut tx = match begin(&self.pool, ctx).await {
+            Ok(tx) => tx,
+            Err(e) => return e,
+        };
+        match lock_changeable::<Plan>(&mut tx, ctx, plan_id, "change").await {
             Ok(()) => otherwise,
             Err(refused) => refused,
         }
@@ -298,10 +302,7 @@ impl PgWorkingStore {
     ) -> Result<StateEntry, StoreError> {
         match one_trip(&self.pool, ctx, sql).await?.first() {
             Some(row) => decode_state(row),
-            None => {
-                let mut tx = begin(&self.pool, ctx).await?;
-                Err(self.explain_state(&mut tx, ctx, plan_id, otherwise()).await)
-            }
+            None => Err(self.explain_state(ctx, plan_id, otherwise()).await),
         }
     }
 
@@ -805,9 +806,8 @@ impl WorkingStore for PgWorkingStore {
             if !one_trip(&self.pool, ctx, sql).await?.is_empty() {
                 return Ok(());
             }
-            let mut tx = begin(&self.pool, ctx).await?;
             let not_array = StoreError::invalid("key", format!("`{key}` does not hold an array"));
-            Err(self.explain_state(&mut tx, ctx, plan_id, not_array).await)
+            Err(self.explain_state(ctx, plan_id, not_array).await)
         }
         .instrument(span("plan_state", "append", ctx))
         .await
