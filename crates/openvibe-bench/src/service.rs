@@ -2,12 +2,19 @@
 //! a service on PostgreSQL on a loopback port, driven by 64 concurrent
 //! remote clients in the same process (two runtime threads serve both).
 //!
-//! - `svc_writes_per_s`: fact writes acknowledged per second (64 clients);
-//! - `svc_search_p50_us` / `svc_search_p99_us`: fact searches (text +
-//!   entity, limit 10) with 64 clients in flight;
+//! - `svc_writes_per_s`: fact writes acknowledged per second (64 clients,
+//!   each sending its next write as soon as the last is acknowledged);
+//! - `svc_search_saturated_per_s`, `svc_search_saturated_p50_us` /
+//!   `_p99_us`: fact searches (text + entity, limit 10) with 64 clients
+//!   each sending its next search as soon as the last answers (closed loop:
+//!   the service saturated, so latency is queueing, 64 / throughput);
+//! - `svc_search_p50_us` / `svc_search_p99_us`: the same searches from 64
+//!   clients offered at half the saturated throughput just measured (open
+//!   loop, `svc_search_offered_per_s`; latency counts from when a search
+//!   was due, so a late send counts as waiting): the latency a caller sees
+//!   from a service that is busy but keeps up;
 //! - `svc_search_1client_p50_us`: the same search from one client alone
-//!   (the service's own latency; with 64 in flight, latency is mostly
-//!   queueing: 64 / throughput);
+//!   (the service's own latency);
 //! - `svc_mixed_ops_per_s`, `svc_errors`, `svc_lost_writes`: half writes,
 //!   half searches; every acknowledged write is then read back from the
 //!   database directly (must be 0 lost, 0 errors).
@@ -83,6 +90,7 @@ async fn measure(url: &str) -> Result<(), String> {
         write_share: share,
         caller: caller.clone(),
         id_prefix: prefix.into(),
+        rate: None,
     };
     // Writes first: the searches then run over 20,000 facts.
     let writes = load(&remote, &plan(1.0, "w")).await;
@@ -103,15 +111,39 @@ async fn measure(url: &str) -> Result<(), String> {
         .execute(&pool)
         .await
         .map_err(|e| e.to_string())?;
-    let searches = load(&remote, &plan(0.0, "s")).await;
+    let saturated = load(&remote, &plan(0.0, "s")).await;
+    report(
+        "svc_search_saturated_per_s",
+        saturated.ops_per_s(),
+        "searches/s",
+    );
+    report(
+        "svc_search_saturated_p50_us",
+        saturated.search_us(0.5),
+        "us",
+    );
+    report(
+        "svc_search_saturated_p99_us",
+        saturated.search_us(0.99),
+        "us",
+    );
+    // Half the capacity just measured, for about 5 s.
+    let offered = saturated.ops_per_s() / 2.0;
+    let mut paced = plan(0.0, "p");
+    paced.rate = Some(offered);
+    paced.requests = ((offered * 5.0) as usize).clamp(100, REQUESTS);
+    let searches = load(&remote, &paced).await;
+    report("svc_search_offered_per_s", offered, "searches/s");
     report("svc_search_p50_us", searches.search_us(0.5), "us");
     report("svc_search_p99_us", searches.search_us(0.99), "us");
     eprintln!(
-        "    searches: {} in {:?} ({:.0}/s), {} errors",
+        "    searches: {} saturated in {:?}, {} paced in {:?} ({:.0}/s), {} errors",
+        saturated.searches,
+        saturated.elapsed,
         searches.searches,
         searches.elapsed,
         searches.ops_per_s(),
-        searches.errors
+        saturated.errors + searches.errors
     );
     // One client alone: the service's own latency, without queueing.
     let mut alone = plan(0.0, "a");
@@ -121,7 +153,7 @@ async fn measure(url: &str) -> Result<(), String> {
     report("svc_search_1client_p50_us", alone.search_us(0.5), "us");
     let mixed = load(&remote, &plan(0.5, "m")).await;
     report("svc_mixed_ops_per_s", mixed.ops_per_s(), "ops/s");
-    let errors = writes.errors + searches.errors + mixed.errors;
+    let errors = writes.errors + saturated.errors + searches.errors + mixed.errors;
     report("svc_errors", errors as f64, "errors");
     let mut lost = 0usize;
     for id in writes.written.iter().chain(&mixed.written) {
@@ -137,6 +169,7 @@ async fn measure(url: &str) -> Result<(), String> {
     for e in writes
         .first_errors
         .iter()
+        .chain(&saturated.first_errors)
         .chain(&searches.first_errors)
         .chain(&mixed.first_errors)
     {

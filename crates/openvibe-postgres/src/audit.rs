@@ -44,6 +44,7 @@ macro_rules! audited_store {
                     audit: AuditWriter::new(pool.clone()),
                     pool,
                     vectors: None,
+                    groups: $crate::group::Groups::default(),
                 }
             }
 
@@ -55,6 +56,14 @@ macro_rules! audited_store {
             pub fn with_vectors(mut self, vectors: std::sync::Arc<crate::PgVectors>) -> Self {
                 self.vectors = Some(vectors);
                 self
+            }
+
+            fn writer(&self) -> $crate::records::Writer<'_> {
+                $crate::records::Writer {
+                    pool: &self.pool,
+                    audit: &self.audit,
+                    groups: &self.groups,
+                }
             }
         }
     };

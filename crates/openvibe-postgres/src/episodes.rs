@@ -158,6 +158,7 @@ pub struct PgEpisodicStore {
     pool: PgPool,
     audit: AuditWriter,
     vectors: Option<std::sync::Arc<crate::PgVectors>>,
+    groups: crate::group::Groups,
 }
 
 crate::audit::audited_store!(PgEpisodicStore, vectors);
@@ -170,8 +171,7 @@ impl PgEpisodicStore {
         let expires_at = p.episode.meta.expires_at;
         let namespace = p.episode.meta.namespace.clone();
         records::write(
-            &self.pool,
-            &self.audit,
+            self.writer(),
             ctx,
             records::Target {
                 id,
@@ -180,7 +180,7 @@ impl PgEpisodicStore {
                 expires_at,
             },
             Mode::Upsert,
-            |sql| push_mutable(sql, &p),
+            move |sql| push_mutable(sql, &p),
         )
         .await
     }

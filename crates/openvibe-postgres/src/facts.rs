@@ -153,6 +153,7 @@ pub struct PgFactStore {
     pool: PgPool,
     audit: AuditWriter,
     vectors: Option<std::sync::Arc<crate::PgVectors>>,
+    groups: crate::group::Groups,
 }
 
 crate::audit::audited_store!(PgFactStore, vectors);
@@ -165,8 +166,7 @@ impl PgFactStore {
         let expires_at = p.fact.meta.expires_at;
         let namespace = p.fact.meta.namespace.clone();
         records::write(
-            &self.pool,
-            &self.audit,
+            self.writer(),
             ctx,
             records::Target {
                 id,
@@ -175,7 +175,7 @@ impl PgFactStore {
                 expires_at,
             },
             mode,
-            |sql| push_mutable(sql, &p),
+            move |sql| push_mutable(sql, &p),
         )
         .await
     }

@@ -161,6 +161,7 @@ pub struct PgInsightStore {
     pool: PgPool,
     audit: AuditWriter,
     vectors: Option<std::sync::Arc<crate::PgVectors>>,
+    groups: crate::group::Groups,
 }
 
 crate::audit::audited_store!(PgInsightStore, vectors);
@@ -178,8 +179,7 @@ impl PgInsightStore {
         let expires_at = p.insight.meta.expires_at;
         let namespace = p.insight.meta.namespace.clone();
         records::write(
-            &self.pool,
-            &self.audit,
+            self.writer(),
             ctx,
             records::Target {
                 id,
@@ -188,7 +188,7 @@ impl PgInsightStore {
                 expires_at,
             },
             mode,
-            |sql| push_mutable(sql, &p),
+            move |sql| push_mutable(sql, &p),
         )
         .await
     }

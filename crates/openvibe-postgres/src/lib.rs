@@ -45,6 +45,7 @@ mod contexts;
 mod episodes;
 mod error;
 mod facts;
+mod group;
 mod insights;
 mod kv;
 mod query;

@@ -11,9 +11,12 @@ use tracing::Instrument;
 
 use crate::audit::AuditWriter;
 use crate::error::store_error;
+use std::sync::Arc;
+
+use crate::group::{Groups, Key, RowFn, Spec, Turn};
 use crate::sql::{
-    Ran, Run, Sql, begin, check_given_expiry, columns, push_changeable, push_expiry, push_readable,
-    write_replacing_expired,
+    Ran, Run, Sql, begin, check_given_expiry, columns, context_settings, push_changeable,
+    push_expiry, push_readable, write_replacing_expired,
 };
 
 /// A record type stored in one table keyed by `(tenant_id, id)`.
@@ -148,21 +151,31 @@ pub(crate) async fn get<R: Record>(
 /// [`Record::MUTABLE`]. Only a record the caller may change (and, when
 /// `namespace` is named, that lives there) is replaced; when nothing
 /// matched, the transaction is rolled back and [`refusal`] says why.
+/// Upserts of one caller that run at the same time share a transaction
+/// ([`crate::group`]).
 pub(crate) async fn write<R: Record>(
-    pool: &PgPool,
-    audit: &AuditWriter,
+    stores: Writer<'_>,
     ctx: &CallerContext,
     target: Target<'_>,
     mode: Mode,
-    push_mutable: impl FnOnce(&mut Sql),
+    push_mutable: impl Fn(&mut Sql) + Send + Sync + 'static,
 ) -> Result<R, StoreError> {
     let audited = match mode {
         Mode::Upsert => AuditOp::Insert,
         Mode::Update => AuditOp::Update,
     };
     let id = target.id.clone();
-    let result = write_unaudited::<R>(pool, ctx, target, mode, push_mutable).await;
-    audit.refusal(ctx, audited, R::KIND, &id, result)
+    let result = write_unaudited::<R>(stores, ctx, target, mode, push_mutable).await;
+    stores.audit.refusal(ctx, audited, R::KIND, &id, result)
+}
+
+/// What [`write`] writes with: the pool, the audit writer and the upsert
+/// groups of the store.
+#[derive(Clone, Copy)]
+pub(crate) struct Writer<'a> {
+    pub(crate) pool: &'a PgPool,
+    pub(crate) audit: &'a AuditWriter,
+    pub(crate) groups: &'a Groups,
 }
 
 /// What a write names: the record's id, the namespace asked for (empty:
@@ -176,11 +189,11 @@ pub(crate) struct Target<'a> {
 }
 
 async fn write_unaudited<R: Record>(
-    pool: &PgPool,
+    stores: Writer<'_>,
     ctx: &CallerContext,
     target: Target<'_>,
     mode: Mode,
-    push_mutable: impl FnOnce(&mut Sql),
+    push_mutable: impl Fn(&mut Sql) + Send + Sync + 'static,
 ) -> Result<R, StoreError> {
     let Target {
         id,
@@ -189,89 +202,170 @@ async fn write_unaudited<R: Record>(
         expires_at,
     } = target;
     check_given_expiry(expires_at)?;
-    let mutable = R::MUTABLE;
-    let op = match mode {
-        Mode::Upsert => "store",
-        Mode::Update => "change",
-    };
-    let mut sql = match mode {
-        Mode::Upsert => {
-            let placement = ctx.placement(namespace, &format!("{op} {} {id}", R::KIND))?;
-            let expiry = ctx.expiry(R::KIND, &placement.namespace, created_at, expires_at)?;
-            // Access statistics start at zero.
-            let stats = if R::TRACKED { ", 0, NULL, " } else { ", " };
-            let mut sql = Sql::new(&format!(
-                "INSERT INTO {} AS f ({}, {mutable}, expires_at) VALUES (",
-                R::TABLE,
-                R::FIXED
+    let pool = stores.pool;
+    if mode == Mode::Update {
+        let mut sql = Sql::new(&format!(
+            "UPDATE {} AS f SET ({}) = (",
+            R::TABLE,
+            R::MUTABLE
+        ));
+        push_mutable(&mut sql);
+        sql.push("), expires_at = ");
+        push_expiry(&mut sql, ctx, R::KIND, expires_at, "f.");
+        sql.push(" WHERE f.tenant_id = ")
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND f.id = ")
+            .bind(id.clone())
+            .push(" AND ");
+        push_condition::<R>(&mut sql, ctx, namespace);
+        let mut tx = begin(pool, ctx).await?;
+        let stored = fetch_optional::<R>(&mut tx, sql).await?;
+        return finish(tx, stored, ctx, &id, mode, namespace).await;
+    }
+    let placement = ctx.placement(namespace, &format!("store {} {id}", R::KIND))?;
+    let expiry = ctx.expiry(R::KIND, &placement.namespace, created_at, expires_at)?;
+    let tenant = ctx.tenant_id().to_owned();
+    let owner = ctx.owner_key();
+    let row_id = id.clone();
+    let row: RowFn = Arc::new(move |sql: &mut Sql| {
+        // Access statistics start at zero.
+        let stats = if R::TRACKED { ", 0, NULL, " } else { ", " };
+        sql.push("(")
+            .bind(tenant.clone())
+            .push(", ")
+            .bind(row_id.clone())
+            .push(", ")
+            .bind(placement.namespace.clone())
+            .push(", ")
+            .bind(placement.project_id.clone())
+            .push(", ")
+            .bind(owner.clone())
+            .push(", ")
+            .bind(created_at)
+            .push(stats);
+        push_mutable(sql);
+        sql.push(", ").bind(expiry).push(")");
+    });
+    let tail_ctx = ctx.clone();
+    let tail_namespace = namespace.to_owned();
+    let tail: RowFn = Arc::new(move |sql: &mut Sql| {
+        push_upsert_tail::<R>(sql, &tail_ctx, expires_at, &tail_namespace);
+    });
+    let upsert = || async {
+        let mut sql = Sql::new(&upsert_head::<R>());
+        row(&mut sql);
+        tail(&mut sql);
+        let (tx, ran) = write_replacing_expired(
+            pool,
+            ctx,
+            R::TABLE,
+            std::slice::from_ref(&id),
+            sql,
+            Run::Optional,
+        )
+        .await?;
+        let Ran::Optional(row) = ran else {
+            let _ = tx.rollback().await;
+            return Err(StoreError::backend(
+                "a single-row write returned no single row",
             ));
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(", ")
-                .bind(id.clone())
-                .push(", ")
-                .bind(placement.namespace)
-                .push(", ")
-                .bind(placement.project_id)
-                .push(", ")
-                .bind(ctx.owner_key())
-                .push(", ")
-                .bind(created_at)
-                .push(stats);
-            push_mutable(&mut sql);
-            sql.push(", ").bind(expiry);
-            let excluded: Vec<String> = mutable
-                .split(", ")
-                .map(|c| format!("EXCLUDED.{c}"))
-                .collect();
-            sql.push(&format!(
-                ") ON CONFLICT (tenant_id, id) DO UPDATE SET ({mutable}) = ({}), expires_at = ",
-                excluded.join(", ")
-            ));
-            push_expiry(&mut sql, ctx, R::KIND, expires_at, "f.");
-            sql.push(" WHERE ");
-            sql
-        }
-        Mode::Update => {
-            let mut sql = Sql::new(&format!("UPDATE {} AS f SET ({mutable}) = (", R::TABLE));
-            push_mutable(&mut sql);
-            sql.push("), expires_at = ");
-            push_expiry(&mut sql, ctx, R::KIND, expires_at, "f.");
-            sql.push(" WHERE f.tenant_id = ")
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND f.id = ")
-                .bind(id.clone())
-                .push(" AND ");
-            sql
-        }
+        };
+        let stored = row.as_ref().map(R::decode).transpose()?;
+        finish(tx, stored, ctx, &id, mode, namespace).await
     };
-    push_changeable(&mut sql, ctx, "f.", Change::Write);
+    let Some(key) = group_key::<R>(&tail, ctx) else {
+        return upsert().await;
+    };
+    let spec = || Spec {
+        ctx: ctx.clone(),
+        table: R::TABLE,
+        kind: R::KIND,
+        head: upsert_head::<R>(),
+        tail: Arc::clone(&tail),
+    };
+    match stores.groups.join(pool, key, spec, &id, &row) {
+        Turn::Lead(guard) => {
+            let stored = upsert().await;
+            drop(guard);
+            stored
+        }
+        Turn::Follow(answer) => match answer.await {
+            Ok(row) => R::decode(&row),
+            Err(_) => upsert().await,
+        },
+    }
+}
+
+/// `INSERT INTO … VALUES ` of an upsert, before its rows.
+fn upsert_head<R: Record>() -> String {
+    format!(
+        "INSERT INTO {} AS f ({}, {}, expires_at) VALUES ",
+        R::TABLE,
+        R::FIXED,
+        R::MUTABLE
+    )
+}
+
+/// An upsert after its rows: replace an existing record only when `ctx`
+/// may change it ([`push_condition`]), with the expiry asked for (`given`)
+/// capped by the caller's retention, and return the rows written.
+fn push_upsert_tail<R: Record>(
+    sql: &mut Sql,
+    ctx: &CallerContext,
+    given: Option<DateTime<Utc>>,
+    namespace: &str,
+) {
+    let excluded: Vec<String> = R::MUTABLE
+        .split(", ")
+        .map(|c| format!("EXCLUDED.{c}"))
+        .collect();
+    sql.push(&format!(
+        " ON CONFLICT (tenant_id, id) DO UPDATE SET ({}) = ({}), expires_at = ",
+        R::MUTABLE,
+        excluded.join(", ")
+    ));
+    push_expiry(sql, ctx, R::KIND, given, "f.");
+    sql.push(" WHERE ");
+    push_condition::<R>(sql, ctx, namespace);
+}
+
+/// Which existing record a write may replace (one `ctx` may change, in
+/// `namespace` when one is named), then `RETURNING` its columns.
+fn push_condition<R: Record>(sql: &mut Sql, ctx: &CallerContext, namespace: &str) {
+    push_changeable(sql, ctx, "f.", Change::Write);
     if !namespace.is_empty() {
         sql.push(" AND f.namespace = ").bind(namespace.to_owned());
     }
     sql.push(&format!(" RETURNING {}", columns(R::COLS, "f.")));
-    let (mut tx, stored) = match mode {
-        Mode::Upsert => {
-            let (tx, ran) = write_replacing_expired(
-                pool,
-                ctx,
-                R::TABLE,
-                std::slice::from_ref(&id),
-                sql,
-                Run::Optional,
-            )
-            .await?;
-            let Ran::Optional(row) = ran else {
-                return Err(StoreError::backend(
-                    "a single-row write returned no single row",
-                ));
-            };
-            (tx, row.as_ref().map(R::decode).transpose()?)
-        }
-        Mode::Update => {
-            let mut tx = begin(pool, ctx).await?;
-            let stored = fetch_optional::<R>(&mut tx, sql).await?;
-            (tx, stored)
-        }
+}
+
+/// The group an upsert with this `tail` joins: table, transaction settings
+/// and the tail's text and values. `None` (write alone) when the tail has
+/// a value without a literal.
+fn group_key<R: Record>(tail: &RowFn, ctx: &CallerContext) -> Option<Key> {
+    let mut probe = Sql::one_trip("");
+    tail(&mut probe);
+    let settings = context_settings(ctx).ok()?;
+    Some(format!(
+        "{}\u{0}{settings}\u{0}{}",
+        R::TABLE,
+        probe.fingerprint()?
+    ))
+}
+
+/// Commit a write that returned its record, or roll back and say why it
+/// matched nothing ([`refusal`]).
+async fn finish<R: Record>(
+    mut tx: Transaction<'static, Postgres>,
+    stored: Option<R>,
+    ctx: &CallerContext,
+    id: &str,
+    mode: Mode,
+    namespace: &str,
+) -> Result<R, StoreError> {
+    let op = match mode {
+        Mode::Upsert => "store",
+        Mode::Update => "change",
     };
     match stored {
         Some(stored) => {
@@ -279,7 +373,7 @@ async fn write_unaudited<R: Record>(
             Ok(stored)
         }
         None => {
-            let e = refusal::<R>(&mut tx, ctx, &id, op, mode, namespace).await;
+            let e = refusal::<R>(&mut tx, ctx, id, op, mode, namespace).await;
             let _ = tx.rollback().await;
             Err(e)
         }

@@ -206,6 +206,22 @@ impl Sql {
         self
     }
 
+    /// The text with every bind's type and literal, of a statement made
+    /// with [`Sql::one_trip`]: equal fingerprints, equal statements. `None`
+    /// when a bind has no literal or could not be encoded.
+    pub(crate) fn fingerprint(&self) -> Option<String> {
+        if self.error.is_some() {
+            return None;
+        }
+        let literals = self.literals.as_ref()?;
+        let mut out = self.text.clone();
+        for (ty, literal) in literals {
+            // Length-prefixed: no literal can pass for two.
+            let _ = write!(out, "\u{1}{ty}:{}:{literal}", literal.len());
+        }
+        Some(out)
+    }
+
     /// The statement, ready to run (prepared and cached per connection).
     pub(crate) fn build(self) -> Result<Query<'static, Postgres, PgArguments>, StoreError> {
         if let Some(e) = self.error {
@@ -275,6 +291,8 @@ pub(crate) enum Run {
     Optional,
     /// `execute` (rows affected).
     Execute,
+    /// `fetch_all`.
+    All,
 }
 
 /// What a statement run as [`Run`] says.
@@ -283,6 +301,8 @@ pub(crate) enum Ran {
     Optional(Option<PgRow>),
     /// Rows affected.
     Execute(u64),
+    /// Every row.
+    All(Vec<PgRow>),
 }
 
 async fn run_in(tx: &mut Tx, sql: Sql, run: Run) -> Result<Ran, StoreError> {
@@ -296,6 +316,7 @@ async fn run_in(tx: &mut Tx, sql: Sql, run: Run) -> Result<Ran, StoreError> {
                 .map_err(store_error)?
                 .rows_affected(),
         ),
+        Run::All => Ran::All(query.fetch_all(&mut **tx).await.map_err(store_error)?),
     })
 }
 
@@ -372,7 +393,7 @@ fn begin_statement(ctx: &CallerContext, then: Option<&str>) -> Result<String, St
 
 /// The transaction-local settings of `ctx` (see [`begin`]) as `SET LOCAL`
 /// statements, which return no rows.
-fn context_settings(ctx: &CallerContext) -> Result<String, StoreError> {
+pub(crate) fn context_settings(ctx: &CallerContext) -> Result<String, StoreError> {
     let tenant = ctx.tenant_id();
     check_label("tenant_id", tenant)?;
     let mut settings = vec![
@@ -857,6 +878,27 @@ pub(crate) fn new_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fingerprints_tell_statements_and_values_apart() {
+        let print = |text: &str, value: &str| {
+            let mut sql = Sql::one_trip(text);
+            sql.bind(value.to_owned()).push(" AND ").bind(Some(2i64));
+            sql.fingerprint()
+        };
+        assert_eq!(print("a = ", "x"), print("a = ", "x"));
+        assert_ne!(print("a = ", "x"), print("b = ", "x"));
+        assert_ne!(print("a = ", "x"), print("a = ", "y"));
+        // A literal cannot pass for two.
+        assert_ne!(print("a = ", "x\u{1}text:1:y"), print("a = ", "x"));
+        // No literals kept, or one missing: no fingerprint.
+        let mut plain = Sql::new("a = ");
+        plain.bind("x".to_owned());
+        assert_eq!(plain.fingerprint(), None);
+        let mut raw = Sql::one_trip("v = ");
+        raw.bind_raw(pgvector::Vector::from(vec![1.0]));
+        assert_eq!(raw.fingerprint(), None);
+    }
 
     #[test]
     fn literals_escape_quotes_and_backslashes() {

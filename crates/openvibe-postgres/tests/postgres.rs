@@ -126,6 +126,114 @@ async fn eight_concurrent_writers_lose_nothing() {
     assert_eq!(f.access_count, 200, "no lost increments");
 }
 
+/// Stores of one caller that run at the same time share transactions
+/// (group commit), and each still gets the answer it would get alone: its
+/// own row, its own refusal, writes of one id in order, every write and
+/// refusal audited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_stores_share_transactions_and_answer_each_alone() {
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let pool = common::fresh_pool(&url, 8).await;
+    let pg = PgStores::from_pool(pool.clone());
+    let facts = pg.facts();
+    let me = CallerContext::agent("me").with_tenant("t1");
+    let other = CallerContext::agent("other").with_tenant("t1");
+    facts
+        .store(&other, Fact::new("theirs", "not mine to change"))
+        .await
+        .unwrap();
+    let alone = facts
+        .store(&me, Fact::new("theirs", "mine now?"))
+        .await
+        .expect_err("another agent's fact is refused")
+        .to_string();
+    let mut tasks = Vec::new();
+    let mut spawn = |id: String, content: String| {
+        let (facts, me) = (facts.clone(), me.clone());
+        tasks.push(tokio::spawn(async move {
+            let stored = facts
+                .store(&me, Fact::new(id.clone(), content.clone()))
+                .await;
+            (id, content, stored)
+        }));
+    };
+    for i in 0..200 {
+        spawn(format!("g{i:03}"), format!("grouped note {i}"));
+        if i % 40 == 0 {
+            spawn("theirs".into(), format!("mine now? {i}"));
+        }
+        if i % 20 == 0 {
+            spawn("dup".into(), format!("version {i}"));
+        }
+    }
+    let (mut written, mut refused) = (0, 0);
+    for task in tasks {
+        let (id, content, stored) = task.await.unwrap();
+        match stored {
+            Ok(fact) => {
+                assert_eq!(
+                    (fact.id.as_str(), fact.content.as_str()),
+                    (id.as_str(), content.as_str())
+                );
+                assert_ne!(id, "theirs");
+                written += 1;
+            }
+            Err(e) => {
+                assert_eq!(id, "theirs", "{e}");
+                assert_eq!(e.to_string(), alone.replace("mine now?", &content));
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!((written, refused), (210, 5));
+    let theirs = facts.get(&sys(), "theirs").await.unwrap().unwrap();
+    assert_eq!(theirs.content, "not mine to change");
+    assert!(
+        facts
+            .get(&sys(), "dup")
+            .await
+            .unwrap()
+            .unwrap()
+            .content
+            .starts_with("version ")
+    );
+    openvibe_protocols::AuditLog::flush(&*pg.audit())
+        .await
+        .unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let mut tx = common::tenant_tx(&mut conn, "t1").await;
+    // Fewer transactions than writes: they were grouped.
+    let transactions: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT xmin::text) FROM facts WHERE id LIKE 'g%'")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+    assert!(
+        transactions < 100,
+        "200 writes in {transactions} transactions"
+    );
+    // One insert entry per written record, one refusal per refused write.
+    let audited: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT operation, status, count(*) FROM audit_log \
+         WHERE record_kind = 'fact' AND principal = 'agent:me' \
+         GROUP BY operation, status ORDER BY operation, status",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let inserts = 200 + 1; // "dup" is inserted once, then updated
+    assert_eq!(
+        audited,
+        vec![
+            ("insert".to_owned(), "ok".to_owned(), inserts),
+            ("insert".to_owned(), "refused".to_owned(), 6),
+            ("update".to_owned(), "ok".to_owned(), 9),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_failed_batch_leaves_nothing_behind() {
     let pg = pg!();

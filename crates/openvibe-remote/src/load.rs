@@ -35,6 +35,14 @@ pub struct LoadPlan {
     pub caller: CallerContext,
     /// Prefix of the written facts' ids (`<prefix>-<client>-<n>`).
     pub id_prefix: String,
+    /// Offered load, operations per second across all clients (open loop):
+    /// operation `t` is due `t / rate` seconds after the start, the next
+    /// idle client sends it then, and its latency counts from when it was
+    /// due (a late send counts as waiting). `None`: each client sends its
+    /// next operation as soon as the last one answers (closed loop: the
+    /// service saturated, so latency is mostly queueing, `clients /
+    /// throughput`).
+    pub rate: Option<f64>,
 }
 
 impl LoadPlan {
@@ -48,6 +56,7 @@ impl LoadPlan {
             write_share: 0.5,
             caller: CallerContext::agent("load").with_tenant("load"),
             id_prefix: "load".into(),
+            rate: None,
         }
     }
 }
@@ -102,6 +111,13 @@ fn quantile(nanos: &[u64], q: f64) -> f64 {
     sorted[idx.min(last)] as f64 / 1_000.0
 }
 
+/// When ticket `t` is due at `rate` operations per second (`None`: no
+/// schedule, or a rate that is not a positive number).
+fn due(started: Instant, ticket: usize, rate: Option<f64>) -> Option<Instant> {
+    let rate = rate.filter(|r| r.is_finite() && *r > 0.0)?;
+    started.checked_add(Duration::try_from_secs_f64(ticket as f64 / rate).ok()?)
+}
+
 /// Run `plan` against `stores`.
 pub async fn run(stores: &Stores, plan: &LoadPlan) -> LoadReport {
     let next = Arc::new(AtomicUsize::new(0));
@@ -123,7 +139,14 @@ pub async fn run(stores: &Stores, plan: &LoadPlan) -> LoadReport {
                 // Deterministic mix: ticket t writes when its share says so.
                 let write = ((ticket as f64 + 0.5) * plan.write_share).floor()
                     > ((ticket as f64 - 0.5) * plan.write_share).floor();
-                let start = Instant::now();
+                let start = match due(started, ticket, plan.rate) {
+                    Some(due) if due >= deadline => break,
+                    Some(due) => {
+                        tokio::time::sleep_until(due.into()).await;
+                        due
+                    }
+                    None => Instant::now(),
+                };
                 let outcome = if write {
                     let id = format!("{}-{client}-{n}", plan.id_prefix);
                     n += 1;
@@ -191,4 +214,36 @@ pub async fn run(stores: &Stores, plan: &LoadPlan) -> LoadReport {
     total.first_errors.truncate(5);
     total.elapsed = started.elapsed();
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tickets_are_due_at_the_rate() {
+        let t0 = Instant::now();
+        assert_eq!(
+            due(t0, 50, Some(100.0)),
+            Some(t0 + Duration::from_millis(500))
+        );
+        assert_eq!(due(t0, 0, Some(100.0)), Some(t0));
+        for rate in [
+            None,
+            Some(0.0),
+            Some(-1.0),
+            Some(f64::NAN),
+            Some(f64::INFINITY),
+        ] {
+            assert_eq!(due(t0, 7, rate), None, "{rate:?}");
+        }
+    }
+
+    #[test]
+    fn quantiles_pick_the_nearest_rank() {
+        let nanos: Vec<u64> = (1..=100).map(|n| n * 1_000).collect();
+        assert_eq!(quantile(&nanos, 0.5), 51.0);
+        assert_eq!(quantile(&nanos, 0.99), 99.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
 }
