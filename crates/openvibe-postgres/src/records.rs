@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::group::{Groups, Key, RowFn, Spec, Turn};
 use crate::sql::{
     Ran, Run, Sql, begin, check_given_expiry, columns, context_settings, push_changeable,
-    push_expiry, push_readable, write_replacing_expired,
+    push_expiry, push_identity, push_readable, write_replacing_expired,
 };
 
 /// A record type stored in one table keyed by `(tenant_id, id)`.
@@ -224,25 +224,13 @@ async fn write_unaudited<R: Record>(
     }
     let placement = ctx.placement(namespace, &format!("store {} {id}", R::KIND))?;
     let expiry = ctx.expiry(R::KIND, &placement.namespace, created_at, expires_at)?;
-    let tenant = ctx.tenant_id().to_owned();
-    let owner = ctx.owner_key();
+    let row_ctx = ctx.clone();
     let row_id = id.clone();
     let row: RowFn = Arc::new(move |sql: &mut Sql| {
+        sql.push("(");
+        push_identity(sql, &row_ctx, &placement, row_id.clone(), created_at);
         // Access statistics start at zero.
-        let stats = if R::TRACKED { ", 0, NULL, " } else { ", " };
-        sql.push("(")
-            .bind(tenant.clone())
-            .push(", ")
-            .bind(row_id.clone())
-            .push(", ")
-            .bind(placement.namespace.clone())
-            .push(", ")
-            .bind(placement.project_id.clone())
-            .push(", ")
-            .bind(owner.clone())
-            .push(", ")
-            .bind(created_at)
-            .push(stats);
+        sql.push(if R::TRACKED { ", 0, NULL, " } else { ", " });
         push_mutable(sql);
         sql.push(", ").bind(expiry).push(")");
     });

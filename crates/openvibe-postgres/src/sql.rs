@@ -776,6 +776,19 @@ pub(crate) fn push_new_identity(
     id: String,
     now: DateTime<Utc>,
 ) {
+    push_identity(sql, ctx, placement, id, now);
+    sql.push(", ").bind(now).push(", ");
+}
+
+/// A record's tenant, id, namespace, project, owner (the caller's) and
+/// creation time, comma-separated.
+pub(crate) fn push_identity(
+    sql: &mut Sql,
+    ctx: &CallerContext,
+    placement: &Placement,
+    id: String,
+    created_at: DateTime<Utc>,
+) {
     sql.bind(ctx.tenant_id().to_owned())
         .push(", ")
         .bind(id)
@@ -786,10 +799,7 @@ pub(crate) fn push_new_identity(
         .push(", ")
         .bind(ctx.owner_key())
         .push(", ")
-        .bind(now)
-        .push(", ")
-        .bind(now)
-        .push(", ");
+        .bind(created_at);
 }
 
 /// `DELETE FROM <table> WHERE tenant_id = <caller's> AND id = <id>` in
