@@ -50,12 +50,29 @@ pub(crate) struct Spec {
     pub(crate) head: String,
     /// The statement after the rows (`ON CONFLICT … RETURNING …`).
     pub(crate) tail: RowFn,
+    /// Whether a returned row decodes as the record (checked before the
+    /// commit: a row that does not is not committed, as alone).
+    pub(crate) decodes: fn(&PgRow) -> Result<(), StoreError>,
+}
+
+/// What a queued write hears from its batch.
+pub(crate) enum Answer {
+    /// Written and committed: its row.
+    Written(PgRow),
+    /// Not written (its row was refused, or the batch failed before its
+    /// commit): write alone, then drop the token. The group takes no
+    /// further batch until every token is dropped, so writes of one id
+    /// keep their order.
+    Alone(oneshot::Sender<()>),
+    /// The batch's commit failed: the outcome is unknown, as it would be
+    /// for a lone write whose commit failed.
+    Failed(StoreError),
 }
 
 struct Pending {
     id: String,
     row: RowFn,
-    reply: oneshot::Sender<PgRow>,
+    reply: oneshot::Sender<Answer>,
 }
 
 struct Group {
@@ -79,9 +96,9 @@ impl std::fmt::Debug for Groups {
 pub(crate) enum Turn {
     /// Write alone now; queued writes follow when the guard is dropped.
     Lead(Guard),
-    /// Wait: the row as written, or `None` (refused by the statement's
-    /// condition, or the batch failed): write alone then.
-    Follow(oneshot::Receiver<PgRow>),
+    /// Wait for the batch's [`Answer`]; a closed channel (the group was
+    /// closed without a batch) means: write alone.
+    Follow(oneshot::Receiver<Answer>),
 }
 
 impl Groups {
@@ -124,19 +141,25 @@ impl Groups {
             groups: self.clone(),
             pool: pool.clone(),
             key,
+            role: Role::Lead,
         })
     }
 
     /// The next batch of `key`: up to [`MAX_BATCH`] queued writes of
     /// distinct ids, in queue order (a later write of an id waits for the
-    /// next batch, so writes of one id keep their order).
-    fn take(&self, key: &str) -> Option<(Arc<Spec>, Vec<Pending>)> {
+    /// next batch, so writes of one id keep their order); writes whose
+    /// caller stopped waiting are dropped unwritten, as a cancelled lone
+    /// write would be. With none left, the group is closed.
+    fn take_or_close(&self, key: &str) -> Option<(Arc<Spec>, Vec<Pending>)> {
         let mut groups = self.lock();
         let group = groups.get_mut(key)?;
         let mut ids = HashSet::new();
         let mut batch = Vec::new();
         let mut kept = VecDeque::new();
         while let Some(p) = group.queue.pop_front() {
+            if p.reply.is_closed() {
+                continue;
+            }
             if batch.len() < MAX_BATCH && ids.insert(p.id.clone()) {
                 batch.push(p);
             } else {
@@ -144,18 +167,36 @@ impl Groups {
             }
         }
         group.queue = kept;
-        (!batch.is_empty()).then(|| (Arc::clone(&group.spec), batch))
+        if batch.is_empty() {
+            groups.remove(key);
+            return None;
+        }
+        Some((Arc::clone(&group.spec), batch))
     }
 }
 
-/// Holds a group open; dropped, it hands the queue to a task that writes
-/// it, or closes the group when nothing is queued. Runs on every exit,
-/// a cancelled or panicking writer included, so a queued write is never
-/// left waiting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The first write's: dropped, it hands the queue to a drain task.
+    Lead,
+    /// A drain task's: dropped before the queue ran dry (cancelled, or a
+    /// panic), it closes the group and its waiters write alone.
+    Drain,
+    /// The group is closed already.
+    Done,
+}
+
+/// Holds a group open. Runs on every exit, a cancelled or panicking writer
+/// included, so a queued write is never left waiting: the leader's hands
+/// the queue to a task that writes it (or closes the group when nothing is
+/// queued); a drain task's closes the group when the task ends early (a
+/// runtime shutting down drops tasks unpolled: handing on again would
+/// never end).
 pub(crate) struct Guard {
     groups: Groups,
     pool: PgPool,
     key: Key,
+    role: Role,
 }
 
 impl Drop for Guard {
@@ -164,19 +205,19 @@ impl Drop for Guard {
         let queued = groups
             .get(&self.key)
             .is_some_and(|group| !group.queue.is_empty());
-        let handle = tokio::runtime::Handle::try_current();
-        match handle {
-            Ok(handle) if queued => {
+        match (self.role, tokio::runtime::Handle::try_current()) {
+            (Role::Done, _) => {}
+            (Role::Lead, Ok(handle)) if queued => {
                 drop(groups);
-                let next = Guard {
+                handle.spawn(drain(Guard {
                     groups: self.groups.clone(),
                     pool: self.pool.clone(),
                     key: std::mem::take(&mut self.key),
-                };
-                handle.spawn(drain(next));
+                    role: Role::Drain,
+                }));
             }
             // Closing the group drops the queued replies: their writers
-            // (if any are left without a runtime) write alone.
+            // write alone.
             _ => {
                 groups.remove(&self.key);
             }
@@ -184,9 +225,9 @@ impl Drop for Guard {
     }
 }
 
-/// Write batches of the group while any are queued.
-async fn drain(guard: Guard) {
-    while let Some((spec, batch)) = guard.groups.take(&guard.key) {
+/// Write batches of the group while any are queued, then close it.
+async fn drain(mut guard: Guard) {
+    while let Some((spec, batch)) = guard.groups.take_or_close(&guard.key) {
         let span = tracing::debug_span!(
             "store",
             backend = "postgres",
@@ -196,16 +237,24 @@ async fn drain(guard: Guard) {
             tenant = %spec.ctx.tenant_id(),
             principal = %spec.ctx.principal()
         );
-        write_batch(&guard.pool, &spec, batch)
+        let alone = write_batch(&guard.pool, &spec, batch)
             .instrument(span)
             .await;
+        // Writes told to go alone finish before the next batch starts.
+        for done in alone {
+            let _ = done.await;
+        }
     }
+    guard.role = Role::Done;
 }
 
-/// Write `batch` in one statement and answer each writer its row; a writer
-/// whose row is missing (or all of them, when the batch failed) hears
-/// nothing and writes alone.
-async fn write_batch(pool: &PgPool, spec: &Spec, mut batch: Vec<Pending>) {
+/// Write `batch` in one statement and answer each writer; returns the
+/// tokens of those told to write alone.
+async fn write_batch(
+    pool: &PgPool,
+    spec: &Spec,
+    mut batch: Vec<Pending>,
+) -> Vec<oneshot::Receiver<()>> {
     // One order for every batch, so two batches over the same ids take
     // their row locks in the same order.
     batch.sort_by(|a, b| a.id.cmp(&b.id));
@@ -218,33 +267,52 @@ async fn write_batch(pool: &PgPool, spec: &Spec, mut batch: Vec<Pending>) {
         (p.row)(&mut sql);
     }
     (spec.tail)(&mut sql);
-    let written = async {
+    let ran = async {
         let (tx, ran) =
             write_replacing_expired(pool, &spec.ctx, spec.table, &ids, sql, Run::All).await?;
-        tx.commit().await.map_err(store_error)?;
-        Ok::<_, StoreError>(match ran {
+        let rows = match ran {
             Ran::All(rows) => rows,
             _ => Vec::new(),
-        })
+        };
+        if let Some(e) = rows.iter().find_map(|row| (spec.decodes)(row).err()) {
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+        Ok((tx, rows))
     }
     .await;
-    let rows = match written {
-        Ok(rows) => rows,
+    let mut rows: HashMap<String, PgRow> = match ran {
+        Ok((tx, rows)) => {
+            if let Err(e) = tx.commit().await {
+                let e = store_error(e);
+                for p in batch {
+                    let _ = p.reply.send(Answer::Failed(e.clone()));
+                }
+                return Vec::new();
+            }
+            rows.into_iter()
+                .filter_map(|row| Some((row.try_get::<String, _>("id").ok()?, row)))
+                .collect()
+        }
         Err(e) => {
             tracing::debug!(error = %e, rows = batch.len(), "group write failed; each writes alone");
-            return;
+            HashMap::new()
         }
     };
-    let mut by_id: HashMap<String, PgRow> = rows
-        .into_iter()
-        .filter_map(|row| Some((row.try_get::<String, _>("id").ok()?, row)))
-        .collect();
+    let mut alone = Vec::new();
     for p in batch {
-        if let Some(row) = by_id.remove(&p.id) {
-            // A writer that stopped waiting has gone; its row is written.
-            let _ = p.reply.send(row);
-        }
+        // A writer that stopped waiting has gone; its row is written.
+        let answer = match rows.remove(&p.id) {
+            Some(row) => Answer::Written(row),
+            None => {
+                let (token, done) = oneshot::channel();
+                alone.push(done);
+                Answer::Alone(token)
+            }
+        };
+        let _ = p.reply.send(answer);
     }
+    alone
 }
 
 #[cfg(test)]
@@ -258,6 +326,7 @@ mod tests {
             kind: "fact",
             head: String::new(),
             tail: Arc::new(|_: &mut Sql| {}),
+            decodes: |_| Ok(()),
         }
     }
 
@@ -267,7 +336,7 @@ mod tests {
             .unwrap_or_else(|e| unreachable!("a lazy pool does not connect: {e}"))
     }
 
-    fn queue(groups: &Groups, key: &str, ids: &[&str]) -> Vec<oneshot::Receiver<PgRow>> {
+    fn queue(groups: &Groups, key: &str, ids: &[&str]) -> Vec<oneshot::Receiver<Answer>> {
         let row: RowFn = Arc::new(|_: &mut Sql| {});
         ids.iter()
             .map(
@@ -298,7 +367,7 @@ mod tests {
         let _answers = queue(&groups, "k", &refs);
         let taken = |groups: &Groups| -> Vec<String> {
             groups
-                .take("k")
+                .take_or_close("k")
                 .map(|(_, batch)| batch.into_iter().map(|p| p.id).collect())
                 .unwrap_or_default()
         };
@@ -309,9 +378,9 @@ mod tests {
         let second = taken(&groups);
         assert_eq!(second[0], "a");
         assert_eq!(second.len(), 1 + 3);
+        // Nothing left: the group is closed, and the next write leads.
         assert!(taken(&groups).is_empty());
-        // Nothing queued: dropping the guard closes the group, and the
-        // next write leads again.
+        assert!(groups.lock().is_empty());
         drop(guard);
         assert!(groups.lock().is_empty());
         drop(lead(&groups));
@@ -330,6 +399,48 @@ mod tests {
         assert!(groups.lock().is_empty());
         for answer in answers {
             assert!(answer.await.is_err());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_caller_stopped_waiting_is_not_written() {
+        let groups = Groups::default();
+        let _guard = lead(&groups);
+        let mut answers = queue(&groups, "k", &["gone", "kept"]);
+        drop(answers.remove(0));
+        let batch = groups
+            .take_or_close("k")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        let ids: Vec<&str> = batch.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["kept"]);
+    }
+
+    #[test]
+    fn a_runtime_shutting_down_closes_the_group() {
+        let groups = Groups::default();
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            unreachable!("a current-thread runtime builds");
+        };
+        let answers = runtime.block_on(async {
+            let guard = lead(&groups);
+            let answers = queue(&groups, "k", &["a"]);
+            // A leader still writing when the runtime goes: its guard
+            // hands the queue to a task the closing runtime drops unpolled.
+            tokio::spawn(async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+            });
+            tokio::task::yield_now().await;
+            answers
+        });
+        drop(runtime);
+        assert!(groups.lock().is_empty());
+        for answer in answers {
+            assert!(answer.blocking_recv().is_err());
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::audit::AuditWriter;
 use crate::error::store_error;
 use std::sync::Arc;
 
-use crate::group::{Groups, Key, RowFn, Spec, Turn};
+use crate::group::{Answer, Groups, Key, RowFn, Spec, Turn};
 use crate::sql::{
     Ran, Run, Sql, begin, check_given_expiry, columns, context_settings, push_changeable,
     push_expiry, push_identity, push_readable, write_replacing_expired,
@@ -270,6 +270,7 @@ async fn write_unaudited<R: Record>(
         kind: R::KIND,
         head: upsert_head::<R>(),
         tail: Arc::clone(&tail),
+        decodes: decodes::<R>,
     };
     match stores.groups.join(pool, key, spec, &id, &row) {
         Turn::Lead(guard) => {
@@ -278,10 +279,21 @@ async fn write_unaudited<R: Record>(
             stored
         }
         Turn::Follow(answer) => match answer.await {
-            Ok(row) => R::decode(&row),
+            Ok(Answer::Written(row)) => R::decode(&row),
+            Ok(Answer::Failed(e)) => Err(e),
+            Ok(Answer::Alone(token)) => {
+                let stored = upsert().await;
+                drop(token);
+                stored
+            }
             Err(_) => upsert().await,
         },
     }
+}
+
+/// Whether `row` decodes as an `R`.
+fn decodes<R: Record>(row: &PgRow) -> Result<(), StoreError> {
+    R::decode(row).map(|_| ())
 }
 
 /// `INSERT INTO … VALUES ` of an upsert, before its rows.

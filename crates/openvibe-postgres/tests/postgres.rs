@@ -128,8 +128,9 @@ async fn eight_concurrent_writers_lose_nothing() {
 
 /// Stores of one caller that run at the same time share transactions
 /// (group commit), and each still gets the answer it would get alone: its
-/// own row, its own refusal, writes of one id in order, every write and
-/// refusal audited.
+/// own row, its own refusal, every write and refusal audited as its own
+/// caller's (a second caller writes in the same burst: its writes must not
+/// join the first caller's transactions).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_stores_share_transactions_and_answer_each_alone() {
     let Some(url) = common::database_url() else {
@@ -149,23 +150,30 @@ async fn concurrent_stores_share_transactions_and_answer_each_alone() {
         .await
         .expect_err("another agent's fact is refused")
         .to_string();
+    let you = CallerContext::agent("you").with_tenant("t1");
     let mut tasks = Vec::new();
-    let mut spawn = |id: String, content: String| {
-        let (facts, me) = (facts.clone(), me.clone());
+    let start = Utc::now();
+    let mut spawn = |who: &CallerContext, id: String, content: String, i: i64| {
+        let (facts, who) = (facts.clone(), who.clone());
+        // Distinct update times: the audit trigger records an update only
+        // when `updated_at` changes.
+        let mut fact = Fact::new(id.clone(), content.clone());
+        fact.meta.updated_at = start + Duration::microseconds(i);
         tasks.push(tokio::spawn(async move {
-            let stored = facts
-                .store(&me, Fact::new(id.clone(), content.clone()))
-                .await;
+            let stored = facts.store(&who, fact).await;
             (id, content, stored)
         }));
     };
     for i in 0..200 {
-        spawn(format!("g{i:03}"), format!("grouped note {i}"));
+        spawn(&me, format!("g{i:03}"), format!("grouped note {i}"), i);
+        if i % 4 == 0 {
+            spawn(&you, format!("y{i:03}"), format!("your note {i}"), i);
+        }
         if i % 40 == 0 {
-            spawn("theirs".into(), format!("mine now? {i}"));
+            spawn(&me, "theirs".into(), format!("mine now? {i}"), i);
         }
         if i % 20 == 0 {
-            spawn("dup".into(), format!("version {i}"));
+            spawn(&me, "dup".into(), format!("version {i}"), i);
         }
     }
     let (mut written, mut refused) = (0, 0);
@@ -182,12 +190,12 @@ async fn concurrent_stores_share_transactions_and_answer_each_alone() {
             }
             Err(e) => {
                 assert_eq!(id, "theirs", "{e}");
-                assert_eq!(e.to_string(), alone.replace("mine now?", &content));
+                assert_eq!(e.to_string(), alone);
                 refused += 1;
             }
         }
     }
-    assert_eq!((written, refused), (210, 5));
+    assert_eq!((written, refused), (260, 5));
     let theirs = facts.get(&sys(), "theirs").await.unwrap().unwrap();
     assert_eq!(theirs.content, "not mine to change");
     assert!(
@@ -231,6 +239,21 @@ async fn concurrent_stores_share_transactions_and_answer_each_alone() {
             ("insert".to_owned(), "refused".to_owned(), 6),
             ("update".to_owned(), "ok".to_owned(), 9),
         ]
+    );
+    // Each caller's writes are audited, and owned, as that caller's.
+    let by_caller: Vec<(String, String, String, i64)> = sqlx::query_as(
+        "SELECT a.principal, f.owner, left(a.record_id, 1), count(*) FROM audit_log a \
+         JOIN facts f ON f.tenant_id = a.tenant_id AND f.id = a.record_id \
+         WHERE a.record_kind = 'fact' AND a.operation = 'insert' AND a.status = 'ok' \
+         AND (a.record_id LIKE 'g%' OR a.record_id LIKE 'y%') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let row = |p: &str, prefix: &str, n: i64| (p.to_owned(), p.to_owned(), prefix.to_owned(), n);
+    assert_eq!(
+        by_caller,
+        vec![row("agent:me", "g", 200), row("agent:you", "y", 50)]
     );
 }
 
@@ -1393,11 +1416,17 @@ async fn hybrid_lists_on_one_or_two_connections_agree() {
             ))
         })
         .collect();
+    // Indexed before the queries, not during them: an HNSW walk and an
+    // exact comparison may keep different records among equal distances.
+    single.knowledge().set_background_indexing(false);
+    wide.knowledge().set_background_indexing(false);
     single
         .knowledge()
         .store_knowledge_batch(&alice, items)
         .await
         .unwrap();
+    single.knowledge().index_pending(&alice).await.unwrap();
+    assert_eq!(single.knowledge().pending_vectors(&alice).await.unwrap(), 0);
     // Two connections open and idle in the wide pool.
     let (a, b) = (pool.acquire().await.unwrap(), pool.acquire().await.unwrap());
     drop((a, b));
