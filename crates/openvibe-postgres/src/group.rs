@@ -11,10 +11,13 @@
 //! of per record.
 //!
 //! A queued write whose row the batch did not return (its conflict clause
-//! refused it), or whose batch failed as a whole (a deadlock, a constraint,
-//! a lost connection), is not lost and not failed: its caller runs it alone
-//! as it would have, so every write gets the answer and audit entry of its
-//! own ([`Turn::Follow`] yields `None`).
+//! refused it), or whose batch failed before its commit (a deadlock, a
+//! constraint, a lost connection), is not lost and not failed: its caller
+//! runs it alone as it would have ([`Answer::Alone`]), so every write gets
+//! the answer and audit entry of its own, and the group waits for those
+//! before its next batch. A failed commit is answered as that error
+//! ([`Answer::Failed`]), never retried: its outcome is unknown. A queued
+//! write whose caller stopped waiting is dropped unwritten.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -301,7 +304,8 @@ async fn write_batch(
     };
     let mut alone = Vec::new();
     for p in batch {
-        // A writer that stopped waiting has gone; its row is written.
+        // A writer that stopped waiting once its batch began: its row is
+        // written, as a lone write cancelled during its commit would be.
         let answer = match rows.remove(&p.id) {
             Some(row) => Answer::Written(row),
             None => {

@@ -169,7 +169,7 @@ pub(crate) async fn write<R: Record>(
     stores.audit.refusal(ctx, audited, R::KIND, &id, result)
 }
 
-/// What [`write`] writes with: the pool, the audit writer and the upsert
+/// What [`write()`] writes with: the pool, the audit writer and the upsert
 /// groups of the store.
 #[derive(Clone, Copy)]
 pub(crate) struct Writer<'a> {
