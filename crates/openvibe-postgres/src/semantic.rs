@@ -644,40 +644,71 @@ impl KnowledgeStore for PgKnowledgeStore {
                 Some(_) => format!("{}; {GENERIC_PLANS}", hnsw_settings(search.vector_depth)),
                 None => GENERIC_PLANS.to_owned(),
             };
-            let mut tx = begin_then(&self.pool, ctx, Some(&settings)).await?;
+            // Both lists: the full text on a second connection, begun
+            // together with this one, when the pool has one idle (never
+            // waiting for it: see `try_begin_then`); otherwise one list
+            // after the other below.
+            let both = search.vector.is_some() && search.full_text();
+            let (tx, side) = tokio::join!(begin_then(&self.pool, ctx, Some(&settings)), async {
+                if both {
+                    try_begin_then(&self.pool, ctx, Some(GENERIC_PLANS)).await
+                } else {
+                    Ok(None)
+                }
+            });
+            let mut tx = tx?;
+            let side = side?;
             let mut lists = Vec::new();
             let mut text_done = !search.full_text();
             // A vector list alone brings its records along.
             let alone = text_done;
             let mut listed = None;
             if let Some(vector) = search.vector {
-                // Both lists: the full text on a second connection while
-                // this one walks the HNSW graph (the two halves of a hybrid
-                // query cost alike), when the pool has one idle; otherwise
-                // one after the other below.
-                let text = async {
-                    if alone {
-                        return Ok(None);
+                // The HNSW walk starts once the full text's first round is
+                // answered: started together, the two CPU-bound statements
+                // often shared one core (the other busy with the client)
+                // and the second waited out the first's time slice
+                // (docs/decisions.md).
+                let (first_done, first) = match side {
+                    Some(_) => {
+                        let (done, answered) = tokio::sync::oneshot::channel();
+                        (Some(done), Some(answered))
                     }
-                    let Some(mut side) =
-                        try_begin_then(&self.pool, ctx, Some(GENERIC_PLANS)).await?
-                    else {
+                    None => (None, None),
+                };
+                let text = async {
+                    let Some(mut side) = side else {
                         return Ok(None);
                     };
-                    let list = full_text(&mut side, ctx, query, &search.terms, search.depth).await;
+                    let list = full_text(
+                        &mut side,
+                        ctx,
+                        query,
+                        &search.terms,
+                        search.depth,
+                        first_done,
+                    )
+                    .await;
                     end_read(side);
                     list.map(Some)
                 };
-                let nearest = nearest(
-                    &mut tx,
-                    &self.table,
-                    &self.model,
-                    ctx,
-                    query,
-                    vector,
-                    search.vector_depth,
-                    alone,
-                );
+                let nearest = async {
+                    if let Some(answered) = first {
+                        // A dropped sender (no first round) starts it too.
+                        let _ = answered.await;
+                    }
+                    nearest(
+                        &mut tx,
+                        &self.table,
+                        &self.model,
+                        ctx,
+                        query,
+                        vector,
+                        search.vector_depth,
+                        alone,
+                    )
+                    .await
+                };
                 let (text, (nearest, records)) = tokio::try_join!(text, nearest)?;
                 if let Some(list) = text {
                     lists.push((Retriever::FullText, list));
@@ -689,7 +720,8 @@ impl KnowledgeStore for PgKnowledgeStore {
                 }
             }
             if !text_done {
-                let list = full_text(&mut tx, ctx, query, &search.terms, search.depth).await?;
+                let list =
+                    full_text(&mut tx, ctx, query, &search.terms, search.depth, None).await?;
                 lists.insert(0, (Retriever::FullText, list));
             }
             let fused = combine(lists, query.top_k);

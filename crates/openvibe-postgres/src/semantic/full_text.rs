@@ -22,12 +22,14 @@ use crate::sql::{Sql, Tx, col, columns};
 /// The full-text list: BM25 over the readable knowledge the query's
 /// filters keep, with the query expanded by pseudo-relevance feedback
 /// ([`EXPANSION`]); the best `limit`, as the in-memory backend ranks them.
+/// `first_done` is told (or dropped) once the first round is answered.
 pub(super) async fn full_text(
     tx: &mut Tx,
     ctx: &CallerContext,
     query: &KnowledgeQuery,
     terms: &[String],
     limit: usize,
+    first_done: Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<Vec<(RankKey, f32)>, StoreError> {
     if terms.is_empty() {
         return Ok(Vec::new());
@@ -35,7 +37,12 @@ pub(super) async fn full_text(
     let mut candidates = Postings::default();
     // The first round brings the corpus statistics along (one round trip
     // fewer); without a candidate there is nothing to rank.
-    let Some(stats) = candidates.read(tx, ctx, query, terms, true).await? else {
+    let first = candidates.read(tx, ctx, query, terms, true).await;
+    if let Some(done) = first_done {
+        // The waiter may have gone (its query failed): nothing to tell.
+        let _ = done.send(());
+    }
+    let Some(stats) = first? else {
         return Ok(Vec::new());
     };
     let best = bm25_rank(
