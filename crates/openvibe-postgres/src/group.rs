@@ -178,7 +178,7 @@ impl Groups {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Role {
     /// The first write's: dropped, it hands the queue to a drain task.
     Lead,

@@ -1,6 +1,8 @@
 //! Operations every record table shares: get, delete, touch, running a
 //! query, and explaining a change that matched no row.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     AuditOp, CallerContext, Change, RecordMeta, StoreError, check_fixed_namespace,
@@ -11,8 +13,6 @@ use tracing::Instrument;
 
 use crate::audit::AuditWriter;
 use crate::error::store_error;
-use std::sync::Arc;
-
 use crate::group::{Answer, Groups, Key, RowFn, Spec, Turn};
 use crate::sql::{
     Ran, Run, Sql, begin, check_given_expiry, columns, context_settings, push_changeable,
