@@ -27,6 +27,7 @@ mod admin;
 mod audit;
 mod candidates;
 mod context;
+mod dates;
 mod error;
 pub mod governance;
 mod kv;

@@ -8,7 +8,9 @@
 //!
 //! - **Analyzer** ([`analyze`]): lowercase runs of alphanumerics, English
 //!   stop words dropped, each word reduced to its Snowball (Porter 2) stem,
-//!   so that "researching" finds "research".
+//!   so that "researching" finds "research"; a calendar date adds a day
+//!   and a month term (`d20230707`, `m202307`), so a question naming a
+//!   day finds what was said that day whichever way it was written.
 //! - **BM25** ([`Bm25`]): the Robertson–Spärck Jones weight with `k1 = 1.2`,
 //!   `b = 0.75`. Collection statistics (document count, mean length) are the
 //!   tenant's; document frequencies count only the documents the caller
@@ -239,24 +241,32 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 pub const MAX_TERM_LEN: usize = 64;
 
 /// The analyzed terms of `text`, in order, repeats kept: lowercase runs of
-/// alphanumerics, stop words dropped, each stemmed (Snowball English).
+/// alphanumerics, stop words dropped, each stemmed (Snowball English);
+/// then a day term and a month term for each calendar date ("7 July, 2023",
+/// "July 7, 2023", "2023-07-07": `d20230707`, `m202307`) and a month term
+/// for each month with its year ("July 2023").
 ///
 /// ```
 /// use openvibe_protocols::memory::analyze;
 /// assert_eq!(analyze("What is she researching? Research!"), vec!["research", "research"]);
 /// assert_eq!(analyze("LGBTQ support groups"), vec!["lgbtq", "support", "group"]);
+/// assert_eq!(
+///     analyze("Hiked on July 7, 2023"),
+///     vec!["hike", "juli", "7", "2023", "d20230707", "m202307"],
+/// );
 /// ```
 pub fn analyze(text: &str) -> Vec<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
     let mut terms = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
+    for lower in &words {
+        if is_stop_word(lower) {
             continue;
         }
-        let lower = word.to_lowercase();
-        if is_stop_word(&lower) {
-            continue;
-        }
-        let mut term = stemmer().stem(&lower).into_owned();
+        let mut term = stemmer().stem(lower).into_owned();
         if term.len() > MAX_TERM_LEN {
             let mut end = MAX_TERM_LEN;
             while !term.is_char_boundary(end) {
@@ -266,6 +276,7 @@ pub fn analyze(text: &str) -> Vec<String> {
         }
         terms.push(term);
     }
+    terms.extend(super::dates::date_terms(&words));
     terms
 }
 
@@ -494,7 +505,10 @@ impl Expansion {
         let mut idfs: HashMap<&str, f64> = HashMap::new();
         for counts in feedback.into_iter().take(self.docs) {
             for (term, &tf) in counts.terms.iter().zip(&counts.tfs) {
-                if query.contains(term) {
+                // A date term is never lent: the feedback documents often
+                // share one (a conversation's day), and adding it would
+                // narrow a query that named no date to that day.
+                if query.contains(term) || super::dates::is_date_term(term) {
                     continue;
                 }
                 let idf = *idfs
@@ -759,6 +773,29 @@ pub fn single<K>(retriever: Retriever, list: Vec<(K, f32)>) -> Vec<Fused<K>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expansion_never_lends_a_date_term() {
+        let docs: Vec<TermCounts> = [
+            "Nate (7 July, 2023): the turtles love the new tank",
+            "Joanna (7 July, 2023): turtles and a tank",
+            "Nate (1 May, 2022): a movie night",
+        ]
+        .iter()
+        .map(|t| TermCounts::of(t))
+        .collect();
+        assert!(docs[0].tf("d20230707") == 1 && docs[0].tf("m202307") == 1);
+        let ranked: Vec<&TermCounts> = docs.iter().collect();
+        let all = Expansion {
+            docs: 2,
+            terms: 100,
+            weight: 2.0,
+            pool: 100,
+        };
+        let added = all.select_from(&query_terms("turtles"), &ranked);
+        assert!(added.contains(&"tank".to_owned()), "{added:?}");
+        assert!(!added.iter().any(|t| t.starts_with("d2023") || t.starts_with("m2023")), "{added:?}");
+    }
 
     #[test]
     fn expansion_weighs_terms_by_their_frequency_among_the_candidates() {
