@@ -149,7 +149,10 @@ mod tests {
 
     #[test]
     fn a_month_and_year_give_the_month_term() {
-        assert_eq!(terms("in December 2023 and January, 2024"), ["m202312", "m202401"]);
+        assert_eq!(
+            terms("in December 2023 and January, 2024"),
+            ["m202312", "m202401"]
+        );
         assert_eq!(terms("December 1,2023"), ["d20231201", "m202312"]);
     }
 

@@ -794,7 +794,12 @@ mod tests {
         };
         let added = all.select_from(&query_terms("turtles"), &ranked);
         assert!(added.contains(&"tank".to_owned()), "{added:?}");
-        assert!(!added.iter().any(|t| t.starts_with("d2023") || t.starts_with("m2023")), "{added:?}");
+        assert!(
+            !added
+                .iter()
+                .any(|t| t.starts_with("d2023") || t.starts_with("m2023")),
+            "{added:?}"
+        );
     }
 
     #[test]
