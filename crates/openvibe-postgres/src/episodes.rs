@@ -15,7 +15,7 @@ use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_TIME, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Ran, Run, Sql, col, count_col, joined_terms, new_id, push_governed, to_i64,
+    GovernedColumns, Run, Sql, col, count_col, joined_terms, new_id, push_governed, to_i64,
     write_replacing_expired,
 };
 
@@ -304,12 +304,10 @@ impl PgEpisodicStore {
             let (tx, done) =
                 write_replacing_expired(&self.pool, ctx, "episodes", &ids, sql, Run::Execute)
                     .await?;
+            let done = done.affected()?;
             tx.commit().await.map_err(store_error)?;
             crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "episode", written).await;
-            Ok(match done {
-                Ran::Execute(n) => n,
-                _ => 0,
-            })
+            Ok(done)
         }
         .instrument(span("episode", "store_batch", ctx))
         .await

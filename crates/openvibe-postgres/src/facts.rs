@@ -14,7 +14,7 @@ use crate::error::{corrupt, store_error};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Ran, Run, Sql, col, count_col, joined_terms, new_id, push_governed,
+    GovernedColumns, Run, Sql, col, count_col, joined_terms, new_id, push_governed,
     write_replacing_expired,
 };
 
@@ -288,12 +288,10 @@ impl PgFactStore {
             let (tx, done) =
                 write_replacing_expired(&self.pool, ctx, "facts", &ids, sql, Run::Execute)
                     .await?;
+            let done = done.affected()?;
             tx.commit().await.map_err(store_error)?;
             crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "fact", written).await;
-            Ok(match done {
-                Ran::Execute(n) => n,
-                _ => 0,
-            })
+            Ok(done)
         }
         .instrument(span("fact", "store_batch", ctx))
         .await

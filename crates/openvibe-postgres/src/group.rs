@@ -29,7 +29,7 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::error::store_error;
-use crate::sql::{Ran, Run, Sql, write_replacing_expired};
+use crate::sql::{Run, Sql, write_replacing_expired};
 
 /// Rows written by one statement at most.
 pub(crate) const MAX_BATCH: usize = 64;
@@ -273,10 +273,7 @@ async fn write_batch(
     let ran = async {
         let (tx, ran) =
             write_replacing_expired(pool, &spec.ctx, spec.table, &ids, sql, Run::All).await?;
-        let rows = match ran {
-            Ran::All(rows) => rows,
-            _ => Vec::new(),
-        };
+        let rows = ran.rows()?;
         if let Some(e) = rows.iter().find_map(|row| (spec.decodes)(row).err()) {
             let _ = tx.rollback().await;
             return Err(e);

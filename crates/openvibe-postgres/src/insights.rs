@@ -15,9 +15,8 @@ use crate::facts::{at_index, check_caller, decode_meta};
 use crate::query::{BY_CONFIDENCE, select};
 use crate::records::{self, Mode, Record, span};
 use crate::sql::{
-    GovernedColumns, Ran, Run, Sql, begin, check_tags, col, columns, count_col, joined_terms,
-    new_id, push_changeable, push_governed, push_readable, to_i64, word_queries,
-    write_replacing_expired,
+    GovernedColumns, Run, Sql, begin, check_tags, col, columns, count_col, joined_terms, new_id,
+    push_changeable, push_governed, push_readable, to_i64, word_queries, write_replacing_expired,
 };
 
 const COLS: &[&str] = &[
@@ -301,12 +300,10 @@ impl PgInsightStore {
             let (tx, done) =
                 write_replacing_expired(&self.pool, ctx, "insights", &ids, sql, Run::Execute)
                     .await?;
+            let done = done.affected()?;
             tx.commit().await.map_err(store_error)?;
             crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "insight", written).await;
-            Ok(match done {
-                Ran::Execute(n) => n,
-                _ => 0,
-            })
+            Ok(done)
         }
         .instrument(span("insight", "store_batch", ctx))
         .await

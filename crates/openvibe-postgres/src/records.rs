@@ -15,8 +15,8 @@ use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::group::{Answer, Groups, Key, RowFn, Spec, Turn};
 use crate::sql::{
-    Ran, Run, Sql, begin, check_given_expiry, columns, context_settings, push_changeable,
-    push_expiry, push_identity, push_readable, write_replacing_expired,
+    Run, Sql, begin, check_given_expiry, columns, context_settings, push_changeable, push_expiry,
+    push_identity, push_readable, write_replacing_expired,
 };
 
 /// A record type stored in one table keyed by `(tenant_id, id)`.
@@ -252,13 +252,7 @@ async fn write_unaudited<R: Record>(
             Run::Optional,
         )
         .await?;
-        let Ran::Optional(row) = ran else {
-            let _ = tx.rollback().await;
-            return Err(StoreError::backend(
-                "a single-row write returned no single row",
-            ));
-        };
-        let stored = row.as_ref().map(R::decode).transpose()?;
+        let stored = ran.row()?.as_ref().map(R::decode).transpose()?;
         finish(tx, stored, ctx, &id, mode, namespace).await
     };
     let Some(key) = group_key::<R>(&tail, ctx) else {

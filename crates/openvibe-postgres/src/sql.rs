@@ -305,6 +305,37 @@ pub(crate) enum Ran {
     All(Vec<PgRow>),
 }
 
+impl Ran {
+    /// A statement's answer other than the one its [`Run`] gives.
+    fn mismatch(run: &str) -> StoreError {
+        StoreError::backend(format!("a statement run as `{run}` answered otherwise"))
+    }
+
+    /// The rows affected of [`Run::Execute`].
+    pub(crate) fn affected(self) -> Result<u64, StoreError> {
+        match self {
+            Ran::Execute(n) => Ok(n),
+            _ => Err(Self::mismatch("execute")),
+        }
+    }
+
+    /// The row of [`Run::Optional`].
+    pub(crate) fn row(self) -> Result<Option<PgRow>, StoreError> {
+        match self {
+            Ran::Optional(row) => Ok(row),
+            _ => Err(Self::mismatch("fetch_optional")),
+        }
+    }
+
+    /// The rows of [`Run::All`].
+    pub(crate) fn rows(self) -> Result<Vec<PgRow>, StoreError> {
+        match self {
+            Ran::All(rows) => Ok(rows),
+            _ => Err(Self::mismatch("fetch_all")),
+        }
+    }
+}
+
 async fn run_in(tx: &mut Tx, sql: Sql, run: Run) -> Result<Ran, StoreError> {
     let query = sql.build()?;
     Ok(match run {
