@@ -8,10 +8,13 @@
 //! the first round's best [`Expansion::pool`](openvibe_protocols::memory::Expansion)
 //! documents, by primary key.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
+use chrono::{DateTime, Utc};
+
 use openvibe_protocols::memory::{
-    CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted, rank_key,
+    CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted,
 };
 use openvibe_protocols::{CallerContext, KnowledgeQuery, StoreError};
 
@@ -76,10 +79,10 @@ struct Postings {
 impl Postings {
     /// Add the postings of `terms` in the readable knowledge the query's
     /// filters keep: every such record holding one of them becomes (or
-    /// stays) a candidate, with those terms' counts. With `stats`, each row
-    /// also carries the tenant's corpus statistics for BM25 (aggregate
-    /// counts of every row of the tenant, as in memory), returned when a
-    /// row came.
+    /// stays) a candidate, with those terms' counts. With `stats`, the
+    /// statement also reads the tenant's corpus statistics for BM25
+    /// (aggregate counts of every row of the tenant, as in memory),
+    /// returned when a posting came.
     async fn read(
         &mut self,
         tx: &mut Tx,
@@ -101,6 +104,12 @@ impl Postings {
             ("knowledge_postings f", "f.")
         };
         let cols = columns(&["id", "created_at", "len", "term", "tf"], a);
+        // One row of arrays, not a row per posting: the client decodes a
+        // few hundred postings per round, and a row costs far more to
+        // receive and read than an array element.
+        let arrays = "array_agg(x.id) AS ids, array_agg(x.created_at) AS ats, \
+                      array_agg(x.len) AS lens, array_agg(x.term) AS terms, \
+                      array_agg(x.tf) AS tfs";
         let mut sql = if stats {
             let mut sql = Sql::new(
                 "WITH s AS (SELECT coalesce(sum(docs), 0)::int8 AS docs, \
@@ -108,11 +117,14 @@ impl Postings {
                  WHERE tenant_id = ",
             );
             sql.bind(ctx.tenant_id().to_owned()).push(&format!(
-                ") SELECT {cols}, s.docs, s.total_len FROM s, {from} WHERE {a}tenant_id = "
+                ") SELECT (SELECT docs FROM s) AS docs, (SELECT total_len FROM s) AS total_len, \
+                 {arrays} FROM (SELECT {cols} FROM {from} WHERE {a}tenant_id = "
             ));
             sql
         } else {
-            Sql::new(&format!("SELECT {cols} FROM {from} WHERE {a}tenant_id = "))
+            Sql::new(&format!(
+                "SELECT {arrays} FROM (SELECT {cols} FROM {from} WHERE {a}tenant_id = "
+            ))
         };
         sql.bind(ctx.tenant_id().to_owned())
             .push(&format!(" AND {a}term = ANY("))
@@ -120,19 +132,32 @@ impl Postings {
             .push("::text[]) AND ");
         push_knowledge_readable(&mut sql, ctx, query.include_public);
         push_filters(&mut sql, query);
-        let rows = sql
+        sql.push(") x");
+        let row = sql
             .build()?
-            .fetch_all(&mut **tx)
+            .fetch_one(&mut **tx)
             .await
             .map_err(store_error)?;
-        for row in &rows {
-            let id: String = col(row, "id")?;
-            let len: i32 = col(row, "len")?;
-            let tf: i32 = col(row, "tf")?;
-            let term: String = col(row, "term")?;
+        // No posting: the aggregates are null.
+        let ids: Option<Vec<String>> = col(&row, "ids")?;
+        let Some(ids) = ids else {
+            return Ok(None);
+        };
+        let ats: Vec<DateTime<Utc>> = col(&row, "ats")?;
+        let lens: Vec<i32> = col(&row, "lens")?;
+        let terms: Vec<String> = col(&row, "terms")?;
+        let tfs: Vec<i32> = col(&row, "tfs")?;
+        let n = ids.len();
+        if [ats.len(), lens.len(), terms.len(), tfs.len()] != [n; 4] {
+            return Err(StoreError::backend(
+                "the postings' columns came back of different lengths",
+            ));
+        }
+        let postings = ids.into_iter().zip(ats).zip(lens).zip(terms).zip(tfs);
+        for ((((id, at), len), term), tf) in postings {
             let doc = self
                 .docs
-                .entry(rank_key(col(row, "created_at")?, &id))
+                .entry((Reverse(at), id))
                 .or_insert_with(|| TermCounts {
                     len: u32::try_from(len).unwrap_or(0),
                     ..TermCounts::default()
@@ -142,17 +167,15 @@ impl Postings {
             doc.terms.insert(at, term);
             doc.tfs.insert(at, u32::try_from(tf).unwrap_or(0));
         }
-        match rows.first() {
-            Some(row) if stats => {
-                let docs: i64 = col(row, "docs")?;
-                let total_len: i64 = col(row, "total_len")?;
-                Ok(Some(CorpusStats {
-                    docs: u64::try_from(docs).unwrap_or(0),
-                    total_len: u64::try_from(total_len).unwrap_or(0),
-                }))
-            }
-            _ => Ok(None),
+        if !stats {
+            return Ok(None);
         }
+        let docs: i64 = col(&row, "docs")?;
+        let total_len: i64 = col(&row, "total_len")?;
+        Ok(Some(CorpusStats {
+            docs: u64::try_from(docs).unwrap_or(0),
+            total_len: u64::try_from(total_len).unwrap_or(0),
+        }))
     }
 }
 
