@@ -154,10 +154,11 @@ impl Postings {
             ));
         }
         let postings = ids.into_iter().zip(ats).zip(lens).zip(terms).zip(tfs);
-        for ((((id, at), len), term), tf) in postings {
+        for ((((id, created), len), term), tf) in postings {
+            // The rank key of `rank_key`, built from the owned id.
             let doc = self
                 .docs
-                .entry((Reverse(at), id))
+                .entry((Reverse(created), id))
                 .or_insert_with(|| TermCounts {
                     len: u32::try_from(len).unwrap_or(0),
                     ..TermCounts::default()

@@ -81,6 +81,12 @@ fn week_term(date: NaiveDate) -> String {
     format!("w{:04}{:02}", week.year(), week.week())
 }
 
+/// The word at `i`, or `""` past the end: patterns look ahead without
+/// bounds checks.
+fn word(words: &[String], i: usize) -> &str {
+    words.get(i).map(String::as_str).unwrap_or_default()
+}
+
 /// A weekday a lowercase word names: full names and the usual
 /// abbreviations.
 fn weekday(word: &str) -> Option<Weekday> {
@@ -163,7 +169,7 @@ fn shift(anchor: NaiveDate, unit: &str, n: u32, back: bool) -> Option<Span> {
 /// The relative expression starting at `words[i]`, resolved against
 /// `anchor`: what it names and how many words it spans.
 fn relative(words: &[String], i: usize, anchor: NaiveDate) -> Option<(Vec<Span>, usize)> {
-    let at = |k: usize| words.get(k).map(String::as_str).unwrap_or_default();
+    let at = |k: usize| word(words, k);
     let one = |span: Option<Span>, len: usize| span.map(|s| (vec![s], len));
     let (back, unit) = match (at(i), at(i + 1)) {
         ("yesterday", _) => return one(shift(anchor, "day", 1, true), 1),
@@ -205,7 +211,7 @@ fn relative(words: &[String], i: usize, anchor: NaiveDate) -> Option<(Vec<Span>,
 /// fourth, last) week of", each followed by a month and year. Its first and
 /// last day, and the words before the month.
 fn part_of_month(words: &[String], i: usize) -> Option<(NaiveDate, NaiveDate, usize)> {
-    let at = |k: usize| words.get(k).map(String::as_str).unwrap_or_default();
+    let at = |k: usize| word(words, k);
     let (part, len) = match (at(i), at(i + 1), at(i + 2)) {
         ("beginning" | "start" | "end", "of", _) => (at(i), 2),
         ("early" | "mid" | "late", _, _) => (at(i), 1),
@@ -241,7 +247,7 @@ fn part_of_month(words: &[String], i: usize) -> Option<(NaiveDate, NaiveDate, us
 pub(crate) fn date_terms(words: &[String]) -> Vec<String> {
     let mut terms = Vec::new();
     let mut anchor = None;
-    let at = |i: usize| words.get(i).map(String::as_str).unwrap_or_default();
+    let at = |k: usize| word(words, k);
     // A day that does not exist (31 February) still names its month.
     let mut named = |terms: &mut Vec<String>, y: i32, m: u32, d: u32| {
         let date = NaiveDate::from_ymd_opt(y, m, d);
@@ -357,12 +363,7 @@ mod tests {
     use super::*;
 
     fn terms(text: &str) -> Vec<String> {
-        let words: Vec<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
-        date_terms(&words)
+        date_terms(&super::super::retrieval::words(text))
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //!   stop words dropped, each word reduced to its Snowball (Porter 2) stem,
 //!   so that "researching" finds "research"; a calendar date adds a day
 //!   and a month term (`d20230707`, `m202307`), so a question naming a
-//!   day finds what was said that day whichever way it was written.
+//!   day finds what was said that day whichever way it was written, and
+//!   relative dates ("last Friday") resolved against the first day a text
+//!   names add the terms of the day, ISO week or month they mean.
 //! - **BM25** ([`Bm25`]): the Robertson–Spärck Jones weight with `k1 = 1.2`,
 //!   `b = 0.75`. Collection statistics (document count, mean length) are the
 //!   tenant's; document frequencies count only the documents the caller
@@ -240,11 +242,22 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 /// character boundary).
 pub const MAX_TERM_LEN: usize = 64;
 
+/// The words the analyzer reads: lowercase runs of alphanumerics, in
+/// order, stop words kept (date recognition reads "of", "last", "the").
+pub(super) fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
 /// The analyzed terms of `text`, in order, repeats kept: lowercase runs of
 /// alphanumerics, stop words dropped, each stemmed (Snowball English);
 /// then a day term and a month term for each calendar date ("7 July, 2023",
-/// "July 7, 2023", "2023-07-07": `d20230707`, `m202307`) and a month term
-/// for each month with its year ("July 2023").
+/// "July 7, 2023", "2023-07-07": `d20230707`, `m202307`), a month term
+/// for each month with its year ("July 2023"), and the day, ISO week and
+/// month terms of relative dates resolved against the first day the text
+/// names ("last Friday", "two weeks ago"; see the `dates` module).
 ///
 /// ```
 /// use openvibe_protocols::memory::analyze;
@@ -256,11 +269,7 @@ pub const MAX_TERM_LEN: usize = 64;
 /// );
 /// ```
 pub fn analyze(text: &str) -> Vec<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = words(text);
     let mut terms = Vec::new();
     for lower in &words {
         if is_stop_word(lower) {
@@ -774,16 +783,18 @@ pub fn single<K>(retriever: Retriever, list: Vec<(K, f32)>) -> Vec<Fused<K>> {
 mod tests {
     use super::*;
 
+    /// The term counts of each text.
+    fn counts(texts: &[&str]) -> Vec<TermCounts> {
+        texts.iter().map(|t| TermCounts::of(t)).collect()
+    }
+
     #[test]
     fn expansion_never_lends_a_date_term() {
-        let docs: Vec<TermCounts> = [
+        let docs = counts(&[
             "Nate (7 July, 2023): the turtles love the new tank",
             "Joanna (7 July, 2023): turtles and a tank",
             "Nate (1 May, 2022): a movie night",
-        ]
-        .iter()
-        .map(|t| TermCounts::of(t))
-        .collect();
+        ]);
         assert!(docs[0].tf("d20230707") == 1 && docs[0].tf("m202307") == 1);
         let ranked: Vec<&TermCounts> = docs.iter().collect();
         let all = Expansion {
@@ -804,15 +815,12 @@ mod tests {
 
     #[test]
     fn expansion_weighs_terms_by_their_frequency_among_the_candidates() {
-        let docs: Vec<TermCounts> = [
+        let docs = counts(&[
             "melanie went running to clear her head",
             "melanie painted a sunset",
             "melanie and the kids went camping",
             "caroline went running too",
-        ]
-        .iter()
-        .map(|t| TermCounts::of(t))
-        .collect();
+        ]);
         let query = query_terms("melanie");
         let feedback: Vec<&TermCounts> = docs.iter().take(1).collect();
         let expansion = Expansion {
@@ -835,14 +843,11 @@ mod tests {
         assert!(expansion.select_among(&query, &[], docs.iter()).is_empty());
         // From a ranked first round: the first `docs` lend terms, the first
         // `pool` count them. A document past the pool does not count.
-        let first: Vec<TermCounts> = [
+        let first = counts(&[
             "melanie went running to clear her head",
             "melanie painted a sunset",
             "clear skies and a clear head for caroline",
-        ]
-        .iter()
-        .map(|t| TermCounts::of(t))
-        .collect();
+        ]);
         let ranked: Vec<&TermCounts> = first.iter().collect();
         let pooled = Expansion {
             docs: 1,
