@@ -62,9 +62,9 @@ pub use records::{
     RecordMeta, RetrievalTrace, TraceAction, content_hash,
 };
 pub use retrieval::{
-    BM25, Bm25, CorpusStats, EXPANSION, Expansion, FUSION, Fused, Fusion, RankKey, RetrievalMode,
-    Retriever, RetrieverScore, TermCounts, analyze, bm25_rank, bm25_rank_weighted, combine, fuse,
-    query_terms, rank_key, single, top_by_score,
+    BM25, Bm25, Bm25Doc, CorpusStats, EXPANSION, Expansion, FUSION, Fused, Fusion, RankKey,
+    RetrievalMode, Retriever, RetrieverScore, TermCounts, analyze, bm25_rank, bm25_rank_weighted,
+    combine, fuse, query_terms, rank_key, single, top_by_score,
 };
 pub use semantic::{
     Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore, NewKnowledge,

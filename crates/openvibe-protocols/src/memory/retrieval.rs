@@ -324,6 +324,38 @@ impl TermCounts {
     }
 }
 
+/// A candidate document as BM25 sees it ([`bm25_rank_weighted`]): its
+/// length and how often each query term occurs in it. [`TermCounts`] is
+/// one; a backend that reads only the query terms' postings may keep a
+/// compact form that knows a term by its place in the query.
+pub trait Bm25Doc {
+    /// How many terms the document has (repeats counted).
+    fn length(&self) -> u32;
+    /// How often the query's `i`-th term, `term`, occurs (0 when it does
+    /// not).
+    fn tf(&self, i: usize, term: &str) -> u32;
+}
+
+impl Bm25Doc for TermCounts {
+    fn length(&self) -> u32 {
+        self.len
+    }
+
+    fn tf(&self, _: usize, term: &str) -> u32 {
+        TermCounts::tf(self, term)
+    }
+}
+
+impl<T: Bm25Doc + ?Sized> Bm25Doc for &T {
+    fn length(&self) -> u32 {
+        (**self).length()
+    }
+
+    fn tf(&self, i: usize, term: &str) -> u32 {
+        (**self).tf(i, term)
+    }
+}
+
 /// The distinct analyzed terms of a query, in order of first appearance.
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
@@ -399,7 +431,7 @@ impl CorpusStats {
 /// The key identifies a document and orders ties; backends use
 /// [`RankKey`] (newest first, then id) so that every backend breaks ties
 /// alike.
-pub fn bm25_rank<'a, K, I>(
+pub fn bm25_rank<K, D, I>(
     terms: &[String],
     stats: CorpusStats,
     candidates: I,
@@ -407,7 +439,8 @@ pub fn bm25_rank<'a, K, I>(
 ) -> Vec<(K, f32)>
 where
     K: Ord + Clone,
-    I: IntoIterator<Item = (K, &'a TermCounts)>,
+    D: Bm25Doc,
+    I: IntoIterator<Item = (K, D)>,
 {
     let weighted: Vec<(String, f64)> = terms.iter().map(|t| (t.clone(), 1.0)).collect();
     bm25_rank_weighted(&weighted, stats, candidates, limit)
@@ -415,7 +448,10 @@ where
 
 /// [`bm25_rank`] with a weight per query term (an expanded query: see
 /// [`Expansion`]); candidates must hold at least one of the terms.
-pub fn bm25_rank_weighted<'a, K, I>(
+///
+/// A key is cloned only for the documents that score; a backend may rank
+/// by borrowed keys and own only the best.
+pub fn bm25_rank_weighted<K, D, I>(
     terms: &[(String, f64)],
     stats: CorpusStats,
     candidates: I,
@@ -423,26 +459,22 @@ pub fn bm25_rank_weighted<'a, K, I>(
 ) -> Vec<(K, f32)>
 where
     K: Ord + Clone,
-    I: IntoIterator<Item = (K, &'a TermCounts)>,
+    D: Bm25Doc,
+    I: IntoIterator<Item = (K, D)>,
 {
-    let candidates: Vec<(K, &TermCounts)> = candidates.into_iter().collect();
+    let candidates: Vec<(K, D)> = candidates.into_iter().collect();
     let mut df = vec![0u64; terms.len()];
-    let tfs: Vec<Vec<u32>> = candidates
-        .iter()
-        .map(|(_, counts)| {
-            terms
-                .iter()
-                .enumerate()
-                .map(|(i, (t, _))| {
-                    let tf = counts.tf(t);
-                    if tf > 0 {
-                        df[i] += 1;
-                    }
-                    tf
-                })
-                .collect()
-        })
-        .collect();
+    // Every candidate's counts in one row-major matrix (one allocation).
+    let mut tfs = Vec::with_capacity(candidates.len() * terms.len());
+    for (_, doc) in &candidates {
+        for (i, (t, _)) in terms.iter().enumerate() {
+            let tf = doc.tf(i, t);
+            if tf > 0 {
+                df[i] += 1;
+            }
+            tfs.push(tf);
+        }
+    }
     let idf: Vec<f64> = df
         .iter()
         .zip(terms)
@@ -451,16 +483,17 @@ where
     let avg = stats.avg_len();
     let scored = candidates
         .iter()
-        .zip(&tfs)
-        .map(|((key, counts), tfs)| {
+        .zip(tfs.chunks(terms.len().max(1)))
+        .filter_map(|((key, doc), tfs)| {
+            let len = doc.length();
             let score: f64 = tfs
                 .iter()
                 .zip(&idf)
-                .map(|(&tf, &idf)| BM25.term_score(idf, tf, counts.len, avg))
+                .map(|(&tf, &idf)| BM25.term_score(idf, tf, len, avg))
                 .sum();
-            (key.clone(), score as f32)
+            let score = score as f32;
+            (score > 0.0).then(|| (key.clone(), score))
         })
-        .filter(|(_, s)| *s > 0.0)
         .collect();
     top_by_score(scored, limit)
 }
