@@ -472,11 +472,13 @@ async fn knowledge_postings_follow_their_records() {
         .unwrap();
     let id = stored.id.clone();
     let mut conn = pg.pool().acquire().await.unwrap();
-    // (term, tf, len, is_public) of `id`'s postings as `tenant` sees them.
-    let mut postings = async |tenant: &str| -> Vec<(String, i32, i32, bool)> {
+    // (term, tf, len, is_public, reader) of `id`'s postings as `tenant`
+    // sees them.
+    let mut postings = async |tenant: &str| -> Vec<(String, i32, i32, bool, String)> {
         let mut tx = common::tenant_tx(&mut conn, tenant).await;
         let rows = sqlx::query(
-            "SELECT term, tf, len, is_public FROM knowledge_postings WHERE id = $1 ORDER BY term",
+            "SELECT term, tf, len, is_public, reader FROM knowledge_postings \
+             WHERE id = $1 ORDER BY term",
         )
         .bind(&id)
         .fetch_all(&mut *tx)
@@ -484,10 +486,20 @@ async fn knowledge_postings_follow_their_records() {
         .unwrap();
         tx.rollback().await.unwrap();
         rows.iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
             .collect()
     };
-    let row = |t: &str, tf: i32, len: i32, public: bool| (t.to_owned(), tf, len, public);
+    // A private record's postings are read by its owner (migration 0015),
+    // a public one's by everyone.
+    let owner = stored.meta.owner.clone();
+    let row = |t: &str, tf: i32, len: i32, public: bool| {
+        let reader = if public {
+            "*".to_owned()
+        } else {
+            owner.clone()
+        };
+        (t.to_owned(), tf, len, public, reader)
+    };
     // The tenant's corpus statistics: (documents, total length).
     let pool = pg.pool().clone();
     let stats = async || -> (i64, i64) {

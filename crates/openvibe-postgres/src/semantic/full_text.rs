@@ -24,6 +24,10 @@ use super::{has_filters, push_filters, push_knowledge_readable};
 use crate::error::store_error;
 use crate::sql::{Sql, Tx, col, columns};
 
+/// The `reader` of a public record's postings (migration 0015); a private
+/// record's is its owner's key.
+const PUBLIC_READER: &str = "*";
+
 /// The full-text list: BM25 over the readable knowledge the query's
 /// filters keep, with the query expanded by pseudo-relevance feedback
 /// ([`EXPANSION`]); the best `limit`, as the in-memory backend ranks them.
@@ -160,9 +164,14 @@ impl Postings {
                 "SELECT {arrays} FROM (SELECT {cols} FROM {from} WHERE {a}tenant_id = "
             ))
         };
+        // The postings are keyed by who may read them (migration 0015):
+        // the caller's own and the public ones are index ranges; the read
+        // rule below still decides.
         sql.bind(ctx.tenant_id().to_owned())
             .push(&format!(" AND {a}term = ANY("))
             .bind(terms.to_vec())
+            .push(&format!("::text[]) AND {a}reader = ANY("))
+            .bind(vec![ctx.owner_key(), PUBLIC_READER.to_owned()])
             .push("::text[]) AND ");
         push_knowledge_readable(&mut sql, ctx, query.include_public);
         push_filters(&mut sql, query);
