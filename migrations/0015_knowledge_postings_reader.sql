@@ -19,15 +19,16 @@ ALTER TABLE knowledge_postings ADD CONSTRAINT knowledge_postings_pkey
     PRIMARY KEY (tenant_id, term, reader, id)
     INCLUDE (tf, len, created_at, owner, is_public, namespace, project_id, expires_at);
 
--- A record's postings are found by the whole key again: the reader is the
--- one its old row gave.
+-- A record's postings are found by the whole key again: its reader is
+-- '*' or its old owner (both asked, so that the delete never depends on
+-- repeating the column's expression).
 CREATE OR REPLACE FUNCTION openvibe_knowledge_postings() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         DELETE FROM knowledge_postings
         WHERE tenant_id = OLD.tenant_id AND term = ANY (OLD.terms)
-          AND reader = (CASE WHEN OLD.is_public THEN '*' ELSE OLD.owner END)
+          AND reader = ANY (ARRAY['*', OLD.owner])
           AND id = OLD.id;
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
@@ -39,3 +40,6 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+-- Statistics for the new column and key, before the first query plans.
+ANALYZE knowledge_postings;
