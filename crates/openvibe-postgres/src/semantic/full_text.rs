@@ -16,7 +16,7 @@ use sqlx::Row;
 use sqlx::postgres::PgRow;
 
 use openvibe_protocols::memory::{
-    Bm25Doc, CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted,
+    Bm25Doc, CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted, rank_key,
 };
 use openvibe_protocols::{CallerContext, KnowledgeQuery, StoreError};
 
@@ -72,7 +72,7 @@ pub(super) async fn full_text(
     let ranked = bm25_rank_weighted(&weighted, stats, candidates.keyed(), limit);
     Ok(ranked
         .into_iter()
-        .map(|((created, id), score)| ((created, id.to_owned()), score))
+        .map(|((Reverse(created), id), score)| (rank_key(created, id), score))
         .collect())
 }
 

@@ -130,33 +130,36 @@ enum Span {
     Month(NaiveDate),
 }
 
+/// The day `n` days before `anchor` (`back`) or after it.
+fn step(anchor: NaiveDate, n: u32, back: bool) -> Option<NaiveDate> {
+    let n = Days::new(u64::from(n));
+    if back {
+        anchor.checked_sub_days(n)
+    } else {
+        anchor.checked_add_days(n)
+    }
+}
+
 /// The most recent `wd` strictly before `anchor` (`back`), or the first
 /// strictly after it.
 fn nearest(anchor: NaiveDate, wd: Weekday, back: bool) -> Option<NaiveDate> {
-    let a = anchor.weekday().num_days_from_monday();
-    let w = wd.num_days_from_monday();
-    if back {
-        let d = (a + 7 - w) % 7;
-        anchor.checked_sub_days(Days::new(u64::from(if d == 0 { 7 } else { d })))
+    let (a, w) = (
+        anchor.weekday().num_days_from_monday(),
+        wd.num_days_from_monday(),
+    );
+    let d = if back {
+        (a + 7 - w) % 7
     } else {
-        let d = (w + 7 - a) % 7;
-        anchor.checked_add_days(Days::new(u64::from(if d == 0 { 7 } else { d })))
-    }
+        (w + 7 - a) % 7
+    };
+    step(anchor, if d == 0 { 7 } else { d }, back)
 }
 
 /// `n` units (day, week, month) from `anchor`, back or forward.
 fn shift(anchor: NaiveDate, unit: &str, n: u32, back: bool) -> Option<Span> {
-    let days = |k: u32| {
-        let k = Days::new(u64::from(k));
-        if back {
-            anchor.checked_sub_days(k)
-        } else {
-            anchor.checked_add_days(k)
-        }
-    };
     Some(match unit {
-        "day" | "days" => Span::Day(days(n)?),
-        "week" | "weeks" => Span::Week(days(7 * n)?),
+        "day" | "days" => Span::Day(step(anchor, n, back)?),
+        "week" | "weeks" => Span::Week(step(anchor, 7 * n, back)?),
         "month" | "months" => Span::Month(if back {
             anchor.checked_sub_months(Months::new(n))?
         } else {
