@@ -22,12 +22,14 @@ use crate::{cargo, workspace_root};
 
 /// The library crates whose API is tracked (the binary, benchmark and
 /// xtask crates have none to break).
-pub(crate) const CRATES: [&str; 16] = [
+pub(crate) const CRATES: [&str; 18] = [
     "openvibe-protocols",
+    "openvibe-retrieval",
     "openvibe-macros",
     "openvibe-primitives",
     "openvibe-operators",
     "openvibe-roles",
+    "openvibe-in-memory",
     "openvibe-memory",
     "openvibe-memory-testkit",
     "openvibe-governance",

@@ -22,10 +22,16 @@ const RULES: &[(&str, &[&str])] = &[
         "openvibe-primitives",
         &["openvibe-protocols", "openvibe-macros"],
     ),
+    // The ranking every backend shares: pure functions over the contract.
+    ("openvibe-retrieval", &["openvibe-protocols"]),
+    // The memory layer over any backend; it starts on the embedded
+    // default backend when given no other stores.
     (
         "openvibe-memory",
         &[
             "openvibe-protocols",
+            "openvibe-retrieval",
+            "openvibe-in-memory",
             "openvibe-governance",
             "openvibe-macros",
         ],
@@ -52,13 +58,26 @@ const RULES: &[(&str, &[&str])] = &[
     // Governance policy: decides grants from the contract's types.
     ("openvibe-governance", &["openvibe-protocols"]),
     // The conformance suite is written against the contract (and uses the
-    // governance crate's example policies as fixtures).
+    // governance crate's example policies as fixtures, and the analyzer to
+    // say which records hold a query's terms).
     (
         "openvibe-memory-testkit",
-        &["openvibe-protocols", "openvibe-governance"],
+        &[
+            "openvibe-protocols",
+            "openvibe-governance",
+            "openvibe-retrieval",
+        ],
     ),
-    // A backend implements the contract; it never needs the memory core.
-    ("openvibe-postgres", &["openvibe-protocols"]),
+    // A backend implements the contract and ranks with the shared ranking;
+    // it never needs the memory layer or another backend.
+    (
+        "openvibe-in-memory",
+        &["openvibe-protocols", "openvibe-retrieval"],
+    ),
+    (
+        "openvibe-postgres",
+        &["openvibe-protocols", "openvibe-retrieval"],
+    ),
     // The service's wire format: plain types over the contract.
     ("openvibe-api", &["openvibe-protocols"]),
     // The service serves any `Stores` (the CLI picks the backend) and
@@ -92,6 +111,10 @@ const RULES: &[(&str, &[&str])] = &[
 /// backend is tested through the contract and the conformance suite, not
 /// by comparing it with another backend's internals.
 const DEV_RULES: &[(&str, &[&str])] = &[
+    (
+        "openvibe-in-memory",
+        &["openvibe-protocols", "openvibe-memory-testkit"],
+    ),
     (
         "openvibe-postgres",
         &["openvibe-protocols", "openvibe-memory-testkit"],

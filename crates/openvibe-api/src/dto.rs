@@ -1,6 +1,6 @@
 //! Request and response bodies that are not protocol types themselves.
 
-use openvibe_protocols::memory::promotion::PromoteMode;
+use openvibe_protocols::promotion::PromoteMode;
 use openvibe_protocols::{Expect, Insight, RawCall, RawRetention};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,8 @@
 //! [`ErrorBody`]: what every failed request answers, and its mapping to and
 //! from [`StoreError`].
 
+use openvibe_protocols::RECORD_KINDS;
 use openvibe_protocols::StoreError;
-use openvibe_protocols::memory::RECORD_KINDS;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

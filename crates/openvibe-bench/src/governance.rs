@@ -18,7 +18,7 @@ use std::hint::black_box;
 
 use openvibe_bench::{report, sample};
 use openvibe_postgres::PgStores;
-use openvibe_protocols::{AuditLog, CallerContext, FactQuery, FactStore, Grants, Rights};
+use openvibe_protocols::{AuditLog, CallerContext, FactQuery, Grants, RecordStore, Rights};
 
 use crate::pg::{self, DOMAINS, ENTITIES, TENANT, domain, entity};
 

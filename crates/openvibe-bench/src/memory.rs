@@ -6,13 +6,11 @@ use std::sync::Arc;
 
 use chrono::{Duration, TimeZone, Utc};
 use openvibe_bench::{report, sample};
-use openvibe_memory::{
-    AgentMemory, ClearanceProfile, InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore,
-    MemoryAssembler, WorkspaceMemory,
-};
+use openvibe_in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
+use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, WorkspaceMemory};
 use openvibe_protocols::{
     CallerContext, Classification, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, Fact,
-    FactQuery, FactStore, Insight, MemoryScope,
+    FactQuery, FactStore, Insight, MemoryScope, RecordStore,
 };
 
 const RECORDS: u32 = 100_000;

@@ -23,7 +23,7 @@ use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, WorkspaceM
 use openvibe_postgres::{PgStores, connect_options, migrate, pool_options};
 use openvibe_protocols::{
     CallerContext, Classification, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, Fact,
-    FactQuery, FactStore, Insight, MemoryScope,
+    FactQuery, FactStore, Insight, MemoryScope, RecordStore,
 };
 use sqlx::{Executor, PgPool};
 

@@ -125,7 +125,7 @@ async fn measure() {
     report("rawlog_llm_node_call_us", on.as_secs_f64() * 1e6, "us");
     report("rawlog_overhead_us", overhead.as_secs_f64() * 1e6, "us");
     let in_memory = appends_per_s(
-        Arc::new(openvibe_memory::InMemoryRawLog::new()),
+        Arc::new(openvibe_in_memory::InMemoryRawLog::new()),
         CallerContext::agent("cro"),
         20_000,
     )

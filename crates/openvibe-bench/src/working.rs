@@ -41,7 +41,7 @@ use openvibe_memory::in_memory_stores_with_embedder;
 use openvibe_postgres::PgStores;
 use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{
-    CallerContext, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan, WorkingStore,
+    CallerContext, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan, PlanStateStore, PlanStore,
 };
 use sqlx::PgPool;
 

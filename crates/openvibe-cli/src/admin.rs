@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use openvibe::governance::Governance;
-use openvibe::memory::{MemorySnapshot, SnapshotHandle};
-use openvibe::protocols::memory::RECORD_KINDS;
+use openvibe::in_memory::{MemorySnapshot, SnapshotHandle};
+use openvibe::protocols::RECORD_KINDS;
 use std::sync::Arc;
 
 use openvibe::protocols::{

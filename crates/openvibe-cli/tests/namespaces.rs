@@ -7,8 +7,8 @@ mod support;
 
 use std::process::{Command, Output};
 
-use openvibe::memory::MemorySnapshot;
-use openvibe::protocols::{CallerContext, Fact, FactStore};
+use openvibe::in_memory::MemorySnapshot;
+use openvibe::protocols::{CallerContext, Fact, RecordStore};
 
 fn openvibe(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_openvibe"))

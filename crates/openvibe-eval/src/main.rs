@@ -91,7 +91,7 @@ async fn store(
             Ok(stores.knowledge())
         }
         _ => Ok(Arc::new(
-            openvibe_memory::InMemoryWorkingStore::new().with_embedder(embedder),
+            openvibe_in_memory::InMemoryWorkingStore::new().with_embedder(embedder),
         )),
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use openvibe_protocols::memory::promotion::AutoPromote;
+use openvibe_protocols::promotion::AutoPromote;
 use openvibe_protocols::{Clearance, Principal, PrincipalKind, Rights};
 use serde::{Deserialize, Serialize};
 

@@ -65,7 +65,7 @@ pub use principal::{MAX_TOKEN_LEN, Resolved, sanitize};
 
 use std::collections::{BTreeMap, HashMap};
 
-use openvibe_protocols::memory::EXPIRING_KINDS;
+use openvibe_protocols::EXPIRING_KINDS;
 use openvibe_protocols::{
     CallerContext, Clearance, Grants, Principal, PrincipalKind, RecordMeta, Retention, Rights,
 };
@@ -304,9 +304,7 @@ impl Governance {
                 .tenant
                 .clone()
                 .unwrap_or_else(|| RecordMeta::DEFAULT_TENANT.to_owned());
-            if openvibe_protocols::memory::check_label("tenant", &tenant).is_err()
-                || tenant.is_empty()
-            {
+            if openvibe_protocols::check_label("tenant", &tenant).is_err() || tenant.is_empty() {
                 return Err(at(
                     format!("{key}.tenant"),
                     &tenant,

@@ -10,7 +10,7 @@
 
 use openvibe_local_embed::{LocalEmbedder, default_model_dir};
 use openvibe_protocols::Embedder;
-use openvibe_protocols::memory::cosine;
+use openvibe_retrieval::cosine;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

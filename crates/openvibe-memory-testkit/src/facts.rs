@@ -887,9 +887,7 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Stores>,
 {
-    use openvibe_protocols::{
-        Episode, Insight, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, memory::MAX_WORD_LEN,
-    };
+    use openvibe_protocols::{Episode, Insight, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, MAX_WORD_LEN};
     let s = factory().await;
     let ctx = sys();
     let label = |n: usize| "e".repeat(n);

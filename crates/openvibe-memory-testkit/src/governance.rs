@@ -634,9 +634,9 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Stores>,
 {
-    use openvibe_protocols::memory::query_terms;
     use openvibe_protocols::testing::HashEmbedder;
     use openvibe_protocols::{KnowledgeQuery, RetrievalMode};
+    use openvibe_retrieval::query_terms;
     let seed = leak_seed();
     eprintln!("hybrid search leak check: seed {seed} (OPENVIBE_LEAK_SEED={seed} reproduces it)");
     let mut rng = Rng(seed ^ 0x9e37_79b9_7f4a_7c15);
@@ -959,7 +959,7 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Stores>,
 {
-    use openvibe_protocols::memory::promotion::{Promotion, promote_fact, promote_insight};
+    use openvibe_protocols::promotion::{Promotion, promote_fact, promote_insight};
     use openvibe_protocols::{AuditOp, AuditQuery, Insight};
     let s = factory().await;
     let audit = Some(s.audit.as_ref());

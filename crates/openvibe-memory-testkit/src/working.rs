@@ -887,7 +887,7 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Stores>,
 {
-    use openvibe_protocols::memory::{MAX_JSON_BYTES, MAX_JSON_DEPTH};
+    use openvibe_protocols::{MAX_JSON_BYTES, MAX_JSON_DEPTH};
     let s = factory().await;
     let ann = alice();
     // `{"k":"…"}` is 8 bytes around the string.

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use openvibe_protocols::AuditLog;
-use openvibe_protocols::memory::promotion::{AutoPromote, Promotion, promote_insight};
+use openvibe_protocols::promotion::{AutoPromote, Promotion, promote_insight};
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
     InsightQuery, InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry,
@@ -18,10 +18,9 @@ use tracing::Instrument;
 
 use crate::access::ClearanceProfile;
 use crate::error::MemoryError;
-use crate::in_memory::{InMemoryEpisodicStore, InMemoryInsightStore};
-use crate::raw::InMemoryRawLog;
 use crate::raw_writer::{RawLogConfig, RawLogWriter};
 use crate::workspace::WorkspaceMemory;
+use openvibe_in_memory::{InMemoryEpisodicStore, InMemoryInsightStore, InMemoryRawLog};
 
 /// Confidence threshold `publish_to_workspace` is usually called with.
 pub const DEFAULT_PUBLISH_CONFIDENCE: f64 = 0.5;
@@ -65,7 +64,7 @@ pub struct ReflectionReport {
     pub strengthened: Vec<Insight>,
     /// The raw calls (L1) behind the episodes considered, newest first:
     /// what every insight of this reflection cites (at most
-    /// [`MAX_RAW_PAGE`](openvibe_protocols::memory::MAX_RAW_PAGE)).
+    /// [`MAX_RAW_PAGE`](openvibe_protocols::MAX_RAW_PAGE)).
     pub cited_calls: Vec<String>,
     /// Items of the model's list that were not usable, with the reason.
     pub skipped: Vec<String>,
@@ -202,7 +201,7 @@ impl AgentMemory {
             return std::collections::HashMap::new();
         };
         let mut found = std::collections::HashMap::new();
-        for chunk in ids.chunks(openvibe_protocols::memory::MAX_VECTOR_IDS) {
+        for chunk in ids.chunks(openvibe_protocols::MAX_VECTOR_IDS) {
             match vectors.vectors(&self.ctx, model, kind, chunk).await {
                 Ok(got) => found.extend(got.into_iter().map(|v| (v.id, v.vector))),
                 Err(e) => {
@@ -345,7 +344,7 @@ impl AgentMemory {
         }
         let mut query = RawCallQuery::new()
             .episodes(episode_ids.iter().cloned())
-            .limit(openvibe_protocols::memory::MAX_RAW_PAGE);
+            .limit(openvibe_protocols::MAX_RAW_PAGE);
         let mut out = Vec::new();
         loop {
             let page = self.recall_raw(query.clone()).await?;
@@ -499,7 +498,7 @@ impl AgentMemory {
             .recall_raw(
                 RawCallQuery::new()
                     .episodes(source_ids.iter().cloned())
-                    .limit(openvibe_protocols::memory::MAX_RAW_PAGE),
+                    .limit(openvibe_protocols::MAX_RAW_PAGE),
             )
             .await?;
         report.cited_calls = cited.items.into_iter().map(|c| c.id).collect();

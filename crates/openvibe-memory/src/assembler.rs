@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::EmbeddingText;
-use openvibe_protocols::memory::{Candidate, FUSION, rank_candidates};
 use openvibe_protocols::{
     ContextAssembler, Embedder, EpisodeQuery, Fact, FactQuery, InsightQuery, InsightStatus,
     MemoryScope, RetrieverScore, StoreError,
 };
+use openvibe_retrieval::{Candidate, FUSION, rank_candidates};
 
 use crate::access::ClearanceProfile;
 use crate::agent::AgentMemory;
@@ -132,7 +132,7 @@ pub type RecallObserver = Arc<dyn Fn(&Assembly) + Send + Sync>;
 /// Without a query in the scope, insights come most confident first and
 /// facts in fact order. With one, the scope's filters select a pool of
 /// candidates of each kind (the first
-/// [`Fusion::candidates`](openvibe_protocols::memory::Fusion::candidates) in that order)
+/// [`Fusion::candidates`](openvibe_retrieval::Fusion::candidates) in that order)
 /// and hybrid retrieval ranks them for the query: BM25 over the pool and,
 /// with an embedder ([`with_embedder`](Self::with_embedder)), cosine
 /// similarity, fused as the stores fuse ([`rank_candidates`]). The best come

@@ -1,11 +1,13 @@
-//! # openvibe-memory — the memory core
+//! # openvibe-memory — the memory layer
 //!
-//! Structured, governed memory for agents, over the store traits of
-//! [`openvibe_protocols`]:
+//! Structured, governed memory for agents, over any backend's
+//! [`Stores`] (in process with
+//! `openvibe-in-memory`, on PostgreSQL with `openvibe-postgres`, over the
+//! wire with `openvibe-remote`):
 //!
 //! | part | what it does |
 //! |---|---|
-//! | [`InMemoryFactStore`], [`InMemoryEpisodicStore`], [`InMemoryInsightStore`], [`in_memory_stores`] | the embedded default backend: indexed, tenant-isolated, clearance applied inside queries |
+//! | [`in_memory_stores`] | the embedded default backend's stores (`openvibe-in-memory`), which every type here starts with unless given others |
 //! | [`ClearanceProfile`], [`AccessFilter`], [`CLASSIFICATION_RANK`] | per-agent clearance, and filtering records in hand by it (the rule itself is the contract's) |
 //! | [`WorkspaceMemory`] | shared, classified facts of the organisation |
 //! | [`AgentMemory`] | one agent's episodes (L2) and insights (L3); `reflect` (L2 → L3 with an LLM); publishing insights as workspace facts; V1 [`MemoryProvider`](openvibe_protocols::MemoryProvider) and [`EpisodeSink`](openvibe_protocols::EpisodeSink) |
@@ -36,29 +38,20 @@
 //! ```
 
 mod access;
-mod admin;
 mod agent;
 mod assembler;
-mod audit;
 mod error;
 mod filesystem;
 mod gateway;
-mod in_memory;
-mod index;
 mod pyramid;
-mod raw;
 mod raw_writer;
-mod retrieval;
-mod semantic;
-mod vectors;
+mod reindex;
 mod workflow;
-mod working;
 mod workspace;
 
 pub use access::{
     AccessFilter, CLASSIFICATION_RANK, ClassificationRanks, ClearanceProfile, Governed,
 };
-pub use admin::{InMemoryAdmin, MemorySnapshot, SnapshotHandle};
 pub use agent::{
     AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, InMemoryStore, PUBLISH_LIMIT, ReflectOptions,
     ReflectionReport,
@@ -67,28 +60,24 @@ pub use assembler::{
     ApproxTokenCounter, Assembly, AssemblyLimits, MemoryAssembler, RecallKind, RecallObserver,
     Recalled, TokenCounter, approx_tokens, describe_retrievers,
 };
-pub use audit::InMemoryAuditLog;
 pub use error::MemoryError;
 pub use filesystem::{
     BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,
 };
 pub use gateway::MemoryGateway;
-pub use in_memory::{
-    InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, in_memory_stores,
-    in_memory_stores_with_embedder,
-};
+/// The embedded default backend's stores (`openvibe-in-memory`), so that a
+/// project depending on this crate alone starts in one line.
+pub use openvibe_in_memory::{in_memory_stores, in_memory_stores_with_embedder};
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;
 pub use pyramid::{Distillation, Lineage, MemoryPyramid};
-pub use raw::{InMemoryRawLog, new_raw_id};
 pub use raw_writer::{RawLogConfig, RawLogStats, RawLogWriter, Redactor};
 
 /// The contract this crate implements (record types, `CallerContext`, the
 /// store traits), so a project depending on `openvibe-memory` alone has it.
 pub use openvibe_protocols as protocols;
-pub use vectors::{Reindex, ReindexProgress};
+pub use reindex::{Reindex, ReindexProgress};
 pub use workflow::{ACTION_HISTORY, WorkflowState};
-pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 pub use workspace::WorkspaceMemory;
 
 /// `docs/governance.md`, whose worked example runs as a doc test.

@@ -537,7 +537,7 @@ impl Task {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InMemoryRawLog;
+    use openvibe_in_memory::InMemoryRawLog;
     use openvibe_protocols::{LlmRequest, LlmResponse, RawCallQuery};
 
     fn call(i: usize) -> RawCall {

@@ -27,8 +27,9 @@ pub const ACTION_HISTORY: &str = "action_history";
 /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// # rt.block_on(async {
 /// use std::sync::Arc;
-/// use openvibe_memory::{InMemoryWorkingStore, WorkflowState};
-/// use openvibe_protocols::{CallerContext, NewPlan, WorkingStore};
+/// use openvibe_in_memory::InMemoryWorkingStore;
+/// use openvibe_memory::WorkflowState;
+/// use openvibe_protocols::{CallerContext, NewPlan, PlanStore};
 ///
 /// let store = Arc::new(InMemoryWorkingStore::new());
 /// let ctx = CallerContext::user("alice");

@@ -6,7 +6,7 @@ use openvibe_protocols::{CallerContext, Fact, FactQuery, FactStore};
 
 use crate::access::ClearanceProfile;
 use crate::error::MemoryError;
-use crate::in_memory::InMemoryFactStore;
+use openvibe_in_memory::InMemoryFactStore;
 
 /// Shared org-level facts with access control, over any [`FactStore`].
 ///

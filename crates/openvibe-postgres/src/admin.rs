@@ -3,17 +3,19 @@
 //! as an update).
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{check_admin, check_label, cleanup_scope};
 use openvibe_protocols::{
     AuditOp, CallerContext, NamespaceAdmin, NamespaceCount, NamespaceScope, StoreError,
 };
+use openvibe_protocols::{check_admin, check_label, cleanup_scope};
 use sqlx::PgPool;
 use tracing::Instrument;
 
 use crate::audit::AuditWriter;
 use crate::error::store_error;
-use crate::records::span;
-use crate::sql::{INCLUDE_EXPIRED, Sql, begin, begin_then, col};
+use crate::rows::col;
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::{INCLUDE_EXPIRED, begin, begin_then};
 
 /// The tables of the kinds that expire (`EXPIRING_KINDS`).
 const EXPIRING_TABLES: [&str; 5] = ["facts", "episodes", "insights", "knowledge", "raw_calls"];

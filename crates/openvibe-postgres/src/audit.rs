@@ -16,8 +16,10 @@ use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
 use crate::error::{corrupt, store_error};
-use crate::records::span;
-use crate::sql::{Sql, begin, col};
+use crate::rows::col;
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::begin;
 
 /// `new(pool)` and `with_audit(writer)` of a store holding `pool` and `audit`.
 macro_rules! audited_store {
@@ -33,38 +35,6 @@ macro_rules! audited_store {
             }
 
             $crate::audit::audited_store!(@with_audit);
-        }
-    };
-    ($store:ident, vectors) => {
-        impl $store {
-            /// A store over `pool` (migrated: see [`crate::migrate`]), with an
-            /// audit writer of its own.
-            pub fn new(pool: PgPool) -> Self {
-                Self {
-                    audit: AuditWriter::new(pool.clone()),
-                    pool,
-                    vectors: None,
-                    groups: $crate::group::Groups::default(),
-                }
-            }
-
-            $crate::audit::audited_store!(@with_audit);
-
-            /// Embed what this store writes and keep the vectors in
-            /// `vectors`' side table (best effort: see [`crate::PgVectors`]).
-            #[must_use]
-            pub fn with_vectors(mut self, vectors: std::sync::Arc<crate::PgVectors>) -> Self {
-                self.vectors = Some(vectors);
-                self
-            }
-
-            fn writer(&self) -> $crate::records::Writer<'_> {
-                $crate::records::Writer {
-                    pool: &self.pool,
-                    audit: &self.audit,
-                    groups: &self.groups,
-                }
-            }
         }
     };
     (@with_audit) => {
@@ -164,9 +134,7 @@ impl AuditWriter {
         id: &str,
         result: Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        if let Some(entry) =
-            openvibe_protocols::memory::refusal_entry(ctx, operation, kind, id, &result)
-        {
+        if let Some(entry) = openvibe_protocols::refusal_entry(ctx, operation, kind, id, &result) {
             self.record(entry);
         }
         result

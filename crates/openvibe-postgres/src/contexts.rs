@@ -4,20 +4,26 @@
 //! Sub-task and correlation ids live in side tables keyed by the id (a
 //! b-tree primary key: one owner per id, an index lookup to find it).
 
-use openvibe_protocols::memory::{check_json, check_opt_label, normalize_ids};
 use openvibe_protocols::{
     CallerContext, Change, Plan, PlanContext, Session, StateEntry, StoreError, TaskContext,
     store_time, validate_record_id,
 };
+use openvibe_protocols::{check_json, check_opt_label, normalize_ids};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Transaction};
 use tracing::Instrument;
 
+use crate::access::{push_changeable, push_readable};
 use crate::error::store_error;
-use crate::facts::{check_caller, decode_meta};
-use crate::records::{self, Mode, Record, end_read, fetch_optional, span};
-use crate::sql::{Sql, begin, col, columns, push_changeable, push_new_identity, push_readable};
+use crate::identity::push_new_identity;
+use crate::records::{self, Mode, Record, end_read, fetch_optional};
+use crate::rows::decode_meta;
+use crate::rows::{col, columns};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::begin;
 use crate::working::{decode_state, lock_changeable, require_readable};
+use openvibe_protocols::check_caller;
 
 const TASK_COLS: &[&str] = &[
     "tenant_id",

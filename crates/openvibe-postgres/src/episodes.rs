@@ -1,23 +1,21 @@
 //! [`EpisodicStore`] on PostgreSQL, with a batched insert.
 
-use async_trait::async_trait;
-use openvibe_protocols::{
-    AuditEntry, CallerContext, Episode, EpisodeQuery, EpisodicStore, StoreError, content_hash,
-    validate_episode,
-};
-use sqlx::PgPool;
+use openvibe_protocols::{CallerContext, Episode, StoreError, content_hash, validate_episode};
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
-use crate::audit::AuditWriter;
 use crate::error::store_error;
-use crate::facts::{at_index, check_caller, decode_meta};
-use crate::query::{BY_TIME, select};
-use crate::records::{self, Mode, Record, span};
-use crate::sql::{
-    GovernedColumns, Run, Sql, col, count_col, joined_terms, new_id, push_governed, to_i64,
-    write_replacing_expired,
-};
+use crate::identity::{GovernedColumns, new_id, push_governed};
+use crate::query::{BY_TIME, Ordering};
+use crate::record_store::{PgRecord, PgRecords};
+use crate::records::{Mode, Record};
+use crate::rows::decode_meta;
+use crate::rows::{col, count_col, to_i64};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::text::joined_terms;
+use crate::tx::{Run, write_replacing_expired};
+use openvibe_protocols::{at_index, check_caller};
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -88,7 +86,8 @@ impl Record for Episode {
     }
 }
 
-struct Prepared {
+/// A record checked for writing, with what its statement binds besides it.
+pub struct Prepared {
     episode: Episode,
     terms: Vec<String>,
     hash: String,
@@ -152,39 +151,25 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
         .push("::text[])");
 }
 
-/// [`EpisodicStore`] over a PostgreSQL pool, plus [`PgEpisodicStore::store_batch`].
-#[derive(Debug, Clone)]
-pub struct PgEpisodicStore {
-    pool: PgPool,
-    audit: AuditWriter,
-    vectors: Option<std::sync::Arc<crate::PgVectors>>,
-    groups: crate::group::Groups,
-}
+impl PgRecord for Episode {
+    const ORDER: Ordering = BY_TIME;
+    type Prepared = Prepared;
 
-crate::audit::audited_store!(PgEpisodicStore, vectors);
-
-impl PgEpisodicStore {
-    async fn write(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
-        let p = prepare(ctx, episode)?;
-        let id = p.episode.id.clone();
-        let created_at = p.episode.meta.created_at;
-        let expires_at = p.episode.meta.expires_at;
-        let namespace = p.episode.meta.namespace.clone();
-        records::write(
-            self.writer(),
-            ctx,
-            records::Target {
-                id,
-                namespace: &namespace,
-                created_at,
-                expires_at,
-            },
-            Mode::Upsert,
-            move |sql| push_mutable(sql, &p),
-        )
-        .await
+    fn prepare(ctx: &CallerContext, record: Self, mode: Mode) -> Result<Prepared, StoreError> {
+        let _ = mode; // episodes are only stored (upserted)
+        prepare(ctx, record)
     }
 
+    fn prepared(p: &Prepared) -> &Self {
+        &p.episode
+    }
+
+    fn push_mutable(sql: &mut Sql, p: &Prepared) {
+        push_mutable(sql, p);
+    }
+}
+
+impl PgRecords<Episode> {
     /// Insert new episodes in one transaction (one statement): all or none.
     /// Owner, tenant and project come from `ctx`, empty ids are generated,
     /// and an id that already exists fails the whole batch with
@@ -202,7 +187,7 @@ impl PgEpisodicStore {
             if episodes.is_empty() {
                 return Ok(0);
             }
-            openvibe_protocols::memory::check_batch(episodes.len())?;
+            openvibe_protocols::check_batch(episodes.len())?;
             let n = episodes.len();
             let mut governed = GovernedColumns::with_capacity(n);
             let mut agents = Vec::with_capacity(n);
@@ -311,40 +296,5 @@ impl PgEpisodicStore {
         }
         .instrument(span("episode", "store_batch", ctx))
         .await
-    }
-}
-
-#[async_trait]
-impl EpisodicStore for PgEpisodicStore {
-    async fn store(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
-        let stored = self
-            .write(ctx, episode)
-            .instrument(span("episode", "store", ctx))
-            .await?;
-        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
-        Ok(stored)
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Episode>, StoreError> {
-        records::get(&self.pool, ctx, id).await
-    }
-
-    async fn query(
-        &self,
-        ctx: &CallerContext,
-        q: &EpisodeQuery,
-    ) -> Result<Vec<Episode>, StoreError> {
-        self.audit
-            .record_with(|| AuditEntry::search(ctx, "episode", q, &q.namespaces, q.limit));
-        let Some(sql) = select::<Episode>(ctx, &q.filter(), &BY_TIME) else {
-            return Ok(Vec::new());
-        };
-        records::read(&self.pool, ctx, sql, false)
-            .instrument(span("episode", "query", ctx))
-            .await
-    }
-
-    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        records::delete::<Episode>(&self.pool, &self.audit, ctx, id).await
     }
 }

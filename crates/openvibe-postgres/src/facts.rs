@@ -1,22 +1,22 @@
 //! [`FactStore`] on PostgreSQL.
 
-use async_trait::async_trait;
 use openvibe_protocols::{
-    AuditEntry, CallerContext, Classification, Fact, FactQuery, FactStore, RecordFilter,
-    RecordMeta, StoreError, content_hash, validate_fact,
+    CallerContext, Fact, FactQuery, RecordFilter, StoreError, content_hash, validate_fact,
 };
 use sqlx::postgres::PgRow;
-use sqlx::{PgPool, Row};
 use tracing::Instrument;
 
-use crate::audit::AuditWriter;
-use crate::error::{corrupt, store_error};
-use crate::query::{BY_CONFIDENCE, select};
-use crate::records::{self, Mode, Record, span};
-use crate::sql::{
-    GovernedColumns, Run, Sql, col, count_col, joined_terms, new_id, push_governed,
-    write_replacing_expired,
-};
+use crate::error::store_error;
+use crate::identity::{GovernedColumns, new_id, push_governed};
+use crate::query::{BY_CONFIDENCE, Ordering, select};
+use crate::record_store::{PgRecord, PgRecords};
+use crate::records::{Mode, Record};
+use crate::rows::{col, count_col, decode_meta};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::text::joined_terms;
+use crate::tx::{Run, write_replacing_expired};
+use openvibe_protocols::{at_index, check_caller};
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -49,37 +49,6 @@ const FIXED: &str =
 const MUTABLE: &str = "classification, domain, entity, tags, source, updated_at, \
      content, confidence, importance, supersedes, external_id, content_hash, search";
 
-pub(crate) fn parse_classification(
-    kind: &str,
-    id: &str,
-    value: &str,
-) -> Result<Classification, StoreError> {
-    value.parse().map_err(|e| corrupt(kind, id, e))
-}
-
-/// The governance columns every record table has (`expires_at` only
-/// those of the kinds that expire).
-pub(crate) fn decode_meta(kind: &str, id: &str, row: &PgRow) -> Result<RecordMeta, StoreError> {
-    let classification: String = col(row, "classification")?;
-    Ok(RecordMeta {
-        tenant_id: col(row, "tenant_id")?,
-        namespace: col(row, "namespace")?,
-        project_id: col(row, "project_id")?,
-        owner: col(row, "owner")?,
-        classification: parse_classification(kind, id, &classification)?,
-        source: col(row, "source")?,
-        created_at: col(row, "created_at")?,
-        updated_at: col(row, "updated_at")?,
-        // Only the kinds that expire have the column.
-        expires_at: match row.try_get::<Option<chrono::DateTime<chrono::Utc>>, _>("expires_at") {
-            Err(sqlx::Error::ColumnNotFound(_)) => None,
-            _ => col(row, "expires_at")?,
-        },
-    })
-}
-
-pub(crate) use openvibe_protocols::memory::check_caller;
-
 impl Record for Fact {
     const KIND: &'static str = "fact";
     const TABLE: &'static str = "facts";
@@ -108,8 +77,8 @@ impl Record for Fact {
     }
 }
 
-/// A fact checked and prepared for writing.
-struct Prepared {
+/// A record checked for writing, with what its statement binds besides it.
+pub struct Prepared {
     fact: Fact,
     terms: Vec<String>,
     hash: String,
@@ -145,42 +114,25 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
         .push("::text[])");
 }
 
-/// [`FactStore`] over a PostgreSQL pool. Clearance, tenancy, projects,
-/// ordering and limits are applied in SQL; the tables carry row-level
-/// security on the transaction's tenant.
-#[derive(Debug, Clone)]
-pub struct PgFactStore {
-    pool: PgPool,
-    audit: AuditWriter,
-    vectors: Option<std::sync::Arc<crate::PgVectors>>,
-    groups: crate::group::Groups,
-}
+impl PgRecord for Fact {
+    const ORDER: Ordering = BY_CONFIDENCE;
+    type Prepared = Prepared;
 
-crate::audit::audited_store!(PgFactStore, vectors);
-
-impl PgFactStore {
-    async fn write(&self, ctx: &CallerContext, fact: Fact, mode: Mode) -> Result<Fact, StoreError> {
-        let p = prepare(ctx, fact, mode)?;
-        let id = p.fact.id.clone();
-        let created_at = p.fact.meta.created_at;
-        let expires_at = p.fact.meta.expires_at;
-        let namespace = p.fact.meta.namespace.clone();
-        records::write(
-            self.writer(),
-            ctx,
-            records::Target {
-                id,
-                namespace: &namespace,
-                created_at,
-                expires_at,
-            },
-            mode,
-            move |sql| push_mutable(sql, &p),
-        )
-        .await
+    fn prepare(ctx: &CallerContext, record: Self, mode: Mode) -> Result<Prepared, StoreError> {
+        prepare(ctx, record, mode)
     }
 
-    /// The plan of [`FactStore::query`] for `q` as `ctx`, executed:
+    fn prepared(p: &Prepared) -> &Self {
+        &p.fact
+    }
+
+    fn push_mutable(sql: &mut Sql, p: &Prepared) {
+        push_mutable(sql, p);
+    }
+}
+
+impl PgRecords<Fact> {
+    /// The plan of [`RecordStore::query`](openvibe_protocols::RecordStore::query) for `q` as `ctx`, executed:
     /// `EXPLAIN (ANALYZE, BUFFERS)` of the exact statement the store runs
     /// (without access tracking). For tuning and the benchmark report.
     pub async fn explain_query(
@@ -197,7 +149,7 @@ impl PgFactStore {
         };
         let mut sql = Sql::new("EXPLAIN (ANALYZE, BUFFERS) ");
         sql.append(select);
-        let rows = crate::sql::fetch_committed(&self.pool, ctx, sql).await?;
+        let rows = crate::tx::fetch_committed(&self.pool, ctx, sql).await?;
         let lines: Result<Vec<String>, StoreError> =
             rows.iter().map(|r| col(r, "QUERY PLAN")).collect();
         Ok(lines?.join("\n"))
@@ -220,7 +172,7 @@ impl PgFactStore {
             if facts.is_empty() {
                 return Ok(0);
             }
-            openvibe_protocols::memory::check_batch(facts.len())?;
+            openvibe_protocols::check_batch(facts.len())?;
             let n = facts.len();
             let mut governed = GovernedColumns::with_capacity(n);
             let mut contents = Vec::with_capacity(n);
@@ -295,51 +247,5 @@ impl PgFactStore {
         }
         .instrument(span("fact", "store_batch", ctx))
         .await
-    }
-}
-
-pub(crate) use openvibe_protocols::memory::at_index;
-
-#[async_trait]
-impl FactStore for PgFactStore {
-    async fn store(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        let stored = self
-            .write(ctx, fact, Mode::Upsert)
-            .instrument(span("fact", "store", ctx))
-            .await?;
-        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
-        Ok(stored)
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Fact>, StoreError> {
-        records::get(&self.pool, ctx, id).await
-    }
-
-    async fn query(&self, ctx: &CallerContext, q: &FactQuery) -> Result<Vec<Fact>, StoreError> {
-        self.audit
-            .record_with(|| AuditEntry::search(ctx, "fact", q, &q.namespaces, q.limit));
-        let Some(sql) = select::<Fact>(ctx, &q.filter(), &BY_CONFIDENCE) else {
-            return Ok(Vec::new());
-        };
-        records::read(&self.pool, ctx, sql, q.track_access)
-            .instrument(span("fact", "query", ctx))
-            .await
-    }
-
-    async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        let stored = self
-            .write(ctx, fact, Mode::Update)
-            .instrument(span("fact", "update", ctx))
-            .await?;
-        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
-        Ok(stored)
-    }
-
-    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        records::delete::<Fact>(&self.pool, &self.audit, ctx, id).await
-    }
-
-    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
-        records::touch::<Fact>(&self.pool, ctx, ids).await
     }
 }

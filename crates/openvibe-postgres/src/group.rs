@@ -29,7 +29,8 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::error::store_error;
-use crate::sql::{Run, Sql, write_replacing_expired};
+use crate::sql::Sql;
+use crate::tx::{Run, write_replacing_expired};
 
 /// Rows written by one statement at most.
 pub(crate) const MAX_BATCH: usize = 64;

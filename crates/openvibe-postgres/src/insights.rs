@@ -2,22 +2,26 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    AuditEntry, CallerContext, Change, Insight, InsightQuery, InsightStatus, InsightStore,
-    STRENGTHEN_STEP, StoreError, content_hash, validate_insight,
+    CallerContext, Change, Insight, InsightStatus, InsightStore, STRENGTHEN_STEP, StoreError,
+    content_hash, validate_insight,
 };
-use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
-use crate::audit::AuditWriter;
+use crate::access::{push_changeable, push_readable};
 use crate::error::{corrupt, store_error};
-use crate::facts::{at_index, check_caller, decode_meta};
-use crate::query::{BY_CONFIDENCE, select};
-use crate::records::{self, Mode, Record, span};
-use crate::sql::{
-    GovernedColumns, Run, Sql, begin, check_tags, col, columns, count_col, joined_terms, new_id,
-    push_changeable, push_governed, push_readable, to_i64, word_queries, write_replacing_expired,
-};
+use crate::identity::{GovernedColumns, new_id, push_governed};
+use crate::query::{BY_CONFIDENCE, Ordering};
+use crate::record_store::{PgRecord, PgRecords};
+use crate::records::{self, Mode, Record};
+use crate::rows::decode_meta;
+use crate::rows::{col, columns, count_col, to_i64};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::text::{joined_terms, word_queries};
+use crate::tx::{Run, begin, write_replacing_expired};
+use openvibe_protocols::check_tags;
+use openvibe_protocols::{at_index, check_caller};
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -101,7 +105,8 @@ impl Record for Insight {
     }
 }
 
-struct Prepared {
+/// A record checked for writing, with what its statement binds besides it.
+pub struct Prepared {
     insight: Insight,
     terms: Vec<String>,
     hash: String,
@@ -154,44 +159,24 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
         .push("::text[])");
 }
 
-/// [`InsightStore`] over a PostgreSQL pool.
-#[derive(Debug, Clone)]
-pub struct PgInsightStore {
-    pool: PgPool,
-    audit: AuditWriter,
-    vectors: Option<std::sync::Arc<crate::PgVectors>>,
-    groups: crate::group::Groups,
-}
+impl PgRecord for Insight {
+    const ORDER: Ordering = BY_CONFIDENCE;
+    type Prepared = Prepared;
 
-crate::audit::audited_store!(PgInsightStore, vectors);
-
-impl PgInsightStore {
-    async fn write(
-        &self,
-        ctx: &CallerContext,
-        insight: Insight,
-        mode: Mode,
-    ) -> Result<Insight, StoreError> {
-        let p = prepare(ctx, insight, mode)?;
-        let id = p.insight.id.clone();
-        let created_at = p.insight.meta.created_at;
-        let expires_at = p.insight.meta.expires_at;
-        let namespace = p.insight.meta.namespace.clone();
-        records::write(
-            self.writer(),
-            ctx,
-            records::Target {
-                id,
-                namespace: &namespace,
-                created_at,
-                expires_at,
-            },
-            mode,
-            move |sql| push_mutable(sql, &p),
-        )
-        .await
+    fn prepare(ctx: &CallerContext, record: Self, mode: Mode) -> Result<Prepared, StoreError> {
+        prepare(ctx, record, mode)
     }
 
+    fn prepared(p: &Prepared) -> &Self {
+        &p.insight
+    }
+
+    fn push_mutable(sql: &mut Sql, p: &Prepared) {
+        push_mutable(sql, p);
+    }
+}
+
+impl PgRecords<Insight> {
     /// Insert new insights in one transaction (one statement): all or none.
     /// Owner, tenant and project come from `ctx`, empty ids are generated,
     /// and an id that already exists fails the whole batch with
@@ -209,7 +194,7 @@ impl PgInsightStore {
             if insights.is_empty() {
                 return Ok(0);
             }
-            openvibe_protocols::memory::check_batch(insights.len())?;
+            openvibe_protocols::check_batch(insights.len())?;
             let n = insights.len();
             let mut governed = GovernedColumns::with_capacity(n);
             let mut agents = Vec::with_capacity(n);
@@ -311,48 +296,7 @@ impl PgInsightStore {
 }
 
 #[async_trait]
-impl InsightStore for PgInsightStore {
-    async fn store(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        let stored = self
-            .write(ctx, insight, Mode::Upsert)
-            .instrument(span("insight", "store", ctx))
-            .await?;
-        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
-        Ok(stored)
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError> {
-        records::get(&self.pool, ctx, id).await
-    }
-
-    async fn query(
-        &self,
-        ctx: &CallerContext,
-        q: &InsightQuery,
-    ) -> Result<Vec<Insight>, StoreError> {
-        self.audit
-            .record_with(|| AuditEntry::search(ctx, "insight", q, &q.namespaces, q.limit));
-        let Some(sql) = select::<Insight>(ctx, &q.filter(), &BY_CONFIDENCE) else {
-            return Ok(Vec::new());
-        };
-        records::read(&self.pool, ctx, sql, q.track_access)
-            .instrument(span("insight", "query", ctx))
-            .await
-    }
-
-    async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        let stored = self
-            .write(ctx, insight, Mode::Update)
-            .instrument(span("insight", "update", ctx))
-            .await?;
-        crate::vectors::embed_written(self.vectors.as_deref(), ctx, &[&stored]).await;
-        Ok(stored)
-    }
-
-    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        records::delete::<Insight>(&self.pool, &self.audit, ctx, id).await
-    }
-
+impl InsightStore for PgRecords<Insight> {
     async fn find_similar(
         &self,
         ctx: &CallerContext,
@@ -390,10 +334,6 @@ impl InsightStore for PgInsightStore {
             .instrument(span("insight", "find_similar", ctx))
             .await?;
         Ok(found.into_iter().next())
-    }
-
-    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
-        records::touch::<Insight>(&self.pool, ctx, ids).await
     }
 
     async fn strengthen(

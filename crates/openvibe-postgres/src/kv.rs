@@ -8,13 +8,14 @@ use openvibe_protocols::{
 use sqlx::{PgPool, Row};
 use tracing::Instrument;
 
+use crate::access::{push_changeable, push_readable};
 use crate::error::store_error;
-use crate::facts::check_caller;
-use crate::records::span;
-use crate::sql::{
-    Sql, TextFilter, begin, check_label, check_text, push_changeable, push_readable, record_terms,
-    text_filter,
-};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::text::{TextFilter, text_filter};
+use crate::tx::begin;
+use openvibe_protocols::check_caller;
+use openvibe_protocols::{check_label, check_text, record_terms};
 
 /// V1 key/value memory in the `memory_entries` table, as one caller
 /// (the V1 trait carries no caller context: it is fixed at construction).

@@ -39,6 +39,7 @@
 //! embedded here ([`MIGRATOR`]); [`PgStores::connect`] applies it, and so
 //! does `cargo xtask db migrate`.
 
+mod access;
 mod admin;
 mod audit;
 mod contexts;
@@ -46,13 +47,19 @@ mod episodes;
 mod error;
 mod facts;
 mod group;
+mod identity;
 mod insights;
 mod kv;
 mod query;
 mod raw;
+mod record_store;
 mod records;
+mod rows;
 mod semantic;
+mod span;
 mod sql;
+mod text;
+mod tx;
 mod vectors;
 mod working;
 
@@ -69,14 +76,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub use admin::{PgNamespaceAdmin, purge_tenant};
 pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
-pub use episodes::PgEpisodicStore;
 pub use error::PgError;
-pub use facts::PgFactStore;
-pub use insights::PgInsightStore;
 pub use kv::PgMemoryProvider;
+pub use openvibe_protocols::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
 pub use raw::PgRawLog;
+pub use record_store::{PgEpisodicStore, PgFactStore, PgInsightStore, PgRecord, PgRecords};
 pub use semantic::PgKnowledgeStore;
-pub use sql::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
 pub use vectors::PgVectors;
 pub use working::PgWorkingStore;
 

@@ -3,11 +3,14 @@
 
 use openvibe_protocols::{CallerContext, RecordFilter};
 
+use crate::access::push_readable_in;
 use crate::records::Record;
-use crate::sql::{Sql, TextFilter, columns, push_readable_in, terms_filter};
+use crate::rows::columns;
+use crate::sql::Sql;
+use crate::text::{TextFilter, terms_filter};
 
 /// How a record type is ordered and filtered by time.
-pub(crate) struct Ordering {
+pub struct Ordering {
     /// Result order after relevance, on alias `{a}`, e.g.
     /// `{a}confidence DESC, {a}created_at DESC, {a}id`.
     pub order: &'static str,

@@ -2,24 +2,28 @@
 //! `INSERT … SELECT FROM unnest(…)` per batch.
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{at_index, raw_page, validate_raw_call};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, Page, RawCall, RawCallQuery, RawLogStore,
     RawRetention, StoreError, store_time,
 };
+use openvibe_protocols::{at_index, raw_page, validate_raw_call};
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
+use crate::access::{push_changeable, push_readable_in};
 use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
-use crate::facts::{check_caller, decode_meta};
+use crate::identity::GovernedColumns;
 use crate::query::{BY_TIME, select};
-use crate::records::{self, Record, span};
-use crate::sql::{
-    GovernedColumns, Sql, begin, col, count_col, joined_terms, push_changeable, push_readable_in,
-    to_i64,
-};
+use crate::records::{self, Record};
+use crate::rows::decode_meta;
+use crate::rows::{col, count_col, to_i64};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::text::joined_terms;
+use crate::tx::begin;
+use openvibe_protocols::check_caller;
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -132,7 +136,7 @@ impl PgRawLog {
             return Ok(calls);
         }
         check_caller(ctx)?;
-        openvibe_protocols::memory::check_batch(calls.len())?;
+        openvibe_protocols::check_batch(calls.len())?;
         let now = store_time();
         let n = calls.len();
         let mut governed = GovernedColumns::with_capacity(n);

@@ -11,16 +11,18 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 use tracing::Instrument;
 
+use crate::access::{push_changeable, push_readable};
 use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::group::{Answer, Groups, Key, RowFn, Spec, Turn};
-use crate::sql::{
-    Run, Sql, begin, check_given_expiry, columns, context_settings, push_changeable, push_expiry,
-    push_identity, push_readable, write_replacing_expired,
-};
+use crate::identity::{check_given_expiry, push_expiry, push_identity};
+use crate::rows::columns;
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::{Run, begin, context_settings, write_replacing_expired};
 
 /// A record type stored in one table keyed by `(tenant_id, id)`.
-pub(crate) trait Record: Sized + Send + Unpin + 'static {
+pub trait Record: Sized + Send + Unpin + 'static {
     /// Record kind for errors (`fact`, `episode`, `insight`).
     const KIND: &'static str;
     /// Its table.
@@ -41,23 +43,11 @@ pub(crate) trait Record: Sized + Send + Unpin + 'static {
 
 /// Whether a write may create a record or must find an existing one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     /// `store`: insert, or replace a record the caller may change.
     Upsert,
     /// `update`: replace an existing record only.
     Update,
-}
-
-/// A span for one store call.
-pub(crate) fn span(kind: &'static str, op: &'static str, ctx: &CallerContext) -> tracing::Span {
-    tracing::debug_span!(
-        "store",
-        backend = "postgres",
-        kind,
-        op,
-        tenant = %ctx.tenant_id(),
-        principal = %ctx.principal()
-    )
 }
 
 pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {

@@ -7,7 +7,7 @@
 //! owner, content_hash)`, so two concurrent writers of the same knowledge
 //! leave one row.
 //!
-//! Queries are hybrid ([`openvibe_protocols::memory::retrieval`]): the
+//! Queries are hybrid ([`openvibe_protocols::retrieval`]): the
 //! full-text candidates come from a postings table (`knowledge_postings`,
 //! a row per record and term carrying the read rule's columns, kept by a
 //! trigger from each row's analyzed terms, which the shared analyzer
@@ -22,29 +22,30 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{
-    TermCounts, check_embedding, check_label, check_user, combine, json_object, validate_knowledge,
-};
 use openvibe_protocols::{
     CallerContext, Change, Embedder, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
     NewKnowledge, Plan, RecordMeta, Retriever, Session, StoreError, content_hash, store_time,
 };
+use openvibe_protocols::{check_embedding, check_label, json_object, validate_knowledge};
+use openvibe_retrieval::{TermCounts, combine, knowledge_search};
 use pgvector::Vector;
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
 use tracing::Instrument;
 
+use crate::access::push_knowledge_readable;
 use crate::audit::AuditWriter;
 use crate::error::maybe_blocked_by_expired;
 use crate::error::store_error;
-use crate::facts::{check_caller, decode_meta};
-use crate::records::{end_read, not_found, span};
-use crate::sql::{
-    EXCLUDE_EXPIRED, INCLUDE_EXPIRED, Sql, Tx, array_literal, begin, begin_then,
-    check_given_expiry, col, columns, delete_row, literal, push_namespace_scope, push_project,
-    try_begin_then,
-};
+use crate::identity::{check_given_expiry, delete_row};
+use crate::records::{end_read, not_found};
+use crate::rows::decode_meta;
+use crate::rows::{col, columns};
+use crate::span::span;
+use crate::sql::{Sql, array_literal, literal};
+use crate::tx::{EXCLUDE_EXPIRED, INCLUDE_EXPIRED, Tx, begin, begin_then, try_begin_then};
 use crate::working::require_readable;
+use openvibe_protocols::check_caller;
 
 mod full_text;
 mod vectors;
@@ -179,7 +180,7 @@ fn upsert_rows(
         )
         .bind(
             (0..group.len())
-                .map(|_| crate::sql::new_id())
+                .map(|_| crate::identity::new_id())
                 .collect::<Vec<_>>(),
         )
         .push("::text[], ")
@@ -251,45 +252,6 @@ fn purge_expired_keys(ctx: &CallerContext, inputs: &[Prepared]) -> String {
         literal(&array_literal(&externals)),
         literal(&array_literal(&hashes)),
     )
-}
-
-/// The knowledge read rule (`knowledge_read_allowed`) on alias `f.`: the
-/// caller's project, and owned or (when `public`) public.
-pub(super) fn push_knowledge_readable(sql: &mut Sql, ctx: &CallerContext, public: bool) {
-    sql.push("(");
-    push_project(sql, ctx, "f.");
-    push_namespace_scope(sql, &ctx.read_scope(), "f.");
-    sql.push(" AND (f.owner = ").bind(ctx.owner_key());
-    if public {
-        sql.push(" OR f.is_public");
-    }
-    sql.push("))");
-}
-
-/// Whether the query has any of the filters [`push_filters`] writes.
-pub(super) fn has_filters(query: &KnowledgeQuery) -> bool {
-    !query.tags.is_empty()
-        || query.source.is_some()
-        || query.plan_id.is_some()
-        || query.session_id.is_some()
-}
-
-/// The query's filters (tags, source, plan, session) on alias `f.`.
-pub(super) fn push_filters(sql: &mut Sql, query: &KnowledgeQuery) {
-    if !query.tags.is_empty() {
-        sql.push(" AND f.tags && ")
-            .bind(query.tags.clone())
-            .push("::text[]");
-    }
-    if let Some(source) = &query.source {
-        sql.push(" AND f.source = ").bind(source.clone());
-    }
-    if let Some(plan) = &query.plan_id {
-        sql.push(" AND f.plan_id = ").bind(plan.clone());
-    }
-    if let Some(session) = &query.session_id {
-        sql.push(" AND f.session_id = ").bind(session.clone());
-    }
 }
 
 /// [`KnowledgeStore`] on PostgreSQL.
@@ -407,14 +369,14 @@ impl PgKnowledgeStore {
         inputs: Vec<NewKnowledge>,
     ) -> Result<Vec<Prepared>, StoreError> {
         check_caller(ctx)?;
-        openvibe_protocols::memory::check_batch(inputs.len())?;
+        openvibe_protocols::check_batch(inputs.len())?;
         // A single input's error is its own; a batch's names the index.
         let single = inputs.len() == 1;
         let at = move |i: usize, e: StoreError| {
             if single {
                 e
             } else {
-                crate::facts::at_index(i, e)
+                openvibe_protocols::at_index(i, e)
             }
         };
         let mut missing = Vec::new();
@@ -629,12 +591,15 @@ impl KnowledgeStore for PgKnowledgeStore {
         ctx: &CallerContext,
         query: &KnowledgeQuery,
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
-        check_user(ctx, query.user_id.as_deref())?;
-        self.audit.record_with(|| query.audit_entry(ctx));
-        let search = query
-            .search(self.embedder.as_deref(), self.dimensions)
-            .await?;
-        if query.top_k == 0 {
+        let search = knowledge_search(
+            ctx,
+            query,
+            self.embedder.as_deref(),
+            self.dimensions,
+            |entry| self.audit.record_with(entry),
+        )
+        .await?;
+        if search.top_k == 0 {
             return Ok(Vec::new());
         }
         async {
@@ -683,7 +648,7 @@ impl KnowledgeStore for PgKnowledgeStore {
                     let list = full_text(
                         &mut side,
                         ctx,
-                        query,
+                        &search.filter,
                         &search.terms,
                         search.depth,
                         first_done,
@@ -702,7 +667,7 @@ impl KnowledgeStore for PgKnowledgeStore {
                         &self.table,
                         &self.model,
                         ctx,
-                        query,
+                        &search.filter,
                         vector,
                         search.vector_depth,
                         alone,
@@ -720,11 +685,18 @@ impl KnowledgeStore for PgKnowledgeStore {
                 }
             }
             if !text_done {
-                let list =
-                    full_text(&mut tx, ctx, query, &search.terms, search.depth, None).await?;
+                let list = full_text(
+                    &mut tx,
+                    ctx,
+                    &search.filter,
+                    &search.terms,
+                    search.depth,
+                    None,
+                )
+                .await?;
                 lists.insert(0, (Retriever::FullText, list));
             }
-            let fused = combine(lists, query.top_k);
+            let fused = combine(lists, search.top_k);
             let mut by_id = match listed {
                 Some(records) => records,
                 None => {

@@ -10,22 +10,26 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{
-    EMBEDDED_KINDS, KindVectors, PendingText, check_caller, check_vector_admin,
-    check_vector_lookup, embed_checked, no_embedder,
-};
 use openvibe_protocols::{
     CallerContext, Embedder, EmbeddingText, Episode, RecordVector, RecordVectors, StoreError,
     VectorStatus,
+};
+use openvibe_protocols::{
+    EMBEDDED_KINDS, KindVectors, PendingText, check_caller, check_vector_admin,
+    check_vector_lookup, embed_checked, no_embedder,
 };
 use pgvector::Vector;
 use sqlx::{PgPool, Postgres, Transaction};
 use tracing::Instrument;
 
+use crate::access::push_knowledge_readable;
+use crate::access::push_readable;
 use crate::error::store_error;
-use crate::records::{end_read, span};
-use crate::semantic::push_knowledge_readable;
-use crate::sql::{Sql, begin, col, count_col, push_readable};
+use crate::records::end_read;
+use crate::rows::{col, count_col};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::begin;
 
 /// The record vectors of one model.
 #[derive(Clone)]

@@ -8,27 +8,28 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use openvibe_protocols::memory::{
-    check_json, check_label, check_opt_label, check_state_key, json_object,
-};
 use openvibe_protocols::{
-    CallerContext, Change, Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted,
-    PlanQuery, PlanStatus, PlanUpdate, Session, SessionDeleted, SessionQuery, StateEntry,
-    StoreError, TaskContext, WorkingStore, page_cursor, parse_cursor, store_time,
-    validate_record_id,
+    CallerContext, Change, ContextStore, Expect, NewPlan, NewSession, Page, Plan, PlanContext,
+    PlanDeleted, PlanQuery, PlanStateStore, PlanStatus, PlanStore, PlanUpdate, Session,
+    SessionDeleted, SessionQuery, SessionStore, StateEntry, StoreError, TaskContext, page_cursor,
+    parse_cursor, store_time, validate_record_id,
 };
+use openvibe_protocols::{check_json, check_label, check_opt_label, check_state_key, json_object};
 use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Transaction};
 use tracing::Instrument;
 
+use crate::access::{push_changeable, push_readable};
 use crate::error::store_error;
-use crate::facts::{check_caller, decode_meta};
-use crate::records::{self, Mode, Record, end_read, fetch_all, fetch_optional, not_found, span};
-use crate::sql::{
-    Sql, begin, col, columns, count_col, delete_row, one_trip, push_changeable, push_new_identity,
-    push_readable,
-};
+use crate::identity::{delete_row, push_new_identity};
+use crate::records::{self, Mode, Record, end_read, fetch_all, fetch_optional, not_found};
+use crate::rows::decode_meta;
+use crate::rows::{col, columns, count_col};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::{begin, one_trip};
+use openvibe_protocols::check_caller;
 
 const SESSION_COLS: &[&str] = &[
     "tenant_id",
@@ -124,7 +125,7 @@ pub(crate) fn decode_state(row: &PgRow) -> Result<StateEntry, StoreError> {
 }
 
 fn new_id(given: Option<String>) -> Result<String, StoreError> {
-    let id = given.unwrap_or_else(crate::sql::new_id);
+    let id = given.unwrap_or_else(crate::identity::new_id);
     validate_record_id(&id)?;
     Ok(id)
 }
@@ -260,7 +261,7 @@ async fn touch_session(
     Ok(())
 }
 
-/// [`WorkingStore`] on PostgreSQL.
+/// [`WorkingStore`](openvibe_protocols::WorkingStore) on PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgWorkingStore {
     pub(crate) pool: PgPool,
@@ -331,7 +332,7 @@ impl PgWorkingStore {
 }
 
 #[async_trait]
-impl WorkingStore for PgWorkingStore {
+impl SessionStore for PgWorkingStore {
     async fn create_session(
         &self,
         ctx: &CallerContext,
@@ -430,7 +431,10 @@ impl WorkingStore for PgWorkingStore {
         .instrument(span("session", "delete", ctx))
         .await
     }
+}
 
+#[async_trait]
+impl PlanStore for PgWorkingStore {
     async fn create_plan(&self, ctx: &CallerContext, plan: NewPlan) -> Result<Plan, StoreError> {
         async {
             check_caller(ctx)?;
@@ -599,7 +603,10 @@ impl WorkingStore for PgWorkingStore {
         .instrument(span("plan", "delete", ctx))
         .await
     }
+}
 
+#[async_trait]
+impl ContextStore for PgWorkingStore {
     async fn store_task_context(
         &self,
         ctx: &CallerContext,
@@ -655,7 +662,10 @@ impl WorkingStore for PgWorkingStore {
     ) -> Result<Option<PlanContext>, StoreError> {
         crate::contexts::get_plan_context(&self.pool, ctx, None, Some(correlation_id)).await
     }
+}
 
+#[async_trait]
+impl PlanStateStore for PgWorkingStore {
     async fn set_state(
         &self,
         ctx: &CallerContext,

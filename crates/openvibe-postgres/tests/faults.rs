@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use openvibe_postgres::{PgStores, connect_options, migrate, pool_options};
-use openvibe_protocols::{CallerContext, Episode, Fact, FactStore, StoreError};
+use openvibe_protocols::{CallerContext, Episode, Fact, RecordStore, RevisableStore, StoreError};
 use sqlx::{Connection, PgConnection};
 
 fn sys() -> CallerContext {
@@ -117,7 +117,7 @@ async fn killed_connections_lose_nothing_and_the_pool_recovers() {
         let mut present = 0;
         for k in 0..10 {
             present += usize::from(
-                openvibe_protocols::EpisodicStore::get(
+                openvibe_protocols::RecordStore::<openvibe_protocols::Episode>::get(
                     pg.episodes().as_ref(),
                     &ctx,
                     &format!("e{i}-{k}"),

@@ -11,9 +11,8 @@ use std::sync::Arc;
 use chrono::{Duration, TimeZone, Utc};
 use openvibe_postgres::{MAX_LABEL_LEN, MAX_WORD_LEN, PgStores, migrate};
 use openvibe_protocols::{
-    CallerContext, Classification, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery,
-    FactStore, InsightQuery, InsightStore, KnowledgeStore, MemoryProvider, NewKnowledge,
-    StoreError,
+    CallerContext, Classification, Episode, EpisodeQuery, Fact, FactQuery, InsightQuery,
+    KnowledgeStore, MemoryProvider, NewKnowledge, RecordStore, RevisableStore, StoreError,
 };
 use sqlx::{Connection, Executor, Row};
 
@@ -1361,7 +1360,7 @@ async fn row_level_security_limits_deletes_to_owned_or_managed_rows() {
 /// over refused with `InvalidInput` and nothing written.
 #[tokio::test]
 async fn batches_hold_at_most_the_limit() {
-    use openvibe_protocols::memory::MAX_BATCH_LEN;
+    use openvibe_protocols::MAX_BATCH_LEN;
     let pg = pg!();
     let ctx = sys();
     let batch = |n: usize, prefix: &str| -> Vec<Episode> {

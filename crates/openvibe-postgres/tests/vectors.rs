@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use openvibe_postgres::PgStores;
 use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{
-    CallerContext, EmbedError, Embedder, Episode, EpisodicStore, Fact, FactStore, Insight,
-    KnowledgeQuery, KnowledgeStore, NewKnowledge, RecordVectors, RetrievalMode, Retriever,
+    CallerContext, EmbedError, Embedder, Episode, Fact, Insight, KnowledgeQuery, KnowledgeStore,
+    NewKnowledge, RecordStore, RecordVectors, RetrievalMode, Retriever,
 };
 
 /// A second model: hashed vectors of another size, under another name.

@@ -11,7 +11,8 @@
 //! | V1 key/value memory | [`MemoryProvider`] | [`StoreError`] |
 //! | memory context for a prompt | [`ContextAssembler`] | [`StoreError`] |
 //! | receiving node-run episodes | [`EpisodeSink`] | [`StoreError`] |
-//! | structured memory (facts, episodes, insights) | [`FactStore`], [`EpisodicStore`], [`InsightStore`] (each call takes a [`CallerContext`]; the whole contract is in [`memory`]) | [`StoreError`] |
+//! | structured memory (facts, episodes, insights) | [`FactStore`], [`EpisodicStore`], [`InsightStore`] (each call takes a [`CallerContext`]) | [`StoreError`] |
+//! | working and semantic memory, the raw log, the audit trail, vectors | [`WorkingStore`], [`KnowledgeStore`], [`RawLogStore`], [`AuditLog`], [`RecordVectors`] | [`StoreError`] |
 //! | schedules and triggers | [`ScheduleProvider`] | [`ScheduleError`] |
 //! | text embeddings | [`Embedder`] | [`EmbedError`] |
 //!
@@ -20,7 +21,7 @@
 mod embed;
 mod hooks;
 mod llm;
-pub mod memory;
+mod memory;
 mod schedule;
 mod state;
 #[cfg(feature = "testing")]
@@ -33,30 +34,7 @@ pub use llm::{
     Message, MessageContent, MessageRole, StopReason, ToolCall, ToolChoice, ToolDefinition,
     resolve_model,
 };
-pub use memory::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus};
-pub use memory::{
-    CallerContext, Classification, Clearance, Episode, EpisodeQuery, EpisodicStore, ErrorSource,
-    Fact, FactQuery, FactStore, Governed, Insight, InsightQuery, InsightStatus, InsightStore,
-    MAX_CONTENT_LEN, MAX_LABEL_LEN, MAX_RECORD_ID_LEN, MemoryEntry, MemoryProvider,
-    ParseClassificationError, Principal, PrincipalKind, RecordFilter, RecordMeta, RetrievalTrace,
-    STRENGTHEN_STEP, StoreError, Stores, TraceAction, check_content, check_importance, check_unit,
-    content_hash, modify_allowed, read_allowed, text_terms, validate_episode, validate_fact,
-    validate_insight, validate_record_id,
-};
-pub use memory::{
-    Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
-    check_fixed_namespace,
-};
-pub use memory::{EmbeddingText, RecordVector, RecordVectors, VectorStatus};
-pub use memory::{
-    Expect, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore, NewKnowledge,
-    NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus, PlanUpdate,
-    Session, SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore, page_cursor,
-    parse_cursor, store_time,
-};
-pub use memory::{NamespaceAdmin, NamespaceCount};
-pub use memory::{RawCall, RawCallQuery, RawLogStore, RawRetention};
-pub use memory::{RetrievalMode, Retriever, RetrieverScore};
+pub use memory::*;
 pub use schedule::{
     Firing, FiringSource, ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind,
 };

@@ -64,7 +64,11 @@ impl Embedder for HashEmbedder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::cosine;
+
+    /// The vectors are unit length: their dot product is their cosine.
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
 
     #[test]
     fn shared_words_are_near_and_vectors_are_unit_length() {

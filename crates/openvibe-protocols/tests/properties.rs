@@ -4,12 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use chrono::{TimeZone, Utc};
-use openvibe_protocols::memory::{MAX_WORD_LEN, analyze, check_label, check_tags};
 use openvibe_protocols::{
     AuditOp, Classification, Episode, Fact, Insight, StoreError, content_hash, page_cursor,
     parse_cursor, text_terms, validate_episode, validate_fact, validate_insight,
     validate_record_id,
 };
+use openvibe_protocols::{MAX_WORD_LEN, check_label, check_tags};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -22,61 +22,6 @@ fn text() -> impl Strategy<Value = String> {
         "\\PC{0,200}",
         (1usize..3 * MAX_WORD_LEN).prop_map(|n| "w".repeat(n)),
     ]
-}
-
-/// Texts made of the words the analyzer's date recognition reads (days,
-/// months, years at the edges of the calendar, relative expressions), in
-/// any order.
-fn date_words() -> impl Strategy<Value = String> {
-    const WORDS: &[&str] = &[
-        "last",
-        "next",
-        "past",
-        "week",
-        "weekend",
-        "weeks",
-        "month",
-        "months",
-        "day",
-        "days",
-        "of",
-        "before",
-        "after",
-        "the",
-        "beginning",
-        "start",
-        "end",
-        "early",
-        "mid",
-        "late",
-        "second",
-        "4th",
-        "1st",
-        "31",
-        "29",
-        "0",
-        "00",
-        "february",
-        "dec",
-        "jan",
-        "1000",
-        "2999",
-        "9999",
-        "2024",
-        "12",
-        "02",
-        "ago",
-        "couple",
-        "a",
-        "yesterday",
-        "tomorrow",
-        "night",
-        "friday",
-        "sun",
-        "-",
-        ",",
-    ];
-    prop::collection::vec(prop::sample::select(WORDS), 0..24).prop_map(|w| w.join(" "))
 }
 
 fn only_invalid_input<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
@@ -167,14 +112,6 @@ proptest! {
         unique.sort();
         unique.dedup();
         prop_assert_eq!(unique.len(), terms.len());
-    }
-
-    #[test]
-    fn analysis_of_any_dates_gives_lowercase_terms(s in prop_oneof![text(), date_words()]) {
-        for t in analyze(&s) {
-            prop_assert!(!t.is_empty());
-            prop_assert_eq!(&t, &t.to_lowercase());
-        }
     }
 
     #[test]

@@ -35,7 +35,8 @@ mod stores;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openvibe_api::{CALLER_HEADER, Caller, ErrorBody, paths};
+use openvibe_api::endpoints::{self, Endpoint};
+use openvibe_api::{CALLER_HEADER, Caller, ErrorBody};
 use openvibe_protocols::{CallerContext, StoreError, Stores};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
@@ -121,15 +122,8 @@ impl RemoteMemory {
             key: key.filter(|k| !k.is_empty()),
             model: (String::new(), 0),
         };
-        let model: openvibe_api::dto::EmbeddingModel = client
-            .call(
-                None,
-                Method::GET,
-                &[paths::SEMANTIC_MODEL],
-                None::<&()>,
-                &[],
-                Idempotent::Yes,
-            )
+        let model = client
+            .call(None, &endpoints::EMBEDDING_MODEL, &[], &(), true)
             .await?;
         client.model = (model.model, model.dimensions);
         Ok(Self {
@@ -159,30 +153,33 @@ impl RemoteMemory {
     }
 }
 
-/// Whether a request may be sent twice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Idempotent {
-    /// Reads, puts, deletes, searches.
-    Yes,
-    /// Stores, appends, increments: retried only when never sent.
-    No,
-}
-
 impl Inner {
-    /// `method` on the path made of `segments` (the first one a path
-    /// constant, the others percent-encoded segments) with `body` and
-    /// `query`; the answer parsed as `T`.
-    pub(crate) async fn call<T: DeserializeOwned>(
+    /// `endpoint` with `params` in its path and `input` as its body or
+    /// query string, as `caller` (`None`: no caller context); its answer.
+    /// `idempotent`: it may be sent again once it may have been received
+    /// (the endpoint's own rule, unless the call knows better).
+    pub(crate) async fn call<I: Serialize, O: DeserializeOwned>(
         &self,
         caller: Option<&CallerContext>,
-        method: Method,
-        segments: &[&str],
-        body: Option<&impl Serialize>,
-        query: &[(String, String)],
-        idempotent: Idempotent,
-    ) -> Result<T, StoreError> {
+        endpoint: &Endpoint<I, O>,
+        params: &[&str],
+        input: &I,
+        idempotent: bool,
+    ) -> Result<O, StoreError> {
+        let segments = endpoint.segments(params)?;
+        let (body, query) = match endpoint.input {
+            endpoints::Input::None => (None, Vec::new()),
+            endpoints::Input::Body => (Some(input), Vec::new()),
+            endpoints::Input::Query => (None, query_pairs(input)?),
+        };
+        let method = match endpoint.method {
+            endpoints::Method::Get => Method::GET,
+            endpoints::Method::Post => Method::POST,
+            endpoints::Method::Put => Method::PUT,
+            endpoints::Method::Delete => Method::DELETE,
+        };
         let bytes = self
-            .send(caller, method, segments, body, query, idempotent)
+            .send(caller, method, &segments, body, &query, idempotent)
             .await?;
         let bytes = if bytes.is_empty() {
             &b"null"[..]
@@ -202,10 +199,10 @@ impl Inner {
         &self,
         caller: Option<&CallerContext>,
         method: Method,
-        segments: &[&str],
+        segments: &[String],
         body: Option<&impl Serialize>,
         query: &[(String, String)],
-        idempotent: Idempotent,
+        idempotent: bool,
     ) -> Result<Vec<u8>, StoreError> {
         let mut url = self.url(segments)?;
         if !query.is_empty() {
@@ -260,7 +257,7 @@ impl Inner {
                     let retryable = matches!(
                         status,
                         StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
-                    ) && idempotent == Idempotent::Yes;
+                    ) && idempotent;
                     if !retryable || attempt >= RETRIES {
                         return Err(err);
                     }
@@ -268,8 +265,8 @@ impl Inner {
                 }
                 Err(e) => {
                     let never_sent = e.is_connect();
-                    let retryable = never_sent
-                        || (idempotent == Idempotent::Yes && (e.is_timeout() || e.is_request()));
+                    let retryable =
+                        never_sent || (idempotent && (e.is_timeout() || e.is_request()));
                     if !retryable || attempt >= RETRIES {
                         return Err(transport(e));
                     }
@@ -284,29 +281,32 @@ impl Inner {
         }
     }
 
-    fn url(&self, segments: &[&str]) -> Result<Url, StoreError> {
-        let (first, rest) = segments
-            .split_first()
-            .ok_or_else(|| StoreError::invalid("path", "empty"))?;
-        let mut url = self
-            .base
-            .join(first.trim_start_matches('/'))
-            .map_err(|e| StoreError::invalid("path", e.to_string()))?;
-        {
-            let mut path = url
-                .path_segments_mut()
-                .map_err(|()| StoreError::invalid("path", "not a base URL"))?;
-            for segment in rest {
-                if segment.is_empty() {
-                    // An empty id or key cannot be put in a path; no store
-                    // accepts one.
-                    return Err(StoreError::invalid("id", "must not be empty"));
-                }
-                path.push(segment);
-            }
-        }
+    /// The service's URL of a path made of `segments` (each percent-encoded).
+    fn url(&self, segments: &[String]) -> Result<Url, StoreError> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|()| StoreError::invalid("path", "not a base URL"))?
+            .pop_if_empty()
+            .extend(segments);
         Ok(url)
     }
+}
+
+/// A flat struct as query-string pairs (`None` fields left out).
+fn query_pairs(query: &impl Serialize) -> Result<Vec<(String, String)>, StoreError> {
+    let value =
+        serde_json::to_value(query).map_err(|e| StoreError::invalid("query", e.to_string()))?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(StoreError::invalid("query", "not a set of fields"));
+    };
+    Ok(map
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(s) => Some((k, s)),
+            other => Some((k, other.to_string())),
+        })
+        .collect())
 }
 
 /// A transport failure: transient (the request may not have happened).

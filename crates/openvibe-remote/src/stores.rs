@@ -1,337 +1,93 @@
-//! The store traits over the service's routes.
+//! The store traits over the service's endpoints ([`openvibe_api::endpoints`]):
+//! each method is one row of the table, called with its path parameters
+//! and its body or query; the record stores once for every kind.
 
 use async_trait::async_trait;
 use openvibe_api::dto::{
-    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, EmbedPending,
-    Embedded, MaybeInsight, MoveNamespace, Moved, PruneRaw, SetState, SimilarInsight, Strengthen,
-    Touch, Touched, VectorLookup,
+    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, EmbedPending, MoveNamespace, PruneRaw,
+    SetState, SimilarInsight, Strengthen, Touch, VectorLookup,
 };
-use openvibe_api::paths;
+use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
-    AuditEntry, AuditLog, AuditQuery, CallerContext, Episode, EpisodeQuery, EpisodicStore, Expect,
-    Fact, FactQuery, FactStore, Insight, InsightQuery, InsightStore, Knowledge, KnowledgeHit,
-    KnowledgeQuery, KnowledgeStore, NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan,
-    NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RawCall, RawCallQuery,
-    RawLogStore, RawRetention, RecordVector, RecordVectors, Session, SessionDeleted, SessionQuery,
-    StateEntry, StoreError, TaskContext, VectorStatus, WorkingStore,
+    AuditEntry, AuditLog, AuditQuery, CallerContext, ContextStore, Expect, Insight, InsightStore,
+    Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NamespaceAdmin, NamespaceCount,
+    NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
+    PlanStateStore, PlanStore, PlanUpdate, RawCall, RawCallQuery, RawLogStore, RawRetention,
+    RecordStore, RecordVector, RecordVectors, RevisableStore, Session, SessionDeleted,
+    SessionQuery, SessionStore, StateEntry, StoreError, TaskContext, VectorStatus,
 };
-use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Idempotent, RemoteMemory};
-
-const NO_BODY: Option<&()> = None;
+use crate::RemoteMemory;
 
 impl RemoteMemory {
-    async fn req<T: DeserializeOwned>(
+    /// `endpoint` as `ctx`, with `params` in its path and `input` as its
+    /// body or query string.
+    async fn call<I: Serialize, O: DeserializeOwned>(
         &self,
         ctx: &CallerContext,
-        method: Method,
-        segments: &[&str],
-        body: Option<&impl Serialize>,
-        idempotent: Idempotent,
-    ) -> Result<T, StoreError> {
+        endpoint: &Endpoint<I, O>,
+        params: &[&str],
+        input: &I,
+    ) -> Result<O, StoreError> {
         self.inner
-            .call(Some(ctx), method, segments, body, &[], idempotent)
+            .call(Some(ctx), endpoint, params, input, endpoint.idempotent)
             .await
     }
 
-    /// A `GET` of one record of `kind`: a `not_found` answer naming that
-    /// kind is `None` (the server found no such record); one naming another
-    /// kind is the store's error (e.g. the plan of a plan-state key).
-    async fn opt<T: DeserializeOwned>(
+    /// A lookup: the endpoint's `404` naming the kind it looks up is `None`
+    /// (the server found no such record); one naming another kind is the
+    /// store's error (e.g. the plan of a plan-state key).
+    async fn find<O: DeserializeOwned>(
         &self,
         ctx: &CallerContext,
-        kind: &str,
-        segments: &[&str],
-    ) -> Result<Option<T>, StoreError> {
-        match self
-            .req(ctx, Method::GET, segments, NO_BODY, Idempotent::Yes)
-            .await
-        {
+        endpoint: &Endpoint<(), O>,
+        params: &[&str],
+    ) -> Result<Option<O>, StoreError> {
+        match self.call(ctx, endpoint, params, &()).await {
             Ok(v) => Ok(Some(v)),
-            Err(StoreError::NotFound { kind: k, .. }) if k == kind => Ok(None),
+            Err(StoreError::NotFound { kind, .. }) if endpoint.missing == Some(kind) => Ok(None),
             Err(e) => Err(e),
         }
     }
-
-    /// A request answered with no content.
-    async fn done(
-        &self,
-        ctx: &CallerContext,
-        method: Method,
-        segments: &[&str],
-        body: Option<&impl Serialize>,
-        idempotent: Idempotent,
-    ) -> Result<(), StoreError> {
-        self.req::<Value>(ctx, method, segments, body, idempotent)
-            .await
-            .map(|_| ())
-    }
-
-    /// A list with query-string parameters.
-    async fn list<T: DeserializeOwned>(
-        &self,
-        ctx: &CallerContext,
-        path: &str,
-        query: &impl Serialize,
-    ) -> Result<T, StoreError> {
-        let pairs = query_pairs(query)?;
-        self.inner
-            .call(
-                Some(ctx),
-                Method::GET,
-                &[path],
-                NO_BODY,
-                &pairs,
-                Idempotent::Yes,
-            )
-            .await
-    }
-}
-
-/// A flat struct as query-string pairs (`None` fields left out).
-fn query_pairs(query: &impl Serialize) -> Result<Vec<(String, String)>, StoreError> {
-    let value =
-        serde_json::to_value(query).map_err(|e| StoreError::invalid("query", e.to_string()))?;
-    let Value::Object(map) = value else {
-        return Err(StoreError::invalid("query", "not a set of fields"));
-    };
-    Ok(map
-        .into_iter()
-        .filter_map(|(k, v)| match v {
-            Value::Null => None,
-            Value::String(s) => Some((k, s)),
-            other => Some((k, other.to_string())),
-        })
-        .collect())
 }
 
 #[async_trait]
-impl FactStore for RemoteMemory {
-    async fn store(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::FACTS],
-            Some(&fact),
-            Idempotent::No,
-        )
-        .await
+impl<R: RecordEndpoints + Serialize + DeserializeOwned> RecordStore<R> for RemoteMemory {
+    async fn store(&self, ctx: &CallerContext, record: R) -> Result<R, StoreError> {
+        self.call(ctx, &R::STORE, &[], &record).await
     }
 
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Fact>, StoreError> {
-        self.opt(ctx, "fact", &[paths::FACTS, id]).await
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<R>, StoreError> {
+        self.find(ctx, &R::GET, &[id]).await
     }
 
-    async fn query(&self, ctx: &CallerContext, query: &FactQuery) -> Result<Vec<Fact>, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::FACTS, "query"],
-            Some(query),
-            Idempotent::Yes,
-        )
-        .await
-    }
-
-    async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError> {
-        let id = fact.id.clone();
-        self.req(
-            ctx,
-            Method::PUT,
-            &[paths::FACTS, &id],
-            Some(&fact),
-            Idempotent::Yes,
-        )
-        .await
+    async fn query(&self, ctx: &CallerContext, query: &R::Query) -> Result<Vec<R>, StoreError> {
+        self.call(ctx, &R::QUERY, &[], query).await
     }
 
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        self.done(
-            ctx,
-            Method::DELETE,
-            &[paths::FACTS, id],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &R::DELETE, &[id], &()).await.map(drop)
+    }
+}
+
+#[async_trait]
+impl<R: RevisableEndpoints + Serialize + DeserializeOwned> RevisableStore<R> for RemoteMemory {
+    async fn update(&self, ctx: &CallerContext, record: R) -> Result<R, StoreError> {
+        let id = record.record_id().to_owned();
+        self.call(ctx, &R::UPDATE, &[&id], &record).await
     }
 
     async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
         let body = Touch { ids: ids.to_vec() };
-        let t: Touched = self
-            .req(
-                ctx,
-                Method::POST,
-                &[paths::FACTS, "touch"],
-                Some(&body),
-                Idempotent::No,
-            )
-            .await?;
-        Ok(t.touched)
-    }
-}
-
-#[async_trait]
-impl RawLogStore for RemoteMemory {
-    async fn append(
-        &self,
-        ctx: &CallerContext,
-        calls: Vec<RawCall>,
-    ) -> Result<Vec<RawCall>, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::RAW],
-            Some(&AppendRaw { calls }),
-            Idempotent::No,
-        )
-        .await
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<RawCall>, StoreError> {
-        self.opt(ctx, "raw_call", &[paths::RAW, id]).await
-    }
-
-    async fn query(
-        &self,
-        ctx: &CallerContext,
-        query: &RawCallQuery,
-    ) -> Result<Page<RawCall>, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::RAW, "query"],
-            Some(query),
-            Idempotent::Yes,
-        )
-        .await
-    }
-
-    async fn prune(
-        &self,
-        ctx: &CallerContext,
-        agent_id: &str,
-        retention: &RawRetention,
-    ) -> Result<u64, StoreError> {
-        let done: DeletedCount = self
-            .req(
-                ctx,
-                Method::POST,
-                &[paths::RAW, "prune"],
-                Some(&PruneRaw {
-                    agent_id: agent_id.to_owned(),
-                    retention: *retention,
-                }),
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(done.deleted_count)
-    }
-}
-
-#[async_trait]
-impl EpisodicStore for RemoteMemory {
-    async fn store(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::EPISODES],
-            Some(&episode),
-            Idempotent::No,
-        )
-        .await
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Episode>, StoreError> {
-        self.opt(ctx, "episode", &[paths::EPISODES, id]).await
-    }
-
-    async fn query(
-        &self,
-        ctx: &CallerContext,
-        query: &EpisodeQuery,
-    ) -> Result<Vec<Episode>, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::EPISODES, "query"],
-            Some(query),
-            Idempotent::Yes,
-        )
-        .await
-    }
-
-    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        self.done(
-            ctx,
-            Method::DELETE,
-            &[paths::EPISODES, id],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        Ok(self.call(ctx, &R::TOUCH, &[], &body).await?.touched)
     }
 }
 
 #[async_trait]
 impl InsightStore for RemoteMemory {
-    async fn store(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::INSIGHTS],
-            Some(&insight),
-            Idempotent::No,
-        )
-        .await
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError> {
-        self.opt(ctx, "insight", &[paths::INSIGHTS, id]).await
-    }
-
-    async fn query(
-        &self,
-        ctx: &CallerContext,
-        query: &InsightQuery,
-    ) -> Result<Vec<Insight>, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::INSIGHTS, "query"],
-            Some(query),
-            Idempotent::Yes,
-        )
-        .await
-    }
-
-    async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError> {
-        let id = insight.id.clone();
-        self.req(
-            ctx,
-            Method::PUT,
-            &[paths::INSIGHTS, &id],
-            Some(&insight),
-            Idempotent::Yes,
-        )
-        .await
-    }
-
-    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        self.done(
-            ctx,
-            Method::DELETE,
-            &[paths::INSIGHTS, id],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
-    }
-
     async fn find_similar(
         &self,
         ctx: &CallerContext,
@@ -342,30 +98,10 @@ impl InsightStore for RemoteMemory {
             agent_id: agent_id.to_owned(),
             content: content.to_owned(),
         };
-        let found: MaybeInsight = self
-            .req(
-                ctx,
-                Method::POST,
-                &[paths::INSIGHTS, "similar"],
-                Some(&body),
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(found.insight)
-    }
-
-    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
-        let body = Touch { ids: ids.to_vec() };
-        let t: Touched = self
-            .req(
-                ctx,
-                Method::POST,
-                &[paths::INSIGHTS, "touch"],
-                Some(&body),
-                Idempotent::No,
-            )
-            .await?;
-        Ok(t.touched)
+        Ok(self
+            .call(ctx, &e::SIMILAR_INSIGHT, &[], &body)
+            .await?
+            .insight)
     }
 
     async fn strengthen(
@@ -377,32 +113,58 @@ impl InsightStore for RemoteMemory {
         let body = Strengthen {
             episode_ids: episode_ids.to_vec(),
         };
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::INSIGHTS, id, "strengthen"],
-            Some(&body),
-            Idempotent::No,
-        )
-        .await
+        self.call(ctx, &e::STRENGTHEN_INSIGHT, &[id], &body).await
     }
 }
 
 #[async_trait]
-impl WorkingStore for RemoteMemory {
+impl RawLogStore for RemoteMemory {
+    async fn append(
+        &self,
+        ctx: &CallerContext,
+        calls: Vec<RawCall>,
+    ) -> Result<Vec<RawCall>, StoreError> {
+        self.call(ctx, &e::APPEND_RAW_CALLS, &[], &AppendRaw { calls })
+            .await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<RawCall>, StoreError> {
+        self.find(ctx, &e::GET_RAW_CALL, &[id]).await
+    }
+
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        query: &RawCallQuery,
+    ) -> Result<Page<RawCall>, StoreError> {
+        self.call(ctx, &e::QUERY_RAW_CALLS, &[], query).await
+    }
+
+    async fn prune(
+        &self,
+        ctx: &CallerContext,
+        agent_id: &str,
+        retention: &RawRetention,
+    ) -> Result<u64, StoreError> {
+        let body = PruneRaw {
+            agent_id: agent_id.to_owned(),
+            retention: *retention,
+        };
+        Ok(self
+            .call(ctx, &e::PRUNE_RAW_CALLS, &[], &body)
+            .await?
+            .deleted_count)
+    }
+}
+
+#[async_trait]
+impl SessionStore for RemoteMemory {
     async fn create_session(
         &self,
         ctx: &CallerContext,
         session: NewSession,
     ) -> Result<Session, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::SESSIONS],
-            Some(&session),
-            Idempotent::No,
-        )
-        .await
+        self.call(ctx, &e::CREATE_SESSION, &[], &session).await
     }
 
     async fn get_session(
@@ -410,7 +172,7 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         id: &str,
     ) -> Result<Option<Session>, StoreError> {
-        self.opt(ctx, "session", &[paths::SESSIONS, id]).await
+        self.find(ctx, &e::GET_SESSION, &[id]).await
     }
 
     async fn list_sessions(
@@ -418,7 +180,7 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         query: &SessionQuery,
     ) -> Result<Page<Session>, StoreError> {
-        self.list(ctx, paths::SESSIONS, query).await
+        self.call(ctx, &e::LIST_SESSIONS, &[], query).await
     }
 
     async fn delete_session(
@@ -426,29 +188,18 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         id: &str,
     ) -> Result<SessionDeleted, StoreError> {
-        self.req(
-            ctx,
-            Method::DELETE,
-            &[paths::SESSIONS, id],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::DELETE_SESSION, &[id], &()).await
     }
+}
 
+#[async_trait]
+impl PlanStore for RemoteMemory {
     async fn create_plan(&self, ctx: &CallerContext, plan: NewPlan) -> Result<Plan, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::PLANS],
-            Some(&plan),
-            Idempotent::No,
-        )
-        .await
+        self.call(ctx, &e::CREATE_PLAN, &[], &plan).await
     }
 
     async fn get_plan(&self, ctx: &CallerContext, id: &str) -> Result<Option<Plan>, StoreError> {
-        self.opt(ctx, "plan", &[paths::PLANS, id]).await
+        self.find(ctx, &e::GET_PLAN, &[id]).await
     }
 
     async fn list_plans(
@@ -456,7 +207,7 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         query: &PlanQuery,
     ) -> Result<Page<Plan>, StoreError> {
-        self.list(ctx, paths::PLANS, query).await
+        self.call(ctx, &e::LIST_PLANS, &[], query).await
     }
 
     async fn update_plan(
@@ -465,40 +216,22 @@ impl WorkingStore for RemoteMemory {
         id: &str,
         update: PlanUpdate,
     ) -> Result<Plan, StoreError> {
-        self.req(
-            ctx,
-            Method::PUT,
-            &[paths::PLANS, id],
-            Some(&update),
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::UPDATE_PLAN, &[id], &update).await
     }
 
     async fn delete_plan(&self, ctx: &CallerContext, id: &str) -> Result<PlanDeleted, StoreError> {
-        self.req(
-            ctx,
-            Method::DELETE,
-            &[paths::PLANS, id],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::DELETE_PLAN, &[id], &()).await
     }
+}
 
+#[async_trait]
+impl ContextStore for RemoteMemory {
     async fn store_task_context(
         &self,
         ctx: &CallerContext,
         task: TaskContext,
     ) -> Result<TaskContext, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::TASK_CONTEXT],
-            Some(&task),
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::STORE_TASK_CONTEXT, &[], &task).await
     }
 
     async fn get_task_context(
@@ -506,8 +239,7 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         task_id: &str,
     ) -> Result<Option<TaskContext>, StoreError> {
-        self.opt(ctx, "task_context", &[paths::TASK_CONTEXT, task_id])
-            .await
+        self.find(ctx, &e::GET_TASK_CONTEXT, &[task_id]).await
     }
 
     async fn get_task_by_subtask(
@@ -515,12 +247,8 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         sub_task_id: &str,
     ) -> Result<Option<TaskContext>, StoreError> {
-        self.opt(
-            ctx,
-            "task_context",
-            &[paths::TASK_CONTEXT, "by-subtask", sub_task_id],
-        )
-        .await
+        self.find(ctx, &e::GET_TASK_BY_SUBTASK, &[sub_task_id])
+            .await
     }
 
     async fn delete_task_context(
@@ -528,16 +256,10 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         task_id: &str,
     ) -> Result<bool, StoreError> {
-        let d: Deleted = self
-            .req(
-                ctx,
-                Method::DELETE,
-                &[paths::TASK_CONTEXT, task_id],
-                NO_BODY,
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(d.deleted)
+        Ok(self
+            .call(ctx, &e::DELETE_TASK_CONTEXT, &[task_id], &())
+            .await?
+            .deleted)
     }
 
     async fn store_plan_context(
@@ -545,14 +267,7 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         context: PlanContext,
     ) -> Result<PlanContext, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::PLAN_CONTEXT],
-            Some(&context),
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::STORE_PLAN_CONTEXT, &[], &context).await
     }
 
     async fn get_plan_context(
@@ -560,8 +275,7 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         plan_id: &str,
     ) -> Result<Option<PlanContext>, StoreError> {
-        self.opt(ctx, "plan_context", &[paths::PLAN_CONTEXT, plan_id])
-            .await
+        self.find(ctx, &e::GET_PLAN_CONTEXT, &[plan_id]).await
     }
 
     async fn get_plan_by_correlation(
@@ -569,14 +283,13 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         correlation_id: &str,
     ) -> Result<Option<PlanContext>, StoreError> {
-        self.opt(
-            ctx,
-            "plan_context",
-            &[paths::PLAN_CONTEXT, "by-correlation", correlation_id],
-        )
-        .await
+        self.find(ctx, &e::GET_PLAN_BY_CORRELATION, &[correlation_id])
+            .await
     }
+}
 
+#[async_trait]
+impl PlanStateStore for RemoteMemory {
     async fn set_state(
         &self,
         ctx: &CallerContext,
@@ -587,19 +300,16 @@ impl WorkingStore for RemoteMemory {
     ) -> Result<StateEntry, StoreError> {
         let body = SetState { value, expect };
         // Idempotent only when it is a plain overwrite.
-        let idempotent = if expect == Expect::Any {
-            Idempotent::Yes
-        } else {
-            Idempotent::No
-        };
-        self.req(
-            ctx,
-            Method::PUT,
-            &[paths::WORKING, plan_id, key],
-            Some(&body),
-            idempotent,
-        )
-        .await
+        let idempotent = expect == Expect::Any;
+        self.inner
+            .call(
+                Some(ctx),
+                &e::SET_PLAN_STATE,
+                &[plan_id, key],
+                &body,
+                idempotent,
+            )
+            .await
     }
 
     async fn get_state(
@@ -608,8 +318,7 @@ impl WorkingStore for RemoteMemory {
         plan_id: &str,
         key: &str,
     ) -> Result<Option<StateEntry>, StoreError> {
-        self.opt(ctx, "state", &[paths::WORKING, plan_id, key])
-            .await
+        self.find(ctx, &e::GET_PLAN_STATE, &[plan_id, key]).await
     }
 
     async fn list_state(
@@ -617,14 +326,7 @@ impl WorkingStore for RemoteMemory {
         ctx: &CallerContext,
         plan_id: &str,
     ) -> Result<Vec<StateEntry>, StoreError> {
-        self.req(
-            ctx,
-            Method::GET,
-            &[paths::WORKING, plan_id],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::LIST_PLAN_STATE, &[plan_id], &()).await
     }
 
     async fn append_state(
@@ -639,14 +341,9 @@ impl WorkingStore for RemoteMemory {
             key: key.to_owned(),
             value: item,
         };
-        self.done(
-            ctx,
-            Method::POST,
-            &[paths::ATOMIC_APPEND],
-            Some(&body),
-            Idempotent::No,
-        )
-        .await
+        self.call(ctx, &e::ATOMIC_APPEND, &[], &body)
+            .await
+            .map(drop)
     }
 
     async fn increment_state(
@@ -661,14 +358,7 @@ impl WorkingStore for RemoteMemory {
             key: key.to_owned(),
             by,
         };
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::ATOMIC_INCREMENT],
-            Some(&body),
-            Idempotent::No,
-        )
-        .await
+        self.call(ctx, &e::ATOMIC_INCREMENT, &[], &body).await
     }
 
     async fn delete_state(
@@ -677,29 +367,17 @@ impl WorkingStore for RemoteMemory {
         plan_id: &str,
         key: &str,
     ) -> Result<bool, StoreError> {
-        let d: Deleted = self
-            .req(
-                ctx,
-                Method::DELETE,
-                &[paths::WORKING, plan_id, key],
-                NO_BODY,
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(d.deleted)
+        Ok(self
+            .call(ctx, &e::DELETE_PLAN_STATE_KEY, &[plan_id, key], &())
+            .await?
+            .deleted)
     }
 
     async fn clear_state(&self, ctx: &CallerContext, plan_id: &str) -> Result<u64, StoreError> {
-        let d: DeletedCount = self
-            .req(
-                ctx,
-                Method::DELETE,
-                &[paths::WORKING, plan_id],
-                NO_BODY,
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(d.deleted_count)
+        Ok(self
+            .call(ctx, &e::DELETE_PLAN_STATE, &[plan_id], &())
+            .await?
+            .deleted_count)
     }
 }
 
@@ -715,14 +393,7 @@ impl KnowledgeStore for RemoteMemory {
         knowledge: NewKnowledge,
     ) -> Result<Knowledge, StoreError> {
         // An upsert: the same body twice leaves one record.
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::SEMANTIC],
-            Some(&knowledge),
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::STORE_KNOWLEDGE, &[], &knowledge).await
     }
 
     async fn query_knowledge(
@@ -730,14 +401,7 @@ impl KnowledgeStore for RemoteMemory {
         ctx: &CallerContext,
         query: &KnowledgeQuery,
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::SEMANTIC_QUERY],
-            Some(query),
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::QUERY_KNOWLEDGE, &[], query).await
     }
 
     async fn get_knowledge(
@@ -745,18 +409,13 @@ impl KnowledgeStore for RemoteMemory {
         ctx: &CallerContext,
         id: &str,
     ) -> Result<Option<Knowledge>, StoreError> {
-        self.opt(ctx, "knowledge", &[paths::SEMANTIC, id]).await
+        self.find(ctx, &e::GET_KNOWLEDGE, &[id]).await
     }
 
     async fn delete_knowledge(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
-        self.done(
-            ctx,
-            Method::DELETE,
-            &[paths::SEMANTIC, id],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::DELETE_KNOWLEDGE, &[id], &())
+            .await
+            .map(drop)
     }
 }
 
@@ -767,40 +426,21 @@ impl AuditLog for RemoteMemory {
         ctx: &CallerContext,
         query: &AuditQuery,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::AUDIT_QUERY],
-            Some(query),
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::QUERY_AUDIT, &[], query).await
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
         // Any key may ask for a flush; it reveals nothing.
         self.inner
-            .call::<Value>(
-                None,
-                Method::POST,
-                &[paths::AUDIT_FLUSH],
-                NO_BODY,
-                &[],
-                Idempotent::Yes,
-            )
+            .call(None, &e::FLUSH_AUDIT, &[], &(), e::FLUSH_AUDIT.idempotent)
             .await
-            .map(|_| ())
+            .map(drop)
     }
 
     async fn append(&self, ctx: &CallerContext, entry: AuditEntry) -> Result<(), StoreError> {
-        self.done(
-            ctx,
-            Method::POST,
-            &[paths::AUDIT],
-            Some(&entry),
-            Idempotent::No,
-        )
-        .await
+        self.call(ctx, &e::APPEND_AUDIT, &[], &entry)
+            .await
+            .map(drop)
     }
 }
 
@@ -810,14 +450,7 @@ impl NamespaceAdmin for RemoteMemory {
         &self,
         ctx: &CallerContext,
     ) -> Result<Vec<NamespaceCount>, StoreError> {
-        self.req(
-            ctx,
-            Method::GET,
-            &[paths::NAMESPACES],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::NAMESPACE_COUNTS, &[], &()).await
     }
 
     async fn move_namespace(
@@ -834,29 +467,15 @@ impl NamespaceAdmin for RemoteMemory {
             to: to.to_owned(),
             batch,
         };
-        let m: Moved = self
-            .req(
-                ctx,
-                Method::POST,
-                &[paths::NAMESPACES_MOVE],
-                Some(&body),
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(m.moved)
+        Ok(self.call(ctx, &e::MOVE_NAMESPACE, &[], &body).await?.moved)
     }
 
     async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
-        let d: DeletedCount = self
-            .req(
-                ctx,
-                Method::POST,
-                &[paths::EXPIRED_DELETE],
-                Some(&DeleteExpired { batch }),
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(d.deleted_count)
+        let body = DeleteExpired { batch };
+        Ok(self
+            .call(ctx, &e::DELETE_EXPIRED, &[], &body)
+            .await?
+            .deleted_count)
     }
 }
 
@@ -874,37 +493,18 @@ impl RecordVectors for RemoteMemory {
             kind: kind.to_owned(),
             ids: ids.to_vec(),
         };
-        self.req(
-            ctx,
-            Method::POST,
-            &[paths::VECTORS],
-            Some(&body),
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::RECORD_VECTORS, &[], &body).await
     }
 
     async fn vector_status(&self, ctx: &CallerContext) -> Result<VectorStatus, StoreError> {
-        self.req(
-            ctx,
-            Method::GET,
-            &[paths::VECTORS_STATUS],
-            NO_BODY,
-            Idempotent::Yes,
-        )
-        .await
+        self.call(ctx, &e::VECTOR_STATUS, &[], &()).await
     }
 
     async fn embed_pending(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
-        let e: Embedded = self
-            .req(
-                ctx,
-                Method::POST,
-                &[paths::VECTORS_EMBED],
-                Some(&EmbedPending { batch }),
-                Idempotent::Yes,
-            )
-            .await?;
-        Ok(e.embedded)
+        let body = EmbedPending { batch };
+        Ok(self
+            .call(ctx, &e::EMBED_PENDING, &[], &body)
+            .await?
+            .embedded)
     }
 }

@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+mod access;
 mod auth;
 mod error;
 mod extract;
@@ -34,6 +35,7 @@ pub mod mcp;
 mod middleware;
 mod openapi;
 mod routes;
+mod state;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,7 +45,7 @@ use std::time::Duration;
 use openvibe_governance::Governance;
 use openvibe_protocols::Stores;
 
-pub use auth::Access;
+pub use access::Access;
 pub use error::Failure;
 pub use openapi::openapi_document;
 pub use routes::MCP_PATH;
@@ -80,7 +82,7 @@ impl Default for ServiceConfig {
 }
 
 /// The default body limit: 2 MiB (a record's JSON is at most 1 MB,
-/// [`MAX_JSON_BYTES`](openvibe_protocols::memory::MAX_JSON_BYTES), plus room
+/// [`MAX_JSON_BYTES`](openvibe_protocols::MAX_JSON_BYTES), plus room
 /// for its other fields).
 pub const DEFAULT_BODY_LIMIT: usize = 2 * 1024 * 1024;
 

@@ -11,7 +11,7 @@
 //! - `getMemoryStats`: how many facts the caller can see, per namespace;
 //! - `deleteExpiredMemories`: delete expired records, batch by batch, where
 //!   the caller may clean up (the seed's restricted caller, which manages
-//!   no namespace, is refused; see `openvibe_protocols::memory::cleanup_scope`);
+//!   no namespace, is refused; see `openvibe_protocols::cleanup_scope`);
 //! - `setPlanState`, `getPlanState`, `appendPlanState`: plan-scoped working
 //!   memory (optimistic locking with `expect_version`, atomic append).
 //!

@@ -1,129 +1,67 @@
-//! The OpenAPI 3.1 document, generated from the route table: each route's
-//! [`Op`] names its request, query and response types, whose JSON Schemas
+//! The OpenAPI 3.1 document, generated from the endpoint table
+//! ([`openvibe_api::endpoints`], which the router serves exactly): each
+//! endpoint names its request, query and response types, whose JSON Schemas
 //! (draft 2020-12, as OpenAPI 3.1 uses) `schemars` derives from the types.
 
-use axum::http::Method;
 use openvibe_api::ErrorBody;
+use openvibe_api::endpoints::{self, Operation};
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
-
-fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
-    generator.subschema_for::<T>()
-}
-
-/// One operation: a method on a path, and the types it takes and answers.
-#[derive(Clone)]
-pub(crate) struct Op {
-    pub(crate) method: Method,
-    pub(crate) path: &'static str,
-    id: &'static str,
-    summary: &'static str,
-    body: Option<SchemaFn>,
-    query: Option<SchemaFn>,
-    response: Option<SchemaFn>,
-    authenticated: bool,
-}
-
-impl Op {
-    /// `method path`, named `id` (camelCase), described by `summary`.
-    pub(crate) fn new(
-        method: Method,
-        path: &'static str,
-        id: &'static str,
-        summary: &'static str,
-    ) -> Self {
-        Self {
-            method,
-            path,
-            id,
-            summary,
-            body: None,
-            query: None,
-            response: None,
-            authenticated: true,
-        }
+/// The OpenAPI operation object of `op`.
+fn operation(op: &Operation, generator: &mut SchemaGenerator) -> Value {
+    let mut parameters: Vec<Value> = path_params(op.path)
+        .map(|name| {
+            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}})
+        })
+        .collect();
+    if let Some(query) = op.query {
+        parameters.extend(query_params(query(generator), generator));
     }
-
-    /// It takes a JSON body of type `T`.
-    pub(crate) fn body<T: JsonSchema>(mut self) -> Self {
-        self.body = Some(schema_of::<T>);
-        self
+    let tag = op
+        .path
+        .trim_start_matches("/v1/memory/")
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('/');
+    let mut out = Map::new();
+    out.insert("operationId".into(), json!(op.operation_id));
+    out.insert("summary".into(), json!(op.summary));
+    out.insert("tags".into(), json!([tag]));
+    if !parameters.is_empty() {
+        out.insert("parameters".into(), Value::Array(parameters));
     }
-
-    /// It takes the fields of `T` as query parameters.
-    pub(crate) fn query<T: JsonSchema>(mut self) -> Self {
-        self.query = Some(schema_of::<T>);
-        self
-    }
-
-    /// It answers 200 with a JSON `T` (without: 204, no content).
-    pub(crate) fn returns<T: JsonSchema>(mut self) -> Self {
-        self.response = Some(schema_of::<T>);
-        self
-    }
-
-    /// It needs no API key.
-    pub(crate) fn public(mut self) -> Self {
-        self.authenticated = false;
-        self
-    }
-
-    fn operation(&self, generator: &mut SchemaGenerator) -> Value {
-        let mut parameters: Vec<Value> = path_params(self.path)
-            .map(|name| {
-                json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}})
-            })
-            .collect();
-        if let Some(query) = self.query {
-            parameters.extend(query_params(query(generator), generator));
-        }
-        let tag = self
-            .path
-            .trim_start_matches("/v1/memory/")
-            .split('/')
-            .next()
-            .unwrap_or("")
-            .trim_start_matches('/');
-        let mut op = Map::new();
-        op.insert("operationId".into(), json!(self.id));
-        op.insert("summary".into(), json!(self.summary));
-        op.insert("tags".into(), json!([tag]));
-        if !parameters.is_empty() {
-            op.insert("parameters".into(), Value::Array(parameters));
-        }
-        if let Some(body) = self.body {
-            op.insert(
-                "requestBody".into(),
-                json!({"required": true, "content": {"application/json": {"schema": body(generator)}}}),
-            );
-        }
-        let mut responses = Map::new();
-        match self.response {
-            Some(response) => responses.insert(
-                "200".into(),
-                json!({"description": "OK", "content": {"application/json": {"schema": response(generator)}}}),
-            ),
-            None => responses.insert("204".into(), json!({"description": "Done, no content"})),
-        };
-        let error = generator.subschema_for::<ErrorBody>();
-        responses.insert(
-            "default".into(),
-            json!({
-                "description": "An error: 400 malformed or invalid, 401 no or unknown API key, \
-                                403 refused by policy, 404 not found, 409 conflict, 413 too large, \
-                                503 saturated (see retry-after), 504 timed out",
-                "content": {"application/json": {"schema": error}}
-            }),
+    if let Some(body) = op.body {
+        out.insert(
+            "requestBody".into(),
+            json!({"required": true, "content": {"application/json": {"schema": body(generator)}}}),
         );
-        op.insert("responses".into(), Value::Object(responses));
-        if !self.authenticated {
-            op.insert("security".into(), json!([]));
-        }
-        Value::Object(op)
     }
+    let mut responses = Map::new();
+    match op.response {
+        Some(response) => responses.insert(
+            "200".into(),
+            json!({"description": "OK", "content": {"application/json": {"schema": response(generator)}}}),
+        ),
+        None => responses.insert("204".into(), json!({"description": "Done, no content"})),
+    };
+    let error = generator.subschema_for::<ErrorBody>();
+    responses.insert(
+        "default".into(),
+        json!({
+            "description": "An error: 400 malformed or invalid, 401 no or unknown API key, \
+                            403 refused by policy, 404 not found, 409 conflict, 413 too large, \
+                            503 saturated (see retry-after), 504 timed out",
+            "content": {"application/json": {"schema": error}}
+        }),
+    );
+    out.insert("responses".into(), Value::Object(responses));
+    if op.public {
+        out.insert("security".into(), json!([]));
+    }
+    Value::Object(out)
 }
 
 /// The `{name}` segments of `path`.
@@ -182,8 +120,8 @@ pub fn openapi_document() -> Value {
     });
     let mut generator = settings.into_generator();
     let mut paths = Map::new();
-    for op in crate::routes::routes().ops {
-        let operation = op.operation(&mut generator);
+    for op in endpoints::all() {
+        let operation = operation(&op, &mut generator);
         let item = paths
             .entry(op.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));

@@ -62,6 +62,8 @@ pub mod full_example;
 
 /// Governance policy: principals, namespace policies, the governance file.
 pub use openvibe_governance as governance;
+/// The embedded default memory backend (`openvibe-in-memory`).
+pub use openvibe_in_memory as in_memory;
 pub use openvibe_memory as memory;
 pub use openvibe_operators as operators;
 /// The PostgreSQL + pgvector backend (feature `postgres`):
@@ -86,6 +88,8 @@ pub use openvibe_remote as remote;
 pub use openvibe_api as api;
 pub use openvibe_primitives as primitives;
 pub use openvibe_protocols as protocols;
+/// The ranking every memory backend shares (`openvibe-retrieval`).
+pub use openvibe_retrieval as retrieval;
 pub use openvibe_roles as roles;
 /// The in-process scheduler (the embedded default `ScheduleProvider`).
 pub use openvibe_schedule as schedule;

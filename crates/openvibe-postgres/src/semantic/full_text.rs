@@ -5,7 +5,7 @@
 //!
 //! A candidate is known by the postings of the query's terms only: BM25
 //! needs no other term of it. The expansion reads the whole term lists of
-//! the first round's best [`Expansion::pool`](openvibe_protocols::memory::Expansion)
+//! the first round's best [`Expansion::pool`](openvibe_retrieval::Expansion)
 //! documents, by primary key.
 
 use foldhash::HashMap;
@@ -15,14 +15,16 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use openvibe_protocols::memory::{
+use openvibe_protocols::{CallerContext, KnowledgeFilter, StoreError};
+use openvibe_retrieval::{
     Bm25Doc, CorpusStats, EXPANSION, RankKey, TermCounts, bm25_rank, bm25_rank_weighted, rank_key,
 };
-use openvibe_protocols::{CallerContext, KnowledgeQuery, StoreError};
 
-use super::{has_filters, push_filters, push_knowledge_readable};
+use crate::access::{push_knowledge_filters, push_knowledge_readable};
 use crate::error::store_error;
-use crate::sql::{Sql, Tx, col, columns};
+use crate::rows::{col, columns};
+use crate::sql::Sql;
+use crate::tx::Tx;
 
 /// The `reader` of a public record's postings (migration 0015); a private
 /// record's is its owner's key.
@@ -35,7 +37,7 @@ const PUBLIC_READER: &str = "*";
 pub(super) async fn full_text(
     tx: &mut Tx,
     ctx: &CallerContext,
-    query: &KnowledgeQuery,
+    filter: &KnowledgeFilter,
     terms: &[String],
     limit: usize,
     first_done: Option<tokio::sync::oneshot::Sender<()>>,
@@ -46,7 +48,7 @@ pub(super) async fn full_text(
     let mut candidates = Postings::default();
     // The first round brings the corpus statistics along (one round trip
     // fewer); without a candidate there is nothing to rank.
-    let first = candidates.read(tx, ctx, query, terms, 0, true).await;
+    let first = candidates.read(tx, ctx, filter, terms, 0, true).await;
     if let Some(done) = first_done {
         // The waiter may have gone (its query failed): nothing to tell.
         let _ = done.send(());
@@ -66,7 +68,7 @@ pub(super) async fn full_text(
     let weighted = EXPANSION.weighted(terms, &added);
     if !added.is_empty() {
         candidates
-            .read(tx, ctx, query, &added, terms.len(), false)
+            .read(tx, ctx, filter, &added, terms.len(), false)
             .await?;
     }
     let ranked = bm25_rank_weighted(&weighted, stats, candidates.keyed(), limit);
@@ -78,7 +80,7 @@ pub(super) async fn full_text(
 
 /// A candidate: when it was created, its length, and the counts of the
 /// terms read for it so far, each by the term's place in the expanded
-/// query ([`Expansion::weighted`](openvibe_protocols::memory::Expansion::weighted):
+/// query ([`Expansion::weighted`](openvibe_retrieval::Expansion::weighted):
 /// the query's terms, then the added ones).
 struct Candidate {
     created: DateTime<Utc>,
@@ -124,7 +126,7 @@ impl Postings {
         &mut self,
         tx: &mut Tx,
         ctx: &CallerContext,
-        query: &KnowledgeQuery,
+        filter: &KnowledgeFilter,
         terms: &[String],
         first: usize,
         stats: bool,
@@ -132,7 +134,7 @@ impl Postings {
         // The read rule and the filters are written on alias `f.`: the
         // postings carry the rule's columns (so alone they are `f`); the
         // filters need the record (then it is `f`, joined to postings `p`).
-        let (from, a) = if has_filters(query) {
+        let (from, a) = if filter.narrows() {
             (
                 "knowledge_postings p JOIN knowledge f \
                  ON f.tenant_id = p.tenant_id AND f.id = p.id",
@@ -173,8 +175,8 @@ impl Postings {
             .push(&format!("::text[]) AND {a}reader = ANY("))
             .bind(vec![ctx.owner_key(), PUBLIC_READER.to_owned()])
             .push("::text[]) AND ");
-        push_knowledge_readable(&mut sql, ctx, query.include_public);
-        push_filters(&mut sql, query);
+        push_knowledge_readable(&mut sql, ctx, filter.include_public);
+        push_knowledge_filters(&mut sql, filter);
         sql.push(") x");
         let row = sql
             .build()?

@@ -15,15 +15,17 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use openvibe_protocols::memory::{RankKey, rank_key, top_by_score};
-use openvibe_protocols::{CallerContext, Knowledge, KnowledgeQuery, StoreError};
+use openvibe_protocols::{CallerContext, Knowledge, KnowledgeFilter, StoreError};
+use openvibe_retrieval::{RankKey, rank_key, top_by_score};
 use pgvector::Vector;
 use sqlx::PgPool;
 
-use super::{push_filters, push_knowledge_readable};
+use crate::access::{push_knowledge_filters, push_knowledge_readable};
 use crate::error::store_error;
 use crate::records::end_read;
-use crate::sql::{Sql, Tx, begin, col, columns, count_col};
+use crate::rows::{col, columns, count_col};
+use crate::sql::Sql;
+use crate::tx::{Tx, begin};
 
 /// Rows an indexer transaction marks indexed (each one an HNSW insert, so
 /// a batch holds its row locks for a fraction of a second).
@@ -40,7 +42,7 @@ pub(super) async fn nearest(
     table: &str,
     model: &str,
     ctx: &CallerContext,
-    query: &KnowledgeQuery,
+    filter: &KnowledgeFilter,
     vector: Vec<f32>,
     limit: usize,
     records: bool,
@@ -68,8 +70,8 @@ pub(super) async fn nearest(
         .push(" AND e.record_kind = 'knowledge' AND e.model = ")
         .bind(model.to_owned())
         .push(" AND ");
-        push_knowledge_readable(&mut sql, ctx, query.include_public);
-        push_filters(&mut sql, query);
+        push_knowledge_readable(&mut sql, ctx, filter.include_public);
+        push_knowledge_filters(&mut sql, filter);
         // Distance alone, so that the HNSW index gives the order (a second
         // sort key would force a sort of every candidate); ties are ordered
         // by rank key below.

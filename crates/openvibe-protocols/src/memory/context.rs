@@ -290,7 +290,7 @@ impl CallerContext {
     }
 
     /// Govern this caller by `grants` (see [`Grants`] and the
-    /// [governance module](crate::memory::governance)).
+    /// [governance module](crate::Grants)).
     #[must_use]
     pub fn with_grants(mut self, grants: Grants) -> Self {
         self.grants = Some(Arc::new(grants));

@@ -10,32 +10,30 @@
 //! | records: [`Fact`], [`Episode`], [`Insight`], [`RetrievalTrace`], [`RecordMeta`], [`Classification`] | `records` |
 //! | queries: [`FactQuery`], [`EpisodeQuery`], [`InsightQuery`] and the normalised [`RecordFilter`] | `query` |
 //! | the L1 raw log of LLM calls: [`RawLogStore`], [`RawCallQuery`], [`RawRetention`] | `raw` |
-//! | store traits: [`FactStore`], [`EpisodicStore`], [`InsightStore`]; a set of them: [`Stores`] | `store` |
+//! | store traits: [`RecordStore`] and [`RevisableStore`] for every [`StoredRecord`] kind, named per kind [`FactStore`], [`EpisodicStore`], [`InsightStore`]; a set of them: [`Stores`] | `store` |
 //! | input validation shared by every backend | `validate` |
 //! | errors: [`StoreError`] (with its source and [`StoreError::is_transient`]) | `error` |
-//! | working memory: sessions, plans, task and plan contexts, plan state ([`WorkingStore`]) | `working` |
+//! | working memory: sessions, plans, task and plan contexts, plan state ([`SessionStore`], [`PlanStore`], [`ContextStore`], [`PlanStateStore`]; all four: [`WorkingStore`]) | `working` |
 //! | semantic memory: knowledge with embeddings, upsert, privacy ([`KnowledgeStore`]) | `semantic` |
 //! | record vectors: embeddings of facts, insights, episodes and knowledge beside them ([`RecordVectors`]) | `vectors` |
-//! | ranked retrieval: the analyzer, BM25, rank fusion ([`RetrievalMode`], [`Retriever`]) | `retrieval` |
+//! | what a ranked search reports: [`RetrievalMode`], [`Retriever`], [`RetrieverScore`] (the ranking itself is `openvibe-retrieval`'s) | `retrieval_types` |
 //! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
-//! Everything here is re-exported at the crate root.
+//! Everything here is re-exported at the crate root, its one import path.
 
 mod access;
 mod admin;
 mod audit;
-mod candidates;
 mod context;
-mod dates;
 mod error;
-pub mod governance;
+mod governance;
 mod kv;
 pub mod promotion;
 mod query;
 mod raw;
 mod records;
-pub mod retrieval;
+mod retrieval_types;
 mod semantic;
 mod store;
 mod validate;
@@ -47,7 +45,6 @@ pub use admin::{
     EXPIRING_KINDS, NamespaceAdmin, NamespaceCount, RECORD_KINDS, check_admin, cleanup_scope,
 };
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
-pub use candidates::{Candidate, rank_candidates};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
 pub use governance::{
@@ -55,23 +52,22 @@ pub use governance::{
     check_fixed_namespace,
 };
 pub use kv::{MemoryEntry, MemoryProvider};
-pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, text_terms};
+pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, text_terms};
 pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};
 pub use records::{
     Classification, Episode, Fact, Insight, InsightStatus, ParseClassificationError, RawCall,
     RecordMeta, RetrievalTrace, TraceAction, content_hash,
 };
-pub use retrieval::{
-    BM25, Bm25, Bm25Doc, CorpusStats, EXPANSION, Expansion, FUSION, Fused, Fusion, RankKey,
-    RetrievalMode, Retriever, RetrieverScore, TermCounts, analyze, bm25_rank, bm25_rank_weighted,
-    combine, fuse, query_terms, rank_key, single, top_by_score,
-};
+pub use retrieval_types::{RetrievalMode, Retriever, RetrieverScore};
 pub use semantic::{
-    Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore, NewKnowledge,
-    check_embedding, check_user, cosine, knowledge_read_allowed, resolve_embedding,
+    Knowledge, KnowledgeFilter, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore,
+    NewKnowledge, check_embedding, check_user, knowledge_read_allowed, resolve_embedding,
     validate_knowledge,
 };
-pub use store::{EpisodicStore, FactStore, InsightStore, STRENGTHEN_STEP, Stores};
+pub use store::{
+    EpisodicStore, FactStore, InsightStore, RecordStore, RevisableRecord, RevisableStore,
+    STRENGTHEN_STEP, StoredRecord, Stores,
+};
 pub use validate::{
     MAX_BATCH_LEN, MAX_CONTENT_LEN, MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_LABEL_LEN,
     MAX_RECORD_ID_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN, at_index, check_batch, check_caller,
@@ -85,7 +81,8 @@ pub use vectors::{
     embedding_text, no_embedder,
 };
 pub use working::{
-    Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStatus,
-    PlanUpdate, Session, SessionDeleted, SessionQuery, StateEntry, TaskContext, WorkingStore,
-    check_state_key, normalize_ids, page_cursor, parse_cursor, store_time,
+    ContextStore, Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
+    PlanStateStore, PlanStatus, PlanStore, PlanUpdate, Session, SessionDeleted, SessionQuery,
+    SessionStore, StateEntry, TaskContext, WorkingStore, check_state_key, normalize_ids,
+    page_cursor, parse_cursor, store_time,
 };

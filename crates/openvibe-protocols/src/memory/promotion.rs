@@ -80,7 +80,7 @@ impl Promotion {
 /// `promoted-<hash>` when that would exceed [`MAX_RECORD_ID_LEN`].
 ///
 /// ```
-/// use openvibe_protocols::memory::promotion::promoted_id;
+/// use openvibe_protocols::promotion::promoted_id;
 /// assert_eq!(promoted_id("fact", "f1", "shared"), "f1@shared");
 /// assert_ne!(promoted_id("fact", "f1", "shared"), promoted_id("fact", "f1", "team"));
 /// assert!(promoted_id("fact", &"x".repeat(300), "shared").starts_with("promoted-"));

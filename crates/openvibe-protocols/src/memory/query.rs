@@ -138,7 +138,7 @@ macro_rules! query_builders {
     };
 }
 
-/// Filters of [`FactStore::query`](super::FactStore::query). Empty strings mean "no filter".
+/// Filters of [`FactStore::query`](crate::RecordStore::query). Empty strings mean "no filter".
 ///
 /// Results are ordered by relevance when `text` is given (each query term
 /// matched as a whole word counts 2, as a word prefix 1), then confidence
@@ -210,7 +210,7 @@ impl FactQuery {
     query_builders!(scored);
 }
 
-/// Filters of [`EpisodicStore::query`](super::EpisodicStore::query). Empty strings mean "no filter".
+/// Filters of [`EpisodicStore::query`](crate::RecordStore::query). Empty strings mean "no filter".
 ///
 /// Results are ordered newest first (`timestamp`), then by id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,7 +265,7 @@ impl EpisodeQuery {
     query_builders!(agent);
 }
 
-/// Filters of [`InsightStore::query`](super::InsightStore::query). Empty strings mean "no filter".
+/// Filters of [`InsightStore::query`](crate::RecordStore::query). Empty strings mean "no filter".
 ///
 /// Results are ordered by confidence (highest first), then recency
 /// (`meta.created_at`, newest first), then id.
@@ -484,6 +484,26 @@ impl InsightQuery {
         }
     }
 }
+
+/// A query of one record kind ([`FactQuery`], [`EpisodeQuery`],
+/// [`InsightQuery`]): what [`RecordStore::query`](crate::RecordStore::query)
+/// takes. Every backend runs its normalised form ([`RecordQuery::filter`])
+/// and audits it as it was given (serialised).
+pub trait RecordQuery: Serialize + Send + Sync {
+    /// This query, normalised.
+    fn filter(&self) -> RecordFilter;
+}
+
+macro_rules! record_query {
+    ($($query:ty),*) => {$(
+        impl RecordQuery for $query {
+            fn filter(&self) -> RecordFilter {
+                <$query>::filter(self)
+            }
+        }
+    )*};
+}
+record_query!(FactQuery, EpisodeQuery, InsightQuery);
 
 #[cfg(test)]
 mod tests {

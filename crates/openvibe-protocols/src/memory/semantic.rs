@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::retrieval::{FUSION, RetrievalMode, RetrieverScore, query_terms};
+use super::retrieval_types::{RetrievalMode, RetrieverScore};
 use super::{
     CallerContext, MAX_CONTENT_LEN, RecordMeta, StoreError, check_content, check_opt_label,
     check_tags, check_text,
@@ -123,7 +123,7 @@ pub struct KnowledgeQuery {
     /// Only knowledge of this session.
     pub session_id: Option<String>,
     /// How to retrieve (default [`RetrievalMode::Hybrid`]: full text and
-    /// vectors fused when there is a text, see [`super::retrieval`]).
+    /// vectors fused when there is a text, see `docs/retrieval.md`).
     pub mode: RetrievalMode,
 }
 
@@ -192,67 +192,21 @@ impl KnowledgeQuery {
         self
     }
 
-    /// How this query runs, the same on every backend: its analyzed terms
-    /// when full text takes part, its vector (given, or `embedder`'s
-    /// embedding of the text) when vectors do, and how deep each list goes.
-    /// `InvalidInput` when it cannot run: a full-text query without a text,
-    /// no text and no embedding, a text to embed without an embedder, or a
-    /// vector of the wrong dimension.
-    pub async fn search(
-        &self,
-        embedder: Option<&dyn crate::Embedder>,
-        dimensions: usize,
-    ) -> Result<KnowledgeSearch, StoreError> {
-        let text = self.text.as_deref().filter(|t| !t.trim().is_empty());
-        let vectors = self.embedding.is_some() || (text.is_some() && embedder.is_some());
-        let (full_text, vector) = match self.mode {
-            RetrievalMode::FullText => (true, false),
-            RetrievalMode::Vector => (false, true),
-            RetrievalMode::Hybrid => (text.is_some(), vectors || text.is_none()),
-        };
-        if full_text && text.is_none() {
-            return Err(StoreError::invalid(
-                "text",
-                "a full-text query needs a text",
-            ));
+    /// The query's filters, normalised ([`KnowledgeFilter`]).
+    pub fn filter(&self) -> KnowledgeFilter {
+        KnowledgeFilter {
+            include_public: self.include_public,
+            tags: self.tags.clone(),
+            source: self.source.clone(),
+            plan_id: self.plan_id.clone(),
+            session_id: self.session_id.clone(),
         }
-        let terms = if full_text {
-            query_terms(text.unwrap_or_default())
-        } else {
-            Vec::new()
-        };
-        let vector = if vector {
-            Some(
-                resolve_embedding(
-                    embedder,
-                    dimensions,
-                    "embedding",
-                    self.embedding.as_ref(),
-                    self.text.as_deref(),
-                )
-                .await?,
-            )
-        } else {
-            None
-        };
-        let (depth, vector_depth) = if !terms.is_empty() && vector.is_some() {
-            (
-                FUSION.candidates(self.top_k),
-                FUSION.vector_candidates(self.top_k),
-            )
-        } else {
-            (self.top_k, self.top_k)
-        };
-        Ok(KnowledgeSearch {
-            terms,
-            vector,
-            depth,
-            vector_depth,
-        })
     }
 }
 
-/// A [`KnowledgeQuery`] resolved for running ([`KnowledgeQuery::search`]).
+/// A [`KnowledgeQuery`] resolved for running, the same on every backend
+/// (`openvibe_retrieval::knowledge_search` makes it): its analyzed terms,
+/// its vector, how deep each retriever's list goes, and its filters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KnowledgeSearch {
     /// The query's analyzed terms (empty when full text takes no part, or
@@ -261,11 +215,15 @@ pub struct KnowledgeSearch {
     /// The query vector, when vectors take part.
     pub vector: Option<Vec<f32>>,
     /// How many results the full-text list holds: the query's `top_k`, or
-    /// [`FUSION`]'s candidate depth when two lists are fused.
+    /// the fusion's candidate depth when two lists are fused.
     pub depth: usize,
     /// How many results the vector list holds: the query's `top_k`, or
-    /// [`FUSION`]'s vector candidate depth when two lists are fused.
+    /// the fusion's vector candidate depth when two lists are fused.
     pub vector_depth: usize,
+    /// How many results the query asks for.
+    pub top_k: usize,
+    /// Which knowledge the query keeps.
+    pub filter: KnowledgeFilter,
 }
 
 impl KnowledgeSearch {
@@ -273,6 +231,50 @@ impl KnowledgeSearch {
     /// no vector (a full-text query of stop words finds nothing).
     pub fn full_text(&self) -> bool {
         !self.terms.is_empty() || self.vector.is_none()
+    }
+}
+
+/// The filters of a [`KnowledgeQuery`], normalised once for every backend
+/// (the in-memory backend calls [`KnowledgeFilter::keeps`]; PostgreSQL
+/// writes the same conditions in SQL). The read rule
+/// ([`knowledge_read_allowed`]) applies besides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnowledgeFilter {
+    /// Other principals' public knowledge is kept too (else only the caller's own).
+    pub include_public: bool,
+    /// Only knowledge with any of these tags (none: any).
+    pub tags: Vec<String>,
+    /// Only knowledge from this source.
+    pub source: Option<String>,
+    /// Only knowledge of this plan.
+    pub plan_id: Option<String>,
+    /// Only knowledge of this session.
+    pub session_id: Option<String>,
+}
+
+impl KnowledgeFilter {
+    /// Whether any filter besides ownership narrows the search (tags,
+    /// source, plan or session).
+    pub fn narrows(&self) -> bool {
+        !self.tags.is_empty()
+            || self.source.is_some()
+            || self.plan_id.is_some()
+            || self.session_id.is_some()
+    }
+
+    /// Whether the filter keeps `k`, which the caller owns when `owned`.
+    pub fn keeps(&self, k: &Knowledge, owned: bool) -> bool {
+        (self.include_public || owned)
+            && (self.tags.is_empty() || k.tags.iter().any(|t| self.tags.contains(t)))
+            && self.source.as_deref().is_none_or(|s| k.meta.source == s)
+            && self
+                .plan_id
+                .as_deref()
+                .is_none_or(|p| k.plan_id.as_deref() == Some(p))
+            && self
+                .session_id
+                .as_deref()
+                .is_none_or(|s| k.session_id.as_deref() == Some(s))
     }
 }
 
@@ -284,7 +286,7 @@ pub struct KnowledgeHit {
     pub knowledge: Knowledge,
     /// Higher is better: the cosine similarity (`-1.0..=1.0`) of a vector
     /// query, the BM25 score of a full-text one, the fused score of a
-    /// hybrid one ([`fuse`](super::fuse)).
+    /// hybrid one (reciprocal rank fusion).
     pub score: f32,
     /// What each retriever that found it said (rank and own score).
     #[serde(default)]
@@ -389,43 +391,6 @@ pub async fn resolve_embedding(
     Ok(vector)
 }
 
-/// Cosine similarity of two vectors of the same length (0 when either is zero).
-///
-/// Accumulates in eight independent lanes so that the compiler can keep
-/// them in SIMD registers (a single running sum is a dependency chain it
-/// may not reorder).
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 8;
-    let (mut dot, mut na, mut nb) = ([0.0f32; LANES], [0.0f32; LANES], [0.0f32; LANES]);
-    let chunks = a.len().min(b.len()) / LANES;
-    for (ca, cb) in a
-        .chunks_exact(LANES)
-        .zip(b.chunks_exact(LANES))
-        .take(chunks)
-    {
-        for i in 0..LANES {
-            dot[i] += ca[i] * cb[i];
-            na[i] += ca[i] * ca[i];
-            nb[i] += cb[i] * cb[i];
-        }
-    }
-    let (mut dot, mut na, mut nb) = (
-        dot.iter().sum::<f32>(),
-        na.iter().sum::<f32>(),
-        nb.iter().sum::<f32>(),
-    );
-    for (x, y) in a.iter().zip(b).skip(chunks * LANES) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
-}
-
 /// Semantic memory.
 #[async_trait]
 pub trait KnowledgeStore: Send + Sync {
@@ -478,24 +443,6 @@ mod tests {
         assert!(check_embedding("embedding", &[0.1], 2).is_err());
         assert!(check_embedding("embedding", &[0.1, f32::NAN], 2).is_err());
         assert!(check_embedding("embedding", &[f32::INFINITY, 0.0], 2).is_err());
-    }
-
-    #[test]
-    fn cosine_of_vectors() {
-        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
-        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-        // Lanes and remainder agree with the plain definition.
-        let a: Vec<f32> = (0..387).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
-        let b: Vec<f32> = (0..387).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
-        let dot: f64 = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| f64::from(*x) * f64::from(*y))
-            .sum();
-        let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-        let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-        assert!((f64::from(cosine(&a, &b)) - dot / (na * nb)).abs() < 1e-5);
     }
 
     #[test]

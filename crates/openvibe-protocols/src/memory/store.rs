@@ -1,4 +1,6 @@
-//! The structured-memory store traits and [`Stores`], one set of them.
+//! The structured-memory store traits and [`Stores`], one set of them:
+//! [`RecordStore`] (and [`RevisableStore`]) once for every record kind,
+//! [`FactStore`], [`EpisodicStore`] and [`InsightStore`] naming them per kind.
 //!
 //! Every store-trait call takes a [`CallerContext`] first: who is asking
 //! (tenant, principal), what they may read (clearance) and in which project.
@@ -21,83 +23,110 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AuditLog, CallerContext, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery,
-    KnowledgeStore, RawLogStore, StoreError, WorkingStore,
+    AuditLog, CallerContext, EmbeddingText, Episode, EpisodeQuery, Fact, FactQuery, Governed,
+    Insight, InsightQuery, KnowledgeStore, RawLogStore, RecordQuery, StoreError, WorkingStore,
 };
 
-/// Shared, classified facts (workspace memory).
+/// A record kind kept by a [`RecordStore`]: [`Fact`], [`Episode`] and
+/// [`Insight`]. Its name is [`EmbeddingText::KIND`] (`fact`, …), used in
+/// errors, audit entries and spans.
+pub trait StoredRecord: Governed + EmbeddingText + Clone + Send + Sync + 'static {
+    /// What [`RecordStore::query`] takes for this kind.
+    type Query: RecordQuery;
+    /// This kind's store in a set of stores ([`Stores::records`]).
+    fn store_in(stores: &Stores) -> &dyn RecordStore<Self>;
+}
+
+/// A record kind that changes after it is written ([`Fact`], [`Insight`]):
+/// its store also updates and counts accesses ([`RevisableStore`]).
+/// Episodes are append-mostly and have neither.
+pub trait RevisableRecord: StoredRecord {
+    /// This kind's store in a set of stores ([`Stores::revisable`]).
+    fn revisable_in(stores: &Stores) -> &dyn RevisableStore<Self>;
+}
+
+impl StoredRecord for Fact {
+    type Query = FactQuery;
+    fn store_in(stores: &Stores) -> &dyn RecordStore<Self> {
+        &*stores.facts
+    }
+}
+impl StoredRecord for Episode {
+    type Query = EpisodeQuery;
+    fn store_in(stores: &Stores) -> &dyn RecordStore<Self> {
+        &*stores.episodes
+    }
+}
+impl StoredRecord for Insight {
+    type Query = InsightQuery;
+    fn store_in(stores: &Stores) -> &dyn RecordStore<Self> {
+        &*stores.insights
+    }
+}
+impl RevisableRecord for Fact {
+    fn revisable_in(stores: &Stores) -> &dyn RevisableStore<Self> {
+        &*stores.facts
+    }
+}
+impl RevisableRecord for Insight {
+    fn revisable_in(stores: &Stores) -> &dyn RevisableStore<Self> {
+        &*stores.insights
+    }
+}
+
+/// The store of one record kind: what facts, episodes and insights share,
+/// so that a backend writes each operation once, for every kind.
 ///
 /// See the module documentation for the caller-context rules every
 /// implementation enforces.
 #[async_trait]
-pub trait FactStore: Send + Sync {
-    /// Insert `fact`, or replace the fact with the same id (which the caller
-    /// must be allowed to modify; its owner, `created_at` and access
+pub trait RecordStore<R: StoredRecord>: Send + Sync {
+    /// Insert `record`, or replace the record with the same id (which the
+    /// caller must be allowed to modify; its owner, `created_at` and access
     /// statistics are kept). An empty id gets a generated one. Returns the
-    /// fact as stored.
-    async fn store(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError>;
+    /// record as stored.
+    async fn store(&self, ctx: &CallerContext, record: R) -> Result<R, StoreError>;
 
-    /// The fact `id`, when it exists and the caller may read it.
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Fact>, StoreError>;
+    /// The record `id`, when it exists and the caller may read it.
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<R>, StoreError>;
 
-    /// Readable facts matching `query`, ordered as documented on [`FactQuery`].
-    async fn query(&self, ctx: &CallerContext, query: &FactQuery) -> Result<Vec<Fact>, StoreError>;
+    /// Readable records matching `query`, ordered as documented on the
+    /// query type ([`FactQuery`], [`EpisodeQuery`], [`InsightQuery`]).
+    async fn query(&self, ctx: &CallerContext, query: &R::Query) -> Result<Vec<R>, StoreError>;
 
-    /// Replace an existing fact. [`StoreError::NotFound`] when it does not
-    /// exist (or is not readable), [`StoreError::Unauthorized`] when the
-    /// caller may not modify it.
-    async fn update(&self, ctx: &CallerContext, fact: Fact) -> Result<Fact, StoreError>;
-
-    /// Delete a fact (same errors as [`FactStore::update`]).
+    /// Delete a record. [`StoreError::NotFound`] when it does not exist (or
+    /// is not readable), [`StoreError::Unauthorized`] when the caller may
+    /// not modify it.
     async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError>;
+}
 
-    /// Count the readable facts among `ids` as accessed; returns how many were.
+/// The store of a record kind that changes after it is written (facts,
+/// insights): replacing a record and counting accesses.
+#[async_trait]
+pub trait RevisableStore<R: RevisableRecord>: RecordStore<R> {
+    /// Replace an existing record. [`StoreError::NotFound`] when it does
+    /// not exist (or is not readable), [`StoreError::Unauthorized`] when
+    /// the caller may not modify it.
+    async fn update(&self, ctx: &CallerContext, record: R) -> Result<R, StoreError>;
+
+    /// Count the readable records among `ids` as accessed; returns how many were.
     async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError>;
 }
 
-/// L2 episodes (one per node run). Append-mostly: no update.
+/// Shared, classified facts (workspace memory): [`RevisableStore`] of
+/// [`Fact`], implemented by every type that is one.
+pub trait FactStore: RevisableStore<Fact> {}
+impl<T: RevisableStore<Fact> + ?Sized> FactStore for T {}
+
+/// L2 episodes (one per node run): [`RecordStore`] of [`Episode`].
+/// Append-mostly: no update.
+pub trait EpisodicStore: RecordStore<Episode> {}
+impl<T: RecordStore<Episode> + ?Sized> EpisodicStore for T {}
+
+/// L3 insights (patterns distilled from episodes): [`RevisableStore`] of
+/// [`Insight`], and what reflection needs besides.
 #[async_trait]
-pub trait EpisodicStore: Send + Sync {
-    /// Insert `episode` (or replace the one with the same id, which the
-    /// caller must be allowed to modify). An empty id gets a generated one.
-    async fn store(&self, ctx: &CallerContext, episode: Episode) -> Result<Episode, StoreError>;
-
-    /// The episode `id`, when it exists and the caller may read it.
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Episode>, StoreError>;
-
-    /// Readable episodes matching `query`, newest first.
-    async fn query(
-        &self,
-        ctx: &CallerContext,
-        query: &EpisodeQuery,
-    ) -> Result<Vec<Episode>, StoreError>;
-
-    /// Delete an episode ([`StoreError::NotFound`] / [`StoreError::Unauthorized`]).
-    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError>;
-}
-
-/// L3 insights (patterns distilled from episodes).
-#[async_trait]
-pub trait InsightStore: Send + Sync {
-    /// Insert `insight`, or replace the one with the same id (as [`FactStore::store`]).
-    async fn store(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError>;
-
-    /// The insight `id`, when it exists and the caller may read it.
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError>;
-
-    /// Readable insights matching `query`, ordered as documented on [`InsightQuery`].
-    async fn query(
-        &self,
-        ctx: &CallerContext,
-        query: &InsightQuery,
-    ) -> Result<Vec<Insight>, StoreError>;
-
-    /// Replace an existing insight (as [`FactStore::update`]).
-    async fn update(&self, ctx: &CallerContext, insight: Insight) -> Result<Insight, StoreError>;
-
-    /// Delete an insight (as [`FactStore::delete`]).
-    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError>;
-
+pub trait InsightStore: RevisableStore<Insight> {
     /// The readable, active insight of `agent_id` most similar to `content`:
     /// the one sharing the most words (see [`text_terms`](crate::text_terms); whole words only)
     /// with it, at least `min(3, words in content)`; ties go to higher
@@ -109,13 +138,10 @@ pub trait InsightStore: Send + Sync {
         content: &str,
     ) -> Result<Option<Insight>, StoreError>;
 
-    /// Count the readable insights among `ids` as accessed; returns how many were.
-    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError>;
-
     /// Observe insight `id` again, atomically (no lost update when several
     /// reflections run at once): confidence + [`STRENGTHEN_STEP`] (at most
     /// 1.0), evidence + 1, `last_confirmed` = now, and `episode_ids` not yet
-    /// among its sources appended to them. Errors as [`InsightStore::update`].
+    /// among its sources appended to them. Errors as [`RevisableStore::update`].
     async fn strengthen(
         &self,
         ctx: &CallerContext,
@@ -151,6 +177,20 @@ pub struct Stores {
     pub vectors: Arc<dyn super::RecordVectors>,
 }
 
+impl Stores {
+    /// The store of record kind `R` (facts, episodes or insights), for code
+    /// written once for every kind.
+    pub fn records<R: StoredRecord>(&self) -> &dyn RecordStore<R> {
+        R::store_in(self)
+    }
+
+    /// The store of a record kind that changes after it is written (facts
+    /// or insights), with `update` and `touch`.
+    pub fn revisable<R: RevisableRecord>(&self) -> &dyn RevisableStore<R> {
+        R::revisable_in(self)
+    }
+}
+
 impl std::fmt::Debug for Stores {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stores").finish_non_exhaustive()
@@ -169,6 +209,9 @@ fn _object_safe(
     _: &dyn super::AuditLog,
 ) {
 }
+
+/// So are the generic record traits, for every kind.
+fn _records_object_safe(_: &dyn RecordStore<Episode>, _: &dyn RevisableStore<Insight>) {}
 
 /// [`super::RecordVectors`] is object-safe too.
 fn _vectors_object_safe(_: &dyn super::RecordVectors) {}

@@ -15,8 +15,8 @@
 //! changeable). Agents that work for one person share that person's plans by
 //! acting as that principal.
 //!
-//! No lost update: [`WorkingStore::append_state`] and
-//! [`WorkingStore::increment_state`] are atomic in the store, and every
+//! No lost update: [`PlanStateStore::append_state`] and
+//! [`PlanStateStore::increment_state`] are atomic in the store, and every
 //! entry has a version that [`Expect::Version`] checks (a stale write is a
 //! [`StoreError::Conflict`] and changes nothing).
 
@@ -98,7 +98,7 @@ pub struct Session {
     pub last_activity: DateTime<Utc>,
 }
 
-/// What [`WorkingStore::create_session`] needs.
+/// What [`WorkingStore::create_session`](SessionStore::create_session) needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
@@ -134,7 +134,7 @@ pub struct Plan {
     pub parent_plan_id: Option<String>,
 }
 
-/// What [`WorkingStore::create_plan`] needs.
+/// What [`WorkingStore::create_plan`](PlanStore::create_plan) needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
@@ -166,7 +166,7 @@ pub struct PlanUpdate {
     pub response_event: Option<String>,
 }
 
-/// Filters of [`WorkingStore::list_plans`]. Results are newest first
+/// Filters of [`WorkingStore::list_plans`](PlanStore::list_plans). Results are newest first
 /// (creation time, then id), a page at a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -196,7 +196,7 @@ impl Default for PlanQuery {
     }
 }
 
-/// Filters of [`WorkingStore::list_sessions`]: newest first, a page at a time.
+/// Filters of [`WorkingStore::list_sessions`](SessionStore::list_sessions): newest first, a page at a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
@@ -396,15 +396,20 @@ impl Expect {
     }
 }
 
-/// Working memory: sessions, plans, task and plan contexts, plan state.
+/// Working memory: sessions, plans, task and plan contexts, plan state,
+/// each a capability of its own ([`SessionStore`], [`PlanStore`],
+/// [`ContextStore`], [`PlanStateStore`]); a type with all four is a
+/// `WorkingStore`.
 ///
 /// Every call takes the caller's [`CallerContext`]; see the module
 /// documentation for the access rule. Unknown plans and sessions named in
 /// an input are [`StoreError::NotFound`] and nothing is written.
-#[async_trait]
-pub trait WorkingStore: Send + Sync {
-    // --- sessions ---
+pub trait WorkingStore: SessionStore + PlanStore + ContextStore + PlanStateStore {}
+impl<T: SessionStore + PlanStore + ContextStore + PlanStateStore + ?Sized> WorkingStore for T {}
 
+/// Sessions: a conversation or run that plans belong to.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
     /// Create a session owned by the caller.
     async fn create_session(
         &self,
@@ -432,9 +437,11 @@ pub trait WorkingStore: Send + Sync {
         ctx: &CallerContext,
         id: &str,
     ) -> Result<SessionDeleted, StoreError>;
+}
 
-    // --- plans ---
-
+/// Plans: goals with a status, in a tree of sub-plans.
+#[async_trait]
+pub trait PlanStore: Send + Sync {
     /// Create a plan owned by the caller (status `active`).
     async fn create_plan(&self, ctx: &CallerContext, plan: NewPlan) -> Result<Plan, StoreError>;
 
@@ -458,9 +465,12 @@ pub trait WorkingStore: Send + Sync {
 
     /// Delete a plan with its context and state; sub-plans are kept, detached.
     async fn delete_plan(&self, ctx: &CallerContext, id: &str) -> Result<PlanDeleted, StoreError>;
+}
 
-    // --- task context ---
-
+/// Task and plan contexts: what a task delegated (and to which sub-tasks),
+/// and a plan's correlated context.
+#[async_trait]
+pub trait ContextStore: Send + Sync {
     /// Save (insert or replace) a task context. A sub-task id that belongs
     /// to another task is a [`StoreError::Conflict`].
     async fn store_task_context(
@@ -490,8 +500,6 @@ pub trait WorkingStore: Send + Sync {
         task_id: &str,
     ) -> Result<bool, StoreError>;
 
-    // --- plan context ---
-
     /// Save (insert or replace) the context of a plan the caller may change.
     /// A correlation id that belongs to another plan is a [`StoreError::Conflict`].
     async fn store_plan_context(
@@ -513,9 +521,12 @@ pub trait WorkingStore: Send + Sync {
         ctx: &CallerContext,
         correlation_id: &str,
     ) -> Result<Option<PlanContext>, StoreError>;
+}
 
-    // --- plan state (working memory) ---
-
+/// Plan state: a plan's keys and values, with versions and atomic appends
+/// and increments (the seed's working memory).
+#[async_trait]
+pub trait PlanStateStore: Send + Sync {
     /// Set `key` of a plan's state to `value` if `expect` holds; a stale
     /// expectation is [`StoreError::Conflict`] and changes nothing.
     async fn set_state(
@@ -546,7 +557,7 @@ pub trait WorkingStore: Send + Sync {
     /// when absent). A value that is not an array is [`StoreError::InvalidInput`].
     /// Appends do not read the value back, so they cost the same whatever
     /// its length, and concurrent appends to one key do not wait for each
-    /// other (read the value with [`WorkingStore::get_state`]).
+    /// other (read the value with [`PlanStateStore::get_state`]).
     async fn append_state(
         &self,
         ctx: &CallerContext,

@@ -1,7 +1,9 @@
-//! The router: every route is declared once, with its OpenAPI operation,
-//! in [`routes`]; the axum router and the OpenAPI document are both built
-//! from that table.
+//! The router: every route is a row of the endpoint table
+//! ([`openvibe_api::endpoints`]) routed to its handler ([`Api::route`]);
+//! the OpenAPI document is built from the same table, and a test checks
+//! that the router serves every row exactly once.
 
+mod api;
 mod records;
 mod system;
 mod working;
@@ -9,49 +11,13 @@ mod working;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::Method;
-use axum::routing::{MethodRouter, delete, get, post, put};
-use openvibe_protocols::{StoreError, Stores};
 
-use crate::auth::Access;
-use crate::openapi::Op;
-use crate::{Readiness, Service};
+use crate::Service;
+use crate::state::AppState;
+pub(crate) use api::Api;
 
 /// Where the MCP server's streamable HTTP endpoint is.
 pub const MCP_PATH: &str = "/mcp";
-
-/// A handler's answer: a JSON body or an error response.
-pub(crate) type Answer<T> = Result<axum::Json<T>, crate::error::Failure>;
-
-/// What handlers share.
-#[derive(Clone)]
-pub(crate) struct AppState {
-    pub(crate) stores: Stores,
-    pub(crate) access: Access,
-    pub(crate) ready: Readiness,
-}
-
-/// Routes and their operations, built together.
-pub(crate) struct Api {
-    router: Router<AppState>,
-    pub(crate) ops: Vec<Op>,
-}
-
-impl Api {
-    fn new() -> Self {
-        Self {
-            router: Router::new(),
-            ops: Vec::new(),
-        }
-    }
-
-    /// Route `op` to `handler`.
-    pub(crate) fn op(mut self, op: Op, handler: MethodRouter<AppState>) -> Self {
-        self.router = self.router.route(op.path, handler);
-        self.ops.push(op);
-        self
-    }
-}
 
 /// Every route of the service.
 pub(crate) fn routes() -> Api {
@@ -59,20 +25,6 @@ pub(crate) fn routes() -> Api {
     let api = system::routes(api);
     let api = records::routes(api);
     working::routes(api)
-}
-
-/// The axum method router for `method`.
-pub(crate) fn on<H, T>(method: &Method, handler: H) -> MethodRouter<AppState>
-where
-    H: axum::handler::Handler<T, AppState>,
-    T: 'static,
-{
-    match *method {
-        Method::GET => get(handler),
-        Method::PUT => put(handler),
-        Method::DELETE => delete(handler),
-        _ => post(handler),
-    }
 }
 
 /// The full router with its middleware.
@@ -94,7 +46,7 @@ pub(crate) fn router(service: Service) -> Router {
         axum::middleware::from_fn_with_state(state.clone(), crate::auth::mcp_caller),
     );
     routes()
-        .router
+        .into_router()
         .merge(mcp)
         .fallback(|| async {
             crate::error::Failure::new(openvibe_api::ErrorCode::NotFound, "no such route")
@@ -112,10 +64,25 @@ pub(crate) fn router(service: Service) -> Router {
         .with_state(state)
 }
 
-/// A record `get` that found nothing: 404.
-pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
-    StoreError::NotFound {
-        kind,
-        id: id.to_owned(),
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The router serves every row of the endpoint table, once, and nothing
+    /// else: the OpenAPI document (built from the table) is what it serves.
+    #[test]
+    fn the_router_serves_the_endpoint_table_exactly() {
+        let routed: Vec<(&str, &str)> = super::routes()
+            .ops
+            .iter()
+            .map(|op| (op.method.as_str(), op.path))
+            .collect();
+        let unique: BTreeSet<_> = routed.iter().copied().collect();
+        assert_eq!(unique.len(), routed.len(), "a row routed twice: {routed:?}");
+        let table: BTreeSet<(&str, &str)> = openvibe_api::endpoints::all()
+            .iter()
+            .map(|op| (op.method.as_str(), op.path))
+            .collect();
+        assert_eq!(unique, table);
     }
 }

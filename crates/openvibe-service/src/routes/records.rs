@@ -1,403 +1,138 @@
-//! Facts, episodes, insights and semantic knowledge.
+//! Facts, episodes and insights (one set of handlers for every record
+//! kind, routed from each kind's rows of the endpoint table), the raw log
+//! and semantic knowledge.
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use openvibe_api::dto::{
     AppendRaw, DeletedCount, EmbeddingModel, MaybeInsight, PruneRaw, SimilarInsight, Strengthen,
     Touch, Touched,
 };
-use openvibe_api::paths;
+use openvibe_api::endpoints::{self as E, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
-    Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, Knowledge, KnowledgeHit,
-    KnowledgeQuery, NewKnowledge, Page, RawCall, RawCallQuery,
+    EmbeddingText, Episode, Fact, Insight, Knowledge, KnowledgeHit, KnowledgeQuery, NewKnowledge,
+    Page, RawCall, RawCallQuery,
 };
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-use super::{Answer, Api, AppState, not_found, on};
+use super::api::{Answer, Api, not_found};
 use crate::auth::Ctx;
 use crate::error::Failure;
 use crate::extract::{Body, Record};
-use crate::openapi::Op;
+use crate::state::AppState;
 
-pub(super) fn routes(api: Api) -> Api {
-    use Method as M;
-    api
-        // facts
-        .op(
-            Op::new(
-                M::POST,
-                paths::FACTS,
-                "storeFact",
-                "Store a fact (its namespace and owner are set from the caller)",
-            )
-            .body::<Fact>()
-            .returns::<Fact>(),
-            on(&M::POST, store_fact),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/facts/{id}",
-                "getFact",
-                "A fact the caller may read",
-            )
-            .returns::<Fact>(),
-            on(&M::GET, get_fact),
-        )
-        .op(
-            Op::new(
-                M::PUT,
-                "/v1/memory/facts/{id}",
-                "updateFact",
-                "Replace a fact (the body's id must match)",
-            )
-            .body::<Fact>()
-            .returns::<Fact>(),
-            on(&M::PUT, update_fact),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/facts/{id}",
-                "deleteFact",
-                "Delete a fact",
-            ),
-            on(&M::DELETE, delete_fact),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/facts/query",
-                "queryFacts",
-                "Facts matching a query",
-            )
-            .body::<FactQuery>()
-            .returns::<Vec<Fact>>(),
-            on(&M::POST, query_facts),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/facts/touch",
-                "touchFacts",
-                "Count facts as accessed",
-            )
-            .body::<Touch>()
-            .returns::<Touched>(),
-            on(&M::POST, touch_facts),
-        )
-        // episodes
-        .op(
-            Op::new(M::POST, paths::EPISODES, "storeEpisode", "Store an episode")
-                .body::<Episode>()
-                .returns::<Episode>(),
-            on(&M::POST, store_episode),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/episodes/{id}",
-                "getEpisode",
-                "An episode the caller may read",
-            )
-            .returns::<Episode>(),
-            on(&M::GET, get_episode),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/episodes/{id}",
-                "deleteEpisode",
-                "Delete an episode",
-            ),
-            on(&M::DELETE, delete_episode),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/episodes/query",
-                "queryEpisodes",
-                "Episodes matching a query",
-            )
-            .body::<EpisodeQuery>()
-            .returns::<Vec<Episode>>(),
-            on(&M::POST, query_episodes),
-        )
-        // the raw log
-        .op(
-            Op::new(
-                M::POST,
-                paths::RAW,
-                "appendRawCalls",
-                "Append LLM calls to the raw log, all or none",
-            )
-            .body::<AppendRaw>()
-            .returns::<Vec<RawCall>>(),
-            on(&M::POST, append_raw),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/raw/{id}",
-                "getRawCall",
-                "A raw call the caller may read",
-            )
-            .returns::<RawCall>(),
-            on(&M::GET, get_raw),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/raw/query",
-                "queryRawCalls",
-                "A page of raw calls, newest first",
-            )
-            .body::<RawCallQuery>()
-            .returns::<Page<RawCall>>(),
-            on(&M::POST, query_raw),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/raw/prune",
-                "pruneRawCalls",
-                "Delete an agent's raw calls beyond a retention",
-            )
-            .body::<PruneRaw>()
-            .returns::<DeletedCount>(),
-            on(&M::POST, prune_raw),
-        )
-        // insights
-        .op(
-            Op::new(M::POST, paths::INSIGHTS, "storeInsight", "Store an insight")
-                .body::<Insight>()
-                .returns::<Insight>(),
-            on(&M::POST, store_insight),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/insights/{id}",
-                "getInsight",
-                "An insight the caller may read",
-            )
-            .returns::<Insight>(),
-            on(&M::GET, get_insight),
-        )
-        .op(
-            Op::new(
-                M::PUT,
-                "/v1/memory/insights/{id}",
-                "updateInsight",
-                "Replace an insight (the body's id must match)",
-            )
-            .body::<Insight>()
-            .returns::<Insight>(),
-            on(&M::PUT, update_insight),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/insights/{id}",
-                "deleteInsight",
-                "Delete an insight",
-            ),
-            on(&M::DELETE, delete_insight),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/insights/query",
-                "queryInsights",
-                "Insights matching a query",
-            )
-            .body::<InsightQuery>()
-            .returns::<Vec<Insight>>(),
-            on(&M::POST, query_insights),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/insights/similar",
-                "similarInsight",
-                "The agent's insight most similar to a text",
-            )
-            .body::<SimilarInsight>()
-            .returns::<MaybeInsight>(),
-            on(&M::POST, similar_insight),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/insights/touch",
-                "touchInsights",
-                "Count insights as accessed",
-            )
-            .body::<Touch>()
-            .returns::<Touched>(),
-            on(&M::POST, touch_insights),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                "/v1/memory/insights/{id}/strengthen",
-                "strengthenInsight",
-                "Observe an insight again, atomically (confidence +0.1 up to 1, evidence +1)",
-            )
-            .body::<Strengthen>()
-            .returns::<Insight>(),
-            on(&M::POST, strengthen_insight),
-        )
-        // semantic knowledge
-        .op(
-            Op::new(
-                M::POST,
-                paths::SEMANTIC,
-                "storeKnowledge",
-                "Store knowledge, upserting on external_id or on the content hash",
-            )
-            .body::<NewKnowledge>()
-            .returns::<Knowledge>(),
-            on(&M::POST, store_knowledge),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                paths::SEMANTIC_QUERY,
-                "queryKnowledge",
-                "Search knowledge (private to the caller plus public)",
-            )
-            .body::<KnowledgeQuery>()
-            .returns::<Vec<KnowledgeHit>>(),
-            on(&M::POST, query_knowledge),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                paths::SEMANTIC_SEARCH,
-                "searchKnowledge",
-                "The seed's name for queryKnowledge",
-            )
-            .body::<KnowledgeQuery>()
-            .returns::<Vec<KnowledgeHit>>(),
-            on(&M::POST, query_knowledge),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                paths::SEMANTIC_MODEL,
-                "embeddingModel",
-                "The embedding model semantic knowledge uses",
-            )
-            .returns::<EmbeddingModel>(),
-            on(&M::GET, embedding_model),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/semantic/{id}",
-                "getKnowledge",
-                "Knowledge the caller may read",
-            )
-            .returns::<Knowledge>(),
-            on(&M::GET, get_knowledge),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/semantic/{id}",
-                "deleteKnowledge",
-                "Delete knowledge",
-            ),
-            on(&M::DELETE, delete_knowledge),
-        )
+/// A record kind the routes serve: its rows of the table, and its bodies
+/// and queries as JSON with schemas.
+pub(super) trait Served:
+    RecordEndpoints<Query: Serialize + DeserializeOwned + JsonSchema>
+    + Serialize
+    + DeserializeOwned
+    + JsonSchema
+{
 }
 
-async fn store_fact(
+impl<R> Served for R where
+    R: RecordEndpoints<Query: Serialize + DeserializeOwned + JsonSchema>
+        + Serialize
+        + DeserializeOwned
+        + JsonSchema
+{
+}
+
+/// Store, get, query and delete of record kind `R`.
+fn record_routes<R: Served>(api: Api) -> Api {
+    api.route(&R::STORE, store::<R>)
+        .route(&R::GET, get::<R>)
+        .route(&R::DELETE, delete::<R>)
+        .route(&R::QUERY, query::<R>)
+}
+
+/// Update and touch of record kind `R`.
+fn revisable_routes<R: Served + RevisableEndpoints>(api: Api) -> Api {
+    api.route(&R::UPDATE, update::<R>)
+        .route(&R::TOUCH, touch::<R>)
+}
+
+async fn store<R: Served>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(fact): Record<Fact>,
-) -> Answer<Fact> {
-    Ok(Json(s.stores.facts.store(&ctx, fact).await?))
+    Record(record): Record<R>,
+) -> Answer<R> {
+    Ok(Json(s.stores.records::<R>().store(&ctx, record).await?))
 }
 
-async fn get_fact(
+async fn get<R: Served>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
-) -> Answer<Fact> {
-    let fact = s.stores.facts.get(&ctx, &id).await?;
-    Ok(Json(fact.ok_or_else(|| not_found("fact", &id))?))
+) -> Answer<R> {
+    let found = s.stores.records::<R>().get(&ctx, &id).await?;
+    Ok(Json(found.ok_or_else(|| {
+        not_found(<R as EmbeddingText>::KIND, &id)
+    })?))
 }
 
-async fn update_fact(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-    Record(fact): Record<Fact>,
-) -> Answer<Fact> {
-    same_id(&id, &fact.id)?;
-    Ok(Json(s.stores.facts.update(&ctx, fact).await?))
-}
-
-async fn delete_fact(
+async fn delete<R: Served>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
 ) -> Result<StatusCode, Failure> {
-    s.stores.facts.delete(&ctx, &id).await?;
+    s.stores.records::<R>().delete(&ctx, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn query_facts(
+async fn query<R: Served>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(q): Record<FactQuery>,
-) -> Answer<Vec<Fact>> {
-    Ok(Json(s.stores.facts.query(&ctx, &q).await?))
+    Record(q): Record<R::Query>,
+) -> Answer<Vec<R>> {
+    Ok(Json(s.stores.records::<R>().query(&ctx, &q).await?))
 }
 
-async fn touch_facts(
+async fn update<R: Served + RevisableEndpoints>(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Path(id): Path<String>,
+    Record(record): Record<R>,
+) -> Answer<R> {
+    same_id(&id, record.record_id())?;
+    Ok(Json(s.stores.revisable::<R>().update(&ctx, record).await?))
+}
+
+async fn touch<R: Served + RevisableEndpoints>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Body(t): Body<Touch>,
 ) -> Answer<Touched> {
-    let touched = s.stores.facts.touch(&ctx, &t.ids).await?;
+    let touched = s.stores.revisable::<R>().touch(&ctx, &t.ids).await?;
     Ok(Json(Touched { touched }))
 }
 
-async fn store_episode(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Record(e): Record<Episode>,
-) -> Answer<Episode> {
-    Ok(Json(s.stores.episodes.store(&ctx, e).await?))
-}
-
-async fn get_episode(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-) -> Answer<Episode> {
-    let episode = s.stores.episodes.get(&ctx, &id).await?;
-    Ok(Json(episode.ok_or_else(|| not_found("episode", &id))?))
-}
-
-async fn delete_episode(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-) -> Result<StatusCode, Failure> {
-    s.stores.episodes.delete(&ctx, &id).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-async fn query_episodes(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Record(q): Record<EpisodeQuery>,
-) -> Answer<Vec<Episode>> {
-    Ok(Json(s.stores.episodes.query(&ctx, &q).await?))
+pub(super) fn routes(api: Api) -> Api {
+    let api = record_routes::<Fact>(api);
+    let api = revisable_routes::<Fact>(api);
+    let api = record_routes::<Episode>(api);
+    let api = record_routes::<Insight>(api);
+    let api = revisable_routes::<Insight>(api);
+    api
+        // the raw log
+        .route(&E::APPEND_RAW_CALLS, append_raw)
+        .route(&E::GET_RAW_CALL, get_raw)
+        .route(&E::QUERY_RAW_CALLS, query_raw)
+        .route(&E::PRUNE_RAW_CALLS, prune_raw)
+        // the insight extension
+        .route(&E::SIMILAR_INSIGHT, similar_insight)
+        .route(&E::STRENGTHEN_INSIGHT, strengthen_insight)
+        // semantic knowledge
+        .route(&E::STORE_KNOWLEDGE, store_knowledge)
+        .route(&E::QUERY_KNOWLEDGE, query_knowledge)
+        .route(&E::SEARCH_KNOWLEDGE, query_knowledge)
+        .route(&E::EMBEDDING_MODEL, embedding_model)
+        .route(&E::GET_KNOWLEDGE, get_knowledge)
+        .route(&E::DELETE_KNOWLEDGE, delete_knowledge)
 }
 
 async fn append_raw(
@@ -434,50 +169,6 @@ async fn prune_raw(
     Ok(Json(DeletedCount { deleted_count }))
 }
 
-async fn store_insight(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Record(i): Record<Insight>,
-) -> Answer<Insight> {
-    Ok(Json(s.stores.insights.store(&ctx, i).await?))
-}
-
-async fn get_insight(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-) -> Answer<Insight> {
-    let insight = s.stores.insights.get(&ctx, &id).await?;
-    Ok(Json(insight.ok_or_else(|| not_found("insight", &id))?))
-}
-
-async fn update_insight(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-    Record(insight): Record<Insight>,
-) -> Answer<Insight> {
-    same_id(&id, &insight.id)?;
-    Ok(Json(s.stores.insights.update(&ctx, insight).await?))
-}
-
-async fn delete_insight(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-) -> Result<StatusCode, Failure> {
-    s.stores.insights.delete(&ctx, &id).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-async fn query_insights(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Record(q): Record<InsightQuery>,
-) -> Answer<Vec<Insight>> {
-    Ok(Json(s.stores.insights.query(&ctx, &q).await?))
-}
-
 async fn similar_insight(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
@@ -489,15 +180,6 @@ async fn similar_insight(
         .find_similar(&ctx, &q.agent_id, &q.content)
         .await?;
     Ok(Json(MaybeInsight { insight }))
-}
-
-async fn touch_insights(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(t): Body<Touch>,
-) -> Answer<Touched> {
-    let touched = s.stores.insights.touch(&ctx, &t.ids).await?;
-    Ok(Json(Touched { touched }))
 }
 
 async fn strengthen_insight(

@@ -2,161 +2,38 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use openvibe_api::dto::{
     DeleteExpired, DeletedCount, EmbedPending, Embedded, Health, MoveNamespace, Moved, Promote,
     VectorLookup,
 };
-use openvibe_api::paths;
-use openvibe_protocols::memory::promotion::{Promotion, promote_fact, promote_insight};
+use openvibe_api::endpoints as E;
+use openvibe_protocols::promotion::{Promotion, promote_fact, promote_insight};
 use openvibe_protocols::{
     AuditEntry, AuditQuery, Fact, NamespaceCount, RecordVector, StoreError, VectorStatus,
 };
 
-use super::{Api, AppState, on};
+use super::api::Api;
 use crate::auth::Ctx;
 use crate::error::Failure;
 use crate::extract::{Body, Record};
-use crate::openapi::Op;
+use crate::state::AppState;
 
 pub(super) fn routes(api: Api) -> Api {
-    use Method as M;
-    api.op(
-        Op::new(
-            M::GET,
-            paths::HEALTHZ,
-            "healthz",
-            "Liveness: the process answers",
-        )
-        .returns::<Health>()
-        .public(),
-        on(&M::GET, healthz),
-    )
-    .op(
-        Op::new(
-            M::GET,
-            paths::READYZ,
-            "readyz",
-            "Readiness: the database answers (503 when not)",
-        )
-        .returns::<Health>()
-        .public(),
-        on(&M::GET, readyz),
-    )
-    .op(
-        Op::new(M::GET, paths::OPENAPI, "openapi", "This document").public(),
-        on(&M::GET, openapi),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::AUDIT,
-            "appendAudit",
-            "Append an audit entry for an operation composed above the stores",
-        )
-        .body::<AuditEntry>(),
-        on(&M::POST, append_audit),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::AUDIT_QUERY,
-            "queryAudit",
-            "Audit entries, newest first (a non-privileged caller sees its own)",
-        )
-        .body::<AuditQuery>()
-        .returns::<Vec<AuditEntry>>(),
-        on(&M::POST, query_audit),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::AUDIT_FLUSH,
-            "flushAudit",
-            "Write batched audit entries now",
-        ),
-        on(&M::POST, flush_audit),
-    )
-    .op(
-        Op::new(
-            M::GET,
-            paths::NAMESPACES,
-            "namespaceCounts",
-            "Records per kind and namespace (privileged)",
-        )
-        .returns::<Vec<NamespaceCount>>(),
-        on(&M::GET, namespace_counts),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::NAMESPACES_MOVE,
-            "moveNamespace",
-            "Move one kind's records to another namespace (privileged, batched, audited)",
-        )
-        .body::<MoveNamespace>()
-        .returns::<Moved>(),
-        on(&M::POST, move_namespace),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::EXPIRED_DELETE,
-            "deleteExpired",
-            "Delete one batch of expired records, whoever owns them, where the caller manages \
-             the namespace (or everywhere when privileged); each deletion is audited",
-        )
-        .body::<DeleteExpired>()
-        .returns::<DeletedCount>(),
-        on(&M::POST, delete_expired),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::VECTORS,
-            "recordVectors",
-            "The current vectors of a model for records the caller may read (the others are \
-             left out)",
-        )
-        .body::<VectorLookup>()
-        .returns::<Vec<RecordVector>>(),
-        on(&M::POST, record_vectors),
-    )
-    .op(
-        Op::new(
-            M::GET,
-            paths::VECTORS_STATUS,
-            "vectorStatus",
-            "The store's embedding model and, per kind, records with a current vector and \
-             records waiting (privileged)",
-        )
-        .returns::<VectorStatus>(),
-        on(&M::GET, vector_status),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::VECTORS_EMBED,
-            "embedPending",
-            "Embed one batch of records waiting for a vector, without rewriting them \
-             (privileged)",
-        )
-        .body::<EmbedPending>()
-        .returns::<Embedded>(),
-        on(&M::POST, embed_pending),
-    )
-    .op(
-        Op::new(
-            M::POST,
-            paths::PROMOTE,
-            "promote",
-            "Promote a fact or insight into another namespace as a fact (audited)",
-        )
-        .body::<Promote>()
-        .returns::<Fact>(),
-        on(&M::POST, promote),
-    )
+    api.route(&E::HEALTHZ, healthz)
+        .route(&E::READYZ, readyz)
+        .route(&E::OPENAPI, openapi)
+        .route(&E::APPEND_AUDIT, append_audit)
+        .route(&E::QUERY_AUDIT, query_audit)
+        .route(&E::FLUSH_AUDIT, flush_audit)
+        .route(&E::NAMESPACE_COUNTS, namespace_counts)
+        .route(&E::MOVE_NAMESPACE, move_namespace)
+        .route(&E::DELETE_EXPIRED, delete_expired)
+        .route(&E::RECORD_VECTORS, record_vectors)
+        .route(&E::VECTOR_STATUS, vector_status)
+        .route(&E::EMBED_PENDING, embed_pending)
+        .route(&E::PROMOTE, promote)
 }
 
 async fn healthz() -> Json<Health> {

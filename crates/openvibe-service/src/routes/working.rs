@@ -2,256 +2,50 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use openvibe_api::dto::{AtomicAppend, AtomicIncrement, Deleted, DeletedCount, SetState};
-use openvibe_api::paths;
+use openvibe_api::endpoints as E;
 use openvibe_protocols::{
     NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Session,
     SessionDeleted, SessionQuery, StateEntry, TaskContext,
 };
 
-use super::{Answer, Api, AppState, not_found, on};
+use super::api::{Answer, Api, not_found};
 use crate::auth::Ctx;
 use crate::error::Failure;
 use crate::extract::{Body, Params, Record};
-use crate::openapi::Op;
+use crate::state::AppState;
 
 pub(super) fn routes(api: Api) -> Api {
-    use Method as M;
     api
         // sessions
-        .op(
-            Op::new(
-                M::POST,
-                paths::SESSIONS,
-                "createSession",
-                "Create a session",
-            )
-            .body::<NewSession>()
-            .returns::<Session>(),
-            on(&M::POST, create_session),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                paths::SESSIONS,
-                "listSessions",
-                "Sessions, newest first, a page at a time",
-            )
-            .query::<SessionQuery>()
-            .returns::<Page<Session>>(),
-            on(&M::GET, list_sessions),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/sessions/{id}",
-                "getSession",
-                "A session",
-            )
-            .returns::<Session>(),
-            on(&M::GET, get_session),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/sessions/{id}",
-                "deleteSession",
-                "Delete a session; its plans stay, detached",
-            )
-            .returns::<SessionDeleted>(),
-            on(&M::DELETE, delete_session),
-        )
+        .route(&E::CREATE_SESSION, create_session)
+        .route(&E::LIST_SESSIONS, list_sessions)
+        .route(&E::GET_SESSION, get_session)
+        .route(&E::DELETE_SESSION, delete_session)
         // plans
-        .op(
-            Op::new(M::POST, paths::PLANS, "createPlan", "Create a plan")
-                .body::<NewPlan>()
-                .returns::<Plan>(),
-            on(&M::POST, create_plan),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                paths::PLANS,
-                "listPlans",
-                "Plans, newest first, filtered by status and session, a page at a time",
-            )
-            .query::<PlanQuery>()
-            .returns::<Page<Plan>>(),
-            on(&M::GET, list_plans),
-        )
-        .op(
-            Op::new(M::GET, "/v1/memory/plans/{id}", "getPlan", "A plan").returns::<Plan>(),
-            on(&M::GET, get_plan),
-        )
-        .op(
-            Op::new(
-                M::PUT,
-                "/v1/memory/plans/{id}",
-                "updatePlan",
-                "Change a plan's status, goal data or response event",
-            )
-            .body::<PlanUpdate>()
-            .returns::<Plan>(),
-            on(&M::PUT, update_plan),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/plans/{id}",
-                "deletePlan",
-                "Delete a plan with its context and state; sub-plans stay, detached",
-            )
-            .returns::<PlanDeleted>(),
-            on(&M::DELETE, delete_plan),
-        )
+        .route(&E::CREATE_PLAN, create_plan)
+        .route(&E::LIST_PLANS, list_plans)
+        .route(&E::GET_PLAN, get_plan)
+        .route(&E::UPDATE_PLAN, update_plan)
+        .route(&E::DELETE_PLAN, delete_plan)
         // task context
-        .op(
-            Op::new(
-                M::POST,
-                paths::TASK_CONTEXT,
-                "storeTaskContext",
-                "Store a task's context (a worker that delegated sub-tasks)",
-            )
-            .body::<TaskContext>()
-            .returns::<TaskContext>(),
-            on(&M::POST, store_task_context),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/task-context/{id}",
-                "getTaskContext",
-                "A task's context",
-            )
-            .returns::<TaskContext>(),
-            on(&M::GET, get_task_context),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/task-context/{id}",
-                "deleteTaskContext",
-                "Delete a task's context",
-            )
-            .returns::<Deleted>(),
-            on(&M::DELETE, delete_task_context),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/task-context/by-subtask/{id}",
-                "getTaskBySubtask",
-                "The task that delegated a sub-task",
-            )
-            .returns::<TaskContext>(),
-            on(&M::GET, get_task_by_subtask),
-        )
+        .route(&E::STORE_TASK_CONTEXT, store_task_context)
+        .route(&E::GET_TASK_CONTEXT, get_task_context)
+        .route(&E::DELETE_TASK_CONTEXT, delete_task_context)
+        .route(&E::GET_TASK_BY_SUBTASK, get_task_by_subtask)
         // plan context
-        .op(
-            Op::new(
-                M::POST,
-                paths::PLAN_CONTEXT,
-                "storePlanContext",
-                "Store a plan's context (a planner's state machine)",
-            )
-            .body::<PlanContext>()
-            .returns::<PlanContext>(),
-            on(&M::POST, store_plan_context),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/plan-context/{id}",
-                "getPlanContext",
-                "A plan's context",
-            )
-            .returns::<PlanContext>(),
-            on(&M::GET, get_plan_context),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/plan-context/by-correlation/{id}",
-                "getPlanByCorrelation",
-                "The plan context waiting for a correlation id",
-            )
-            .returns::<PlanContext>(),
-            on(&M::GET, get_plan_by_correlation),
-        )
+        .route(&E::STORE_PLAN_CONTEXT, store_plan_context)
+        .route(&E::GET_PLAN_CONTEXT, get_plan_context)
+        .route(&E::GET_PLAN_BY_CORRELATION, get_plan_by_correlation)
         // plan state
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/working/{plan_id}",
-                "listPlanState",
-                "Every key of a plan's working memory",
-            )
-            .returns::<Vec<StateEntry>>(),
-            on(&M::GET, list_state),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/working/{plan_id}",
-                "deletePlanState",
-                "Delete every key of a plan's working memory",
-            )
-            .returns::<DeletedCount>(),
-            on(&M::DELETE, clear_state),
-        )
-        .op(
-            Op::new(
-                M::PUT,
-                "/v1/memory/working/{plan_id}/{key}",
-                "setPlanState",
-                "Set one key (optimistic locking with expect)",
-            )
-            .body::<SetState>()
-            .returns::<StateEntry>(),
-            on(&M::PUT, set_state),
-        )
-        .op(
-            Op::new(
-                M::GET,
-                "/v1/memory/working/{plan_id}/{key}",
-                "getPlanState",
-                "One key",
-            )
-            .returns::<StateEntry>(),
-            on(&M::GET, get_state),
-        )
-        .op(
-            Op::new(
-                M::DELETE,
-                "/v1/memory/working/{plan_id}/{key}",
-                "deletePlanStateKey",
-                "Delete one key",
-            )
-            .returns::<Deleted>(),
-            on(&M::DELETE, delete_state),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                paths::ATOMIC_APPEND,
-                "atomicAppend",
-                "Append to a list, atomically (no lost update)",
-            )
-            .body::<AtomicAppend>(),
-            on(&M::POST, atomic_append),
-        )
-        .op(
-            Op::new(
-                M::POST,
-                paths::ATOMIC_INCREMENT,
-                "atomicIncrement",
-                "Add to a counter, atomically (no lost update)",
-            )
-            .body::<AtomicIncrement>()
-            .returns::<StateEntry>(),
-            on(&M::POST, atomic_increment),
-        )
+        .route(&E::LIST_PLAN_STATE, list_state)
+        .route(&E::DELETE_PLAN_STATE, clear_state)
+        .route(&E::SET_PLAN_STATE, set_state)
+        .route(&E::GET_PLAN_STATE, get_state)
+        .route(&E::DELETE_PLAN_STATE_KEY, delete_state)
+        .route(&E::ATOMIC_APPEND, atomic_append)
+        .route(&E::ATOMIC_INCREMENT, atomic_increment)
 }
 
 async fn create_session(

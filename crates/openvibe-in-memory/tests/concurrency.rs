@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use openvibe_memory::{InMemoryFactStore, InMemoryInsightStore};
-use openvibe_protocols::{CallerContext, Fact, FactQuery, FactStore, Insight, InsightStore};
+use openvibe_in_memory::{InMemoryFactStore, InMemoryInsightStore};
+use openvibe_protocols::{CallerContext, Fact, FactQuery, Insight, RecordStore, RevisableStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn concurrent_writers_lose_nothing() {

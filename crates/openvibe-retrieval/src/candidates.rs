@@ -7,10 +7,12 @@
 //! assembler uses it to order the facts and insights a scope selects by
 //! relevance to the scope's query.
 
-use super::retrieval::{
-    CorpusStats, Fused, Retriever, TermCounts, bm25_rank, combine, query_terms, top_by_score,
-};
-use super::semantic::cosine;
+use openvibe_protocols::Retriever;
+
+use crate::analyzer::{TermCounts, query_terms};
+use crate::bm25::{CorpusStats, bm25_rank};
+use crate::fusion::{Fused, combine, top_by_score};
+use crate::vector::cosine;
 
 /// One candidate: its text and, when known, its embedding.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,7 +31,8 @@ pub struct Candidate<'a> {
 /// left out; ties go to the earlier candidate.
 ///
 /// ```
-/// use openvibe_protocols::memory::{Candidate, Retriever, rank_candidates};
+/// use openvibe_protocols::Retriever;
+/// use openvibe_retrieval::{Candidate, rank_candidates};
 /// let texts = ["Docker runs containers", "Guido created Python", "Python packaging"];
 /// let candidates: Vec<Candidate> =
 ///     texts.iter().map(|t| Candidate { text: t, vector: None }).collect();

@@ -3,14 +3,14 @@
 //! vectors) over the readable knowledge.
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{
-    check_label, check_user, combine, json_object, knowledge_read_allowed, rank_key,
-    resolve_embedding, validate_knowledge,
-};
 use openvibe_protocols::{
     AuditOp, CallerContext, Change, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore,
     NewKnowledge, Retriever, StoreError, content_hash, store_time,
 };
+use openvibe_protocols::{
+    check_label, json_object, knowledge_read_allowed, resolve_embedding, validate_knowledge,
+};
+use openvibe_retrieval::{combine, knowledge_search, rank_key};
 
 use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
 
@@ -156,33 +156,24 @@ impl KnowledgeStore for InMemoryWorkingStore {
         ctx: &CallerContext,
         query: &KnowledgeQuery,
     ) -> Result<Vec<KnowledgeHit>, StoreError> {
-        check_user(ctx, query.user_id.as_deref())?;
-        self.audit.record(query.audit_entry(ctx));
-        let search = query
-            .search(self.embedder.as_deref(), self.dimensions)
-            .await?;
+        let search = knowledge_search(
+            ctx,
+            query,
+            self.embedder.as_deref(),
+            self.dimensions,
+            |entry| self.audit.record(entry()),
+        )
+        .await?;
         let _span = Self::span("query_knowledge", ctx);
-        if query.top_k == 0 {
+        if search.top_k == 0 {
             return Ok(Vec::new());
         }
         let guard = self.read()?;
         let Some(tenant) = guard.get(ctx.tenant_id()) else {
             return Ok(Vec::new());
         };
-        let keep = |k: &Knowledge| {
-            readable(ctx, k)
-                && (query.include_public || ctx.is_owner(&k.meta.owner))
-                && (query.tags.is_empty() || k.tags.iter().any(|t| query.tags.contains(t)))
-                && query.source.as_deref().is_none_or(|s| k.meta.source == s)
-                && query
-                    .plan_id
-                    .as_deref()
-                    .is_none_or(|p| k.plan_id.as_deref() == Some(p))
-                && query
-                    .session_id
-                    .as_deref()
-                    .is_none_or(|s| k.session_id.as_deref() == Some(s))
-        };
+        let keep =
+            |k: &Knowledge| readable(ctx, k) && search.filter.keeps(k, ctx.is_owner(&k.meta.owner));
         // The rank key of knowledge `id` when the query keeps it.
         let kept = |id: &str| {
             let k = tenant.knowledge.get(id).filter(|k| keep(k))?;
@@ -201,7 +192,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
                 .nearest(vector, kept, search.vector_depth);
             lists.push((Retriever::Vector, list));
         }
-        Ok(combine(lists, query.top_k)
+        Ok(combine(lists, search.top_k)
             .into_iter()
             .filter_map(|hit| {
                 tenant.knowledge.get(&hit.id.1).map(|k| KnowledgeHit {

@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use openvibe_protocols::memory::{raw_page, validate_raw_call};
 use openvibe_protocols::{
     CallerContext, Page, RawCall, RawCallQuery, RawLogStore, RawRetention, RecordFilter,
     RecordMeta, StoreError,
 };
+use openvibe_protocols::{raw_page, validate_raw_call};
 
 use crate::audit::InMemoryAuditLog;
-use crate::in_memory::Tables;
 use crate::index::{Indexed, WalkBy};
+use crate::tables::Tables;
 
 impl Indexed for RawCall {
     const KIND: &'static str = "raw_call";
@@ -157,7 +157,7 @@ impl RawLogStore for InMemoryRawLog {
         query: &RawCallQuery,
     ) -> Result<Page<RawCall>, StoreError> {
         let filter = query.filter()?;
-        let found = self.tables.search(ctx, query, &query.namespaces, &filter)?;
+        let found = self.tables.search(ctx, query, &filter)?;
         Ok(raw_page(found, query.limit))
     }
 

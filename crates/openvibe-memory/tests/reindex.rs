@@ -1,23 +1,7 @@
-//! The in-memory backend runs the whole store conformance suite.
+//! A background reindex embeds, batch by batch, what waits for a vector.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
-
-use openvibe_protocols::testing::HashEmbedder;
-
-openvibe_memory_testkit::conformance_tests!(|| async {
-    openvibe_memory::in_memory_stores_with_embedder(Arc::new(HashEmbedder::new(
-        openvibe_memory_testkit::semantic::DIMENSIONS,
-    )))
-});
-
-#[tokio::test]
-async fn vectors_wait_for_a_failed_embedder() {
-    openvibe_memory_testkit::vectors::vectors_wait_for_a_failed_embedder(|embedder| async move {
-        openvibe_memory::in_memory_stores_with_embedder(embedder)
-    })
-    .await;
-}
 
 #[tokio::test]
 async fn a_background_reindex_embeds_what_waits_and_reports_progress() {

@@ -6,20 +6,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use openvibe_protocols::memory::{
-    EMBEDDED_KINDS, EXPIRING_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
-    check_vector_lookup, cleanup_scope, no_embedder,
-};
 use openvibe_protocols::{
     AuditOp, CallerContext, Episode, Fact, Insight, KnowledgeStore, NamespaceAdmin, NamespaceCount,
     NamespaceScope, RecordMeta, RecordVector, RecordVectors, StoreError, Stores, VectorStatus,
     store_time,
 };
+use openvibe_protocols::{
+    EMBEDDED_KINDS, EXPIRING_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
+    check_vector_lookup, cleanup_scope, no_embedder,
+};
 
 use crate::audit::InMemoryAuditLog;
-use crate::in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
-use crate::in_memory::{store_span, store_span_of};
 use crate::raw::InMemoryRawLog;
+use crate::records::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
+use crate::span::{store_span, store_span_of};
 use crate::vectors::VectorTable;
 use crate::working::InMemoryWorkingStore;
 use tracing::Instrument;
@@ -184,7 +184,7 @@ impl NamespaceAdmin for InMemoryAdmin {
         &self,
         ctx: &CallerContext,
     ) -> Result<Vec<NamespaceCount>, StoreError> {
-        let _span = crate::in_memory::store_span("namespace", "namespace_counts", ctx);
+        let _span = crate::span::store_span("namespace", "namespace_counts", ctx);
         check_admin(ctx, "count namespaces", None)?;
         let mut out = Vec::new();
         out.extend(counts_of("fact", self.facts.namespace_counts(ctx)?));
@@ -203,9 +203,9 @@ impl NamespaceAdmin for InMemoryAdmin {
         to: &str,
         batch: usize,
     ) -> Result<u64, StoreError> {
-        let _span = crate::in_memory::store_span("namespace", "move_namespace", ctx);
+        let _span = crate::span::store_span("namespace", "move_namespace", ctx);
         check_admin(ctx, "move records between namespaces", Some(kind))?;
-        openvibe_protocols::memory::check_label("namespace", to)?;
+        openvibe_protocols::check_label("namespace", to)?;
         match kind {
             "fact" => self.facts.move_namespace(ctx, from, to, batch),
             "episode" => self.episodes.move_namespace(ctx, from, to, batch),
@@ -215,7 +215,7 @@ impl NamespaceAdmin for InMemoryAdmin {
     }
 
     async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
-        let _span = crate::in_memory::store_span("expired", "delete_expired", ctx);
+        let _span = crate::span::store_span("expired", "delete_expired", ctx);
         let scope = match cleanup_scope(ctx, batch) {
             Ok(scope) => scope,
             Err(e) => {

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
-use openvibe_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
+use openvibe_in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, EpisodicStore, Fact, FactQuery, FactStore, Insight,
-    InsightQuery, InsightStore,
+    InsightQuery, InsightStore, RecordStore, RevisableStore,
 };
 
 fn ctx() -> CallerContext {

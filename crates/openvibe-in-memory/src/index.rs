@@ -29,7 +29,7 @@ pub(crate) type Slot = u32;
 
 /// An `f64` with a total order, for sort keys.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Score(pub f64);
+pub struct Score(pub f64);
 
 impl Eq for Score {}
 
@@ -46,10 +46,10 @@ impl Ord for Score {
 }
 
 /// Sort key of facts and insights: confidence desc, created desc, id asc.
-pub(crate) type ConfidenceOrder = (Reverse<Score>, Reverse<DateTime<Utc>>, String);
+pub type ConfidenceOrder = (Reverse<Score>, Reverse<DateTime<Utc>>, String);
 
 /// What the table needs to know about a record type.
-pub(crate) trait Indexed: Clone + Send + Sync + 'static {
+pub trait Indexed: Clone + Send + Sync + 'static {
     /// Record kind for errors (`fact`, `episode`, `insight`).
     const KIND: &'static str;
     /// The result order (ascending = first returned), ending with the id.
@@ -97,7 +97,7 @@ pub(crate) trait Indexed: Clone + Send + Sync + 'static {
 
 /// The leading key of a record type's walk order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WalkBy {
+pub enum WalkBy {
     /// Confidence, highest first.
     Confidence,
     /// Time, newest first.

@@ -366,7 +366,7 @@ mod tests {
     use super::*;
 
     fn terms(text: &str) -> Vec<String> {
-        date_terms(&super::super::retrieval::words(text))
+        date_terms(&crate::words::words(text))
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! In-memory working memory ([`WorkingStore`]) and, over the same state,
+//! In-memory working memory ([`WorkingStore`](openvibe_protocols::WorkingStore)) and, over the same state,
 //! semantic memory (see `semantic.rs`): one table set per tenant behind one
 //! lock, so that every read-check-modify (atomic append and increment,
 //! compare-and-set, cascades) happens under the write lock and no update is
@@ -9,14 +9,14 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::audit::InMemoryAuditLog;
 use async_trait::async_trait;
-use openvibe_protocols::memory::{
-    check_json, check_label, check_opt_label, check_state_key, json_object, normalize_ids,
+use openvibe_protocols::{
+    AuditEntry, AuditOp, CallerContext, Change, ContextStore, Embedder, Expect, Knowledge, NewPlan,
+    NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore,
+    PlanUpdate, RecordMeta, Session, SessionDeleted, SessionQuery, SessionStore, StateEntry,
+    StoreError, TaskContext, page_cursor, parse_cursor, store_time, validate_record_id,
 };
 use openvibe_protocols::{
-    AuditEntry, AuditOp, CallerContext, Change, Embedder, Expect, Knowledge, NewPlan, NewSession,
-    Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RecordMeta, Session,
-    SessionDeleted, SessionQuery, StateEntry, StoreError, TaskContext, WorkingStore, page_cursor,
-    parse_cursor, store_time, validate_record_id,
+    check_json, check_label, check_opt_label, check_state_key, json_object, normalize_ids,
 };
 use serde_json::Value;
 
@@ -39,16 +39,16 @@ pub(crate) struct Tenant {
     pub state: HashMap<String, BTreeMap<String, StateEntry>>,
     pub knowledge: HashMap<String, Knowledge>,
     /// Full-text index of the knowledge's content.
-    pub knowledge_text: crate::retrieval::TextIndex,
+    pub knowledge_text: crate::ranked::TextIndex,
     /// The knowledge's embeddings, one contiguous row each.
-    pub knowledge_vectors: crate::retrieval::VectorIndex,
+    pub knowledge_vectors: crate::ranked::VectorIndex,
     /// (owner, external id) → knowledge id.
     pub by_external: HashMap<(String, String), String>,
     /// (owner, content hash) → knowledge id, for knowledge without an external id.
     pub by_hash: HashMap<(String, String), String>,
 }
 
-/// In-memory [`WorkingStore`] and
+/// In-memory [`WorkingStore`](openvibe_protocols::WorkingStore) and
 /// [`KnowledgeStore`](openvibe_protocols::KnowledgeStore) (exact cosine
 /// search), the embedded default.
 pub struct InMemoryWorkingStore {
@@ -139,7 +139,7 @@ impl InMemoryWorkingStore {
 
     /// A `tracing` span for one store operation.
     pub(crate) fn span(op: &'static str, ctx: &CallerContext) -> tracing::span::EnteredSpan {
-        crate::in_memory::store_span("working", op, ctx)
+        crate::span::store_span("working", op, ctx)
     }
 }
 
@@ -268,7 +268,7 @@ fn plan_key(p: &Plan) -> (i64, &str) {
 }
 
 #[async_trait]
-impl WorkingStore for InMemoryWorkingStore {
+impl SessionStore for InMemoryWorkingStore {
     async fn create_session(
         &self,
         ctx: &CallerContext,
@@ -370,7 +370,10 @@ impl WorkingStore for InMemoryWorkingStore {
             plans_detached: detached,
         })
     }
+}
 
+#[async_trait]
+impl PlanStore for InMemoryWorkingStore {
     async fn create_plan(&self, ctx: &CallerContext, plan: NewPlan) -> Result<Plan, StoreError> {
         let _span = Self::span("create_plan", ctx);
         let id = new_id(plan.id)?;
@@ -536,7 +539,10 @@ impl WorkingStore for InMemoryWorkingStore {
             subplans_detached,
         })
     }
+}
 
+#[async_trait]
+impl ContextStore for InMemoryWorkingStore {
     async fn store_task_context(
         &self,
         ctx: &CallerContext,
@@ -712,7 +718,10 @@ impl WorkingStore for InMemoryWorkingStore {
             t.plan_contexts.get(plan_id).cloned()
         }))
     }
+}
 
+#[async_trait]
+impl PlanStateStore for InMemoryWorkingStore {
     async fn set_state(
         &self,
         ctx: &CallerContext,

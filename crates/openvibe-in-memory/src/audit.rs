@@ -38,9 +38,7 @@ impl InMemoryAuditLog {
         id: &str,
         result: Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        if let Some(entry) =
-            openvibe_protocols::memory::refusal_entry(ctx, operation, kind, id, &result)
-        {
+        if let Some(entry) = openvibe_protocols::refusal_entry(ctx, operation, kind, id, &result) {
             self.record(entry);
         }
         result
@@ -64,7 +62,7 @@ impl AuditLog for InMemoryAuditLog {
         ctx: &CallerContext,
         query: &AuditQuery,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        let _span = crate::in_memory::store_span("audit", "query", ctx);
+        let _span = crate::span::store_span("audit", "query", ctx);
         let q = query.for_caller(ctx);
         let entries = self
             .entries

@@ -1,9 +1,9 @@
 //! In-memory full-text retrieval: an inverted index scored by the shared
-//! BM25 of [`openvibe_protocols::memory::retrieval`].
+//! BM25 of [`openvibe_retrieval`], and the vector list beside it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use openvibe_protocols::memory::{
+use openvibe_retrieval::{
     CorpusStats, EXPANSION, TermCounts, bm25_rank, bm25_rank_weighted, cosine, top_by_score,
 };
 
@@ -275,7 +275,7 @@ mod tests {
         index.insert("a", "red apples and green apples");
         index.insert("b", "green pears");
         index.insert("b", "yellow bananas");
-        let terms = openvibe_protocols::memory::query_terms("green apple");
+        let terms = openvibe_retrieval::query_terms("green apple");
         let ranked = index.rank(&terms, |id| Some(id.to_owned()), 10);
         assert_eq!(ranked.len(), 1, "b was replaced: {ranked:?}");
         assert_eq!(ranked[0].0, "a");

@@ -1,0 +1,61 @@
+//! Vector similarity.
+
+/// Cosine similarity of two vectors of the same length (0 when either is zero).
+///
+/// Accumulates in eight independent lanes so that the compiler can keep
+/// them in SIMD registers (a single running sum is a dependency chain it
+/// may not reorder).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 8;
+    let (mut dot, mut na, mut nb) = ([0.0f32; LANES], [0.0f32; LANES], [0.0f32; LANES]);
+    let chunks = a.len().min(b.len()) / LANES;
+    for (ca, cb) in a
+        .chunks_exact(LANES)
+        .zip(b.chunks_exact(LANES))
+        .take(chunks)
+    {
+        for i in 0..LANES {
+            dot[i] += ca[i] * cb[i];
+            na[i] += ca[i] * ca[i];
+            nb[i] += cb[i] * cb[i];
+        }
+    }
+    let (mut dot, mut na, mut nb) = (
+        dot.iter().sum::<f32>(),
+        na.iter().sum::<f32>(),
+        nb.iter().sum::<f32>(),
+    );
+    for (x, y) in a.iter().zip(b).skip(chunks * LANES) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cosine;
+
+    #[test]
+    fn cosine_of_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+        // Lanes and remainder agree with the plain definition.
+        let a: Vec<f32> = (0..387).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+        let b: Vec<f32> = (0..387).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
+        let dot: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum();
+        let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+        let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+        assert!((f64::from(cosine(&a, &b)) - dot / (na * nb)).abs() < 1e-5);
+    }
+}

@@ -1,0 +1,152 @@
+//! Who may call, and as whom: [`Access`] (API keys through the governance
+//! file, or development mode), the one authentication path of every edge.
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+use openvibe_api::{CALLER_HEADER, Caller, ErrorBody, ErrorCode};
+use openvibe_governance::{Governance, Resolved};
+use openvibe_protocols::{CallerContext, Principal};
+
+use crate::error::Failure;
+
+/// How the service learns who is calling.
+#[derive(Clone)]
+pub enum Access {
+    /// Every request carries `Authorization: Bearer <key>`, a key the
+    /// governance configuration lists (compared by its SHA-256 digest; keys
+    /// are never logged). No key or an unknown one is a 401. The key's
+    /// principal, tenant, clearance and grants make the caller's context;
+    /// a key marked `trusted` may instead state, in the caller header, the
+    /// caller it acts for (whose grants, when it states none, come from the
+    /// same configuration).
+    Governed(Arc<Governance>),
+    /// Development only, never exposed beyond loopback: no key needed; the
+    /// caller header is honoured as stated, and a request without one acts
+    /// as `user:anonymous` in `tenant`, ungoverned.
+    Open {
+        /// The tenant of requests that state no caller.
+        tenant: String,
+    },
+}
+
+impl Access {
+    /// [`Access::Open`] in `tenant`.
+    pub fn open(tenant: impl Into<String>) -> Self {
+        Self::Open {
+            tenant: tenant.into(),
+        }
+    }
+
+    /// The caller context of a request with these headers.
+    pub fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        caller: Option<&str>,
+    ) -> Result<CallerContext, Failure> {
+        let stated = caller
+            .map(|value| {
+                Caller::from_header(value).map_err(|e| {
+                    Failure::body(ErrorBody::malformed(
+                        format!("header:{CALLER_HEADER}"),
+                        format!("the {CALLER_HEADER} header is not a caller: {e}"),
+                    ))
+                })
+            })
+            .transpose()?;
+        match self {
+            Self::Open { tenant } => Ok(match stated {
+                Some(caller) => caller.into_context(),
+                None => CallerContext::new(tenant.clone(), Principal::user("anonymous")),
+            }),
+            Self::Governed(governance) => {
+                let key = bearer(authorization).ok_or_else(|| {
+                    Failure::new(
+                        ErrorCode::Unauthenticated,
+                        "this service needs an API key: Authorization: Bearer <key>",
+                    )
+                })?;
+                let api_key = governance
+                    .api_key(key)
+                    .ok_or_else(|| Failure::new(ErrorCode::Unauthenticated, "unknown API key"))?;
+                match stated {
+                    None => Ok(governance.key_context(api_key)),
+                    Some(caller) if api_key.trusted => {
+                        let fill = caller.grants.is_none();
+                        let ctx = caller.into_context();
+                        Ok(if fill {
+                            let who = Resolved::new(ctx.principal().clone());
+                            let grants = governance.grants_for(&who);
+                            ctx.with_grants(grants)
+                        } else {
+                            ctx
+                        })
+                    }
+                    Some(caller) => {
+                        let own = governance.key_context(api_key);
+                        if caller.principal == *own.principal()
+                            && caller.tenant_id == own.tenant_id()
+                        {
+                            Ok(own)
+                        } else {
+                            let mut body = ErrorBody::new(
+                                ErrorCode::Forbidden,
+                                format!(
+                                    "the key of {} may not act for {} in tenant `{}` (only keys marked `trusted` may)",
+                                    own.principal(),
+                                    caller.principal,
+                                    caller.tenant_id
+                                ),
+                            );
+                            body.error.principal = Some(own.principal().to_string());
+                            body.error.operation = Some("act for another caller".into());
+                            body.error.reason = Some("the key is not trusted".into());
+                            Err(Failure::body(body))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Governed(_) => f.write_str("Access::Governed"),
+            Self::Open { tenant } => write!(f, "Access::Open({tenant})"),
+        }
+    }
+}
+
+/// The key of `Bearer <key>`.
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    let value = authorization?.trim();
+    let (scheme, key) = value.split_once(' ')?;
+    let key = key.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty()).then_some(key)
+}
+
+/// The caller of a request with `headers` (its API key and caller header);
+/// a header that is not ASCII is a 400.
+impl Access {
+    /// The caller of a request with `headers`: the one authentication path
+    /// of every edge (HTTP routes and MCP tools).
+    pub(crate) fn caller_of(&self, headers: &HeaderMap) -> Result<CallerContext, Failure> {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .map(|v| {
+                    v.to_str().map_err(|_| {
+                        Failure::body(ErrorBody::malformed(
+                            format!("header:{name}"),
+                            format!("the {name} header is not ASCII"),
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        self.authenticate(header(AUTHORIZATION.as_str())?, header(CALLER_HEADER)?)
+    }
+}

@@ -1,0 +1,15 @@
+//! What every handler shares.
+
+use openvibe_protocols::Stores;
+
+use crate::Readiness;
+use crate::access::Access;
+
+/// The state of the router: the stores served, how callers are
+/// authenticated, and whether the backend is ready.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub(crate) stores: Stores,
+    pub(crate) access: Access,
+    pub(crate) ready: Readiness,
+}
