@@ -6,7 +6,7 @@
 //!   `cargo package` of every publishable crate, then a fuzzing smoke
 //!   (each target 15 s); fails when any test reports itself skipped
 //!   (listing each by name).
-//! - `layering`: only the layering check.
+//! - `layering`: only the layering and module checks.
 //! - `api [--bless]`: the public API of every library crate against the
 //!   committed `api/<crate>.txt` (see `api.rs`).
 //! - `examples [name...]`: build and run the standalone projects of
@@ -27,6 +27,7 @@ mod examples;
 mod fuzz;
 mod layering;
 mod models;
+mod modules;
 mod reliability;
 mod temporal;
 
@@ -39,7 +40,9 @@ tasks:
   test-all              fmt --check, clippy -D warnings, layering check, rustdoc -D warnings,
                         all tests, doc tests, the examples, cargo package, fuzzing smoke;
                         fails when a test was skipped
-  layering              check that crates only depend on the layers below them
+  layering              check that crates only depend on the layers below them, and that
+                        each crate's modules form a tree (no module imports one that imports
+                        it back)
   api [--bless]         compare every library crate's public API with api/<crate>.txt
                         (--bless: rewrite them; review the diff)
   examples [name...]    build and run the standalone projects of examples/ (outside the
@@ -61,7 +64,7 @@ fn main() -> std::process::ExitCode {
     let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
         Some("test-all") => test_all(),
-        Some("layering") => layering::check(),
+        Some("layering") => layering::check().and_then(|()| modules::check()),
         Some("examples") => examples::main(rest),
         Some("api") => api::main(rest),
         Some("bench") => bench(rest),
@@ -140,6 +143,7 @@ fn test_all() -> Result<(), String> {
     )?;
     eprintln!("==> layering check");
     layering::check()?;
+    modules::check()?;
     // Public API changes show in review (api/*.txt).
     api::check()?;
     // Broken intra-doc links and other rustdoc warnings fail the build.

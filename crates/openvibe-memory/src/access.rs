@@ -11,7 +11,18 @@ use std::ops::Index;
 pub use openvibe_protocols::Governed;
 use openvibe_protocols::{CallerContext, Classification, Clearance, Principal};
 
-use crate::gateway::caller_context;
+/// The caller context of `principal` in `tenant_id` and `project_id` with
+/// `clearance`: how the memory core turns an identity into a context.
+pub(crate) fn caller_context(
+    tenant_id: &str,
+    project_id: Option<&str>,
+    principal: Principal,
+    clearance: Clearance,
+) -> CallerContext {
+    CallerContext::new(tenant_id, principal)
+        .with_clearance(clearance)
+        .with_project_id(project_id.map(str::to_owned))
+}
 
 /// Classification ranks: public 0, internal 1, confidential 2, restricted 3.
 /// Index it with a [`Classification`] (`CLASSIFICATION_RANK[Classification::Internal] == 1`).

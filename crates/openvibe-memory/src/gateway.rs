@@ -1,7 +1,7 @@
 //! [`MemoryGateway`]: the one entry point from an identity to memory.
 //!
 //! Every caller context the memory core makes for a principal is made here
-//! ([`caller_context`]), once, from the principal, the tenant, the project
+//! ([`caller_context`](crate::access::caller_context)), once, from the principal, the tenant, the project
 //! and the clearance. The memory types ([`WorkspaceMemory`], [`AgentMemory`])
 //! then carry that context into every store call; the assembler and the
 //! memory filesystem reach records only through them. With a
@@ -13,23 +13,10 @@ use std::sync::Arc;
 use openvibe_governance::{Governance, Resolved};
 use openvibe_protocols::{CallerContext, Clearance, Principal, RecordMeta, Stores};
 
-use crate::access::ClearanceProfile;
+use crate::access::{ClearanceProfile, caller_context};
 use crate::agent::AgentMemory;
 use crate::raw_writer::RawLogConfig;
 use crate::workspace::WorkspaceMemory;
-
-/// The caller context of `principal` in `tenant_id` and `project_id` with
-/// `clearance`: how the memory core turns an identity into a context.
-pub(crate) fn caller_context(
-    tenant_id: &str,
-    project_id: Option<&str>,
-    principal: Principal,
-    clearance: Clearance,
-) -> CallerContext {
-    CallerContext::new(tenant_id, principal)
-        .with_clearance(clearance)
-        .with_project_id(project_id.map(str::to_owned))
-}
 
 /// Memory for the principals of one tenant (and optionally one project)
 /// over one set of stores.

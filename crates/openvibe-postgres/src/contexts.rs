@@ -1,11 +1,12 @@
-//! Task contexts, plan contexts and plan-state reads and deletes of the
-//! Postgres [`WorkingStore`](openvibe_protocols::WorkingStore).
+//! Task contexts and plan contexts ([`ContextStore`]) of the Postgres
+//! working store.
 //!
 //! Sub-task and correlation ids live in side tables keyed by the id (a
 //! b-tree primary key: one owner per id, an index lookup to find it).
 
+use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, Change, Plan, PlanContext, Session, StateEntry, StoreError, TaskContext,
+    CallerContext, Change, ContextStore, Plan, PlanContext, Session, StoreError, TaskContext,
     store_time, validate_record_id,
 };
 use openvibe_protocols::{check_json, check_opt_label, normalize_ids};
@@ -22,7 +23,7 @@ use crate::rows::{col, columns};
 use crate::span::span;
 use crate::sql::Sql;
 use crate::tx::begin;
-use crate::working::{decode_state, lock_changeable, require_readable};
+use crate::working::{PgWorkingStore, lock_changeable, require_readable};
 use openvibe_protocols::check_caller;
 
 const TASK_COLS: &[&str] = &[
@@ -337,78 +338,61 @@ pub(crate) async fn get_plan_context(
     .await
 }
 
-/// The state of a readable plan (one key, or all by key); `NotFound` when
-/// the plan is not readable. A key's value is its row's followed by its
-/// appended items; its version counts both.
-pub(crate) async fn read_state(
-    pool: &PgPool,
-    ctx: &CallerContext,
-    plan_id: &str,
-    key: Option<&str>,
-) -> Result<Vec<StateEntry>, StoreError> {
-    let mut sql = Sql::new(
-        "SELECT f.id AS plan, s.plan_id, s.key, \
-         CASE WHEN i.n > 0 THEN s.value || i.items ELSE s.value END AS value, \
-         s.version + coalesce(i.n, 0) AS version, \
-         greatest(s.updated_at, i.last) AS updated_at \
-         FROM plans f LEFT JOIN plan_state s ON s.tenant_id = f.tenant_id AND s.plan_id = f.id",
-    );
-    if let Some(key) = key {
-        sql.push(" AND s.key = ").bind(key.to_owned());
+#[async_trait]
+impl ContextStore for PgWorkingStore {
+    async fn store_task_context(
+        &self,
+        ctx: &CallerContext,
+        task: TaskContext,
+    ) -> Result<TaskContext, StoreError> {
+        store_task_context(&self.pool, ctx, task).await
     }
-    sql.push(
-        " LEFT JOIN LATERAL (SELECT count(*) AS n, jsonb_agg(it.item ORDER BY it.seq) AS items, \
-         max(it.created_at) AS last FROM plan_state_items it WHERE it.tenant_id = s.tenant_id \
-         AND it.plan_id = s.plan_id AND it.key = s.key) i ON true WHERE f.tenant_id = ",
-    )
-    .bind(ctx.tenant_id().to_owned())
-    .push(" AND f.id = ")
-    .bind(plan_id.to_owned())
-    .push(" AND ");
-    push_readable(&mut sql, ctx, "f.", None);
-    sql.push(" ORDER BY s.key");
-    let mut tx = begin(pool, ctx).await?;
-    let rows = sql
-        .build()?
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(store_error)?;
-    end_read(tx);
-    if rows.is_empty() {
-        return Err(records::not_found("plan", plan_id));
-    }
-    let mut entries = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let key: Option<String> = col(row, "key")?;
-        if key.is_some() {
-            entries.push(decode_state(row)?);
-        }
-    }
-    Ok(entries)
-}
 
-/// Delete one key or every key (with their appended items) of a plan the
-/// caller may change; returns how many keys went.
-pub(crate) async fn delete_state(
-    pool: &PgPool,
-    ctx: &CallerContext,
-    plan_id: &str,
-    key: Option<&str>,
-) -> Result<u64, StoreError> {
-    let mut tx = begin(pool, ctx).await?;
-    lock_changeable::<Plan>(&mut tx, ctx, plan_id, "change").await?;
-    let mut deleted = 0;
-    for table in ["plan_state_items", "plan_state"] {
-        let mut sql = Sql::new(&format!("DELETE FROM {table} WHERE tenant_id = "));
-        sql.bind(ctx.tenant_id().to_owned())
-            .push(" AND plan_id = ")
-            .bind(plan_id.to_owned());
-        if let Some(key) = key {
-            sql.push(" AND key = ").bind(key.to_owned());
-        }
-        let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-        deleted = done.rows_affected();
+    async fn get_task_context(
+        &self,
+        ctx: &CallerContext,
+        task_id: &str,
+    ) -> Result<Option<TaskContext>, StoreError> {
+        records::get::<TaskContext>(&self.pool, ctx, task_id).await
     }
-    tx.commit().await.map_err(store_error)?;
-    Ok(deleted)
+
+    async fn get_task_by_subtask(
+        &self,
+        ctx: &CallerContext,
+        sub_task_id: &str,
+    ) -> Result<Option<TaskContext>, StoreError> {
+        get_task_by_subtask(&self.pool, ctx, sub_task_id).await
+    }
+
+    async fn delete_task_context(
+        &self,
+        ctx: &CallerContext,
+        task_id: &str,
+    ) -> Result<bool, StoreError> {
+        delete_task_context(&self.pool, ctx, task_id).await
+    }
+
+    async fn store_plan_context(
+        &self,
+        ctx: &CallerContext,
+        context: PlanContext,
+    ) -> Result<PlanContext, StoreError> {
+        store_plan_context(&self.pool, ctx, context).await
+    }
+
+    async fn get_plan_context(
+        &self,
+        ctx: &CallerContext,
+        plan_id: &str,
+    ) -> Result<Option<PlanContext>, StoreError> {
+        get_plan_context(&self.pool, ctx, Some(plan_id), None).await
+    }
+
+    async fn get_plan_by_correlation(
+        &self,
+        ctx: &CallerContext,
+        correlation_id: &str,
+    ) -> Result<Option<PlanContext>, StoreError> {
+        get_plan_context(&self.pool, ctx, None, Some(correlation_id)).await
+    }
 }

@@ -50,6 +50,7 @@ mod group;
 mod identity;
 mod insights;
 mod kv;
+mod plan_state;
 mod query;
 mod raw;
 mod record_store;

@@ -1,5 +1,7 @@
-//! [`WorkingStore`] on PostgreSQL: sessions, plans and plan state here,
-//! task and plan contexts in `contexts.rs`.
+//! [`WorkingStore`] on PostgreSQL: [`PgWorkingStore`] with its sessions and
+//! plans here, and what its plans' contexts and state share (plan row
+//! locks and lookups); task and plan contexts are in `contexts.rs`, plan
+//! state in `plan_state.rs`.
 //!
 //! Access is in the SQL predicate as for every record (a plan's state and
 //! context through the plan's row). Atomic append and increment, and the
@@ -9,13 +11,11 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    CallerContext, Change, ContextStore, Expect, NewPlan, NewSession, Page, Plan, PlanContext,
-    PlanDeleted, PlanQuery, PlanStateStore, PlanStatus, PlanStore, PlanUpdate, Session,
-    SessionDeleted, SessionQuery, SessionStore, StateEntry, StoreError, TaskContext, page_cursor,
-    parse_cursor, store_time, validate_record_id,
+    CallerContext, Change, NewPlan, NewSession, Page, Plan, PlanDeleted, PlanQuery, PlanStatus,
+    PlanStore, PlanUpdate, Session, SessionDeleted, SessionQuery, SessionStore, StoreError,
+    page_cursor, parse_cursor, store_time, validate_record_id,
 };
-use openvibe_protocols::{check_json, check_label, check_opt_label, check_state_key, json_object};
-use serde_json::Value;
+use openvibe_protocols::{check_label, check_opt_label, json_object};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Transaction};
 use tracing::Instrument;
@@ -28,7 +28,7 @@ use crate::rows::decode_meta;
 use crate::rows::{col, columns, count_col};
 use crate::span::span;
 use crate::sql::Sql;
-use crate::tx::{begin, one_trip};
+use crate::tx::begin;
 use openvibe_protocols::check_caller;
 
 const SESSION_COLS: &[&str] = &[
@@ -64,8 +64,6 @@ const PLAN_COLS: &[&str] = &[
     "session_id",
     "parent_plan_id",
 ];
-
-const STATE_COLS: &str = "plan_id, key, value, version, updated_at";
 
 impl Record for Session {
     const KIND: &'static str = "session";
@@ -112,16 +110,6 @@ impl Record for Plan {
             id,
         })
     }
-}
-
-pub(crate) fn decode_state(row: &PgRow) -> Result<StateEntry, StoreError> {
-    Ok(StateEntry {
-        plan_id: col(row, "plan_id")?,
-        key: col(row, "key")?,
-        value: col(row, "value")?,
-        version: count_col(row, "version")?,
-        updated_at: col(row, "updated_at")?,
-    })
 }
 
 fn new_id(given: Option<String>) -> Result<String, StoreError> {
@@ -271,63 +259,6 @@ impl PgWorkingStore {
     /// The store on `pool` (migrated).
     pub fn new(pool: PgPool) -> Self {
         Self { pool }
-    }
-
-    /// Why a plan-state write matched nothing (read in a transaction of its
-    /// own: the write's has ended): the plan's refusal, or (when the caller
-    /// may change the plan) `otherwise`.
-    async fn explain_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-        otherwise: StoreError,
-    ) -> StoreError {
-        let mut tx = match begin(&self.pool, ctx).await {
-            Ok(tx) => tx,
-            Err(e) => return e,
-        };
-        match lock_changeable::<Plan>(&mut tx, ctx, plan_id, "change").await {
-            Ok(()) => otherwise,
-            Err(refused) => refused,
-        }
-    }
-
-    /// Run a plan-state write in one round trip (`sql` returns the entry, or
-    /// no row when it did not apply) and explain an empty result.
-    async fn write_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-        sql: Sql,
-        otherwise: impl FnOnce() -> StoreError,
-    ) -> Result<StateEntry, StoreError> {
-        match one_trip(&self.pool, ctx, sql).await?.first() {
-            Some(row) => decode_state(row),
-            None => Err(self.explain_state(ctx, plan_id, otherwise()).await),
-        }
-    }
-
-    /// `INSERT INTO plan_state … SELECT … FROM plans f WHERE <plan changeable>`
-    /// with `value` (SQL producing the new value) and `on_conflict`.
-    fn upsert_state(
-        ctx: &CallerContext,
-        plan_id: &str,
-        key: &str,
-        build: impl FnOnce(&mut Sql),
-    ) -> Sql {
-        let mut sql = Sql::one_trip(
-            "INSERT INTO plan_state AS s (tenant_id, plan_id, key, value, version, updated_at) \
-             SELECT f.tenant_id, f.id, ",
-        );
-        sql.bind(key.to_owned()).push(", ");
-        build(&mut sql);
-        sql.push(" WHERE f.tenant_id = ")
-            .bind(ctx.tenant_id().to_owned())
-            .push(" AND f.id = ")
-            .bind(plan_id.to_owned())
-            .push(" AND ");
-        push_changeable(&mut sql, ctx, "f.", Change::Write);
-        sql
     }
 }
 
@@ -602,284 +533,5 @@ impl PlanStore for PgWorkingStore {
         }
         .instrument(span("plan", "delete", ctx))
         .await
-    }
-}
-
-#[async_trait]
-impl ContextStore for PgWorkingStore {
-    async fn store_task_context(
-        &self,
-        ctx: &CallerContext,
-        task: TaskContext,
-    ) -> Result<TaskContext, StoreError> {
-        crate::contexts::store_task_context(&self.pool, ctx, task).await
-    }
-
-    async fn get_task_context(
-        &self,
-        ctx: &CallerContext,
-        task_id: &str,
-    ) -> Result<Option<TaskContext>, StoreError> {
-        records::get::<TaskContext>(&self.pool, ctx, task_id).await
-    }
-
-    async fn get_task_by_subtask(
-        &self,
-        ctx: &CallerContext,
-        sub_task_id: &str,
-    ) -> Result<Option<TaskContext>, StoreError> {
-        crate::contexts::get_task_by_subtask(&self.pool, ctx, sub_task_id).await
-    }
-
-    async fn delete_task_context(
-        &self,
-        ctx: &CallerContext,
-        task_id: &str,
-    ) -> Result<bool, StoreError> {
-        crate::contexts::delete_task_context(&self.pool, ctx, task_id).await
-    }
-
-    async fn store_plan_context(
-        &self,
-        ctx: &CallerContext,
-        context: PlanContext,
-    ) -> Result<PlanContext, StoreError> {
-        crate::contexts::store_plan_context(&self.pool, ctx, context).await
-    }
-
-    async fn get_plan_context(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-    ) -> Result<Option<PlanContext>, StoreError> {
-        crate::contexts::get_plan_context(&self.pool, ctx, Some(plan_id), None).await
-    }
-
-    async fn get_plan_by_correlation(
-        &self,
-        ctx: &CallerContext,
-        correlation_id: &str,
-    ) -> Result<Option<PlanContext>, StoreError> {
-        crate::contexts::get_plan_context(&self.pool, ctx, None, Some(correlation_id)).await
-    }
-}
-
-#[async_trait]
-impl PlanStateStore for PgWorkingStore {
-    async fn set_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-        key: &str,
-        value: Value,
-        expect: Expect,
-    ) -> Result<StateEntry, StoreError> {
-        check_state_key(key)?;
-        check_json("value", &value)?;
-        async {
-            let mut tx = begin(&self.pool, ctx).await?;
-            lock_changeable_as::<Plan>(&mut tx, ctx, plan_id, "change", "FOR SHARE").await?;
-            // The key's version (its row's changes plus its appended
-            // items), with its row locked against concurrent sets.
-            let mut current = Sql::new(
-                "SELECT s.version + (SELECT count(*) FROM plan_state_items i \
-                 WHERE i.tenant_id = s.tenant_id AND i.plan_id = s.plan_id AND i.key = s.key) AS v \
-                 FROM plan_state s WHERE s.tenant_id = ",
-            );
-            current
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND s.plan_id = ")
-                .bind(plan_id.to_owned())
-                .push(" AND s.key = ")
-                .bind(key.to_owned())
-                .push(" FOR UPDATE OF s");
-            let found = current
-                .build()?
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            let version: Option<u64> = found.as_ref().map(|row| count_col(row, "v")).transpose()?;
-            expect.check(plan_id, key, version)?;
-            let next = i64::try_from(version.unwrap_or(0).saturating_add(1)).unwrap_or(i64::MAX);
-            let mut clear = Sql::new("DELETE FROM plan_state_items WHERE tenant_id = ");
-            clear
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND plan_id = ")
-                .bind(plan_id.to_owned())
-                .push(" AND key = ")
-                .bind(key.to_owned());
-            clear
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            let mut write = Sql::new(
-                "INSERT INTO plan_state AS s (tenant_id, plan_id, key, value, version, updated_at) VALUES (",
-            );
-            write
-                .bind(ctx.tenant_id().to_owned())
-                .push(", ")
-                .bind(plan_id.to_owned())
-                .push(", ")
-                .bind(key.to_owned())
-                .push(", ")
-                .bind(value)
-                .push("::jsonb, ")
-                .bind(next)
-                .push(", now()) ON CONFLICT (tenant_id, plan_id, key) ")
-                // A concurrent creator of the same new key won: `Absent` no longer holds.
-                .push(if expect == Expect::Absent {
-                    "DO NOTHING"
-                } else {
-                    "DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version, \
-                     updated_at = EXCLUDED.updated_at"
-                })
-                .push(&format!(" RETURNING {STATE_COLS}"));
-            let Some(row) = write
-                .build()?
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(store_error)?
-            else {
-                return Err(StoreError::conflict(format!(
-                    "plan `{plan_id}` key `{key}`: expected Absent, found an entry"
-                )));
-            };
-            let entry = decode_state(&row)?;
-            tx.commit().await.map_err(store_error)?;
-            Ok(entry)
-        }
-        .instrument(span("plan_state", "set", ctx))
-        .await
-    }
-
-    async fn get_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-        key: &str,
-    ) -> Result<Option<StateEntry>, StoreError> {
-        let mut entries = crate::contexts::read_state(&self.pool, ctx, plan_id, Some(key))
-            .instrument(span("plan_state", "get", ctx))
-            .await?;
-        Ok(entries.pop())
-    }
-
-    async fn list_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-    ) -> Result<Vec<StateEntry>, StoreError> {
-        crate::contexts::read_state(&self.pool, ctx, plan_id, None)
-            .instrument(span("plan_state", "list", ctx))
-            .await
-    }
-
-    async fn append_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-        key: &str,
-        item: Value,
-    ) -> Result<(), StoreError> {
-        check_state_key(key)?;
-        check_json("item", &item)?;
-        // One statement, no lock on the key's row: the item is a row of its
-        // own (the key's row is created as `[]` by its first append).
-        let mut sql =
-            Sql::one_trip("WITH p AS (SELECT f.tenant_id, f.id FROM plans f WHERE f.tenant_id = ");
-        sql.bind(ctx.tenant_id().to_owned())
-            .push(" AND f.id = ")
-            .bind(plan_id.to_owned())
-            .push(" AND ");
-        push_changeable(&mut sql, ctx, "f.", Change::Write);
-        sql.push(
-            "), r AS (INSERT INTO plan_state (tenant_id, plan_id, key, value, version, updated_at) \
-             SELECT p.tenant_id, p.id, ",
-        )
-        .bind(key.to_owned())
-        .push(
-            ", '[]'::jsonb, 0, now() FROM p ON CONFLICT (tenant_id, plan_id, key) DO NOTHING) \
-             INSERT INTO plan_state_items (tenant_id, plan_id, key, item) SELECT p.tenant_id, p.id, ",
-        )
-        .bind(key.to_owned())
-        .push(", ")
-        .bind(item)
-        .push(
-            "::jsonb FROM p WHERE NOT EXISTS (SELECT 1 FROM plan_state s WHERE \
-             s.tenant_id = p.tenant_id AND s.plan_id = p.id AND s.key = ",
-        )
-        .bind(key.to_owned())
-        .push(" AND jsonb_typeof(s.value) <> 'array') RETURNING seq");
-        // One round trip (the append is what concurrent workers repeat).
-        async {
-            if !one_trip(&self.pool, ctx, sql).await?.is_empty() {
-                return Ok(());
-            }
-            let not_array = StoreError::invalid("key", format!("`{key}` does not hold an array"));
-            Err(self.explain_state(ctx, plan_id, not_array).await)
-        }
-        .instrument(span("plan_state", "append", ctx))
-        .await
-    }
-
-    async fn increment_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-        key: &str,
-        by: i64,
-    ) -> Result<StateEntry, StoreError> {
-        check_state_key(key)?;
-        let mut sql = Self::upsert_state(ctx, plan_id, key, |sql| {
-            sql.push("to_jsonb(")
-                .bind(by)
-                .push("::bigint), 1, now() FROM plans f");
-        });
-        // An integral JSON number within bigint is incremented; anything
-        // else matches nothing (explained below), and an overflow is a
-        // numeric-range error (InvalidInput).
-        sql.push(&format!(
-            " ON CONFLICT (tenant_id, plan_id, key) DO UPDATE SET \
-             value = to_jsonb((s.value #>> '{{}}')::bigint + (EXCLUDED.value #>> '{{}}')::bigint), \
-             version = s.version + 1, updated_at = now() \
-             WHERE jsonb_typeof(s.value) = 'number' AND (s.value #>> '{{}}') ~ '^-?[0-9]+$' \
-             AND (s.value #>> '{{}}')::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 \
-             RETURNING {STATE_COLS}"
-        ));
-        let key_owned = key.to_owned();
-        let result = self
-            .write_state(ctx, plan_id, sql, move || {
-                StoreError::invalid("key", format!("`{key_owned}` does not hold an integer"))
-            })
-            .instrument(span("plan_state", "increment", ctx))
-            .await;
-        match result {
-            Err(StoreError::InvalidInput { field, reason }) if field == "record" => {
-                Err(StoreError::invalid(
-                    "by",
-                    format!("the sum overflows a 64-bit integer ({reason})"),
-                ))
-            }
-            other => other,
-        }
-    }
-
-    async fn delete_state(
-        &self,
-        ctx: &CallerContext,
-        plan_id: &str,
-        key: &str,
-    ) -> Result<bool, StoreError> {
-        crate::contexts::delete_state(&self.pool, ctx, plan_id, Some(key))
-            .instrument(span("plan_state", "delete", ctx))
-            .await
-            .map(|n| n > 0)
-    }
-
-    async fn clear_state(&self, ctx: &CallerContext, plan_id: &str) -> Result<u64, StoreError> {
-        crate::contexts::delete_state(&self.pool, ctx, plan_id, None)
-            .instrument(span("plan_state", "clear", ctx))
-            .await
     }
 }

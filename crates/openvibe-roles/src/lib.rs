@@ -16,6 +16,7 @@
 mod authority;
 pub mod config;
 mod error;
+mod reflection;
 mod role;
 mod runtime;
 mod serve;
@@ -26,11 +27,10 @@ pub use authority::{
     DenyAll,
 };
 pub use error::Error;
+pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Role, RoleAwareLlm};
 pub use runtime::RoleRuntime;
-pub use serve::{
-    Fired, Outcome, REFLECTION_WORKFLOW, Reflection, ReflectionSummary, ServeReport, trigger_target,
-};
+pub use serve::{Fired, Outcome, ReflectionSummary, ServeReport, trigger_target};
 pub use soul::Soul;
 
 /// The README's example, compiled and run as a doc test.

@@ -32,7 +32,8 @@ use std::time::Duration;
 
 pub use error::Error;
 pub use scheduler::TemporalScheduler;
-pub use worker::{NodeRan, TemporalWorker};
+pub use worker::TemporalWorker;
+pub use workflow::NodeRan;
 pub use workflow::{ACTIVATION_WORKFLOW, Activation, ActivationOutcome};
 
 /// Where the Temporal server is and how openvibe uses it.

@@ -2,36 +2,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use openvibe_roles::RoleRuntime;
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
-use crate::workflow::{ActivationWorkflow, RoleActivities};
+use crate::workflow::{ActivationWorkflow, NodeRan, Observer, RoleActivities};
 use crate::{Error, TemporalConfig};
-
-/// What a worker ran: one node (or a reflection) of an activation.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct NodeRan {
-    /// The role it ran as.
-    pub role_id: String,
-    /// The operator (empty for a reflection).
-    pub operator_id: String,
-    /// The workflow (`openvibe.reflect` for a reflection).
-    pub workflow_id: String,
-    /// The node that ran (`reflect` for a reflection).
-    pub node: String,
-    /// The node that comes next (`__end__` when the run is finished).
-    pub next: String,
-    /// Which attempt it was (1 the first time; more after a failure or a
-    /// worker that died mid-node).
-    pub attempt: u32,
-    /// How long it took.
-    pub took: Duration,
-}
-
-pub(crate) type Observer = Arc<dyn Fn(&NodeRan) + Send + Sync>;
 
 /// A Temporal worker for a [`RoleRuntime`]'s roles: polls the configured
 /// task queue and runs `openvibe.activation` workflows and their

