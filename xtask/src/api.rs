@@ -22,8 +22,9 @@ use crate::{cargo, workspace_root};
 
 /// The library crates whose API is tracked (the binary, benchmark and
 /// xtask crates have none to break).
-pub(crate) const CRATES: [&str; 18] = [
+pub(crate) const CRATES: [&str; 19] = [
     "openvibe-protocols",
+    "openvibe-config",
     "openvibe-retrieval",
     "openvibe-macros",
     "openvibe-primitives",

@@ -18,6 +18,8 @@ const UNRESTRICTED: &[&str] = &[
 const RULES: &[(&str, &[&str])] = &[
     ("openvibe-protocols", &[]),
     ("openvibe-macros", &[]),
+    // Configuration files read with positioned errors: nothing of ours.
+    ("openvibe-config", &[]),
     (
         "openvibe-primitives",
         &["openvibe-protocols", "openvibe-macros"],
@@ -42,6 +44,7 @@ const RULES: &[(&str, &[&str])] = &[
             "openvibe-primitives",
             "openvibe-protocols",
             "openvibe-macros",
+            "openvibe-config",
         ],
     ),
     (
@@ -56,7 +59,10 @@ const RULES: &[(&str, &[&str])] = &[
         ],
     ),
     // Governance policy: decides grants from the contract's types.
-    ("openvibe-governance", &["openvibe-protocols"]),
+    (
+        "openvibe-governance",
+        &["openvibe-protocols", "openvibe-config"],
+    ),
     // The conformance suite is written against the contract (and uses the
     // governance crate's example policies as fixtures, and the analyzer to
     // say which records hold a query's terms).

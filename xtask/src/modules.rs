@@ -239,11 +239,10 @@ fn is_raw_start(chars: &[char], i: usize) -> bool {
 
 /// Whether a `'` at `i` opens a char literal (not a lifetime or label).
 fn is_char_literal(chars: &[char], i: usize) -> bool {
-    match (chars.get(i + 1), chars.get(i + 2)) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!(
+        (chars.get(i + 1), chars.get(i + 2)),
+        (Some('\\'), _) | (Some(_), Some('\''))
+    )
 }
 
 /// The absolute paths a file names (`use` trees and inline paths), each with

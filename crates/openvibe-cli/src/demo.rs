@@ -19,7 +19,7 @@ use openvibe::{Role, RoleRuntime};
 
 use crate::CliError;
 use crate::spec::{Files, RoleFile};
-use crate::standin::StandIn;
+use crate::standin::stand_in;
 
 /// The CRO example, compiled into the binary so `openvibe demo` runs anywhere.
 pub const DEMO_FILES: &[(&str, &str)] = &[
@@ -91,7 +91,7 @@ pub fn make_llm(options: &Options) -> Result<Arc<dyn LlmProvider>, CliError> {
     make_llm_for(
         options,
         (DEMO_CASSETTE, "demo/cro/cassette.jsonl"),
-        Arc::new(StandIn),
+        Arc::new(stand_in()),
     )
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use openvibe::RoleRuntime;
-use openvibe::full_example::{self, CASSETTE, FullRun, StandIn};
+use openvibe::full_example::{self, CASSETTE, FullRun, stand_in};
 
 use crate::CliError;
 use crate::demo::{Options, finish, indent, make_llm_for, make_stores, tree};
@@ -49,7 +49,7 @@ pub async fn execute(
     let llm = make_llm_for(
         options,
         (CASSETTE, "examples/full/cassette.jsonl"),
-        Arc::new(StandIn),
+        Arc::new(stand_in()),
     )?;
     let (stores, tenant, backend, purge) = make_stores(options).await?;
     let config = ConfigDir::new()?;

@@ -7,44 +7,30 @@
 //! enrichment (calls `search_crm`, then summarises the record it got back),
 //! and reflection (a JSON list of insights drawn from the episodes shown).
 
-use async_trait::async_trait;
-use openvibe::protocols::{
-    ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MessageContent, MessageRole,
-};
+use openvibe::primitives::testing::StandIn;
+use openvibe::protocols::{ContentBlock, LlmRequest, LlmResponse};
 use serde_json::{Value, json};
 
 /// The insight the stand-in draws from webinar leads with a VP contact.
 pub const VP_INSIGHT: &str = "Webinar leads whose contact is a VP qualify as tier A";
 
-/// The stand-in model.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StandIn;
-
-#[async_trait]
-impl LlmProvider for StandIn {
-    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let answer = if request
-            .system
-            .contains("You are reflecting on recent work experiences")
-        {
-            LlmResponse::text(reflect(&request.first_user_text()))
-        } else if !request.tools.is_empty() {
-            enrich(request)
-        } else {
-            LlmResponse::text(qualify(&request.system, &request.first_user_text()))
-        };
-        let tokens_in = (request.system.len()
-            + request
-                .messages
-                .iter()
-                .map(|m| m.text().len())
-                .sum::<usize>())
-            / 4;
-        let tokens_out = answer.content.len() / 4 + 8;
-        Ok(answer
-            .with_usage(tokens_in as u64, tokens_out as u64)
-            .with_model("openvibe-standin-1"))
-    }
+/// The stand-in model: reflection, enrichment (a request with tools) and
+/// qualification (everything else), in that order.
+pub fn stand_in() -> StandIn {
+    StandIn::new()
+        .rule(|request| {
+            request
+                .system
+                .contains("You are reflecting on recent work experiences")
+                .then(|| LlmResponse::text(reflect(&request.first_user_text())))
+        })
+        .rule(|request| (!request.tools.is_empty()).then(|| enrich(request)))
+        .rule(|request| {
+            Some(LlmResponse::text(qualify(
+                &request.system,
+                &request.first_user_text(),
+            )))
+        })
 }
 
 /// "Acme Corp, 200 employees, ..." → ("Acme Corp", 200).
@@ -83,20 +69,7 @@ fn qualify(system: &str, user: &str) -> String {
 }
 
 fn enrich(request: &LlmRequest) -> LlmResponse {
-    let last_results = request
-        .messages
-        .last()
-        .and_then(|m| match (&m.role, &m.content) {
-            (MessageRole::User, MessageContent::Blocks(blocks)) => {
-                blocks.iter().find_map(|b| match b {
-                    ContentBlock::ToolResult {
-                        content, is_error, ..
-                    } => Some((content.clone(), *is_error)),
-                    _ => None,
-                })
-            }
-            _ => None,
-        });
+    let last_results = StandIn::last_tool_result(request);
     match last_results {
         None => {
             let (company, _) = lead_parts(&request.first_user_text());

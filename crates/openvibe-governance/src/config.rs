@@ -339,20 +339,12 @@ where
 /// Parse the file's text; a malformed document is an [`Error`] with the
 /// line, column and key.
 pub(crate) fn parse(text: &str, path: &str) -> Result<GovernanceFile, Error> {
-    let deserializer = yaml_serde::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let key = e.path().to_string();
-        let inner = e.into_inner();
-        let (line, column) = inner
-            .location()
-            .map_or((0, 0), |loc| (loc.line(), loc.column()));
-        Error::Config {
-            path: path.to_owned(),
-            line,
-            column,
-            key,
-            message: inner.to_string(),
-        }
+    openvibe_config::from_yaml(text).map_err(|p| Error::Config {
+        path: path.to_owned(),
+        line: p.line,
+        column: p.column,
+        key: p.key,
+        message: p.message,
     })
 }
 
@@ -365,11 +357,7 @@ pub(crate) fn positioned(
     needle: &str,
     message: String,
 ) -> Error {
-    let (line, column) = text
-        .lines()
-        .enumerate()
-        .find_map(|(i, l)| l.find(needle).map(|c| (i + 1, c + 1)))
-        .unwrap_or((0, 0));
+    let (line, column) = openvibe_config::position_of(text, needle);
     Error::Config {
         path: path.to_owned(),
         line,

@@ -212,22 +212,7 @@ fn apply<N: Tunable>(config: &OperatorConfig, mut node: N) -> N {
 /// Parse a configuration from text; `path` is used in error messages and to
 /// resolve prompt files.
 pub fn parse(text: &str, path: &Path) -> Result<RuntimeConfig, Error> {
-    let deserializer = yaml_serde::Deserializer::from_str(text);
-    let mut config: RuntimeConfig =
-        serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let key = e.path().to_string();
-            let inner = e.into_inner();
-            let (line, column) = inner
-                .location()
-                .map_or((0, 0), |loc| (loc.line(), loc.column()));
-            Error::Config {
-                path: path.to_owned(),
-                line,
-                column,
-                key,
-                message: inner.to_string(),
-            }
-        })?;
+    let mut config: RuntimeConfig = parse_yaml(text, path)?;
     validate(&config, path)?;
     let base = path.parent().map(Path::to_owned).unwrap_or_default();
     for (op_index, op) in config.operators.iter_mut().enumerate() {
@@ -254,20 +239,12 @@ pub fn parse(text: &str, path: &Path) -> Result<RuntimeConfig, Error> {
 /// Deserialize YAML text into `T`; a malformed document is an
 /// [`Error::Config`] with `path`, line, column and the offending key.
 pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> Result<T, Error> {
-    let deserializer = yaml_serde::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let key = e.path().to_string();
-        let inner = e.into_inner();
-        let (line, column) = inner
-            .location()
-            .map_or((0, 0), |loc| (loc.line(), loc.column()));
-        Error::Config {
-            path: path.to_owned(),
-            line,
-            column,
-            key,
-            message: inner.to_string(),
-        }
+    openvibe_config::from_yaml(text).map_err(|p| Error::Config {
+        path: path.to_owned(),
+        line: p.line,
+        column: p.column,
+        key: p.key,
+        message: p.message,
     })
 }
 

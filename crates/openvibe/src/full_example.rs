@@ -13,17 +13,12 @@
 
 use std::path::Path;
 
-use async_trait::async_trait;
 use openvibe_memory::{Distillation, MemoryFilesystem, MemoryPyramid};
 use openvibe_operators::config::OperatorConfig;
 use openvibe_operators::{CompiledGraph, END, OperatorRuntime, StateGraph};
 use openvibe_primitives::{AgentNode, FnTool, LlmNode, Node, ScopeSpec};
-use openvibe_protocols::{
-    ContentBlock, Episode, EpisodeQuery, LlmError, LlmProvider, LlmRequest, LlmResponse,
-    MessageContent, MessageRole, RawCall, RawCallQuery, State,
-};
+use openvibe_protocols::{Episode, EpisodeQuery, RawCall, RawCallQuery, State};
 use openvibe_roles::config::OPERATORS_FILE;
-use serde_json::{Value, json};
 
 use crate::RoleRuntime;
 
@@ -45,8 +40,9 @@ pub const CONFIG_FILES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The recorded model answers the example replays (recorded from
-/// [`StandIn`] with `openvibe demo --full --llm standin --record FILE`).
+/// The recorded model answers the example replays (recorded from the
+/// stand-in model, `stand_in` with the `testing` feature, by
+/// `openvibe demo --full --llm standin --record FILE`).
 pub const CASSETTE: &str = include_str!("../examples/full/cassette.jsonl");
 
 /// The lead the example qualifies and enriches.
@@ -225,13 +221,14 @@ pub enum Error {
 /// in the raw log too) and publishes what it learned.
 ///
 /// ```
+/// # #[cfg(feature = "testing")] // the stand-in model is a test double
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use openvibe::full_example::{self, StandIn};
+/// use openvibe::full_example;
 /// use openvibe::{RoleRuntime, memory::in_memory_stores};
 ///
 /// let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/full");
-/// let runtime = RoleRuntime::new(Arc::new(StandIn)).with_stores(in_memory_stores());
+/// let runtime = RoleRuntime::new(Arc::new(full_example::stand_in())).with_stores(in_memory_stores());
 /// let run = full_example::run(&config, runtime).await?;
 /// assert_eq!(run.states.len(), 3);
 /// assert_eq!(run.raw_calls.len(), 6); // 1 + 2 + 2 node calls, and the reflection
@@ -284,54 +281,41 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
 /// A deterministic stand-in for a model that answers the example's
 /// requests the way a good model would (qualification, CRM enrichment with
 /// a tool call, a case study with a web search, reflection): what
-/// [`CASSETTE`] was recorded from.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StandIn;
-
-fn last_tool_result(request: &LlmRequest) -> Option<String> {
-    let last = request.messages.last()?;
-    if last.role != MessageRole::User {
-        return None;
-    }
-    let MessageContent::Blocks(blocks) = &last.content else {
-        return None;
+/// [`CASSETTE`] was recorded from (feature `testing`).
+#[cfg(feature = "testing")]
+pub fn stand_in() -> openvibe_primitives::testing::StandIn {
+    use openvibe_primitives::testing::StandIn;
+    use openvibe_protocols::{ContentBlock, LlmResponse};
+    use serde_json::{Value, json};
+    let tool_use = |name: &str, query: &str| {
+        LlmResponse::from_blocks(vec![ContentBlock::ToolUse {
+            id: format!("call_{name}"),
+            name: name.to_owned(),
+            input: json!({ "query": query }),
+        }])
     };
-    blocks.iter().find_map(|b| match b {
-        ContentBlock::ToolResult { content, .. } => Some(content.clone()),
-        _ => None,
-    })
-}
-
-#[async_trait]
-impl LlmProvider for StandIn {
-    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let user = request
-            .messages
-            .first()
-            .map(openvibe_protocols::Message::text)
-            .unwrap_or_default();
-        let tool_use = |name: &str, query: &str| {
-            LlmResponse::from_blocks(vec![ContentBlock::ToolUse {
-                id: format!("call_{name}"),
-                name: name.to_owned(),
-                input: json!({ "query": query }),
-            }])
-        };
-        let answer = if request
-            .system
-            .contains("reflecting on recent work experiences")
-        {
-            LlmResponse::text(
-                json!([
-                    {"content": "Logistics leads whose VP attended a webinar score above 80", "confidence": 0.8, "domain": "revenue", "tags": ["webinar"]},
-                    {"content": "Case studies that quote a measured result (18% fewer empty miles) are ready to publish", "confidence": 0.6, "domain": "marketing"}
-                ])
-                .to_string(),
-            )
-        } else if request.tools.iter().any(|t| t.name == "search_hubspot") {
-            match last_tool_result(request) {
+    StandIn::new()
+        .rule(|request| {
+            request
+                .system
+                .contains("reflecting on recent work experiences")
+                .then(|| {
+                    LlmResponse::text(
+                        json!([
+                            {"content": "Logistics leads whose VP attended a webinar score above 80", "confidence": 0.8, "domain": "revenue", "tags": ["webinar"]},
+                            {"content": "Case studies that quote a measured result (18% fewer empty miles) are ready to publish", "confidence": 0.6, "domain": "marketing"}
+                        ])
+                        .to_string(),
+                    )
+                })
+        })
+        .rule(move |request| {
+            if !request.tools.iter().any(|t| t.name == "search_hubspot") {
+                return None;
+            }
+            Some(match StandIn::last_tool_result(request) {
                 None => tool_use("search_hubspot", CUSTOMER),
-                Some(found) => {
+                Some((found, _)) => {
                     let record: Value = serde_json::from_str(found.lines().next().unwrap_or("{}"))
                         .unwrap_or(Value::Null);
                     LlmResponse::text(
@@ -344,35 +328,30 @@ impl LlmProvider for StandIn {
                         .to_string(),
                     )
                 }
+            })
+        })
+        .rule(move |request| {
+            if !request.tools.iter().any(|t| t.name == "search_web") {
+                return None;
             }
-        } else if request.tools.iter().any(|t| t.name == "search_web") {
-            match last_tool_result(request) {
+            Some(match StandIn::last_tool_result(request) {
                 None => tool_use("search_web", CUSTOMER),
-                Some(found) => LlmResponse::text(format!(
+                Some((found, _)) => LlmResponse::text(format!(
                     "# {CUSTOMER}: 18% fewer empty miles\n\n**Challenge.** Trucks ran empty on return legs.\n\n**Solution.** Route planning on our platform.\n\n**Result.** {found}"
                 )),
-            }
-        } else if user.starts_with("Score this lead") {
-            LlmResponse::text(
-                json!({"score": 86, "reason": "450 employees in logistics and a VP who attended the webinar"})
-                    .to_string(),
-            )
-        } else {
-            return Err(LlmError::Other(format!(
-                "the stand-in model has no answer for: {}",
-                openvibe_protocols::truncate_chars(&user, 80)
-            )));
-        };
-        let tokens_in = (request.system.len()
-            + request
+            })
+        })
+        .rule(|request| {
+            let user = request
                 .messages
-                .iter()
-                .map(|m| m.text().len())
-                .sum::<usize>())
-            / 4;
-        let tokens_out = answer.content.len() / 4 + 8;
-        Ok(answer
-            .with_usage(tokens_in as u64, tokens_out as u64)
-            .with_model("openvibe-standin-1"))
-    }
+                .first()
+                .map(openvibe_protocols::Message::text)
+                .unwrap_or_default();
+            user.starts_with("Score this lead").then(|| {
+                LlmResponse::text(
+                    json!({"score": 86, "reason": "450 employees in logistics and a VP who attended the webinar"})
+                        .to_string(),
+                )
+            })
+        })
 }

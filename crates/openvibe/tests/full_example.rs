@@ -78,11 +78,11 @@ async fn a_bad_configuration_is_a_positioned_error() {
         "roles:\n  - id: cro\n    operators: [revenue_ops, ghost_ops]\n",
     )
     .unwrap();
-    let runtime = RoleRuntime::new(Arc::new(full_example::StandIn));
+    let runtime = RoleRuntime::new(Arc::new(full_example::stand_in()));
     let err = full_example::run(&dir, runtime).await.unwrap_err();
     assert!(err.to_string().contains("ghost_ops"), "{err}");
     std::fs::write(dir.join("roles.yaml"), "roles:\n  - id: cro\n    sol: x\n").unwrap();
-    let runtime = RoleRuntime::new(Arc::new(full_example::StandIn));
+    let runtime = RoleRuntime::new(Arc::new(full_example::stand_in()));
     let err = full_example::run(&dir, runtime).await.unwrap_err();
     assert!(err.to_string().contains("roles.yaml:3:"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
