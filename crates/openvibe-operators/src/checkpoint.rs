@@ -46,7 +46,7 @@ impl FileCheckpointer {
     /// Checkpoints in `dir` (created when missing).
     pub fn new(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, &e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
         Ok(Self { dir })
     }
 
@@ -69,39 +69,45 @@ impl FileCheckpointer {
     }
 }
 
-fn io(what: &str, path: &Path, e: &std::io::Error) -> StoreError {
-    StoreError::backend(format!("cannot {what} {}: {e}", path.display()))
+/// A file operation that failed, its I/O error kept as the source.
+fn io(what: &str, path: &Path, e: std::io::Error) -> StoreError {
+    StoreError::backend_from(format!("cannot {what} {}: {e}", path.display()), false, e)
 }
 
 fn read(path: &Path) -> Result<Option<Checkpoint>, StoreError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io("read", path, &e)),
+        Err(e) => return Err(io("read", path, e)),
     };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| StoreError::backend(format!("{} is not a checkpoint: {e}", path.display())))
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        StoreError::backend_from(
+            format!("{} is not a checkpoint: {e}", path.display()),
+            false,
+            e,
+        )
+    })
 }
 
 fn write(path: &Path, checkpoint: &Checkpoint) -> Result<(), StoreError> {
     use std::io::Write;
-    let json = serde_json::to_vec(checkpoint)
-        .map_err(|e| StoreError::backend(format!("checkpoint does not serialise: {e}")))?;
+    let json = serde_json::to_vec(checkpoint).map_err(|e| {
+        StoreError::backend_from(format!("checkpoint does not serialise: {e}"), false, e)
+    })?;
     let tmp = path.with_extension("json.tmp");
-    let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, &e))?;
-    file.write_all(&json).map_err(|e| io("write", &tmp, &e))?;
-    file.sync_all().map_err(|e| io("flush", &tmp, &e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io("rename", &tmp, &e))
+    let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
+    file.write_all(&json).map_err(|e| io("write", &tmp, e))?;
+    file.sync_all().map_err(|e| io("flush", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io("rename", &tmp, e))
 }
 
 /// Run blocking file work off the async threads.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| StoreError::backend(format!("checkpoint I/O did not finish: {e}")))?
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        StoreError::backend_from(format!("checkpoint I/O did not finish: {e}"), false, e)
+    })?
 }
 
 #[async_trait]
@@ -121,9 +127,9 @@ impl Checkpointer for FileCheckpointer {
         let dir = self.dir.clone();
         blocking(move || {
             let mut out = Vec::new();
-            let entries = std::fs::read_dir(&dir).map_err(|e| io("list", &dir, &e))?;
+            let entries = std::fs::read_dir(&dir).map_err(|e| io("list", &dir, e))?;
             for entry in entries {
-                let path = entry.map_err(|e| io("list", &dir, &e))?.path();
+                let path = entry.map_err(|e| io("list", &dir, e))?.path();
                 if path.extension().is_some_and(|e| e == "json")
                     && let Some(cp) = read(&path)?
                     && !cp.is_finished()

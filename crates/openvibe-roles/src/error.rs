@@ -60,6 +60,9 @@ pub enum Error {
         path: PathBuf,
         /// What failed.
         message: String,
+        /// The error it came from (reading the file, parsing its YAML).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// An operator or workflow failed.
     #[error(transparent)]

@@ -46,20 +46,22 @@ impl Soul {
 }
 
 fn load_file(role: &str, path: &Path) -> Result<String, Error> {
-    let fail = |message: String| Error::Soul {
-        role: role.to_owned(),
-        path: path.to_owned(),
-        message,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let fail =
+        |message: String, source: Option<Box<dyn std::error::Error + Send + Sync>>| Error::Soul {
+            role: role.to_owned(),
+            path: path.to_owned(),
+            message,
+            source,
+        };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string(), Some(Box::new(e))))?;
     let is_yaml = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
     if !is_yaml {
         return Ok(text.trim().to_owned());
     }
-    let doc: yaml_serde::Value =
-        yaml_serde::from_str(&text).map_err(|e| fail(format!("invalid YAML: {e}")))?;
+    let doc: yaml_serde::Value = yaml_serde::from_str(&text)
+        .map_err(|e| fail(format!("invalid YAML: {e}"), Some(Box::new(e))))?;
     match &doc {
         yaml_serde::Value::String(s) => Ok(s.trim().to_owned()),
         yaml_serde::Value::Mapping(map) => {
@@ -70,7 +72,7 @@ fn load_file(role: &str, path: &Path) -> Result<String, Error> {
             }
             Ok(text.trim().to_owned())
         }
-        _ => Err(fail("expected a string or a mapping".into())),
+        _ => Err(fail("expected a string or a mapping".into(), None)),
     }
 }
 

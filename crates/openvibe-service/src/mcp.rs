@@ -2,18 +2,19 @@
 //! same governed stores, on stdio or streamable HTTP (`/mcp` of the
 //! service).
 //!
-//! Tools, with the seed's per-caller rules (the stores enforce them):
-//! - `saveMemory`: store a fact in a namespace (`scope`); its owner (the
-//!   seed's *creator*) and `source` are set by the server from the caller,
-//!   whatever the arguments say;
-//! - `searchMemory`: text search over the facts the caller may read, in the
-//!   namespaces it names or its recall namespaces (audited as a search);
-//! - `getMemoryStats`: how many facts the caller can see, per namespace;
-//! - `deleteExpiredMemories`: delete expired records, batch by batch, where
-//!   the caller may clean up (the seed's restricted caller, which manages
-//!   no namespace, is refused; see `openvibe_protocols::cleanup_scope`);
-//! - `setPlanState`, `getPlanState`, `appendPlanState`: plan-scoped working
-//!   memory (optimistic locking with `expect_version`, atomic append).
+//! Tools, with the seed's per-caller rules (the stores enforce them), and
+//! the route of the endpoint table each mirrors (the same store call, so
+//! the same rules and audit):
+//!
+//! | tool | mirrors | what it does |
+//! |---|---|---|
+//! | `saveMemory` | [`POST /v1/memory/facts`](openvibe_api::endpoints::STORE_FACT) | store a fact in a namespace (`scope`); its owner (the seed's *creator*) and `source` are set by the server from the caller, whatever the arguments say |
+//! | `searchMemory` | [`POST /v1/memory/facts/query`](openvibe_api::endpoints::QUERY_FACTS) | text search over the facts the caller may read, in the namespaces it names or its recall namespaces (audited as a search) |
+//! | `getMemoryStats` | [`POST /v1/memory/facts/query`](openvibe_api::endpoints::QUERY_FACTS) | how many facts the caller can see, per namespace |
+//! | `deleteExpiredMemories` | [`POST /v1/memory/expired/delete`](openvibe_api::endpoints::DELETE_EXPIRED), batch after batch | delete expired records where the caller may clean up (the seed's restricted caller, which manages no namespace, is refused; see `openvibe_protocols::cleanup_scope`) |
+//! | `setPlanState` | [`PUT /v1/memory/working/{plan_id}/{key}`](openvibe_api::endpoints::SET_PLAN_STATE) | one key of plan-scoped working memory, with optimistic locking (`expect_version`) |
+//! | `getPlanState` | [`GET /v1/memory/working/{plan_id}/{key}`](openvibe_api::endpoints::GET_PLAN_STATE) | one key of plan-scoped working memory (a missing key reads as `null`) |
+//! | `appendPlanState` | [`POST /v1/memory/atomic/append`](openvibe_api::endpoints::ATOMIC_APPEND) | append to a list of plan-scoped working memory, atomically |
 //!
 //! A refusal or bad input is a tool result with `isError: true` and the
 //! service's [`ErrorBody`] as structured content, so the model sees why.
@@ -240,6 +241,7 @@ fn fact_json(f: &Fact) -> Value {
 
 #[tool_router]
 impl MemoryTools {
+    /// Mirrors [`STORE_FACT`](openvibe_api::endpoints::STORE_FACT).
     #[tool(
         name = "saveMemory",
         description = "Save a memory (a fact) in a scope you may write to. Its creator and source are set by the server from who you are."
@@ -274,6 +276,7 @@ impl MemoryTools {
         Ok(answer(stored.map(|f| fact_json(&f))))
     }
 
+    /// Mirrors [`QUERY_FACTS`](openvibe_api::endpoints::QUERY_FACTS).
     #[tool(
         name = "searchMemory",
         description = "Search the memories you may read for words (all must appear), in the scopes you name or your usual ones."
@@ -296,6 +299,7 @@ impl MemoryTools {
         )))
     }
 
+    /// Mirrors [`QUERY_FACTS`](openvibe_api::endpoints::QUERY_FACTS), counted per namespace.
     #[tool(
         name = "getMemoryStats",
         description = "How many memories you can see, in all and per scope."
@@ -321,6 +325,7 @@ impl MemoryTools {
         })))
     }
 
+    /// Mirrors [`DELETE_EXPIRED`](openvibe_api::endpoints::DELETE_EXPIRED), batch after batch.
     #[tool(
         name = "deleteExpiredMemories",
         description = "Delete expired memories (any kind, any owner) in the scopes you manage, in batches; each deletion is audited. Callers that manage no scope may not run this cleanup."
@@ -350,6 +355,7 @@ impl MemoryTools {
         Ok(answer(outcome))
     }
 
+    /// Mirrors [`SET_PLAN_STATE`](openvibe_api::endpoints::SET_PLAN_STATE).
     #[tool(
         name = "setPlanState",
         description = "Set one key of a plan's working memory; with expect_version the write happens only at that version (0: only if absent)."
@@ -373,6 +379,7 @@ impl MemoryTools {
         Ok(answer(entry.and_then(to_value)))
     }
 
+    /// Mirrors [`GET_PLAN_STATE`](openvibe_api::endpoints::GET_PLAN_STATE).
     #[tool(
         name = "getPlanState",
         description = "One key of a plan's working memory."
@@ -394,6 +401,7 @@ impl MemoryTools {
         })))
     }
 
+    /// Mirrors [`ATOMIC_APPEND`](openvibe_api::endpoints::ATOMIC_APPEND).
     #[tool(
         name = "appendPlanState",
         description = "Append an item to a list in a plan's working memory, atomically."
@@ -422,7 +430,9 @@ fn in_project(caller: CallerContext, project: Option<String>) -> CallerContext {
 }
 
 fn to_value(v: impl serde::Serialize) -> Result<Value, StoreError> {
-    serde_json::to_value(v).map_err(|e| StoreError::backend(e.to_string()))
+    serde_json::to_value(v).map_err(|e| {
+        StoreError::backend_from(format!("the answer does not serialise: {e}"), false, e)
+    })
 }
 
 #[tool_handler(router = self.tool_router)]

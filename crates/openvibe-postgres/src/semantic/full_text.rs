@@ -254,14 +254,23 @@ impl<'r> Elements<'r> {
     /// when it is null.
     fn of(row: &'r PgRow, name: &str, oid: u32) -> Result<Option<Self>, StoreError> {
         let bad = |why: &str| StoreError::backend(format!("cannot read column `{name}`: {why}"));
-        let value = row.try_get_raw(name).map_err(|e| bad(&e.to_string()))?;
+        let value = row.try_get_raw(name).map_err(|e| {
+            StoreError::backend_from(format!("cannot read column `{name}`: {e}"), false, e)
+        })?;
         if sqlx::ValueRef::is_null(&value) {
             return Ok(None);
         }
         if value.format() != sqlx::postgres::PgValueFormat::Binary {
             return Err(bad("not in binary format"));
         }
-        let bytes = value.as_bytes().map_err(|e| bad(&e.to_string()))?;
+        let bytes = value.as_bytes().map_err(|e| {
+            let message = format!("cannot read column `{name}`: {e}");
+            StoreError::Backend {
+                message,
+                transient: false,
+                source: Some(std::sync::Arc::from(e)),
+            }
+        })?;
         Self::parse(bytes, oid)
             .map(Some)
             .ok_or_else(|| bad("not a one-dimensional array of the expected type"))
