@@ -40,16 +40,19 @@ where
 /// `bytes` as a `T`, or a 400 naming where it is wrong.
 pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Failure> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let pointer = pointer(e.path());
-        let inner = e.into_inner();
-        let message = if pointer.is_empty() {
-            format!("the body is not valid: {inner}")
-        } else {
-            format!("`{pointer}`: {inner}")
-        };
-        Failure::body(ErrorBody::malformed(pointer, message))
-    })
+    serde_path_to_error::deserialize(de).map_err(malformed)
+}
+
+/// A body that does not read as its type: a 400 whose pointer says where.
+fn malformed(e: serde_path_to_error::Error<serde_json::Error>) -> Failure {
+    let pointer = pointer(e.path());
+    let inner = e.into_inner();
+    let message = if pointer.is_empty() {
+        format!("the body is not valid: {inner}")
+    } else {
+        format!("`{pointer}`: {inner}")
+    };
+    Failure::body(ErrorBody::malformed(pointer, message))
 }
 
 /// A serde path as a JSON pointer (`/items/0/name`).
@@ -126,16 +129,7 @@ where
 
 /// `value` as a `T`, or a 400 naming where it is wrong (as [`parse`]).
 fn from_value<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, Failure> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let pointer = pointer(e.path());
-        let inner = e.into_inner();
-        let message = if pointer.is_empty() {
-            format!("the body is not valid: {inner}")
-        } else {
-            format!("`{pointer}`: {inner}")
-        };
-        Failure::body(ErrorBody::malformed(pointer, message))
-    })
+    serde_path_to_error::deserialize(value).map_err(malformed)
 }
 
 /// The top-level fields of `T`'s JSON form (its schema's properties,
