@@ -565,6 +565,20 @@ fn ty(t: &Value) -> String {
                 .collect();
             format!("dyn {}", traits.join(" + "))
         }
+        "function_pointer" => {
+            let sig = &v["sig"];
+            let inputs: Vec<String> = sig["inputs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|input| ty(&input[1]))
+                .collect();
+            let output = match &sig["output"] {
+                Value::Null => String::new(),
+                out => format!(" -> {}", ty(out)),
+            };
+            format!("fn({}){output}", inputs.join(", "))
+        }
         "qualified_path" => {
             let self_ty = ty(&v["self_type"]);
             let name = v["name"].as_str().unwrap_or("?");

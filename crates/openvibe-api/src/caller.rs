@@ -36,6 +36,12 @@ pub struct Caller {
     /// governance configuration fills them in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grants: Option<WireGrants>,
+    /// The source stamped on its writes ([`CallerContext::with_source`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The tool or route the call came through ([`CallerContext::with_tool`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// [`Grants`] on the wire.
@@ -75,6 +81,8 @@ impl From<&CallerContext> for Caller {
             project_id: ctx.project_id().map(str::to_owned),
             privileged: ctx.is_privileged(),
             grants: ctx.grants().map(WireGrants::from),
+            source: ctx.source().map(str::to_owned),
+            tool: ctx.tool().map(str::to_owned),
         }
     }
 }
@@ -122,10 +130,16 @@ impl Caller {
     /// Back to a [`CallerContext`]: for code that authenticated the sender
     /// as trusted to state it.
     pub fn into_context(self) -> CallerContext {
-        let ctx = CallerContext::new(self.tenant_id, self.principal)
+        let mut ctx = CallerContext::new(self.tenant_id, self.principal)
             .with_clearance(self.clearance)
             .with_project_id(self.project_id)
             .with_privileged(self.privileged);
+        if let Some(source) = self.source {
+            ctx = ctx.with_source(source);
+        }
+        if let Some(tool) = self.tool {
+            ctx = ctx.with_tool(tool);
+        }
         match self.grants {
             Some(g) => ctx.with_grants(g.into_grants()),
             None => ctx,

@@ -200,6 +200,22 @@ pub struct Promote {
     pub note: String,
 }
 
+/// A merged recall: text search over the facts the caller may read, one
+/// per lineage (a fact and its promoted copies are one result).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchMemory {
+    /// Words that must all appear.
+    pub query: String,
+    /// The namespaces to search (the caller's recall namespaces when empty),
+    /// never widened beyond what it may read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// How many results at most (10 when absent, at most 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<usize>,
+}
+
 /// Liveness or readiness.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {

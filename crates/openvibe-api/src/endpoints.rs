@@ -34,7 +34,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use crate::dto::{
     AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, EmbedPending,
     Embedded, EmbeddingModel, Health, MaybeInsight, MoveNamespace, Moved, Promote, PruneRaw,
-    SetState, SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
+    SearchMemory, SetState, SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
 };
 
 /// An HTTP method of the table.
@@ -364,6 +364,7 @@ pub fn all() -> Vec<Operation> {
         VECTOR_STATUS.operation(),
         EMBED_PENDING.operation(),
         PROMOTE.operation(),
+        SEARCH_MEMORY.operation(),
         STORE_FACT.operation(),
         GET_FACT.operation(),
         UPDATE_FACT.operation(),
@@ -515,6 +516,14 @@ pub const PROMOTE: Endpoint<Promote, Fact> = Endpoint::post(
     "/v1/memory/promote",
     "promote",
     "Promote a fact or insight into another namespace as a fact (audited)",
+)
+.idempotent();
+
+/// `POST /v1/memory/search`: Search the facts the caller may read, one per lineage (a fact and its promoted copies are one result).
+pub const SEARCH_MEMORY: Endpoint<SearchMemory, Vec<Fact>> = Endpoint::post(
+    "/v1/memory/search",
+    "searchMemory",
+    "Search the facts the caller may read, one per lineage (a fact and its promoted copies are one result)",
 )
 .idempotent();
 

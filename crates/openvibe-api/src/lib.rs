@@ -27,6 +27,11 @@ mod error;
 pub use caller::{CALLER_HEADER, Caller, WireGrant, WireGrants};
 pub use error::{ApiError, ErrorBody, ErrorCode};
 
+/// The header naming the project a request works in (`l9`): allowed when
+/// the governance file grants the key that project (`projects`), refused
+/// with a 403 otherwise; a trusted key's stated caller names its own.
+pub const PROJECT_HEADER: &str = "x-openvibe-project";
+
 /// The header carrying the request id (set by the server on every response;
 /// a client may send its own).
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

@@ -275,18 +275,27 @@ Examples:
     },
 }
 
+/// `openvibe mcp --help`'s closing text: the server's own tool list (the
+/// same tools as the service's `/mcp` endpoint), so the help cannot
+/// forget one.
+fn mcp_help() -> String {
+    let mut help = String::from("Tools (the same as the service's /mcp endpoint):\n");
+    for (name, description) in openvibe::service::mcp::MemoryTools::tools() {
+        help.push_str(&format!("  {name}: {description}\n"));
+    }
+    help.push_str(
+        "\nEvery call acts as the principal the API key names in the governance file, writes\nits source, and may name only the projects the key is granted (`projects:`).\n\n\
+         Examples:\n  openvibe mcp --memory\n  \
+         OPENVIBE_API_KEY=... openvibe mcp --database-url postgres://... --governance governance.yaml",
+    );
+    help
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// The memory tools over MCP on stdio (for an MCP client that starts
     /// its servers as programs: an IDE, an agent host).
-    #[command(after_help = "\
-The same tools as the service's /mcp endpoint: saveMemory, searchMemory,
-getMemoryStats, setPlanState, getPlanState, appendPlanState. Every call acts as
-the principal the API key names in the governance file.
-
-Examples:
-  openvibe mcp --memory
-  OPENVIBE_API_KEY=... openvibe mcp --database-url postgres://... --governance governance.yaml")]
+    #[command(after_help = mcp_help())]
     Mcp {
         /// Keep memory in this PostgreSQL database.
         #[arg(long, env = "OPENVIBE_DATABASE_URL")]

@@ -147,9 +147,9 @@ pub fn memory_location(
 pub async fn mcp_stdio(options: ServeOptions, api_key: Option<String>) -> Result<(), CliError> {
     let (stores, access, _) = backend(&options).await?;
     let authorization = api_key.map(|k| format!("Bearer {k}"));
-    let caller = access
-        .authenticate(authorization.as_deref(), None)
+    let (caller, projects) = access
+        .identify(authorization.as_deref(), None)
         .map_err(|f| CliError::Usage(f.error_body().error.message.clone()))?;
-    openvibe::service::mcp::serve_stdio(stores, caller).await?;
+    openvibe::service::mcp::serve_stdio(stores, caller, projects).await?;
     Ok(())
 }

@@ -56,11 +56,11 @@ impl JsonSearchTool {
         let mut text = String::new();
         if let Value::Object(map) = record {
             for (key, value) in map {
-                if self.fields.is_empty() || self.fields.contains(key) {
-                    if let Value::String(s) = value {
-                        text.push_str(&s.to_lowercase());
-                        text.push(' ');
-                    }
+                if (self.fields.is_empty() || self.fields.contains(key))
+                    && let Value::String(s) = value
+                {
+                    text.push_str(&s.to_lowercase());
+                    text.push(' ');
                 }
             }
         }

@@ -109,6 +109,20 @@ fn help_explains_with_examples_and_exit_codes() {
 }
 
 #[test]
+fn mcp_help_lists_every_tool_the_server_serves() {
+    let help = String::from_utf8(openvibe(&["mcp", "--help"]).stdout).unwrap();
+    let tools = openvibe::service::mcp::MemoryTools::tools();
+    assert!(tools.len() >= 7, "{tools:?}");
+    for (name, description) in tools {
+        assert!(
+            help.contains(&format!("{name}: {description}")),
+            "{name} in {help}"
+        );
+    }
+    assert!(help.contains("deleteExpiredMemories"), "{help}");
+}
+
+#[test]
 fn completions_are_generated_for_the_common_shells() {
     for shell in ["bash", "zsh", "fish"] {
         let out = openvibe(&["completions", shell]);

@@ -265,6 +265,33 @@ pub struct ApiKeyEntry {
     /// caller, as they would be in process. Off by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trusted: bool,
+    /// The `source` stamped on every record the key writes (seed 003's
+    /// `l9-kernel`, `cursor-ide`): its principal's id when absent. A write
+    /// cannot claim another source, except through a trusted key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The projects a request with this key may name (`[l9]`, or `'*'` for
+    /// any): none when absent, so its requests act in no project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projects: Option<ProjectsEntry>,
+}
+
+/// The projects an API key may name: a list of project ids, or `'*'`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ProjectsEntry {
+    /// Any project (`'*'`).
+    All(AllProjects),
+    /// These projects.
+    Listed(Vec<String>),
+}
+
+/// The `'*'` of [`ProjectsEntry::All`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AllProjects {
+    /// Every project.
+    #[serde(rename = "*")]
+    All,
 }
 
 /// One session-key rule: exactly one of `map`, `prefix`, `regex`.

@@ -57,8 +57,8 @@ pub mod examples {
 }
 
 pub use config::{
-    ApiKeyEntry, GovernanceFile, Keep, MAX_RETENTION, NamespacePolicy, NamespaceRetention,
-    SessionRule,
+    AllProjects, ApiKeyEntry, GovernanceFile, Keep, MAX_RETENTION, NamespacePolicy,
+    NamespaceRetention, ProjectsEntry, SessionRule,
 };
 pub use error::Error;
 pub use principal::{MAX_TOKEN_LEN, Resolved, sanitize};
@@ -68,6 +68,7 @@ use std::collections::{BTreeMap, HashMap};
 use openvibe_protocols::EXPIRING_KINDS;
 use openvibe_protocols::{
     CallerContext, Clearance, Grants, Principal, PrincipalKind, RecordMeta, Retention, Rights,
+    StoreError,
 };
 use regex::Regex;
 use sha2::{Digest, Sha256};
@@ -94,6 +95,63 @@ pub struct ApiKey {
     /// Whether it may state, per request, the caller it acts for
     /// ([`ApiKeyEntry::trusted`]).
     pub trusted: bool,
+    /// The `source` stamped on every record it writes ([`ApiKeyEntry::source`]).
+    pub source: String,
+    /// The projects its requests may name ([`ApiKeyEntry::projects`]).
+    pub projects: Projects,
+}
+
+/// The projects a caller's requests may name: the one project rule of every
+/// edge (HTTP and MCP), applied by [`Projects::apply`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Projects {
+    /// None: its requests act in no project.
+    #[default]
+    None,
+    /// These.
+    Listed(std::collections::BTreeSet<String>),
+    /// Any (`'*'`; development mode and trusted keys).
+    All,
+}
+
+impl Projects {
+    /// Whether `project` may be named.
+    pub fn allows(&self, project: &str) -> bool {
+        match self {
+            Self::None => false,
+            Self::Listed(projects) => projects.contains(project),
+            Self::All => true,
+        }
+    }
+
+    /// `ctx` working in `project` (`None` or empty: as it is): allowed by
+    /// these grants, or [`StoreError::Unauthorized`] naming the rule, and
+    /// nothing runs.
+    pub fn apply(
+        &self,
+        ctx: CallerContext,
+        project: Option<&str>,
+    ) -> Result<CallerContext, StoreError> {
+        let Some(project) = project.filter(|p| !p.is_empty()) else {
+            return Ok(ctx);
+        };
+        if self.allows(project) {
+            return Ok(ctx.with_project(project));
+        }
+        let granted = match self {
+            Self::None => "the governance file grants its key no project".to_owned(),
+            Self::Listed(projects) => format!(
+                "the governance file grants its key the projects {}",
+                projects
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Self::All => String::new(),
+        };
+        Err(ctx.unauthorized(format!("act in project `{project}`"), granted))
+    }
 }
 
 /// The SHA-256 digest of an API key, as the governance file stores it (hex).
@@ -311,6 +369,38 @@ impl Governance {
                     "the tenant is not a valid label".into(),
                 ));
             }
+            let source = match &entry.source {
+                Some(source)
+                    if source.is_empty()
+                        || openvibe_protocols::check_label("source", source).is_err() =>
+                {
+                    return Err(at(
+                        format!("{key}.source"),
+                        source,
+                        "the source is not a valid label".into(),
+                    ));
+                }
+                Some(source) => source.clone(),
+                None => principal.id.clone(),
+            };
+            let projects = match &entry.projects {
+                None => Projects::None,
+                Some(ProjectsEntry::All(_)) => Projects::All,
+                Some(ProjectsEntry::Listed(projects)) => {
+                    if let Some(bad) = projects.iter().find(|p| {
+                        p.is_empty()
+                            || p.as_str() == "*"
+                            || openvibe_protocols::check_label("project", p).is_err()
+                    }) {
+                        return Err(at(
+                            format!("{key}.projects"),
+                            bad,
+                            "a project is a non-empty label (or the whole list is '*')".into(),
+                        ));
+                    }
+                    Projects::Listed(projects.iter().cloned().collect())
+                }
+            };
             let api_key = ApiKey {
                 who: Resolved::with_home(principal, home),
                 tenant,
@@ -320,6 +410,8 @@ impl Governance {
                     .unwrap_or_else(Clearance::public_only),
                 privileged: entry.privileged,
                 trusted: entry.trusted,
+                source,
+                projects,
             };
             if api_keys.insert(digest, api_key).is_some() {
                 return Err(at(
@@ -373,6 +465,7 @@ impl Governance {
         self.context(&key.tenant, &key.who)
             .with_clearance(key.clearance.clone())
             .with_privileged(key.privileged)
+            .with_source(key.source.clone())
     }
 
     /// The principal a session key maps to: the first rule that matches, in

@@ -252,7 +252,7 @@ mod tests {
         {
             let keep = |id: &str| {
                 let n: usize = id[1..].parse().unwrap_or(0);
-                (n % modulo == 0).then(|| id.to_owned())
+                n.is_multiple_of(modulo).then(|| id.to_owned())
             };
             let want = top_by_score(
                 all.iter()

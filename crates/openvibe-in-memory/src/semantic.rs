@@ -102,6 +102,7 @@ impl KnowledgeStore for InMemoryWorkingStore {
             None => new_meta(ctx, "store knowledge")?,
         };
         meta.source = input.source.unwrap_or_default();
+        ctx.stamp(&mut meta);
         // Retention counts from the latest store: storing again renews it.
         meta.expires_at = ctx.expiry(
             "knowledge",

@@ -112,6 +112,7 @@ impl<R: Indexed> Tables<R> {
             if rec.id().is_empty() {
                 rec.set_id(new_id());
             }
+            ctx.stamp(rec.meta_mut());
             rec.validate().map_err(|e| at_index(i, e))?;
             if !seen.insert(rec.id().to_owned()) {
                 return Err(StoreError::conflict(format!(
@@ -230,6 +231,7 @@ impl<R: Indexed> Tables<R> {
             rec.set_id(uuid::Uuid::new_v4().simple().to_string());
         }
         check_caller(ctx)?;
+        ctx.stamp(rec.meta_mut());
         rec.validate()?;
         let now = Utc::now();
         let given = rec.meta().expires_at;

@@ -673,6 +673,8 @@ impl ContextStore for InMemoryWorkingStore {
             tenant.readable_session(ctx, session)?;
         }
         let plan_id = context.plan_id.clone();
+        let current = tenant.plan_contexts.get(&plan_id).map(|c| c.version);
+        context.check_version(current)?;
         if let Some(taken) = context.correlation_ids.iter().find(|c| {
             tenant
                 .correlations
@@ -684,6 +686,8 @@ impl ContextStore for InMemoryWorkingStore {
             )));
         }
         context.updated_at = store_time();
+        context.version = current.unwrap_or(0) + 1;
+        context.expected_version = None;
         tenant.correlations.retain(|_, p| *p != plan_id);
         for c in &context.correlation_ids {
             tenant.correlations.insert(c.clone(), plan_id.clone());

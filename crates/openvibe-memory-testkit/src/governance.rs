@@ -5,10 +5,10 @@
 
 use std::future::Future;
 
-use openvibe_governance::{Governance, Resolved, examples};
+use openvibe_governance::{Governance, Projects, Resolved, examples};
 use openvibe_protocols::{
     CallerContext, Classification, Fact, FactQuery, Grants, NewKnowledge, NewPlan, NewSession,
-    Principal, PrincipalKind, Rights, StoreError, Stores,
+    Principal, PrincipalKind, RawCall, RawCallQuery, Rights, StoreError, Stores,
 };
 use serde_json::json;
 
@@ -411,7 +411,21 @@ const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta"];
 /// How many random reads and searches the leak check makes per backend.
 pub const LEAK_CHECKS: usize = 10_000;
 
-/// A random caller: tenant, principal, project, clearance, and (mostly)
+/// The projects an API key of principal `id` may name (as a governance
+/// file grants them): the one rule every edge applies before a store sees
+/// the request.
+fn key_projects(id: &str) -> Projects {
+    match id {
+        "a0" => Projects::All,
+        "a1" => Projects::Listed(["p1".to_owned()].into()),
+        "u0" => Projects::Listed(["p1".to_owned(), "p2".to_owned()].into()),
+        _ => Projects::None,
+    }
+}
+
+/// A random caller: tenant, principal, the project its request names (kept
+/// only where its key's projects allow it: another is refused naming the
+/// rule, and the caller goes on in no project), clearance, and (mostly)
 /// random namespace grants.
 fn random_caller(rng: &mut Rng) -> CallerContext {
     let (id, kind) = rng.pick(PRINCIPALS);
@@ -420,8 +434,26 @@ fn random_caller(rng: &mut Rng) -> CallerContext {
         id: (*id).to_owned(),
         kind: *kind,
     };
-    let mut ctx = CallerContext::new(tenant, principal)
-        .with_project_id(rng.pick(PROJECTS).map(str::to_owned));
+    let asked = *rng.pick(PROJECTS);
+    let projects = key_projects(id);
+    let base = CallerContext::new(tenant, principal);
+    let mut ctx = match projects.apply(base.clone(), asked) {
+        Ok(ctx) => {
+            assert_eq!(ctx.project_id(), asked, "a granted project is the caller's");
+            ctx
+        }
+        Err(StoreError::Unauthorized {
+            operation, reason, ..
+        }) => {
+            let asked = asked.unwrap_or_default();
+            assert!(
+                !projects.allows(asked) && operation.contains(asked) && reason.contains("grants"),
+                "{operation}: {reason}"
+            );
+            base
+        }
+        Err(e) => panic!("a project refusal is Unauthorized: {e:?}"),
+    };
     for d in DOMAINS {
         if rng.chance(50) {
             ctx = ctx.with_domain_clearance(*d, *rng.pick(&Classification::ALL));
@@ -612,9 +644,11 @@ where
             ),
         }
     }
+    let raw_checks = raw_leak_check(&s, &mut rng, seed).await;
     eprintln!(
         "governance leak check: {checks} reads and searches matched the model over {} records \
-         ({refused_writes} writes refused); {allowed} changes allowed, {refused} refused as the rule says",
+         ({refused_writes} writes refused); {allowed} changes allowed, {refused} refused as the rule says; \
+         {raw_checks} raw-log reads matched too",
         stored.len()
     );
     assert!(
@@ -1219,4 +1253,74 @@ where
         .await
         .unwrap();
     assert_eq!(moved.len(), 6, "every moved record is audited");
+}
+
+/// The raw log in the leak check: random writers append raw calls (placed,
+/// owned and classified as facts are), then random gets and pages, each
+/// compared with the contract's read rule; returns how many were checked.
+async fn raw_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> usize {
+    let mut calls: Vec<RawCall> = Vec::new();
+    for i in 0..80 {
+        let writer = random_caller(rng);
+        let ns = *rng.pick(NAMESPACES);
+        let mut call = crate::raw::raw(&format!("raw{i}"), "a0", i, None);
+        call.meta.namespace = ns.to_owned();
+        call.meta.classification = *rng.pick(&Classification::ALL);
+        call.domain = (*rng.pick(DOMAINS)).to_owned();
+        let expected = writer.placement(ns, "append");
+        match (s.raw.append(&writer, vec![call]).await, expected) {
+            (Ok(mut written), Ok(place)) => {
+                let call = written.remove(0);
+                assert_eq!(
+                    (&call.meta.namespace, &call.meta.project_id),
+                    (&place.namespace, &place.project_id),
+                    "seed {seed}: placement of raw{i}"
+                );
+                calls.push(call);
+            }
+            (Err(StoreError::Unauthorized { .. }), Err(_)) => {}
+            (got, want) => panic!("seed {seed}: append raw{i}: got {got:?}, want {want:?}"),
+        }
+    }
+    assert!(!calls.is_empty(), "seed {seed}: no raw call was written");
+    let readable = |reader: &CallerContext, c: &RawCall| reader.can_read(&c.meta, &c.domain);
+    let mut checks = 0;
+    for _ in 0..1_000 {
+        let reader = random_caller(rng);
+        if rng.chance(40) {
+            let call = rng.pick(&calls).clone();
+            let got = s.raw.get(&reader, &call.id).await.unwrap().map(|c| c.id);
+            let want = (call.meta.tenant_id == reader.tenant_id() && readable(&reader, &call))
+                .then(|| call.id.clone());
+            assert_eq!(got, want, "seed {seed}: raw get {} as {reader:?}", call.id);
+        } else {
+            let mut query = RawCallQuery {
+                limit: 1 + rng.below(30),
+                ..RawCallQuery::default()
+            };
+            if rng.chance(40) {
+                query.namespaces = NAMESPACES
+                    .iter()
+                    .filter(|_| rng.chance(40))
+                    .map(|n| (*n).to_owned())
+                    .collect();
+            }
+            let scope = reader.search_scope(&query.namespaces);
+            let mut want: Vec<&RawCall> = calls
+                .iter()
+                .filter(|c| readable(&reader, c) && scope.contains(&c.meta.namespace))
+                .collect();
+            want.sort_by(|a, b| (b.timestamp, &a.id).cmp(&(a.timestamp, &b.id)));
+            let want: Vec<&str> = want
+                .iter()
+                .take(query.limit)
+                .map(|c| c.id.as_str())
+                .collect();
+            let page = s.raw.query(&reader, &query).await.unwrap();
+            let got: Vec<&str> = page.items.iter().map(|c| c.id.as_str()).collect();
+            assert_eq!(got, want, "seed {seed}: raw {query:?} as {reader:?}");
+        }
+        checks += 1;
+    }
+    checks
 }

@@ -43,6 +43,7 @@ pub mod facts;
 pub mod governance;
 pub mod insights;
 pub mod model;
+pub mod provenance;
 pub mod raw;
 pub mod semantic;
 pub mod skip;
@@ -163,6 +164,10 @@ cases! {
     raw::raw_bad_input_writes_nothing;
     raw::raw_retention;
     vectors::vectors_embedded_on_write;
+    provenance::provenance_source_is_stamped_from_the_caller;
+    provenance::provenance_fact_metadata_round_trips_and_is_bounded;
+    provenance::provenance_merged_recall_is_one_per_lineage;
+    provenance::provenance_plan_context_versions;
 }
 
 /// The README's example, compiled and run as a doc test.

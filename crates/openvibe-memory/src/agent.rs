@@ -396,7 +396,7 @@ impl AgentMemory {
         if let (Some(policy), Some(workspace)) = (&self.auto_promote, &self.workspace)
             && policy.eligible_insight(&stored)
         {
-            let promotion = Promotion::to(policy.to.clone()).note("automatic promotion");
+            let promotion = Promotion::automatic(policy.to.clone());
             if let Err(e) = promote_insight(
                 self.insights.as_ref(),
                 workspace.store().as_ref(),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::EmbeddingText;
+use openvibe_protocols::promotion::one_per_lineage;
 use openvibe_protocols::{
     ContextAssembler, Embedder, EpisodeQuery, Fact, FactQuery, InsightQuery, InsightStatus,
     MemoryScope, RetrieverScore, StoreError,
@@ -275,7 +276,9 @@ impl MemoryAssembler {
                 let left = self.limits.facts - facts.len();
                 facts.extend(self.relevant(query.as_deref(), found, left).await);
             }
-            facts
+            // A fact and its promoted copies are one memory: the one in
+            // the agent's own namespace (seed 004's merge + dedupe).
+            one_per_lineage(self.memory.context(), facts, |(f, _)| f)
         } else {
             Vec::new()
         };

@@ -64,6 +64,15 @@ async fn agents_are_governed_and_promote_automatically() {
     let ids: Vec<&str> = shared.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["i2@shared"]);
     assert_eq!(shared[0].meta.owner, "agent:cro");
+    // Seed 004: an automatic copy says so.
+    assert_eq!(shared[0].meta.source, "auto-promote");
+    for tag in ["decision", "shared", "promoted:auto"] {
+        assert!(
+            shared[0].tags.iter().any(|t| t == tag),
+            "{:?}",
+            shared[0].tags
+        );
+    }
 
     // Publishing goes through the same path (and is idempotent).
     cro.publish_to_workspace(0.5).await.unwrap();
@@ -75,6 +84,10 @@ async fn agents_are_governed_and_promote_automatically() {
     let mut ids: Vec<&str> = shared.iter().map(|f| f.id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(ids, ["i1@shared", "i2@shared"]);
+    // A published copy is no automatic one.
+    let published = shared.iter().find(|f| f.id == "i1@shared").unwrap();
+    assert!(!published.tags.iter().any(|t| t == "promoted:auto"));
+    assert_ne!(published.meta.source, "auto-promote");
     assert!(
         cmo.recall_insights(InsightQuery::new())
             .await

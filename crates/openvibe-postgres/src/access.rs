@@ -33,12 +33,21 @@ pub(crate) fn push_project(sql: &mut Sql, ctx: &CallerContext, a: &str) {
 }
 
 /// `{a}namespace` within `scope` (nothing for [`NamespaceScope::All`]),
-/// preceded by `" AND "`.
+/// preceded by `" AND "`. One namespace is compared with `=`: the planner
+/// then reads a namespace-leading index in result order
+/// (`facts_namespace_order`), which it does not for `= ANY(…)`.
 pub(crate) fn push_namespace_scope(sql: &mut Sql, scope: &NamespaceScope, a: &str) {
     if let NamespaceScope::Only(namespaces) = scope {
-        sql.push(&format!(" AND {a}namespace = ANY("))
-            .bind(namespaces.clone())
-            .push("::text[])");
+        match namespaces.as_slice() {
+            [one] => {
+                sql.push(&format!(" AND {a}namespace = ")).bind(one.clone());
+            }
+            _ => {
+                sql.push(&format!(" AND {a}namespace = ANY("))
+                    .bind(namespaces.clone())
+                    .push("::text[])");
+            }
+        }
     }
 }
 
@@ -178,5 +187,23 @@ mod tests {
             readable_classes(Some(Classification::Confidential)),
             vec!["public", "internal", "confidential"]
         );
+    }
+
+    #[test]
+    fn one_namespace_is_compared_with_equals_for_the_ordered_index() {
+        let text = |scope: NamespaceScope| {
+            let mut sql = Sql::new("");
+            push_namespace_scope(&mut sql, &scope, "f.");
+            sql.text().to_owned()
+        };
+        assert_eq!(
+            text(NamespaceScope::Only(vec!["developer".into()])),
+            " AND f.namespace = $1"
+        );
+        assert_eq!(
+            text(NamespaceScope::Only(vec!["a".into(), "b".into()])),
+            " AND f.namespace = ANY($1::text[])"
+        );
+        assert_eq!(text(NamespaceScope::All), "");
     }
 }

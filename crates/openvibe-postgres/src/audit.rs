@@ -203,12 +203,12 @@ async fn write_batch(
     };
     let mut sql = Sql::new(
         "INSERT INTO audit_log (tenant_id, at, principal, operation, record_kind, namespace, \
-         project_id, record_id, filters, top_k, status, reason) SELECT ",
+         project_id, record_id, filters, top_k, status, reason, source, tool) SELECT ",
     );
     sql.bind(tenant.to_owned())
         .push(
             ", u.at, u.principal, u.operation, u.kind, u.namespace, u.project_id, u.record_id, \
-             u.filters::jsonb, u.top_k, u.status, u.reason FROM unnest(",
+             u.filters::jsonb, u.top_k, u.status, u.reason, u.source, u.tool FROM unnest(",
         )
         .bind(entries.iter().map(|e| e.at).collect::<Vec<DateTime<Utc>>>())
         .push("::timestamptz[], ")
@@ -236,9 +236,13 @@ async fn write_batch(
         .bind(text(|e| Some(e.status.as_str().to_owned())))
         .push("::text[], ")
         .bind(text(|e| e.reason.clone()))
+        .push("::text[], ")
+        .bind(text(|e| e.source.clone()))
+        .push("::text[], ")
+        .bind(text(|e| e.tool.clone()))
         .push(
             "::text[]) AS u(at, principal, operation, kind, namespace, project_id, record_id, \
-             filters, top_k, status, reason)",
+             filters, top_k, status, reason, source, tool)",
         );
     let mut tx = begin(pool, &ctx).await?;
     sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
@@ -284,6 +288,8 @@ fn decode(row: &PgRow) -> Result<AuditEntry, StoreError> {
             AuditStatus::Ok
         },
         reason: col(row, "reason")?,
+        source: col(row, "source")?,
+        tool: col(row, "tool")?,
     })
 }
 
@@ -299,7 +305,7 @@ impl AuditLog for PgAuditLog {
         async {
             let mut sql = Sql::new(
                 "SELECT tenant_id, seq, at, principal, operation, record_kind, namespace, \
-                 project_id, record_id, filters, top_k, status, reason FROM audit_log \
+                 project_id, record_id, filters, top_k, status, reason, source, tool FROM audit_log \
                  WHERE tenant_id = ",
             );
             sql.bind(ctx.tenant_id().to_owned());

@@ -19,7 +19,7 @@ use crate::error::store_error;
 use crate::identity::push_new_identity;
 use crate::records::{self, Mode, Record, end_read, fetch_optional};
 use crate::rows::decode_meta;
-use crate::rows::{col, columns};
+use crate::rows::{col, columns, count_col};
 use crate::span::span;
 use crate::sql::Sql;
 use crate::tx::begin;
@@ -68,6 +68,8 @@ fn decode_plan_context(row: &PgRow) -> Result<PlanContext, StoreError> {
         context: col(row, "context")?,
         correlation_ids: col(row, "correlation_ids")?,
         updated_at: col(row, "updated_at")?,
+        version: count_col(row, "version")?,
+        expected_version: None,
     })
 }
 
@@ -253,9 +255,27 @@ pub(crate) async fn store_plan_context(
         if let Some(session) = &context.session_id {
             require_readable::<Session>(&mut tx, ctx, session).await?;
         }
+        if context.expected_version.is_some() {
+            // The plan's row is locked: no other save of its context runs.
+            let mut current = Sql::new("SELECT version FROM plan_contexts WHERE tenant_id = ");
+            current
+                .bind(ctx.tenant_id().to_owned())
+                .push(" AND plan_id = ")
+                .bind(context.plan_id.clone());
+            let row = current
+                .build()?
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            let version = match row {
+                Some(row) => Some(count_col(&row, "version")?),
+                None => None,
+            };
+            context.check_version(version)?;
+        }
         let mut sql = Sql::new(
             "INSERT INTO plan_contexts (tenant_id, plan_id, session_id, context, correlation_ids, \
-             updated_at) VALUES (",
+             updated_at, version) VALUES (",
         );
         sql.bind(ctx.tenant_id().to_owned())
             .push(", ")
@@ -269,10 +289,10 @@ pub(crate) async fn store_plan_context(
             .push("::text[], ")
             .bind(store_time())
             .push(
-                ") ON CONFLICT (tenant_id, plan_id) DO UPDATE SET session_id = EXCLUDED.session_id, \
+                ", 1) ON CONFLICT (tenant_id, plan_id) DO UPDATE SET session_id = EXCLUDED.session_id, \
                  context = EXCLUDED.context, correlation_ids = EXCLUDED.correlation_ids, \
-                 updated_at = EXCLUDED.updated_at \
-                 RETURNING plan_id, session_id, context, correlation_ids, updated_at",
+                 updated_at = EXCLUDED.updated_at, version = plan_contexts.version + 1 \
+                 RETURNING plan_id, session_id, context, correlation_ids, updated_at, version",
             );
         let row = sql
             .build()?
@@ -306,7 +326,7 @@ pub(crate) async fn get_plan_context(
 ) -> Result<Option<PlanContext>, StoreError> {
     async {
         let mut sql = Sql::new(
-            "SELECT c.plan_id, c.session_id, c.context, c.correlation_ids, c.updated_at \
+            "SELECT c.plan_id, c.session_id, c.context, c.correlation_ids, c.updated_at, c.version \
              FROM plan_contexts c JOIN plans f ON f.tenant_id = c.tenant_id AND f.id = c.plan_id",
         );
         if correlation_id.is_some() {

@@ -207,7 +207,8 @@ impl PgRecords<Episode> {
             let mut searches = Vec::with_capacity(n);
             let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
             let mut written = Vec::new();
-            for (i, episode) in episodes.into_iter().enumerate() {
+            for (i, mut episode) in episodes.into_iter().enumerate() {
+                ctx.stamp(&mut episode.meta);
                 let p = prepare(ctx, episode).map_err(|e| at_index(i, e))?;
                 let e = p.episode;
                 written.extend(crate::vectors::pending_if(embeds, "episode", &e.id, &p.hash, || {

@@ -40,6 +40,7 @@ const COLS: &[&str] = &[
     "supersedes",
     "external_id",
     "content_hash",
+    "metadata",
 ];
 
 /// Set when a fact is inserted, never changed afterwards.
@@ -47,7 +48,7 @@ const FIXED: &str =
     "tenant_id, id, namespace, project_id, owner, created_at, access_count, last_accessed";
 /// Replaced by `store` over an existing id and by `update`.
 const MUTABLE: &str = "classification, domain, entity, tags, source, updated_at, \
-     content, confidence, importance, supersedes, external_id, content_hash, search";
+     content, confidence, importance, supersedes, external_id, content_hash, search, metadata";
 
 impl Record for Fact {
     const KIND: &'static str = "fact";
@@ -72,6 +73,10 @@ impl Record for Fact {
             supersedes: col(row, "supersedes")?,
             external_id: col(row, "external_id")?,
             content_hash: col(row, "content_hash")?,
+            metadata: match col::<serde_json::Value>(row, "metadata")? {
+                serde_json::Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            },
             id,
         })
     }
@@ -111,7 +116,9 @@ fn push_mutable(sql: &mut Sql, p: &Prepared) {
         .bind(p.hash.clone())
         .push(", array_to_tsvector(")
         .bind(p.terms.clone())
-        .push("::text[])");
+        .push("::text[]), ")
+        .bind(serde_json::Value::Object(f.metadata.clone()))
+        .push("::jsonb");
 }
 
 impl PgRecord for Fact {
@@ -182,9 +189,11 @@ impl PgRecords<Fact> {
             let mut external_ids = Vec::with_capacity(n);
             let mut hashes = Vec::with_capacity(n);
             let mut searches = Vec::with_capacity(n);
+            let mut metadatas = Vec::with_capacity(n);
             let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
             let mut written = Vec::new();
-            for (i, fact) in facts.into_iter().enumerate() {
+            for (i, mut fact) in facts.into_iter().enumerate() {
+                ctx.stamp(&mut fact.meta);
                 let p = prepare(ctx, fact, Mode::Upsert).map_err(|e| at_index(i, e))?;
                 let f = p.fact;
                 written.extend(crate::vectors::pending_if(embeds, "fact", &f.id, &p.hash, || {
@@ -203,6 +212,7 @@ impl PgRecords<Fact> {
                 external_ids.push(f.external_id);
                 hashes.push(p.hash);
                 searches.push(joined_terms(&p.terms));
+                metadatas.push(serde_json::Value::Object(f.metadata).to_string());
             }
             let mut sql = Sql::new(&format!(
                 "INSERT INTO facts ({FIXED}, {MUTABLE}, expires_at) SELECT "
@@ -214,7 +224,8 @@ impl PgRecords<Fact> {
                     ", u.created_at, 0, NULL, u.classification, u.domain, u.entity, \
                      ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
                      u.content, u.confidence, u.importance, u.supersedes, u.external_id, \
-                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')), u.expires_at FROM unnest(",
+                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')), u.metadata::jsonb, \
+                     u.expires_at FROM unnest(",
                 );
             let ids = governed.ids().to_vec();
             governed.bind(&mut sql);
@@ -232,10 +243,12 @@ impl PgRecords<Fact> {
                 .bind(hashes)
                 .push("::text[], ")
                 .bind(searches)
+                .push("::text[], ")
+                .bind(metadatas)
                 .push(
                     "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
                      source, created_at, expires_at, content, confidence, importance, supersedes, external_id, \
-                     content_hash, search)",
+                     content_hash, search, metadata)",
                 );
             let (tx, done) =
                 write_replacing_expired(&self.pool, ctx, "facts", &ids, sql, Run::Execute)

@@ -211,7 +211,8 @@ impl PgRecords<Insight> {
             let mut searches = Vec::with_capacity(n);
             let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
             let mut written = Vec::new();
-            for (k, insight) in insights.into_iter().enumerate() {
+            for (k, mut insight) in insights.into_iter().enumerate() {
+                ctx.stamp(&mut insight.meta);
                 let p = prepare(ctx, insight, Mode::Upsert).map_err(|e| at_index(k, e))?;
                 let i = p.insight;
                 written.extend(crate::vectors::pending_if(embeds, "insight", &i.id, &p.hash, || {

@@ -159,6 +159,7 @@ impl PgRawLog {
             if call.id.is_empty() {
                 call.id = new_raw_id();
             }
+            ctx.stamp(&mut call.meta);
             let terms = validate_raw_call(call).map_err(|e| at_index(i, e))?;
             if !seen.insert(call.id.clone()) {
                 return Err(StoreError::conflict(format!(

@@ -398,7 +398,10 @@ impl PgKnowledgeStore {
             prepared.push(Prepared {
                 hash: content_hash(&input.content),
                 text: TermCounts::of(&input.content),
-                source: input.source.unwrap_or_default(),
+                // A caller with a stamped source writes that one.
+                source: ctx
+                    .source()
+                    .map_or_else(|| input.source.unwrap_or_default(), str::to_owned),
                 content: input.content,
                 external_id: input.external_id,
                 is_public: input.is_public,

@@ -197,6 +197,10 @@ pub(crate) fn context_settings(ctx: &CallerContext) -> Result<String, StoreError
         ("tenant_id", literal(tenant)),
         ("principal", literal(&ctx.owner_key())),
     ];
+    if let Some(tool) = ctx.tool() {
+        check_label("tool", tool)?;
+        settings.push(("tool", literal(tool)));
+    }
     if let (NamespaceScope::Only(namespaces), Some(grants)) = (ctx.read_scope(), ctx.grants()) {
         let delete_any: Vec<String> = if ctx.is_privileged() {
             vec!["*".to_owned()]
@@ -336,6 +340,12 @@ mod tests {
                 "SET LOCAL openvibe.tenant_id = E't1'; SET LOCAL openvibe.principal = {}",
                 literal(&ctx.owner_key())
             )
+        );
+        let via = ctx.with_tool("mcp:saveMemory");
+        assert!(
+            context_settings(&via)
+                .unwrap()
+                .ends_with("; SET LOCAL openvibe.tool = E'mcp:saveMemory'")
         );
     }
 }

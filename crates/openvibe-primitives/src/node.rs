@@ -686,15 +686,15 @@ async fn execute_call(
 
 /// Gate, then run one tool. Returns (content, is_error, refused).
 async fn run_tool(ctx: &NodeContext, tool: &dyn Tool, call: &ToolCall) -> (String, bool, bool) {
-    if let (Some(action), Some(gate)) = (tool.action(), &ctx.tool_gate) {
-        if let ToolDecision::Deny(reason) = gate.check(&call.name, action, &call.input).await {
-            tracing::info!(tool = %call.name, action, %reason, "tool call refused");
-            return (
-                format!("tool `{}` was not run: {reason}", call.name),
-                true,
-                true,
-            );
-        }
+    if let (Some(action), Some(gate)) = (tool.action(), &ctx.tool_gate)
+        && let ToolDecision::Deny(reason) = gate.check(&call.name, action, &call.input).await
+    {
+        tracing::info!(tool = %call.name, action, %reason, "tool call refused");
+        return (
+            format!("tool `{}` was not run: {reason}", call.name),
+            true,
+            true,
+        );
     }
     match AssertUnwindSafe(tool.call(call.input.clone()))
         .catch_unwind()

@@ -14,15 +14,15 @@ use serde_json::Value;
 /// ```
 pub fn parse_output(text: &str) -> Value {
     let trimmed = text.trim();
-    if looks_like_json(trimmed) {
-        if let Ok(value) = serde_json::from_str(trimmed) {
-            return value;
-        }
+    if looks_like_json(trimmed)
+        && let Ok(value) = serde_json::from_str(trimmed)
+    {
+        return value;
     }
-    if let Some(inner) = fenced_block(trimmed) {
-        if let Ok(value) = serde_json::from_str(inner.trim()) {
-            return value;
-        }
+    if let Some(inner) = fenced_block(trimmed)
+        && let Ok(value) = serde_json::from_str(inner.trim())
+    {
+        return value;
     }
     Value::String(text.to_owned())
 }

@@ -298,7 +298,7 @@ mod tests {
             n: u32,
         }
         let t = FnTool::new("half", "Halve an even number.", |a: Args| async move {
-            if a.n % 2 == 0 {
+            if a.n.is_multiple_of(2) {
                 Ok(json!({"half": a.n / 2}))
             } else {
                 Err(format!("{} is odd", a.n))

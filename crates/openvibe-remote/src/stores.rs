@@ -267,7 +267,12 @@ impl ContextStore for RemoteMemory {
         ctx: &CallerContext,
         context: PlanContext,
     ) -> Result<PlanContext, StoreError> {
-        self.call(ctx, &e::STORE_PLAN_CONTEXT, &[], &context).await
+        // A replace, unless it expects a version (then a second send after
+        // the first was received would conflict).
+        let idempotent = context.expected_version.is_none();
+        self.inner
+            .call(Some(ctx), &e::STORE_PLAN_CONTEXT, &[], &context, idempotent)
+            .await
     }
 
     async fn get_plan_context(

@@ -260,6 +260,15 @@ struct Deal {
     deal: String,
 }
 
+/// Run the signing role's `close` workflow.
+async fn close(role: &Role) {
+    role.get_operator("deals")
+        .unwrap()
+        .run_workflow("close", State::new())
+        .await
+        .unwrap();
+}
+
 fn signing_role(calls: Arc<AtomicUsize>, authority: AuthorityConfig) -> (Role, ScriptedLlm) {
     let c = calls.clone();
     let sign = FnTool::new("sign_contract", "Sign a contract.", move |d: Deal| {
@@ -325,11 +334,7 @@ async fn a_forbidden_action_is_not_executed_and_the_model_is_told() {
         calls.clone(),
         AuthorityConfig::new().forbidden(["sign_contracts"]),
     );
-    role.get_operator("deals")
-        .unwrap()
-        .run_workflow("close", State::new())
-        .await
-        .unwrap();
+    close(&role).await;
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     let (content, is_error) = tool_result(&llm);
     assert!(is_error);
@@ -347,11 +352,7 @@ async fn a_needs_approval_action_is_denied_by_default() {
         calls.clone(),
         AuthorityConfig::new().needs_approval(["sign_contracts"]),
     );
-    role.get_operator("deals")
-        .unwrap()
-        .run_workflow("close", State::new())
-        .await
-        .unwrap();
+    close(&role).await;
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     let (content, is_error) = tool_result(&llm);
     assert!(is_error);
@@ -369,11 +370,7 @@ async fn unlisted_actions_need_approval_too() {
         calls.clone(),
         AuthorityConfig::new().autonomous(["qualify_lead"]),
     );
-    role.get_operator("deals")
-        .unwrap()
-        .run_workflow("close", State::new())
-        .await
-        .unwrap();
+    close(&role).await;
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     assert!(tool_result(&llm).1);
 }
@@ -408,11 +405,7 @@ async fn an_approved_action_runs_and_the_approver_sees_the_call() {
         }
     }
     let role = role.approver(Shared(hook.clone()));
-    role.get_operator("deals")
-        .unwrap()
-        .run_workflow("close", State::new())
-        .await
-        .unwrap();
+    close(&role).await;
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(tool_result(&llm), ("signed acme".to_string(), false));
     let seen = hook.0.lock().unwrap().clone();
@@ -431,11 +424,7 @@ async fn a_denying_approver_reason_reaches_the_model() {
         AuthorityConfig::new().needs_approval(["sign_contracts"]),
     );
     let role = role.approver(Recording(Mutex::default(), false));
-    role.get_operator("deals")
-        .unwrap()
-        .run_workflow("close", State::new())
-        .await
-        .unwrap();
+    close(&role).await;
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     assert!(tool_result(&llm).0.contains("the CFO said no"));
 }
@@ -454,15 +443,31 @@ async fn autonomous_actions_and_roles_without_authority_run_tools() {
                 .operator(role.operators()[0].clone())
                 .with_llm(Arc::new(llm.clone())),
         };
-        role.get_operator("deals")
-            .unwrap()
-            .run_workflow("close", State::new())
-            .await
-            .unwrap();
+        close(&role).await;
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert_eq!(tool_result(&llm), ("signed acme".to_string(), false));
     }
-    let _ = ApproveAll;
+}
+
+#[tokio::test]
+async fn approve_all_runs_what_needs_approval_and_the_default_approver_denies_it() {
+    // The approver given: `ApproveAll` lets the action run.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let needs = || AuthorityConfig::new().needs_approval(["sign_contracts"]);
+    let (role, llm) = signing_role(calls.clone(), needs());
+    let role = role.approver(ApproveAll);
+    close(&role).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(tool_result(&llm), ("signed acme".to_string(), false));
+    // No approver given: the default denies, the tool never runs, and the
+    // model is told why.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (role, llm) = signing_role(calls.clone(), needs());
+    close(&role).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let (text, is_error) = tool_result(&llm);
+    assert!(is_error, "{text}");
+    assert!(text.contains("no approver is configured"), "{text}");
 }
 
 // ---------- RoleRuntime ----------

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
-use openvibe_api::{CALLER_HEADER, Caller, ErrorBody, ErrorCode};
-use openvibe_governance::{Governance, Resolved};
+use openvibe_api::{CALLER_HEADER, Caller, ErrorBody, ErrorCode, PROJECT_HEADER};
+use openvibe_governance::{Governance, Projects, Resolved};
 use openvibe_protocols::{CallerContext, Principal};
 
 use crate::error::Failure;
@@ -39,12 +39,24 @@ impl Access {
         }
     }
 
-    /// The caller context of a request with these headers.
+    /// The caller context of a request with these headers (the caller's
+    /// stated project kept only where its key's projects allow it).
     pub fn authenticate(
         &self,
         authorization: Option<&str>,
         caller: Option<&str>,
     ) -> Result<CallerContext, Failure> {
+        self.identify(authorization, caller).map(|(ctx, _)| ctx)
+    }
+
+    /// The caller of a request, and the projects it may name: the key's
+    /// (`projects` in the governance file); any for a trusted key and in
+    /// development mode. A project a stated caller names is checked here.
+    pub fn identify(
+        &self,
+        authorization: Option<&str>,
+        caller: Option<&str>,
+    ) -> Result<(CallerContext, Projects), Failure> {
         let stated = caller
             .map(|value| {
                 Caller::from_header(value).map_err(|e| {
@@ -56,10 +68,13 @@ impl Access {
             })
             .transpose()?;
         match self {
-            Self::Open { tenant } => Ok(match stated {
-                Some(caller) => caller.into_context(),
-                None => CallerContext::new(tenant.clone(), Principal::user("anonymous")),
-            }),
+            Self::Open { tenant } => Ok((
+                match stated {
+                    Some(caller) => caller.into_context(),
+                    None => CallerContext::new(tenant.clone(), Principal::user("anonymous")),
+                },
+                Projects::All,
+            )),
             Self::Governed(governance) => {
                 let key = bearer(authorization).ok_or_else(|| {
                     Failure::new(
@@ -71,24 +86,33 @@ impl Access {
                     .api_key(key)
                     .ok_or_else(|| Failure::new(ErrorCode::Unauthenticated, "unknown API key"))?;
                 match stated {
-                    None => Ok(governance.key_context(api_key)),
+                    None => Ok((governance.key_context(api_key), api_key.projects.clone())),
                     Some(caller) if api_key.trusted => {
                         let fill = caller.grants.is_none();
                         let ctx = caller.into_context();
-                        Ok(if fill {
-                            let who = Resolved::new(ctx.principal().clone());
-                            let grants = governance.grants_for(&who);
-                            ctx.with_grants(grants)
-                        } else {
-                            ctx
-                        })
+                        Ok((
+                            if fill {
+                                let who = Resolved::new(ctx.principal().clone());
+                                let grants = governance.grants_for(&who);
+                                ctx.with_grants(grants)
+                            } else {
+                                ctx
+                            },
+                            Projects::All,
+                        ))
                     }
                     Some(caller) => {
                         let own = governance.key_context(api_key);
                         if caller.principal == *own.principal()
                             && caller.tenant_id == own.tenant_id()
                         {
-                            Ok(own)
+                            // Its own identity; the project it names must
+                            // be one its key may name.
+                            let ctx = api_key
+                                .projects
+                                .apply(own, caller.project_id.as_deref())
+                                .map_err(Failure::from)?;
+                            Ok((ctx, api_key.projects.clone()))
                         } else {
                             let mut body = ErrorBody::new(
                                 ErrorCode::Forbidden,
@@ -128,12 +152,16 @@ fn bearer(authorization: Option<&str>) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty()).then_some(key)
 }
 
-/// The caller of a request with `headers` (its API key and caller header);
-/// a header that is not ASCII is a 400.
+/// The caller of a request with `headers`; a header that is not ASCII is a
+/// 400.
 impl Access {
-    /// The caller of a request with `headers`: the one authentication path
-    /// of every edge (HTTP routes and MCP tools).
-    pub(crate) fn caller_of(&self, headers: &HeaderMap) -> Result<CallerContext, Failure> {
+    /// The caller of a request with `headers` (the API key, the caller
+    /// header, the project header), and the projects it may name: the one
+    /// authentication path of every edge (HTTP routes and MCP tools).
+    pub(crate) fn caller_of(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(CallerContext, Projects), Failure> {
         let header = |name: &str| {
             headers
                 .get(name)
@@ -147,6 +175,11 @@ impl Access {
                 })
                 .transpose()
         };
-        self.authenticate(header(AUTHORIZATION.as_str())?, header(CALLER_HEADER)?)
+        let (ctx, projects) =
+            self.identify(header(AUTHORIZATION.as_str())?, header(CALLER_HEADER)?)?;
+        let ctx = projects
+            .apply(ctx, header(PROJECT_HEADER)?)
+            .map_err(Failure::from)?;
+        Ok((ctx, projects))
     }
 }

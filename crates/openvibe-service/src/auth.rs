@@ -9,6 +9,12 @@ use openvibe_protocols::CallerContext;
 use crate::error::Failure;
 use crate::state::AppState;
 
+/// The operation a route serves (its row of the endpoint table), put in the
+/// request's extensions by the router: the caller's tool in the audit trail
+/// is `http:<operation id>`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OperationId(pub(crate) &'static str);
+
 /// The caller of a request.
 #[derive(Debug, Clone)]
 pub struct Ctx(pub CallerContext);
@@ -20,7 +26,12 @@ impl FromRequestParts<AppState> for Ctx {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let ctx = state.access.caller_of(&parts.headers)?;
+        let (ctx, _) = state.access.caller_of(&parts.headers)?;
+        // The route names the tool, unless a trusted runtime already did.
+        let ctx = match parts.extensions.get::<OperationId>() {
+            Some(OperationId(id)) if ctx.tool().is_none() => ctx.with_tool(format!("http:{id}")),
+            _ => ctx,
+        };
         record_caller(&ctx);
         Ok(Self(ctx))
     }
@@ -34,7 +45,8 @@ fn record_caller(ctx: &CallerContext) {
 }
 
 /// Authenticate a request to the MCP endpoint as any other, and hand the
-/// caller to the tools in the request's extensions.
+/// caller (and the projects it may name) to the tools in the request's
+/// extensions.
 pub(crate) async fn mcp_caller(
     axum::extract::State(state): axum::extract::State<AppState>,
     mut req: axum::extract::Request,
@@ -42,9 +54,10 @@ pub(crate) async fn mcp_caller(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     match state.access.caller_of(req.headers()) {
-        Ok(ctx) => {
+        Ok((ctx, projects)) => {
             record_caller(&ctx);
             req.extensions_mut().insert(ctx);
+            req.extensions_mut().insert(projects);
             next.run(req).await
         }
         Err(failure) => failure.into_response(),

@@ -29,6 +29,7 @@
 
 mod access;
 mod auth;
+mod edges;
 mod error;
 mod extract;
 pub mod mcp;

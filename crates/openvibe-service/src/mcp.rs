@@ -9,9 +9,10 @@
 //! | tool | mirrors | what it does |
 //! |---|---|---|
 //! | `saveMemory` | [`POST /v1/memory/facts`](openvibe_api::endpoints::STORE_FACT) | store a fact in a namespace (`scope`); its owner (the seed's *creator*) and `source` are set by the server from the caller, whatever the arguments say |
-//! | `searchMemory` | [`POST /v1/memory/facts/query`](openvibe_api::endpoints::QUERY_FACTS) | text search over the facts the caller may read, in the namespaces it names or its recall namespaces (audited as a search) |
+//! | `searchMemory` | [`POST /v1/memory/search`](openvibe_api::endpoints::SEARCH_MEMORY) | text search over the facts the caller may read, in the namespaces it names or its recall namespaces, one per lineage (audited as a search) |
 //! | `getMemoryStats` | [`POST /v1/memory/facts/query`](openvibe_api::endpoints::QUERY_FACTS) | how many facts the caller can see, per namespace |
 //! | `deleteExpiredMemories` | [`POST /v1/memory/expired/delete`](openvibe_api::endpoints::DELETE_EXPIRED), batch after batch | delete expired records where the caller may clean up (the seed's restricted caller, which manages no namespace, is refused; see `openvibe_protocols::cleanup_scope`) |
+//! | `promoteMemory` | [`POST /v1/memory/promote`](openvibe_api::endpoints::PROMOTE) | copy (or move) a fact or insight the caller may read into a scope it may write to (`shared` by default), with lineage; refused without those rights, audited |
 //! | `setPlanState` | [`PUT /v1/memory/working/{plan_id}/{key}`](openvibe_api::endpoints::SET_PLAN_STATE) | one key of plan-scoped working memory, with optimistic locking (`expect_version`) |
 //! | `getPlanState` | [`GET /v1/memory/working/{plan_id}/{key}`](openvibe_api::endpoints::GET_PLAN_STATE) | one key of plan-scoped working memory (a missing key reads as `null`) |
 //! | `appendPlanState` | [`POST /v1/memory/atomic/append`](openvibe_api::endpoints::ATOMIC_APPEND) | append to a list of plan-scoped working memory, atomically |
@@ -22,6 +23,8 @@
 use std::sync::Arc;
 
 use openvibe_api::ErrorBody;
+use openvibe_governance::Projects;
+use openvibe_protocols::promotion::{PromoteMode, Promotion};
 use openvibe_protocols::{CallerContext, Expect, Fact, FactQuery, StoreError, Stores};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -37,8 +40,9 @@ pub const STATS_LIMIT: usize = 10_000;
 /// Where a tool call's caller comes from.
 #[derive(Clone)]
 enum Caller {
-    /// Fixed for the whole connection (stdio: the key given at start).
-    Fixed(Arc<CallerContext>),
+    /// Fixed for the whole connection (stdio: the key given at start), with
+    /// the projects it may name.
+    Fixed(Arc<CallerContext>, Projects),
     /// Per HTTP request: set by the service's authentication in the
     /// request's extensions.
     PerRequest,
@@ -84,6 +88,10 @@ pub struct SaveMemory {
     /// make it sooner); kept until deleted when absent.
     #[serde(default)]
     pub ttl_seconds: Option<u64>,
+    /// Free annotations (`agent`, `tool_name`, `notes`, …): a JSON object
+    /// of at most 64 KiB.
+    #[serde(default)]
+    pub metadata: serde_json::Map<String, Value>,
 }
 
 /// `deleteExpiredMemories`' arguments.
@@ -118,6 +126,29 @@ pub struct SearchMemory {
     /// At most this many results (10 by default).
     #[serde(default)]
     pub top_k: Option<usize>,
+}
+
+/// `promoteMemory`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PromoteMemory {
+    /// The memory (a fact's id, or an insight's with `kind: insight`).
+    pub id: String,
+    /// `fact` (default) or `insight`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The scope it goes to (`shared` by default).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Move it instead of copying it (the original is deleted).
+    #[serde(default, rename = "move")]
+    pub moving: bool,
+    /// Why (kept in the audit trail).
+    #[serde(default)]
+    pub note: Option<String>,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
 }
 
 /// `getMemoryStats`'s arguments.
@@ -167,13 +198,25 @@ pub struct AppendPlanState {
 }
 
 impl MemoryTools {
-    /// Tools whose every call acts as `caller` (stdio).
+    /// Tools whose every call acts as `caller` (stdio), which may name any
+    /// project (the caller is the code's; see [`MemoryTools::with_projects`]).
     pub fn for_caller(stores: Stores, caller: CallerContext) -> Self {
         Self {
             stores,
-            caller: Caller::Fixed(Arc::new(caller)),
+            caller: Caller::Fixed(Arc::new(caller), Projects::All),
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// The projects the fixed caller's tool calls may name: its API key's
+    /// (`projects` in the governance file). Per-request tools get them from
+    /// each request's authentication.
+    #[must_use]
+    pub fn with_projects(mut self, projects: Projects) -> Self {
+        if let Caller::Fixed(caller, _) = self.caller {
+            self.caller = Caller::Fixed(caller, projects);
+        }
+        self
     }
 
     /// Tools whose caller comes from each HTTP request (the service's
@@ -186,29 +229,69 @@ impl MemoryTools {
         }
     }
 
+    /// Every tool: its name and description, in the order the server lists
+    /// them (what `openvibe mcp --help` prints).
+    pub fn tools() -> Vec<(String, String)> {
+        let mut tools: Vec<(String, String)> = Self::tool_router()
+            .list_all()
+            .into_iter()
+            .map(|t| {
+                (
+                    t.name.to_string(),
+                    t.description.map(|d| d.to_string()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        tools.sort();
+        tools
+    }
+
     /// Who calls `tool`; says so in an info event (tool, tenant,
     /// principal: never the arguments).
     fn caller(
         &self,
         ctx: &RequestContext<RoleServer>,
         tool: &'static str,
-    ) -> Result<CallerContext, ErrorData> {
-        let caller = match &self.caller {
-            Caller::Fixed(c) => c.as_ref().clone(),
-            Caller::PerRequest => ctx
-                .extensions
-                .get::<axum::http::request::Parts>()
-                .and_then(|p| p.extensions.get::<CallerContext>())
-                .cloned()
-                .ok_or_else(|| ErrorData::internal_error("the request carries no caller", None))?,
+    ) -> Result<Who, ErrorData> {
+        let (caller, projects) = match &self.caller {
+            Caller::Fixed(c, projects) => (c.as_ref().clone(), projects.clone()),
+            Caller::PerRequest => {
+                let parts = ctx.extensions.get::<axum::http::request::Parts>();
+                let caller = parts
+                    .and_then(|p| p.extensions.get::<CallerContext>())
+                    .cloned()
+                    .ok_or_else(|| {
+                        ErrorData::internal_error("the request carries no caller", None)
+                    })?;
+                let projects = parts
+                    .and_then(|p| p.extensions.get::<Projects>())
+                    .cloned()
+                    .unwrap_or_default();
+                (caller, projects)
+            }
         };
+        let caller = caller.with_tool(format!("mcp:{tool}"));
         tracing::info!(
             tool,
             tenant = caller.tenant_id(),
             principal = %caller.principal(),
             "mcp tool call"
         );
-        Ok(caller)
+        Ok(Who { caller, projects })
+    }
+}
+
+/// A tool call's caller and the projects it may name.
+struct Who {
+    caller: CallerContext,
+    projects: Projects,
+}
+
+impl Who {
+    /// The caller working in `project` (none: as it is), if its key may
+    /// name it; otherwise the refusal naming the rule.
+    fn in_project(self, project: Option<&str>) -> Result<CallerContext, StoreError> {
+        self.projects.apply(self.caller, project)
     }
 }
 
@@ -234,9 +317,42 @@ fn fact_json(f: &Fact) -> Value {
         "domain": f.domain,
         "tags": f.tags,
         "confidence": f.confidence,
+        "metadata": f.metadata,
         "created_at": f.meta.created_at,
         "expires_at": f.meta.expires_at,
     })
+}
+
+impl MemoryTools {
+    /// `saveMemory`: the fact its arguments describe, written as `who`.
+    async fn save(&self, who: Who, args: SaveMemory) -> Result<Value, StoreError> {
+        let caller = who.in_project(args.project.as_deref())?;
+        let mut fact = Fact::new("", args.content);
+        if let Some(scope) = args.scope {
+            fact = fact.namespace(scope);
+        }
+        fact.entity = args.entity.unwrap_or_default();
+        fact.domain = args.domain.unwrap_or_default();
+        fact.tags = args.tags;
+        fact.metadata = args.metadata;
+        if let Some(ttl) = args.ttl_seconds {
+            let ttl = i64::try_from(ttl)
+                .ok()
+                .and_then(chrono::TimeDelta::try_seconds)
+                .unwrap_or(chrono::TimeDelta::MAX);
+            fact.meta.expires_at = Some(
+                chrono::Utc::now()
+                    .checked_add_signed(ttl)
+                    .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC),
+            );
+        }
+        // The seed's `source`: who wrote it, never the caller's choice: the
+        // key's (stamped by the store), or `mcp:<principal>` for a caller
+        // without one (development mode).
+        fact.meta.source = format!("mcp:{}", caller.principal());
+        let stored = self.stores.facts.store(&caller, fact).await?;
+        Ok(fact_json(&stored))
+    }
 }
 
 #[tool_router]
@@ -251,52 +367,34 @@ impl MemoryTools {
         Parameters(args): Parameters<SaveMemory>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx, "saveMemory")?, args.project);
-        let mut fact = Fact::new("", args.content);
-        if let Some(scope) = args.scope {
-            fact = fact.namespace(scope);
-        }
-        fact.entity = args.entity.unwrap_or_default();
-        fact.domain = args.domain.unwrap_or_default();
-        fact.tags = args.tags;
-        if let Some(ttl) = args.ttl_seconds {
-            let ttl = i64::try_from(ttl)
-                .ok()
-                .and_then(chrono::TimeDelta::try_seconds)
-                .unwrap_or(chrono::TimeDelta::MAX);
-            fact.meta.expires_at = Some(
-                chrono::Utc::now()
-                    .checked_add_signed(ttl)
-                    .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC),
-            );
-        }
-        // The seed's `source`: who wrote it, set here, never by the caller.
-        fact.meta.source = format!("mcp:{}", caller.principal());
-        let stored = self.stores.facts.store(&caller, fact).await;
-        Ok(answer(stored.map(|f| fact_json(&f))))
+        let who = self.caller(&ctx, "saveMemory")?;
+        Ok(answer(self.save(who, args).await))
     }
 
-    /// Mirrors [`QUERY_FACTS`](openvibe_api::endpoints::QUERY_FACTS).
+    /// Mirrors [`SEARCH_MEMORY`](openvibe_api::endpoints::SEARCH_MEMORY).
     #[tool(
         name = "searchMemory",
-        description = "Search the memories you may read for words (all must appear), in the scopes you name or your usual ones."
+        description = "Search the memories you may read for words (all must appear), in the scopes you name or your usual ones; a memory and its promoted copies are one result."
     )]
     async fn search_memory(
         &self,
         Parameters(args): Parameters<SearchMemory>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx, "searchMemory")?, args.project);
-        let mut query = FactQuery::default()
-            .text(args.query)
-            .limit(args.top_k.unwrap_or(10));
-        if !args.scopes.is_empty() {
-            query = query.namespaces(args.scopes);
-        }
-        let found = self.stores.facts.query(&caller, &query).await;
-        Ok(answer(found.map(
-            |facts| json!({"memories": facts.iter().map(fact_json).collect::<Vec<_>>()}),
-        )))
+        let who = self.caller(&ctx, "searchMemory")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let request = openvibe_api::dto::SearchMemory {
+                    query: args.query,
+                    scopes: args.scopes,
+                    top_k: args.top_k,
+                };
+                let facts = crate::edges::search(&self.stores, &caller, request).await?;
+                Ok(json!({"memories": facts.iter().map(fact_json).collect::<Vec<_>>()}))
+            }
+            .await,
+        ))
     }
 
     /// Mirrors [`QUERY_FACTS`](openvibe_api::endpoints::QUERY_FACTS), counted per namespace.
@@ -309,20 +407,24 @@ impl MemoryTools {
         Parameters(args): Parameters<MemoryStats>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx, "getMemoryStats")?, args.project);
-        let query = FactQuery::default().limit(STATS_LIMIT);
-        let facts = self.stores.facts.query(&caller, &query).await;
-        Ok(answer(facts.map(|facts| {
-            let mut per_scope = std::collections::BTreeMap::<String, usize>::new();
-            for f in &facts {
-                *per_scope.entry(f.meta.namespace.clone()).or_default() += 1;
+        let who = self.caller(&ctx, "getMemoryStats")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let query = FactQuery::default().limit(STATS_LIMIT);
+                let facts = self.stores.facts.query(&caller, &query).await?;
+                let mut per_scope = std::collections::BTreeMap::<String, usize>::new();
+                for f in &facts {
+                    *per_scope.entry(f.meta.namespace.clone()).or_default() += 1;
+                }
+                Ok(json!({
+                    "total": facts.len(),
+                    "per_scope": per_scope,
+                    "capped": facts.len() >= STATS_LIMIT,
+                }))
             }
-            json!({
-                "total": facts.len(),
-                "per_scope": per_scope,
-                "capped": facts.len() >= STATS_LIMIT,
-            })
-        })))
+            .await,
+        ))
     }
 
     /// Mirrors [`DELETE_EXPIRED`](openvibe_api::endpoints::DELETE_EXPIRED), batch after batch.
@@ -335,24 +437,56 @@ impl MemoryTools {
         Parameters(args): Parameters<DeleteExpiredMemories>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = in_project(self.caller(&ctx, "deleteExpiredMemories")?, args.project);
-        let batch = args.batch.unwrap_or(CLEANUP_BATCH);
-        let mut deleted = 0;
-        let mut batches = 0;
-        let outcome = loop {
-            match self.stores.admin.delete_expired(&caller, batch).await {
-                Ok(n) => {
+        let who = self.caller(&ctx, "deleteExpiredMemories")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let batch = args.batch.unwrap_or(CLEANUP_BATCH);
+                let (mut deleted, mut batches) = (0, 0);
+                loop {
+                    let n = self.stores.admin.delete_expired(&caller, batch).await?;
                     batches += 1;
                     deleted += n;
                     // A short batch: nothing else had expired when it ran.
                     if usize::try_from(n).is_ok_and(|n| n < batch) {
-                        break Ok(json!({"deleted": deleted, "batches": batches}));
+                        return Ok(json!({"deleted": deleted, "batches": batches}));
                     }
                 }
-                Err(e) => break Err(e),
             }
-        };
-        Ok(answer(outcome))
+            .await,
+        ))
+    }
+
+    /// Mirrors [`PROMOTE`](openvibe_api::endpoints::PROMOTE).
+    #[tool(
+        name = "promoteMemory",
+        description = "Promote a memory you may read into a scope you may write to (shared by default): a copy with its lineage, or a move. Refused without those rights; audited."
+    )]
+    async fn promote_memory(
+        &self,
+        Parameters(args): Parameters<PromoteMemory>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "promoteMemory")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let request = openvibe_api::dto::Promote {
+                    kind: args.kind.unwrap_or_else(|| "fact".to_owned()),
+                    id: args.id,
+                    to: args.to.unwrap_or_else(|| Promotion::SHARED.to_owned()),
+                    mode: if args.moving {
+                        PromoteMode::Move
+                    } else {
+                        PromoteMode::Copy
+                    },
+                    note: args.note.unwrap_or_default(),
+                };
+                let promoted = crate::edges::promote(&self.stores, &caller, request).await?;
+                Ok(fact_json(&promoted))
+            }
+            .await,
+        ))
     }
 
     /// Mirrors [`SET_PLAN_STATE`](openvibe_api::endpoints::SET_PLAN_STATE).
@@ -365,7 +499,7 @@ impl MemoryTools {
         Parameters(args): Parameters<SetPlanState>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = self.caller(&ctx, "setPlanState")?;
+        let caller = self.caller(&ctx, "setPlanState")?.caller;
         let expect = match args.expect_version {
             None => Expect::Any,
             Some(0) => Expect::Absent,
@@ -389,7 +523,7 @@ impl MemoryTools {
         Parameters(args): Parameters<PlanKey>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = self.caller(&ctx, "getPlanState")?;
+        let caller = self.caller(&ctx, "getPlanState")?.caller;
         let entry = self
             .stores
             .working
@@ -411,21 +545,13 @@ impl MemoryTools {
         Parameters(args): Parameters<AppendPlanState>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = self.caller(&ctx, "appendPlanState")?;
+        let caller = self.caller(&ctx, "appendPlanState")?.caller;
         let done = self
             .stores
             .working
             .append_state(&caller, &args.plan_id, &args.key, args.value)
             .await;
         Ok(answer(done.map(|()| json!({"appended": true}))))
-    }
-}
-
-/// `caller` working in `project` (when one is named).
-fn in_project(caller: CallerContext, project: Option<String>) -> CallerContext {
-    match project {
-        Some(p) if !p.is_empty() => caller.with_project(p),
-        _ => caller,
     }
 }
 
@@ -470,12 +596,17 @@ pub(crate) fn streamable_http(
     )
 }
 
-/// Serve the memory tools on stdin/stdout as `caller` until the client
-/// closes the connection. Nothing but the protocol is written to stdout.
-pub async fn serve_stdio(stores: Stores, caller: CallerContext) -> Result<(), std::io::Error> {
+/// Serve the memory tools on stdin/stdout as `caller` (naming only
+/// `projects`) until the client closes the connection. Nothing but the protocol is written to stdout.
+pub async fn serve_stdio(
+    stores: Stores,
+    caller: CallerContext,
+    projects: Projects,
+) -> Result<(), std::io::Error> {
     use rmcp::ServiceExt;
     tracing::info!(principal = %caller.principal(), tenant = caller.tenant_id(), "MCP server on stdio");
     let running = MemoryTools::for_caller(stores, caller)
+        .with_projects(projects)
         .serve(rmcp::transport::stdio())
         .await
         .map_err(std::io::Error::other)?;

@@ -19,6 +19,12 @@ fn operation(op: &Operation, generator: &mut SchemaGenerator) -> Value {
     if let Some(query) = op.query {
         parameters.extend(query_params(query(generator), generator));
     }
+    if !op.public {
+        parameters.extend([
+            json!({"$ref": "#/components/parameters/Project"}),
+            json!({"$ref": "#/components/parameters/Caller"}),
+        ]);
+    }
     let tag = op
         .path
         .trim_start_matches("/v1/memory/")
@@ -143,6 +149,26 @@ pub fn openapi_document() -> Value {
         "components": {
             "schemas": generator.take_definitions(true),
             "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
+            "parameters": {
+                "Project": {
+                    "name": openvibe_api::PROJECT_HEADER,
+                    "in": "header",
+                    "required": false,
+                    "description": "The project the request works in: one the API key's `projects` \
+                                    grant (any for a trusted key), else 403. None: no project.",
+                    "schema": {"type": "string"},
+                },
+                "Caller": {
+                    "name": openvibe_api::CALLER_HEADER,
+                    "in": "header",
+                    "required": false,
+                    "description": "The caller a trusted runtime's key acts for (JSON: tenant, \
+                                    principal, project, clearance, grants, source, tool). An \
+                                    ordinary key may state only its own identity (to name a \
+                                    project); any other is 403.",
+                    "schema": {"type": "string"},
+                },
+            },
         },
         "security": [{"apiKey": []}],
     })

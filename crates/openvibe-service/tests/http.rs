@@ -343,6 +343,61 @@ async fn a_record_body_needs_only_what_the_caller_knows() {
     );
 }
 
+/// Seed 002's `test_delete_plan_state`: a deleted key reads as a 404 over
+/// HTTP (the remote client turns that 404 into `None`), and deleting the
+/// plan's state counts the keys that went.
+async fn deleted_plan_state_reads_as_not_found(stores: Stores) {
+    let url = support::spawn(Service::new(stores, Access::open("acme"))).await;
+    let (status, _, plan) = send(
+        reqwest::Method::POST,
+        &format!("{url}/v1/memory/plans"),
+        None,
+        Some(json!({"goal_event": "research.goal"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{plan}");
+    let plan = plan["id"].as_str().unwrap().to_owned();
+    let key_url = format!("{url}/v1/memory/working/{plan}/data");
+    for (key, value) in [("data", json!({"test": "value"})), ("other", json!(2))] {
+        let (status, _, body) = send(
+            reqwest::Method::PUT,
+            &format!("{url}/v1/memory/working/{plan}/{key}"),
+            None,
+            Some(json!({ "value": value })),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, _, body) = send(reqwest::Method::DELETE, &key_url, None, None).await;
+    assert_eq!((status, &body), (200, &json!({"deleted": true})));
+    let (status, _, body) = send(reqwest::Method::GET, &key_url, None, None).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(code(&body), ErrorCode::NotFound);
+    let (status, _, body) = send(reqwest::Method::DELETE, &key_url, None, None).await;
+    assert_eq!((status, &body), (200, &json!({"deleted": false})));
+    let (status, _, body) = send(
+        reqwest::Method::DELETE,
+        &format!("{url}/v1/memory/working/{plan}"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!((status, &body), (200, &json!({"deleted_count": 1})));
+}
+
+#[tokio::test]
+async fn a_deleted_plan_state_key_is_a_404_in_memory() {
+    deleted_plan_state_reads_as_not_found(openvibe_memory::in_memory_stores()).await;
+}
+
+#[tokio::test]
+async fn a_deleted_plan_state_key_is_a_404_on_postgres() {
+    let Some(_) = common::database_url() else {
+        return;
+    };
+    deleted_plan_state_reads_as_not_found(common::fresh_stores().await.stores()).await;
+}
+
 #[tokio::test]
 async fn a_saturated_service_says_so_and_slow_requests_end() {
     let stores = openvibe_memory::in_memory_stores();

@@ -90,7 +90,8 @@ async fn mcp_tools_follow_the_seed_rules() {
     assert_ne!(saved.is_error, Some(true), "{saved:?}");
     let memory = structured(&saved);
     assert_eq!(memory["creator"], "service:cursor-ide");
-    assert_eq!(memory["source"], "mcp:service:cursor-ide");
+    // Seed 003's source of Cursor's writes: the key's, never the caller's.
+    assert_eq!(memory["source"], "cursor-ide");
     assert_eq!(memory["scope"], "global");
     // L saves into l-private.
     let saved = call(

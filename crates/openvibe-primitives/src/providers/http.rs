@@ -368,10 +368,10 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .and_then(|v: &HeaderValue| v.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if let Some(wait) = non_negative_secs(ms / 1000.0) {
-            return Some(wait);
-        }
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && let Some(wait) = non_negative_secs(ms / 1000.0)
+    {
+        return Some(wait);
     }
     let value = text("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {

@@ -118,10 +118,10 @@ impl LlmProvider for ScriptedLlm {
             }
             return next;
         }
-        if inner.repeat_last {
-            if let Some(last) = inner.last.clone() {
-                return last;
-            }
+        if inner.repeat_last
+            && let Some(last) = inner.last.clone()
+        {
+            return last;
         }
         Err(LlmError::Other(format!(
             "ScriptedLlm has no response left for call #{} (model {}); queue more responses",

@@ -113,6 +113,14 @@ pub struct AuditEntry {
     pub status: AuditStatus,
     /// Why it was refused.
     pub reason: Option<String>,
+    /// Where the written record came from (its `source`; seed 003's audit
+    /// detail), for a record change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The tool or route the call came through (`mcp:saveMemory`,
+    /// `http:storeFact`; [`CallerContext::tool`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 impl AuditEntry {
@@ -133,6 +141,8 @@ impl AuditEntry {
             top_k: None,
             status: AuditStatus::Ok,
             reason: None,
+            source: None,
+            tool: ctx.tool().map(str::to_owned),
         }
     }
 
@@ -174,6 +184,7 @@ impl AuditEntry {
             namespace: Some(meta.namespace.clone()),
             project_id: meta.project_id.clone(),
             record_id: Some(id.to_owned()),
+            source: Some(meta.source.clone()).filter(|s| !s.is_empty()),
             ..Self::new(ctx, operation, kind)
         }
     }

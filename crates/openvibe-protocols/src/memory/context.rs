@@ -204,6 +204,11 @@ pub struct CallerContext {
     privileged: bool,
     /// Namespace grants (`None`: ungoverned).
     grants: Option<Arc<Grants>>,
+    /// The `source` every record this caller writes carries (`None`: the
+    /// record's own).
+    source: Option<String>,
+    /// The tool or route the call came through, for the audit trail.
+    tool: Option<String>,
 }
 
 impl CallerContext {
@@ -216,6 +221,8 @@ impl CallerContext {
             project_id: None,
             privileged: false,
             grants: None,
+            source: None,
+            tool: None,
         }
     }
 
@@ -295,6 +302,45 @@ impl CallerContext {
     pub fn with_grants(mut self, grants: Grants) -> Self {
         self.grants = Some(Arc::new(grants));
         self
+    }
+
+    /// Stamp `source` on every record this caller writes, whatever the
+    /// record says: what a service does for a caller authenticated by an API
+    /// key (seed 003: "creator and source are enforced server-side based on
+    /// caller identity"). Every backend applies it inside the store
+    /// ([`CallerContext::stamp`]).
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The source this caller's writes are stamped with, when one is set
+    /// ([`CallerContext::with_source`]).
+    pub fn source(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    /// Name the tool or route this call came through (`mcp:saveMemory`,
+    /// `http:storeFact`): the audit trail records it with each entry.
+    #[must_use]
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    /// The tool or route this call came through, when named.
+    pub fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
+    }
+
+    /// Put this caller's stamped source (when one is set) on a record about
+    /// to be written: every backend calls it on every write, so a caller
+    /// with a stamped source cannot write another.
+    pub fn stamp(&self, meta: &mut RecordMeta) {
+        if let Some(source) = &self.source {
+            meta.source.clone_from(source);
+        }
     }
 
     /// The caller's namespace grants (`None`: ungoverned, every namespace open).

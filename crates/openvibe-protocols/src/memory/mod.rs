@@ -70,10 +70,10 @@ pub use store::{
 };
 pub use validate::{
     MAX_BATCH_LEN, MAX_CONTENT_LEN, MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_LABEL_LEN,
-    MAX_RECORD_ID_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN, at_index, check_batch, check_caller,
-    check_content, check_importance, check_json, check_label, check_meta, check_opt_label,
-    check_tags, check_text, check_unit, json_object, record_terms, validate_episode, validate_fact,
-    validate_insight, validate_raw_call, validate_record_id,
+    MAX_METADATA_BYTES, MAX_RECORD_ID_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN, at_index, check_batch,
+    check_caller, check_content, check_importance, check_json, check_label, check_meta,
+    check_metadata, check_opt_label, check_tags, check_text, check_unit, json_object, record_terms,
+    validate_episode, validate_fact, validate_insight, validate_raw_call, validate_record_id,
 };
 pub use vectors::{
     EMBEDDED_KINDS, EmbeddingText, KindVectors, MAX_VECTOR_IDS, PendingText, RecordVector,

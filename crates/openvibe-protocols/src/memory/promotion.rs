@@ -40,7 +40,19 @@ pub struct Promotion {
     pub mode: PromoteMode,
     /// Why (kept in the audit entry).
     pub note: String,
+    /// An automatic promotion (seed 004): the copy is tagged
+    /// [`AUTO_PROMOTED_TAGS`] and its source is [`AUTO_PROMOTE_SOURCE`].
+    /// Set in code ([`Promotion::automatic`]), never by a request.
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub automatic: bool,
 }
+
+/// The tags an automatically promoted copy carries, beside its own.
+pub const AUTO_PROMOTED_TAGS: [&str; 2] = ["shared", "promoted:auto"];
+
+/// The source of an automatically promoted copy.
+pub const AUTO_PROMOTE_SOURCE: &str = "auto-promote";
 
 impl Promotion {
     /// The shared namespace's default name.
@@ -57,6 +69,17 @@ impl Promotion {
             to: namespace.into(),
             mode: PromoteMode::Copy,
             note: String::new(),
+            automatic: false,
+        }
+    }
+
+    /// The automatic promotion of [`AutoPromote`] to `namespace`: tagged
+    /// and sourced as such (seed 004: `shared`, `promoted:auto`,
+    /// `source: auto-promote`).
+    pub fn automatic(namespace: impl Into<String>) -> Self {
+        Self {
+            automatic: true,
+            ..Self::to(namespace).note("automatic promotion")
         }
     }
 
@@ -154,6 +177,80 @@ impl AutoPromote {
     }
 }
 
+/// The lineage of a fact: the record it was promoted from (`("fact",
+/// id)` or `("insight", id)`, read from a copy's `external_id`), or the
+/// fact itself when it is no promoted copy.
+pub fn lineage(fact: &Fact) -> (&str, &str) {
+    fact.external_id
+        .as_deref()
+        .and_then(|e| e.split_once(':'))
+        .filter(|(kind, id)| matches!(*kind, "fact" | "insight") && !id.is_empty())
+        .unwrap_or(("fact", fact.id.as_str()))
+}
+
+/// `records` with one per lineage (a record and its promoted copies, seed
+/// 004's "merge + dedupe by canonical id"), as `ctx` recalls them: the one
+/// in `ctx`'s home namespace wins, else the original, else the first; each
+/// kept where the first of its lineage stood. `fact` finds the fact in a
+/// record (a scored hit, say).
+///
+/// ```
+/// use openvibe_protocols::promotion::one_per_lineage;
+/// use openvibe_protocols::{CallerContext, Fact};
+/// let own = Fact::new("f1", "use tabs").namespace("ann");
+/// let copy = Fact::new("f1@shared", "use tabs").namespace("shared").external_id("fact:f1");
+/// let other = Fact::new("f2", "use rust").namespace("shared");
+/// let ann = CallerContext::user("ann");
+/// let kept = one_per_lineage(&ann, vec![copy, other, own], |f| f);
+/// let ids: Vec<&str> = kept.iter().map(|f| f.id.as_str()).collect();
+/// assert_eq!(ids, ["f1", "f2"]);
+/// ```
+pub fn one_per_lineage<T>(
+    ctx: &CallerContext,
+    records: Vec<T>,
+    fact: impl Fn(&T) -> &Fact,
+) -> Vec<T> {
+    let home = ctx
+        .grants()
+        .map_or(ctx.principal().id.as_str(), |g| g.home());
+    // Lower is more specific: the caller's home, then the original.
+    let rank = |f: &Fact| {
+        let original = lineage(f) == ("fact", f.id.as_str());
+        (f.meta.namespace != home, !original)
+    };
+    let mut best: Vec<(usize, (bool, bool))> = Vec::new();
+    let mut slots: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let f = fact(r);
+        let (kind, id) = lineage(f);
+        let key = (kind.to_owned(), id.to_owned());
+        match slots.get(&key) {
+            Some(&slot) => {
+                if rank(f) < best[slot].1 {
+                    best[slot] = (i, rank(f));
+                }
+            }
+            None => {
+                slots.insert(key, best.len());
+                best.push((i, rank(f)));
+            }
+        }
+    }
+    let keep: std::collections::HashMap<usize, usize> = best
+        .iter()
+        .enumerate()
+        .map(|(order, (index, _))| (*index, order))
+        .collect();
+    let mut kept: Vec<(usize, T)> = records
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| keep.get(&i).map(|&order| (order, r)))
+        .collect();
+    kept.sort_by_key(|(order, _)| *order);
+    kept.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The error of a source the caller cannot read.
 fn missing(kind: &'static str, id: &str) -> StoreError {
     StoreError::NotFound {
@@ -188,6 +285,7 @@ pub async fn promote_fact(
         supersedes: None,
         external_id: None,
         content_hash: None,
+        metadata: source.metadata.clone(),
     };
     let promoted = write_copy(facts, audit, ctx, "fact", &source.meta, id, copy, promotion).await?;
     if promotion.mode == PromoteMode::Move {
@@ -248,6 +346,15 @@ async fn write_copy(
     mut copy: Fact,
     promotion: &Promotion,
 ) -> Result<Fact, StoreError> {
+    // An automatic copy's source is the promotion's, even for a caller whose
+    // writes are stamped with its own.
+    let automatic;
+    let ctx = if promotion.automatic {
+        automatic = ctx.clone().with_source(AUTO_PROMOTE_SOURCE);
+        &automatic
+    } else {
+        ctx
+    };
     if promotion.to.is_empty() || promotion.to == meta.namespace {
         return Err(StoreError::invalid(
             "to",
@@ -264,6 +371,14 @@ async fn write_copy(
     copy.id = promoted_id(kind, id, &promotion.to);
     copy.meta.namespace.clone_from(&promotion.to);
     copy.external_id = Some(format!("{kind}:{id}"));
+    if promotion.automatic {
+        for tag in AUTO_PROMOTED_TAGS {
+            if !copy.tags.iter().any(|t| t == tag) {
+                copy.tags.push(tag.to_owned());
+            }
+        }
+        AUTO_PROMOTE_SOURCE.clone_into(&mut copy.meta.source);
+    }
     let hash = content_hash(&copy.content);
     let existing = facts.get(ctx, &copy.id).await?;
     let promoted = match existing {

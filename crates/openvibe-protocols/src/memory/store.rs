@@ -24,7 +24,8 @@ use async_trait::async_trait;
 
 use super::{
     AuditLog, CallerContext, EmbeddingText, Episode, EpisodeQuery, Fact, FactQuery, Governed,
-    Insight, InsightQuery, KnowledgeStore, RawLogStore, RecordQuery, StoreError, WorkingStore,
+    Insight, InsightQuery, KnowledgeStore, RawLogStore, RecordMeta, RecordQuery, StoreError,
+    WorkingStore,
 };
 
 /// A record kind kept by a [`RecordStore`]: [`Fact`], [`Episode`] and
@@ -33,6 +34,9 @@ use super::{
 pub trait StoredRecord: Governed + EmbeddingText + Clone + Send + Sync + 'static {
     /// What [`RecordStore::query`] takes for this kind.
     type Query: RecordQuery;
+    /// The record's governance metadata, to change before a write (a
+    /// backend stamps the caller's source on it: [`CallerContext::stamp`]).
+    fn meta_mut(&mut self) -> &mut RecordMeta;
     /// This kind's store in a set of stores ([`Stores::records`]).
     fn store_in(stores: &Stores) -> &dyn RecordStore<Self>;
 }
@@ -47,18 +51,27 @@ pub trait RevisableRecord: StoredRecord {
 
 impl StoredRecord for Fact {
     type Query = FactQuery;
+    fn meta_mut(&mut self) -> &mut RecordMeta {
+        &mut self.meta
+    }
     fn store_in(stores: &Stores) -> &dyn RecordStore<Self> {
         &*stores.facts
     }
 }
 impl StoredRecord for Episode {
     type Query = EpisodeQuery;
+    fn meta_mut(&mut self) -> &mut RecordMeta {
+        &mut self.meta
+    }
     fn store_in(stores: &Stores) -> &dyn RecordStore<Self> {
         &*stores.episodes
     }
 }
 impl StoredRecord for Insight {
     type Query = InsightQuery;
+    fn meta_mut(&mut self) -> &mut RecordMeta {
+        &mut self.meta
+    }
     fn store_in(stores: &Stores) -> &dyn RecordStore<Self> {
         &*stores.insights
     }

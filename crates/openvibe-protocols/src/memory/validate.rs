@@ -106,6 +106,29 @@ pub fn check_tags(field: &str, tags: &[String]) -> Result<(), StoreError> {
     tags.iter().try_for_each(|t| check_label(field, t))
 }
 
+/// The most bytes of a fact's metadata, serialised (64 KiB): it travels
+/// with the fact in every result.
+pub const MAX_METADATA_BYTES: usize = 65_536;
+
+/// A record's metadata: a JSON object within [`MAX_METADATA_BYTES`] and
+/// [`MAX_JSON_DEPTH`], no NUL in any string or key.
+pub fn check_metadata(
+    field: &str,
+    metadata: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), StoreError> {
+    metadata
+        .iter()
+        .try_for_each(|(k, v)| check_text(field, k).and_then(|()| check_json_at(field, v, 1)))?;
+    let size = serde_json::to_vec(metadata).map_or(usize::MAX, |v| v.len());
+    if size > MAX_METADATA_BYTES {
+        return Err(StoreError::invalid(
+            field,
+            format!("{size} bytes of metadata exceed the limit of {MAX_METADATA_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
 /// JSON stored as jsonb: no NUL in any string or key.
 pub fn check_json(field: &str, value: &serde_json::Value) -> Result<(), StoreError> {
     check_json_at(field, value, 0)?;
@@ -241,6 +264,7 @@ pub fn validate_fact(fact: &Fact) -> Result<Vec<String>, StoreError> {
     check_meta(&fact.meta, &fact.entity, &fact.domain, &fact.tags)?;
     check_opt_label("supersedes", fact.supersedes.as_deref())?;
     check_opt_label("external_id", fact.external_id.as_deref())?;
+    check_metadata("metadata", &fact.metadata)?;
     record_terms("content", &fact.content)
 }
 

@@ -336,6 +336,16 @@ pub struct PlanContext {
     pub correlation_ids: Vec<String>,
     /// When it was last saved (set by the store).
     pub updated_at: DateTime<Utc>,
+    /// Its version: 1 when first saved, one more at every save (set by the
+    /// store).
+    #[serde(default)]
+    pub version: u64,
+    /// Save only if the stored context is at this version (`0`: only if
+    /// there is none); otherwise a [`StoreError::Conflict`] and nothing is
+    /// written (optimistic locking). Absent: the save replaces whatever is
+    /// there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
 }
 
 impl PlanContext {
@@ -347,6 +357,36 @@ impl PlanContext {
             context,
             correlation_ids: Vec::new(),
             updated_at: Utc::now(),
+            version: 0,
+            expected_version: None,
+        }
+    }
+
+    /// Save only if the stored context is at `version` (`0`: only if there
+    /// is none).
+    #[must_use]
+    pub fn expecting(mut self, version: u64) -> Self {
+        self.expected_version = Some(version);
+        self
+    }
+
+    /// `Ok` when the stored context, at version `current` (`None`: there is
+    /// none), meets this save's expectation; otherwise the
+    /// [`StoreError::Conflict`] every backend reports.
+    pub fn check_version(&self, current: Option<u64>) -> Result<(), StoreError> {
+        match (self.expected_version, current) {
+            (None, _) | (Some(0), None) => Ok(()),
+            (Some(v), Some(c)) if v == c => Ok(()),
+            (Some(v), current) => Err(StoreError::conflict(format!(
+                "the context of plan `{}`: expected {}, found {}",
+                self.plan_id,
+                if v == 0 {
+                    "none".to_owned()
+                } else {
+                    format!("version {v}")
+                },
+                current.map_or("none".to_owned(), |c| format!("version {c}"))
+            ))),
         }
     }
 }

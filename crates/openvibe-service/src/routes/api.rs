@@ -7,6 +7,7 @@ use openvibe_api::endpoints::{Endpoint, Method, Operation, Output};
 use openvibe_protocols::StoreError;
 use schemars::JsonSchema;
 
+use crate::auth::OperationId;
 use crate::state::AppState;
 
 /// A handler's answer: a JSON body or an error response.
@@ -42,6 +43,8 @@ impl Api {
             Method::Put => put(handler),
             Method::Delete => delete(handler),
         };
+        // The caller's tool in the audit trail: `http:<operation id>`.
+        let method = method.layer(axum::Extension(OperationId(endpoint.operation_id)));
         self.router = self.router.route(endpoint.path, method);
         self.ops.push(endpoint.operation());
         self

@@ -6,12 +6,11 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use openvibe_api::dto::{
     DeleteExpired, DeletedCount, EmbedPending, Embedded, Health, MoveNamespace, Moved, Promote,
-    VectorLookup,
+    SearchMemory, VectorLookup,
 };
 use openvibe_api::endpoints as E;
-use openvibe_protocols::promotion::{Promotion, promote_fact, promote_insight};
 use openvibe_protocols::{
-    AuditEntry, AuditQuery, Fact, NamespaceCount, RecordVector, StoreError, VectorStatus,
+    AuditEntry, AuditQuery, Fact, NamespaceCount, RecordVector, VectorStatus,
 };
 
 use super::api::Api;
@@ -34,6 +33,7 @@ pub(super) fn routes(api: Api) -> Api {
         .route(&E::VECTOR_STATUS, vector_status)
         .route(&E::EMBED_PENDING, embed_pending)
         .route(&E::PROMOTE, promote)
+        .route(&E::SEARCH_MEMORY, search)
 }
 
 async fn healthz() -> Json<Health> {
@@ -148,32 +148,13 @@ async fn promote(
     Ctx(ctx): Ctx,
     Body(p): Body<Promote>,
 ) -> Result<Json<Fact>, Failure> {
-    let promotion = Promotion {
-        to: p.to,
-        mode: p.mode,
-        note: p.note,
-    };
-    let audit = Some(s.stores.audit.as_ref());
-    let fact = match p.kind.as_str() {
-        "fact" => promote_fact(s.stores.facts.as_ref(), audit, &ctx, &p.id, &promotion).await?,
-        "insight" => {
-            promote_insight(
-                s.stores.insights.as_ref(),
-                s.stores.facts.as_ref(),
-                audit,
-                &ctx,
-                &p.id,
-                &promotion,
-            )
-            .await?
-        }
-        other => {
-            return Err(StoreError::invalid(
-                "kind",
-                format!("`{other}` cannot be promoted (fact or insight)"),
-            )
-            .into());
-        }
-    };
-    Ok(Json(fact))
+    Ok(Json(crate::edges::promote(&s.stores, &ctx, p).await?))
+}
+
+async fn search(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(q): Body<SearchMemory>,
+) -> Result<Json<Vec<Fact>>, Failure> {
+    Ok(Json(crate::edges::search(&s.stores, &ctx, q).await?))
 }

@@ -51,6 +51,12 @@ pub struct Fact {
     /// [`content_hash`](crate::content_hash) of `content` (store-maintained).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<String>,
+    /// Free provenance (a JSON object, at most
+    /// [`MAX_METADATA_BYTES`](crate::MAX_METADATA_BYTES)): seed 003's
+    /// `agent`, `tool_name` and `notes`, or anything a writer keeps about
+    /// where the fact came from. Written and read with the fact; not searched.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 fn one() -> f64 {
@@ -73,6 +79,7 @@ impl Default for Fact {
             supersedes: None,
             external_id: None,
             content_hash: None,
+            metadata: serde_json::Map::new(),
         }
     }
 }
@@ -119,6 +126,13 @@ impl Fact {
     #[must_use]
     pub fn external_id(mut self, id: impl Into<String>) -> Self {
         self.external_id = Some(id.into());
+        self
+    }
+
+    /// Set one key of the metadata.
+    #[must_use]
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
         self
     }
 
