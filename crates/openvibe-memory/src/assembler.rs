@@ -212,6 +212,11 @@ impl MemoryAssembler {
         self
     }
 
+    /// The agent memory it assembles from.
+    pub fn memory(&self) -> &AgentMemory {
+        &self.memory
+    }
+
     /// The context text for `scope` within `token_budget` tokens.
     pub async fn assemble_context(
         &self,
@@ -380,7 +385,7 @@ impl MemoryAssembler {
     /// `pool` ordered for `query`, at most `limit`: the records hybrid
     /// retrieval ranks (best first, with what found them), then the rest in
     /// pool order. Without a query, the pool's first `limit` as they come.
-    async fn relevant<T: EmbeddingText>(
+    pub(crate) async fn relevant<T: EmbeddingText>(
         &self,
         query: Option<&str>,
         pool: Vec<T>,

@@ -41,6 +41,7 @@ mod access;
 mod agent;
 mod assembler;
 mod error;
+mod evidence;
 mod filesystem;
 mod gateway;
 mod pyramid;
@@ -61,6 +62,7 @@ pub use assembler::{
     Recalled, TokenCounter, approx_tokens, describe_retrievers,
 };
 pub use error::MemoryError;
+pub use evidence::{DECISION_TAG, Evidence, EvidenceQuery};
 pub use filesystem::{
     BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,
 };

@@ -16,8 +16,12 @@
 //! | schedules and triggers | [`ScheduleProvider`] | [`ScheduleError`] |
 //! | text embeddings | [`Embedder`] | [`EmbedError`] |
 //!
+//! Decisions ([`Decision`], [`DecisionEvent`], [`DecisionMatrix`]) are plain
+//! types: a role's decision engine fills them.
+//!
 //! Every trait is `Send + Sync` and meant to be used as `Arc<dyn Trait>`.
 
+mod decision;
 mod embed;
 mod hooks;
 mod llm;
@@ -27,6 +31,11 @@ mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use decision::{
+    Action, ActionTarget, Authority, AuthorityStep, ConfidenceAdjustment, ConfidenceBand,
+    ConfidenceStep, Decision, DecisionEvent, DecisionMatrix, DomainStep, Evidence, EvidenceKind,
+    Impact, ImpactStep, Outcome,
+};
 pub use embed::{CacheStats, CachedEmbedder, EmbedError, Embedder};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
 pub use llm::{

@@ -1,42 +1,13 @@
 //! Authority: what a role may do on its own, with approval, or never —
 //! enforced on tool calls, not only reported.
 
-use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_primitives::{ToolDecision, ToolGate};
+pub use openvibe_protocols::Authority;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// How a role may perform an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Authority {
-    /// On its own.
-    Autonomous,
-    /// Only when an approver says yes.
-    NeedsApproval,
-    /// Never.
-    Forbidden,
-}
-
-impl Authority {
-    /// The snake_case name (`"needs_approval"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Autonomous => "autonomous",
-            Self::NeedsApproval => "needs_approval",
-            Self::Forbidden => "forbidden",
-        }
-    }
-}
-
-impl fmt::Display for Authority {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Which actions a role may take, and how.
 ///

@@ -18,6 +18,14 @@
 //!     operators: [revenue_ops, content_engine]
 //!     authority: { autonomous: [qualify_lead], forbidden: [sign_contracts] }
 //!     clearance: { revenue: confidential, customer: internal }
+//!     domains: [revenue, customer]
+//!     impact_rules:
+//!       rules:
+//!         - { when: 'amount > 10000', impact: high }
+//!         - { when: 'customer.tier == "A"', impact: high }
+//!       default: low
+//!     decision_matrix:                  # optional: the default's cells otherwise
+//!       outcomes: { high: { high: escalate } }
 //! ```
 
 use std::collections::BTreeMap;
@@ -26,10 +34,10 @@ use std::path::{Path, PathBuf};
 use openvibe_memory::ClearanceProfile;
 use openvibe_operators::OperatorRuntime;
 use openvibe_operators::config::parse_yaml;
-use openvibe_protocols::Classification;
+use openvibe_protocols::{Classification, DecisionMatrix};
 use serde::Deserialize;
 
-use crate::{AuthorityConfig, Error, Role, Soul};
+use crate::{AuthorityConfig, Error, ImpactRules, Role, Soul};
 
 /// The roles file of a configuration directory.
 pub const ROLES_FILE: &str = "roles.yaml";
@@ -65,6 +73,16 @@ pub struct RoleDef {
     /// clearance gets agent memory (episodes, insights, the raw log).
     #[serde(default)]
     pub clearance: Option<BTreeMap<String, Classification>>,
+    /// The domains the role owns: events of other domains are escalated.
+    #[serde(default)]
+    pub domains: Vec<String>,
+    /// How much its actions matter (conditions are checked when the file
+    /// is read, with their line, column and the column inside the rule).
+    #[serde(default)]
+    pub impact_rules: Option<ImpactRules>,
+    /// Its confidence × impact matrix, over the default.
+    #[serde(default)]
+    pub decision_matrix: Option<DecisionMatrix>,
 }
 
 impl RoleDef {
@@ -90,6 +108,15 @@ impl RoleDef {
                 |p, (domain, level)| p.with_domain(domain.clone(), *level),
             );
             role = role.clearance(profile);
+        }
+        if !self.domains.is_empty() {
+            role = role.domains(self.domains.clone());
+        }
+        if let Some(rules) = &self.impact_rules {
+            role = role.impact_rules(rules.clone());
+        }
+        if let Some(matrix) = &self.decision_matrix {
+            role = role.decision_matrix(matrix.clone());
         }
         role
     }

@@ -70,6 +70,58 @@ pub enum Error {
     /// A memory operation failed.
     #[error(transparent)]
     Memory(#[from] openvibe_memory::MemoryError),
+    /// An event the decision engine cannot decide on: nothing was decided.
+    #[error("invalid event: `{field}` {message}")]
+    InvalidEvent {
+        /// The field at fault (`domain`, `action.input`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A forbidden action: it never runs.
+    #[error("action `{action}` is forbidden for role `{role}`")]
+    Forbidden {
+        /// The role.
+        role: String,
+        /// The action.
+        action: String,
+    },
+    /// An action that needs approval, run without one.
+    #[error("action `{action}` needs approval for role `{role}` and was not approved")]
+    NotApproved {
+        /// The role.
+        role: String,
+        /// The action.
+        action: String,
+    },
+    /// The role has no action tool of this name.
+    #[error("role `{role}` has no action tool `{tool}` (it has: {})", known.join(", "))]
+    UnknownTool {
+        /// The role.
+        role: String,
+        /// What was asked for.
+        tool: String,
+        /// What it has.
+        known: Vec<String>,
+    },
+    /// An action ran and failed.
+    #[error("action `{action}` of role `{role}` failed: {message}")]
+    Action {
+        /// The role.
+        role: String,
+        /// The action.
+        action: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The confidence assessor failed: nothing was decided.
+    #[error("confidence assessor `{assessor}` failed: {message}")]
+    Assessor {
+        /// Its name.
+        assessor: String,
+        /// What it said.
+        message: String,
+    },
     /// The scheduler refused a trigger.
     #[error("scheduling role `{role}`: {source}")]
     Schedule {

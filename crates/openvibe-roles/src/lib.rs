@@ -12,12 +12,18 @@
 //!   registers the timed triggers (and the [`Reflection`] schedule);
 //!   [`serve`](RoleRuntime::serve) runs their firings in this process until
 //!   told to stop, gracefully.
+//! - [`DecisionEngine`]: what a role does with an event (seed 001, V3):
+//!   domain, authority, confidence from its memory, impact from its
+//!   [`ImpactRules`], then the matrix: act, propose, escalate or refuse
+//!   ([`Role::decide`], [`Role::handle`]; `docs/autonomy.md`).
 
 mod authority;
 pub mod config;
+mod decision;
 mod error;
 mod reflection;
 mod role;
+mod rules;
 mod runtime;
 mod serve;
 mod soul;
@@ -26,12 +32,27 @@ pub use authority::{
     ApprovalDecision, ApprovalHook, ApprovalRequest, ApproveAll, Authority, AuthorityConfig,
     DenyAll,
 };
+pub use decision::{
+    ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,
+    EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, decision_id, failed,
+};
 pub use error::Error;
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
-pub use role::{DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Role, RoleAwareLlm};
+pub use role::{
+    DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Handled, Role, RoleAwareLlm, decision_episode,
+};
+pub use rules::{
+    Compare, Condition, ImpactRule, ImpactRules, Literal, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,
+    RuleError, Segment,
+};
 pub use runtime::RoleRuntime;
 pub use serve::{Fired, Outcome, ReflectionSummary, ServeReport, trigger_target};
 pub use soul::Soul;
+
+/// `docs/autonomy.md`, whose examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/autonomy.md")]
+pub struct AutonomyGuide;
 
 /// The README's example, compiled and run as a doc test.
 #[doc = include_str!("../README.md")]

@@ -7,17 +7,22 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_memory::{
-    AgentMemory, ClearanceProfile, MemoryAssembler, MemoryFilesystem, MemoryPyramid, RecallObserver,
+    AgentMemory, ClearanceProfile, DECISION_TAG, MemoryAssembler, MemoryFilesystem, MemoryPyramid,
+    RecallObserver,
 };
 use openvibe_operators::{BoundOperator, Operator};
-use openvibe_primitives::NodeContext;
+use openvibe_primitives::{NodeContext, Tool};
 use openvibe_protocols::{
-    CachedEmbedder, Embedder, LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider,
-    RawCall,
+    Action, ActionTarget, CachedEmbedder, Decision, DecisionEvent, DecisionMatrix, Embedder,
+    Episode, Impact, LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider, Outcome,
+    RawCall, State, truncate_chars,
 };
+use serde_json::{Value, json};
 
 use crate::Error;
 use crate::authority::{ApprovalHook, Authority, AuthorityConfig, AuthorityGate, DenyAll};
+use crate::decision::{ConfidenceAssessor, DecisionEngine};
+use crate::rules::ImpactRules;
 use crate::soul::Soul;
 
 /// How many V1 memories the role-aware LLM recalls into a prompt.
@@ -57,6 +62,11 @@ pub struct Role {
     recall_limit: usize,
     embedder: Option<Arc<dyn Embedder>>,
     observer: Option<RecallObserver>,
+    domains: Vec<String>,
+    impact: ImpactRules,
+    matrix: DecisionMatrix,
+    assessor: Option<Arc<dyn ConfidenceAssessor>>,
+    tools: Vec<Arc<dyn Tool>>,
 }
 
 impl Role {
@@ -75,6 +85,11 @@ impl Role {
             recall_limit: DEFAULT_RECALL_LIMIT,
             embedder: None,
             observer: None,
+            domains: Vec::new(),
+            impact: ImpactRules::new(),
+            matrix: DecisionMatrix::default(),
+            assessor: None,
+            tools: Vec::new(),
         }
     }
 
@@ -174,6 +189,48 @@ impl Role {
         self
     }
 
+    /// The domains the role owns (its identity): events of other domains
+    /// are escalated ([`ANY_DOMAIN`](crate::ANY_DOMAIN) for all).
+    #[must_use]
+    pub fn domains<I: IntoIterator<Item = S>, S: Into<String>>(mut self, domains: I) -> Self {
+        self.domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How much its actions matter ([`ImpactRules`]; default: all `low`).
+    #[must_use]
+    pub fn impact_rules(mut self, rules: ImpactRules) -> Self {
+        self.impact = rules;
+        self
+    }
+
+    /// Its confidence × impact matrix (default: [`DecisionMatrix::default`]).
+    #[must_use]
+    pub fn decision_matrix(mut self, matrix: DecisionMatrix) -> Self {
+        self.matrix = matrix;
+        self
+    }
+
+    /// A second opinion on its decisions' confidence.
+    #[must_use]
+    pub fn confidence_assessor(mut self, assessor: impl ConfidenceAssessor + 'static) -> Self {
+        self.assessor = Some(Arc::new(assessor));
+        self
+    }
+
+    /// A tool the role runs when it acts on a decision (an [`Action`] whose
+    /// target is this tool), under its authority.
+    #[must_use]
+    pub fn action_tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// The domains it owns.
+    pub fn owned_domains(&self) -> &[String] {
+        &self.domains
+    }
+
     /// The role id.
     pub fn role_id(&self) -> &str {
         &self.role_id
@@ -266,19 +323,184 @@ impl Role {
             authority: self.authority.clone(),
             approver: self.approver.clone(),
         }));
-        if let Some(memory) = &self.agent_memory {
-            let mut assembler = MemoryAssembler::new(memory.clone(), self.effective_clearance());
-            if let Some(embedder) = &self.embedder {
-                assembler = assembler.with_embedder(embedder.clone());
-            }
-            if let Some(observer) = &self.observer {
-                assembler = assembler.with_observer(observer.clone());
-            }
+        if let (Some(memory), Some(assembler)) = (&self.agent_memory, self.assembler()) {
             ctx = ctx
                 .with_assembler(Arc::new(assembler))
                 .with_episode_sink(Arc::new(memory.clone()));
         }
         Ok(operator.bind(ctx))
+    }
+
+    /// The role's memory assembler (its agent memory within its
+    /// clearance, with its embedder and observer), when it has agent memory.
+    fn assembler(&self) -> Option<MemoryAssembler> {
+        let memory = self.agent_memory.as_ref()?;
+        let mut assembler = MemoryAssembler::new(memory.clone(), self.effective_clearance());
+        if let Some(embedder) = &self.embedder {
+            assembler = assembler.with_embedder(embedder.clone());
+        }
+        if let Some(observer) = &self.observer {
+            assembler = assembler.with_observer(observer.clone());
+        }
+        Some(assembler)
+    }
+
+    /// The role's decision engine: its domains, authority, impact rules,
+    /// matrix and assessor, with its memory as the evidence.
+    pub fn decision_engine(&self) -> DecisionEngine {
+        let mut engine = DecisionEngine::new(self.role_id.clone())
+            .domains(self.domains.clone())
+            .impact_rules(self.impact.clone())
+            .matrix(self.matrix.clone());
+        if let Some(authority) = &self.authority {
+            engine = engine.authority(authority.clone());
+        }
+        if let Some(assembler) = self.assembler() {
+            engine = engine.memory(assembler);
+        }
+        if let Some(assessor) = &self.assessor {
+            engine = engine.assessor(assessor.clone());
+        }
+        engine
+    }
+
+    /// Decide on `event` (seed 001, V3: `role.decision_engine.evaluate`),
+    /// and record the decision in the role's memory as an episode tagged
+    /// [`DECISION_TAG`] (audited like every write), when it has agent
+    /// memory. Nothing runs: see [`Role::execute`].
+    pub async fn decide(&self, event: &DecisionEvent) -> Result<Decision, Error> {
+        let decision = self.decision_engine().evaluate(event).await?;
+        if let Some(memory) = &self.agent_memory {
+            memory.record_episode(decision_episode(&decision)).await?;
+        }
+        Ok(decision)
+    }
+
+    /// Decide on `event` and, when the decision is to act, run its action
+    /// and record how it went as an episode (`outcome.status` `ok` or
+    /// `failed`: the track record later decisions weigh).
+    pub async fn handle(&self, event: &DecisionEvent) -> Result<Handled, Error> {
+        let decision = self.decide(event).await?;
+        let result = match (decision.outcome, &event.action) {
+            (Outcome::Act, Some(action)) => {
+                let result = self.execute(action, false).await;
+                self.record_run(&decision, action, &result).await?;
+                Some(result.map_err(|e| e.to_string()))
+            }
+            _ => None,
+        };
+        Ok(Handled { decision, result })
+    }
+
+    /// Record one run of a decided action as an episode of the role.
+    pub(crate) async fn record_run(
+        &self,
+        decision: &Decision,
+        action: &Action,
+        result: &Result<Value, Error>,
+    ) -> Result<(), Error> {
+        let Some(memory) = &self.agent_memory else {
+            return Ok(());
+        };
+        let (status, detail) = match result {
+            Ok(output) => ("ok", json!({"status": "ok", "output": output})),
+            Err(e) => (
+                "failed",
+                json!({"status": "failed", "error": e.to_string()}),
+            ),
+        };
+        let summary = match result {
+            Ok(Value::String(s)) => s.clone(),
+            Ok(other) => other.to_string(),
+            Err(e) => e.to_string(),
+        };
+        let mut tags = vec!["action".to_owned()];
+        if status == "failed" {
+            tags.push("failed".to_owned());
+        }
+        memory
+            .record_episode(Episode {
+                id: format!("{}-run", decision.id),
+                agent_id: self.role_id.clone(),
+                operator_id: "decision_engine".to_owned(),
+                node_name: "act".to_owned(),
+                action: action.action.clone(),
+                input_summary: truncate_chars(
+                    &format!("{}: {}", decision.event.kind, decision.event.summary),
+                    500,
+                )
+                .to_owned(),
+                output_summary: truncate_chars(&format!("{status}: {summary}"), 500).to_owned(),
+                outcome: detail,
+                entity: decision.event.entity.clone(),
+                domain: decision.event.domain.clone(),
+                tags,
+                external_id: Some(format!("decision:{}", decision.id)),
+                ..Episode::default()
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Run `action` under the role's authority: a forbidden action never
+    /// runs ([`Error::Forbidden`]), one that needs approval runs only when
+    /// `approved` (a proposal's approval), any other runs. A tool target
+    /// is one of the role's [action tools](Role::action_tool), called with
+    /// the action's input; a workflow target runs the operator's workflow
+    /// (bound to the role) from the input as its state. The result is the
+    /// tool's output (a string) or the workflow's final state.
+    pub async fn execute(&self, action: &Action, approved: bool) -> Result<Value, Error> {
+        match self.can_act(&action.action) {
+            Authority::Forbidden => {
+                return Err(Error::Forbidden {
+                    role: self.role_id.clone(),
+                    action: action.action.clone(),
+                });
+            }
+            Authority::NeedsApproval if !approved => {
+                return Err(Error::NotApproved {
+                    role: self.role_id.clone(),
+                    action: action.action.clone(),
+                });
+            }
+            _ => {}
+        }
+        let span = tracing::info_span!("act", role = %self.role_id, action = %action.action);
+        let _entered = span.enter();
+        match &action.target {
+            ActionTarget::Tool { tool } => {
+                let found = self
+                    .tools
+                    .iter()
+                    .find(|t| t.name() == tool)
+                    .ok_or_else(|| Error::UnknownTool {
+                        role: self.role_id.clone(),
+                        tool: tool.clone(),
+                        known: self.tools.iter().map(|t| t.name().to_owned()).collect(),
+                    })?;
+                let output = found
+                    .call(action.input.clone())
+                    .await
+                    .map_err(|e| Error::Action {
+                        role: self.role_id.clone(),
+                        action: action.action.clone(),
+                        message: e.to_string(),
+                    })?;
+                Ok(Value::String(output))
+            }
+            ActionTarget::Workflow { operator, workflow } => {
+                let state = State::from_value(action.input.clone()).map_err(|e| Error::Action {
+                    role: self.role_id.clone(),
+                    action: action.action.clone(),
+                    message: e.to_string(),
+                })?;
+                let state = self
+                    .get_operator(operator)?
+                    .run_workflow(workflow, state)
+                    .await?;
+                Ok(state.into_value())
+            }
+        }
     }
 
     /// The role's memory as a browsable filesystem (when it has agent memory).
@@ -307,6 +529,58 @@ impl fmt::Debug for Role {
             .field("agent_memory", &self.agent_memory.is_some())
             .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
             .finish_non_exhaustive()
+    }
+}
+
+/// What a role did with an event ([`Role::handle`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handled {
+    /// The decision.
+    pub decision: Decision,
+    /// When it acted: the action's result (its output) or why it failed.
+    pub result: Option<Result<Value, String>>,
+}
+
+/// A decision as an L2 episode of its role: what was decided on, the
+/// outcome and its steps (the whole decision in `outcome`), tagged
+/// [`DECISION_TAG`] and `outcome:<outcome>`.
+pub fn decision_episode(decision: &Decision) -> Episode {
+    let event = &decision.event;
+    let impact = decision.impact.impact;
+    Episode {
+        id: decision.id.clone(),
+        agent_id: decision.role_id.clone(),
+        operator_id: "decision_engine".to_owned(),
+        node_name: "decide".to_owned(),
+        timestamp: decision.decided_at,
+        action: event
+            .action
+            .as_ref()
+            .map_or_else(|| event.kind.clone(), |a| a.action.clone()),
+        input_summary: truncate_chars(&format!("{}: {}", event.kind, event.summary), 500)
+            .to_owned(),
+        output_summary: truncate_chars(
+            &format!(
+                "{}: {} (confidence {:.2}, {impact} impact)",
+                decision.outcome, decision.reason, decision.confidence.score
+            ),
+            500,
+        )
+        .to_owned(),
+        outcome: serde_json::to_value(decision).unwrap_or(Value::Null),
+        entity: event.entity.clone(),
+        domain: event.domain.clone(),
+        tags: vec![
+            DECISION_TAG.to_owned(),
+            format!("outcome:{}", decision.outcome),
+        ],
+        importance: match impact {
+            Impact::Low => 0.3,
+            Impact::Medium => 0.6,
+            Impact::High => 0.9,
+        },
+        external_id: Some(format!("event:{}", event.id)),
+        ..Episode::default()
     }
 }
 
