@@ -216,6 +216,68 @@ pub struct SearchMemory {
     pub top_k: Option<usize>,
 }
 
+/// How a claimed proposal's action went: its result, or its error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishProposal {
+    /// What the action returned (when it succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// Why it failed (when it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl FinishProposal {
+    /// The outcome it describes: exactly one of `result` and `error`.
+    pub fn outcome(
+        self,
+    ) -> Result<Result<serde_json::Value, String>, openvibe_protocols::StoreError> {
+        match (self.result, self.error) {
+            (Some(result), None) => Ok(Ok(result)),
+            (None, Some(error)) => Ok(Err(error)),
+            _ => Err(openvibe_protocols::StoreError::invalid(
+                "result",
+                "give exactly one of `result` and `error`",
+            )),
+        }
+    }
+
+    /// The body of `outcome`.
+    pub fn of(outcome: Result<serde_json::Value, String>) -> Self {
+        match outcome {
+            Ok(result) => Self {
+                result: Some(result),
+                error: None,
+            },
+            Err(error) => Self {
+                result: None,
+                error: Some(error),
+            },
+        }
+    }
+}
+
+/// Expire pending proposals past their deadline, at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpireProposals {
+    /// At most this many (default 500).
+    #[serde(default = "default_expire_limit")]
+    pub limit: usize,
+}
+
+fn default_expire_limit() -> usize {
+    500
+}
+
+/// How many proposals expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExpiredCount {
+    /// The count.
+    pub expired: u64,
+}
+
 /// Liveness or readiness.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {

@@ -25,16 +25,17 @@ use std::marker::PhantomData;
 use openvibe_protocols::{
     AuditEntry, AuditQuery, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery,
     Knowledge, KnowledgeHit, KnowledgeQuery, NamespaceCount, NewKnowledge, NewPlan, NewSession,
-    Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, RawCall, RawCallQuery,
-    RecordVector, RevisableRecord, Session, SessionDeleted, SessionQuery, StateEntry, StoreError,
-    StoredRecord, TaskContext, VectorStatus,
+    Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Proposal, ProposalQuery, RawCall,
+    RawCallQuery, RecordVector, RevisableRecord, Session, SessionDeleted, SessionQuery, StateEntry,
+    StoreError, StoredRecord, TaskContext, VectorStatus, Verdict,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::dto::{
     AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, EmbedPending,
-    Embedded, EmbeddingModel, Health, MaybeInsight, MoveNamespace, Moved, Promote, PruneRaw,
-    SearchMemory, SetState, SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
+    Embedded, EmbeddingModel, ExpireProposals, ExpiredCount, FinishProposal, Health, MaybeInsight,
+    MoveNamespace, Moved, Promote, PruneRaw, SearchMemory, SetState, SimilarInsight, Strengthen,
+    Touch, Touched, VectorLookup,
 };
 
 /// An HTTP method of the table.
@@ -365,6 +366,13 @@ pub fn all() -> Vec<Operation> {
         EMBED_PENDING.operation(),
         PROMOTE.operation(),
         SEARCH_MEMORY.operation(),
+        CREATE_PROPOSAL.operation(),
+        GET_PROPOSAL.operation(),
+        QUERY_PROPOSALS.operation(),
+        DECIDE_PROPOSAL.operation(),
+        CLAIM_PROPOSAL.operation(),
+        FINISH_PROPOSAL.operation(),
+        EXPIRE_PROPOSALS.operation(),
         STORE_FACT.operation(),
         GET_FACT.operation(),
         UPDATE_FACT.operation(),
@@ -524,6 +532,62 @@ pub const SEARCH_MEMORY: Endpoint<SearchMemory, Vec<Fact>> = Endpoint::post(
     "/v1/memory/search",
     "searchMemory",
     "Search the facts the caller may read, one per lineage (a fact and its promoted copies are one result)",
+)
+.idempotent();
+
+// --- Proposals: what waits for a person ---
+
+/// `POST /v1/memory/proposals`: Create a pending proposal (the same id and request again: the existing one).
+pub const CREATE_PROPOSAL: Endpoint<Proposal, Proposal> = Endpoint::post(
+    "/v1/memory/proposals",
+    "createProposal",
+    "Create a pending proposal (the same id and request again: the existing one)",
+)
+.idempotent();
+
+/// `GET /v1/memory/proposals/{id}`: A proposal the caller may read (its status as of now).
+pub const GET_PROPOSAL: Endpoint<(), Proposal> = Endpoint::get(
+    "/v1/memory/proposals/{id}",
+    "getProposal",
+    "A proposal the caller may read (its status as of now)",
+)
+.or_none("proposal");
+
+/// `POST /v1/memory/proposals/query`: A page of proposals, newest first.
+pub const QUERY_PROPOSALS: Endpoint<ProposalQuery, Page<Proposal>> = Endpoint::post(
+    "/v1/memory/proposals/query",
+    "queryProposals",
+    "A page of proposals, newest first",
+)
+.idempotent();
+
+/// `POST /v1/memory/proposals/{id}/decide`: Approve or reject a pending proposal (needs the approve right; of racing callers one wins, the others get 409).
+pub const DECIDE_PROPOSAL: Endpoint<Verdict, Proposal> = Endpoint::post(
+    "/v1/memory/proposals/{id}/decide",
+    "decideProposal",
+    "Approve or reject a pending proposal (needs the approve right; of racing callers one wins, the others get 409)",
+);
+
+/// `POST /v1/memory/proposals/{id}/claim`: Claim an approved proposal's one execution (409 when claimed already).
+pub const CLAIM_PROPOSAL: Endpoint<(), Proposal> = Endpoint::post(
+    "/v1/memory/proposals/{id}/claim",
+    "claimProposal",
+    "Claim an approved proposal's one execution (409 when claimed already)",
+)
+.no_input();
+
+/// `POST /v1/memory/proposals/{id}/finish`: Record how a claimed proposal's action went.
+pub const FINISH_PROPOSAL: Endpoint<FinishProposal, Proposal> = Endpoint::post(
+    "/v1/memory/proposals/{id}/finish",
+    "finishProposal",
+    "Record how a claimed proposal's action went",
+);
+
+/// `POST /v1/memory/proposals/expire`: Mark pending proposals past their deadline expired.
+pub const EXPIRE_PROPOSALS: Endpoint<ExpireProposals, ExpiredCount> = Endpoint::post(
+    "/v1/memory/proposals/expire",
+    "expireProposals",
+    "Mark pending proposals past their deadline expired",
 )
 .idempotent();
 

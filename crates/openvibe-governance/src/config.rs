@@ -194,19 +194,25 @@ pub struct NamespacePolicy {
     /// Who may also update and delete records owned by others.
     #[serde(default)]
     pub manage: Vec<String>,
+    /// Who may approve or reject the proposals waiting here (with `read`).
+    /// Absent: every person (principal of kind `user`) who may read here;
+    /// agents and services only when listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<String>>,
     /// How long records here are kept (none: until deleted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<NamespaceRetention>,
 }
 
 impl NamespacePolicy {
-    /// The four lists with their right's name.
-    pub fn lists(&self) -> [(&'static str, &[String]); 4] {
+    /// The lists with their right's name.
+    pub fn lists(&self) -> [(&'static str, &[String]); 5] {
         [
             ("read", &self.read),
             ("write", &self.write),
             ("delete", &self.delete),
             ("manage", &self.manage),
+            ("approve", self.approve.as_deref().unwrap_or_default()),
         ]
     }
 
@@ -221,11 +227,16 @@ impl NamespacePolicy {
                     })
             })
         };
+        let read = listed(&self.read);
         Rights {
-            read: listed(&self.read),
+            read,
             write: listed(&self.write),
             delete: listed(&self.delete),
             manage: listed(&self.manage),
+            approve: match &self.approve {
+                Some(list) => listed(list),
+                None => read && principal.kind == openvibe_protocols::PrincipalKind::User,
+            },
         }
     }
 }

@@ -42,9 +42,14 @@ fn seed_003_access_matrix_holds_as_written() {
     assert_eq!(c.principal, Principal::service("cursor-ide"));
     assert_eq!(gov.resolve_api_key("key-of-x"), None);
     let (gl, gc) = (gov.grants_for(&l), gov.grants_for(&c));
-    // L: READ/WRITE (and delete, manage) everywhere.
+    // L: READ/WRITE (and delete, manage) everywhere; no `approve`: the
+    // file names no approvers, and by default only users approve proposals.
     for ns in ["developer", "l-private", "global"] {
-        assert_eq!(gl.rights(ns), Rights::ALL, "L in {ns}");
+        let expected = Rights {
+            approve: false,
+            ..Rights::ALL
+        };
+        assert_eq!(gl.rights(ns), expected, "L in {ns}");
     }
     // C: developer + global read/write/delete own; l-private BLOCKED.
     assert_eq!(gc.rights("developer"), Rights::OWN);

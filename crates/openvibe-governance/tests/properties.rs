@@ -26,14 +26,16 @@ fn policy() -> impl Strategy<Value = NamespacePolicy> {
         principals(),
         principals(),
         principals(),
+        proptest::option::of(principals()),
     )
         .prop_map(
-            |(project_scoped, read, write, delete, manage)| NamespacePolicy {
+            |(project_scoped, read, write, delete, manage, approve)| NamespacePolicy {
                 project_scoped,
                 read,
                 write,
                 delete,
                 manage,
+                approve,
                 retention: None,
             },
         )

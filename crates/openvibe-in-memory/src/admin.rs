@@ -17,6 +17,7 @@ use openvibe_protocols::{
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::proposals::InMemoryProposalStore;
 use crate::raw::InMemoryRawLog;
 use crate::records::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
 use crate::span::{store_span, store_span_of};
@@ -60,6 +61,7 @@ impl InMemoryAdmin {
             insights: Arc::new(insights),
             working: Arc::new(working.with_audit(audit.clone())),
             raw: Arc::new(InMemoryRawLog::new().with_audit(audit.clone())),
+            proposals: Arc::new(InMemoryProposalStore::new().with_audit(audit.clone())),
             audit,
             vectors,
         }
@@ -82,6 +84,7 @@ impl InMemoryAdmin {
             raw: admin.raw.clone(),
             audit: admin.audit.clone(),
             vectors: admin.clone(),
+            proposals: admin.proposals.clone(),
             admin,
         }
     }
@@ -94,6 +97,7 @@ pub struct InMemoryAdmin {
     insights: Arc<InMemoryInsightStore>,
     working: Arc<InMemoryWorkingStore>,
     raw: Arc<InMemoryRawLog>,
+    proposals: Arc<InMemoryProposalStore>,
     audit: Arc<InMemoryAuditLog>,
     vectors: Option<Arc<VectorTable>>,
 }
@@ -191,6 +195,7 @@ impl NamespaceAdmin for InMemoryAdmin {
         out.extend(counts_of("episode", self.episodes.namespace_counts(ctx)?));
         out.extend(counts_of("insight", self.insights.namespace_counts(ctx)?));
         out.extend(self.working.namespace_counts(ctx)?);
+        out.extend(counts_of("proposal", self.proposals.namespace_counts(ctx)?));
         out.sort_by(|a, b| (&a.kind, &a.namespace).cmp(&(&b.kind, &b.namespace)));
         Ok(out)
     }
@@ -210,6 +215,7 @@ impl NamespaceAdmin for InMemoryAdmin {
             "fact" => self.facts.move_namespace(ctx, from, to, batch),
             "episode" => self.episodes.move_namespace(ctx, from, to, batch),
             "insight" => self.insights.move_namespace(ctx, from, to, batch),
+            "proposal" => self.proposals.move_namespace(ctx, from, to, batch),
             _ => self.working.move_namespace(ctx, kind, from, to, batch),
         }
     }
@@ -235,6 +241,7 @@ impl NamespaceAdmin for InMemoryAdmin {
                 "episode" => self.episodes.delete_expired(ctx, &scope, left)?,
                 "insight" => self.insights.delete_expired(ctx, &scope, left)?,
                 "raw_call" => self.raw.delete_expired(ctx, &scope, left)?,
+                "proposal" => self.proposals.delete_expired(ctx, &scope, left)?,
                 _ => self.working.delete_expired_knowledge(ctx, &scope, left)?,
             };
             deleted += n;

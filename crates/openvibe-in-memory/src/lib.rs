@@ -15,6 +15,7 @@
 //! | working and semantic memory | [`InMemoryWorkingStore`] |
 //! | the L1 raw log | [`InMemoryRawLog`] |
 //! | the audit trail | [`InMemoryAuditLog`] |
+//! | proposals | [`InMemoryProposalStore`] |
 //! | namespaces, vectors, snapshot files | [`InMemoryAdmin`], [`MemorySnapshot`] |
 //! | all of them, as one [`Stores`] set | [`in_memory_stores`], [`in_memory_stores_with_embedder`] |
 //!
@@ -38,6 +39,7 @@ mod admin;
 mod audit;
 mod index;
 mod kinds;
+mod proposals;
 mod ranked;
 mod raw;
 mod records;
@@ -53,6 +55,7 @@ use openvibe_protocols::{Embedder, Stores};
 
 pub use admin::{InMemoryAdmin, MemorySnapshot, SnapshotHandle};
 pub use audit::InMemoryAuditLog;
+pub use proposals::InMemoryProposalStore;
 pub use raw::{InMemoryRawLog, new_raw_id};
 pub use records::{
     InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, InMemoryRecord, InMemoryRecords,

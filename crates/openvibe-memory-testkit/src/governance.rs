@@ -7,8 +7,9 @@ use std::future::Future;
 
 use openvibe_governance::{Governance, Projects, Resolved, examples};
 use openvibe_protocols::{
-    CallerContext, Classification, Fact, FactQuery, Grants, NewKnowledge, NewPlan, NewSession,
-    Principal, PrincipalKind, RawCall, RawCallQuery, Rights, StoreError, Stores,
+    Action, CallerContext, Classification, Fact, FactQuery, Grants, NewKnowledge, NewPlan,
+    NewSession, Principal, PrincipalKind, Proposal, ProposalQuery, ProposalStatus, RawCall,
+    RawCallQuery, Rights, StoreError, Stores, Verdict,
 };
 use serde_json::json;
 
@@ -477,6 +478,7 @@ fn random_caller(rng: &mut Rng) -> CallerContext {
             write: rng.chance(55),
             delete: rng.chance(45),
             manage: rng.chance(20),
+            approve: rng.chance(30),
         };
         grants = grants.grant(*ns, rights, *ns == "ns-proj");
     }
@@ -645,10 +647,12 @@ where
         }
     }
     let raw_checks = raw_leak_check(&s, &mut rng, seed).await;
+    let (proposal_checks, verdicts) = proposal_leak_check(&s, &mut rng, seed).await;
     eprintln!(
         "governance leak check: {checks} reads and searches matched the model over {} records \
          ({refused_writes} writes refused); {allowed} changes allowed, {refused} refused as the rule says; \
-         {raw_checks} raw-log reads matched too",
+         {raw_checks} raw-log reads and {proposal_checks} proposal reads matched too; \
+         {verdicts} verdicts given or refused as the approve rule says",
         stored.len()
     );
     assert!(
@@ -1323,4 +1327,138 @@ async fn raw_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> usize {
         checks += 1;
     }
     checks
+}
+
+/// Proposals in the leak check: random roles create proposals (placed,
+/// owned and classified as facts are); random gets and lists are compared
+/// with the read rule, and random verdicts with the approve rule
+/// ([`CallerContext::may_approve`]): a refused verdict changes nothing.
+/// Returns (reads checked, verdicts checked).
+async fn proposal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, usize) {
+    let mut stored: Vec<Proposal> = Vec::new();
+    for i in 0..80 {
+        let writer = random_caller(rng);
+        let ns = *rng.pick(NAMESPACES);
+        let action = Action::tool("give_discount", "discount", json!({ "i": i }));
+        let mut p = Proposal::new(
+            format!("role{}", rng.below(2)),
+            format!("proposal {i}"),
+            action,
+        )
+        .id(format!("pr{i}"))
+        .domain(*rng.pick(DOMAINS))
+        .namespace(ns);
+        p.meta.classification = *rng.pick(&Classification::ALL);
+        let expected = writer.placement(ns, "create");
+        match (s.proposals.create(&writer, p).await, expected) {
+            (Ok(p), Ok(place)) => {
+                assert_eq!(
+                    (&p.meta.namespace, &p.meta.project_id, &p.meta.owner),
+                    (&place.namespace, &place.project_id, &writer.owner_key()),
+                    "seed {seed}: placement of pr{i}"
+                );
+                stored.push(p);
+            }
+            (Err(StoreError::Unauthorized { .. }), Err(_)) => {}
+            (got, want) => panic!("seed {seed}: create pr{i}: got {got:?}, want {want:?}"),
+        }
+    }
+    assert!(!stored.is_empty(), "seed {seed}: no proposal was created");
+    let readable = |reader: &CallerContext, p: &Proposal| {
+        p.meta.tenant_id == reader.tenant_id() && reader.can_read(&p.meta, &p.domain)
+    };
+    let mut checks = 0;
+    for _ in 0..600 {
+        let reader = random_caller(rng);
+        if rng.chance(40) {
+            let p = rng.pick(&stored).clone();
+            let got = s.proposals.get(&reader, &p.id).await.unwrap().map(|p| p.id);
+            let want = readable(&reader, &p).then(|| p.id.clone());
+            assert_eq!(
+                got, want,
+                "seed {seed}: proposal get {} as {reader:?}",
+                p.id
+            );
+        } else {
+            let mut query = ProposalQuery::new().limit(1 + rng.below(30));
+            if rng.chance(40) {
+                query.namespaces = NAMESPACES
+                    .iter()
+                    .filter(|_| rng.chance(40))
+                    .map(|n| (*n).to_owned())
+                    .collect();
+            }
+            if rng.chance(30) {
+                query.domain = Some((*rng.pick(DOMAINS)).to_owned());
+            }
+            if rng.chance(30) {
+                query.status =
+                    Some(*rng.pick(&[ProposalStatus::Pending, ProposalStatus::Rejected]));
+            }
+            let scope = reader.search_scope(&query.namespaces);
+            let now = chrono::Utc::now();
+            let mut want: Vec<&Proposal> = stored
+                .iter()
+                .filter(|p| {
+                    readable(&reader, p)
+                        && scope.contains(&p.meta.namespace)
+                        && query.matches(p, now)
+                })
+                .collect();
+            want.sort_by(|a, b| (b.meta.created_at, &b.id).cmp(&(a.meta.created_at, &a.id)));
+            let want: Vec<&str> = want
+                .iter()
+                .take(query.limit)
+                .map(|p| p.id.as_str())
+                .collect();
+            let page = s.proposals.list(&reader, &query).await.unwrap();
+            let got: Vec<&str> = page.items.iter().map(|p| p.id.as_str()).collect();
+            assert_eq!(got, want, "seed {seed}: proposals {query:?} as {reader:?}");
+        }
+        checks += 1;
+    }
+    let mut verdicts = 0;
+    for step in 0..200 {
+        let caller = random_caller(rng);
+        let idx = rng.below(stored.len());
+        let target = stored[idx].clone();
+        let verdict = if rng.chance(50) {
+            Verdict::approve(format!("ok {step}"))
+        } else {
+            Verdict::reject(format!("no {step}"))
+        };
+        let visible = readable(&caller, &target);
+        let may = visible && caller.may_approve(&target.meta, "decide").is_ok();
+        let pending = target.status == ProposalStatus::Pending;
+        match (
+            s.proposals.decide(&caller, &target.id, &verdict).await,
+            visible,
+            may,
+        ) {
+            (Ok(decided), _, true) if pending => {
+                assert_eq!(decided.decided_by, Some(caller.owner_key()), "seed {seed}");
+                stored[idx] = decided;
+            }
+            (Err(StoreError::Conflict { .. }), _, true) if !pending => {}
+            (Err(StoreError::NotFound { .. }), false, _)
+            | (Err(StoreError::Unauthorized { .. }), true, false) => {
+                let admin = CallerContext::system()
+                    .with_tenant(target.meta.tenant_id.clone())
+                    .with_project_id(target.meta.project_id.clone());
+                let still = s.proposals.get(&admin, &target.id).await.unwrap();
+                assert_eq!(
+                    still.map(|p| (p.status, p.decided_by)),
+                    Some((target.status, target.decided_by.clone())),
+                    "seed {seed}: a refused verdict changed {}",
+                    target.id
+                );
+            }
+            (got, visible, may) => panic!(
+                "seed {seed}: verdict on {} ({}) as {caller:?}: got {got:?}, readable {visible}, may approve {may}",
+                target.id, target.status
+            ),
+        }
+        verdicts += 1;
+    }
+    (checks, verdicts)
 }

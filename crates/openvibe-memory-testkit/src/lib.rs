@@ -43,6 +43,7 @@ pub mod facts;
 pub mod governance;
 pub mod insights;
 pub mod model;
+pub mod proposals;
 pub mod provenance;
 pub mod raw;
 pub mod semantic;
@@ -168,6 +169,12 @@ cases! {
     provenance::provenance_fact_metadata_round_trips_and_is_bounded;
     provenance::provenance_merged_recall_is_one_per_lineage;
     provenance::provenance_plan_context_versions;
+    proposals::proposals_are_created_pending_and_idempotently;
+    proposals::proposals_are_decided_by_people_once;
+    proposals::proposals_race_to_one_approval_and_one_execution;
+    proposals::proposals_expire_at_their_deadline;
+    proposals::proposals_list_newest_first_by_page;
+    proposals::proposals_are_governed_and_audited;
 }
 
 /// The README's example, compiled and run as a doc test.

@@ -18,10 +18,17 @@ use crate::sql::Sql;
 use crate::tx::{INCLUDE_EXPIRED, begin, begin_then};
 
 /// The tables of the kinds that expire (`EXPIRING_KINDS`).
-const EXPIRING_TABLES: [&str; 5] = ["facts", "episodes", "insights", "knowledge", "raw_calls"];
+const EXPIRING_TABLES: [&str; 6] = [
+    "facts",
+    "episodes",
+    "insights",
+    "knowledge",
+    "raw_calls",
+    "proposals",
+];
 
 /// Each record kind's table.
-const TABLES: [(&str, &str); 7] = [
+const TABLES: [(&str, &str); 8] = [
     ("fact", "facts"),
     ("episode", "episodes"),
     ("insight", "insights"),
@@ -29,6 +36,7 @@ const TABLES: [(&str, &str); 7] = [
     ("plan", "plans"),
     ("task_context", "task_contexts"),
     ("knowledge", "knowledge"),
+    ("proposal", "proposals"),
 ];
 
 /// [`NamespaceAdmin`] over a pool.

@@ -51,6 +51,7 @@ mod identity;
 mod insights;
 mod kv;
 mod plan_state;
+mod proposals;
 mod query;
 mod raw;
 mod record_store;
@@ -69,7 +70,7 @@ use std::sync::Arc;
 
 use openvibe_protocols::{
     AuditLog, CallerContext, Embedder, EpisodicStore, FactStore, InsightStore, KnowledgeStore,
-    RawLogStore, RecordVectors, StoreError, Stores, WorkingStore,
+    ProposalStore, RawLogStore, RecordVectors, StoreError, Stores, WorkingStore,
 };
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
@@ -80,6 +81,7 @@ pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
 pub use error::PgError;
 pub use kv::PgMemoryProvider;
 pub use openvibe_protocols::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
+pub use proposals::PgProposalStore;
 pub use raw::PgRawLog;
 pub use record_store::{PgEpisodicStore, PgFactStore, PgInsightStore, PgRecord, PgRecords};
 pub use semantic::PgKnowledgeStore;
@@ -144,6 +146,7 @@ pub struct PgStores {
     working: Arc<PgWorkingStore>,
     knowledge: Arc<PgKnowledgeStore>,
     raw: Arc<PgRawLog>,
+    proposals: Arc<PgProposalStore>,
     audit: Arc<PgAuditLog>,
     vectors: Arc<PgVectors>,
     writer: AuditWriter,
@@ -200,6 +203,7 @@ impl PgStores {
                 .with_audit(writer.clone()),
             ),
             raw: Arc::new(PgRawLog::new(pool.clone()).with_audit(writer.clone())),
+            proposals: Arc::new(PgProposalStore::new(pool.clone()).with_audit(writer.clone())),
             audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
             vectors: Arc::new(PgVectors::new(
                 pool.clone(),
@@ -279,7 +283,13 @@ impl PgStores {
                 PgNamespaceAdmin::new(self.pool.clone()).with_audit(self.writer.clone()),
             ),
             vectors: self.vectors.clone() as Arc<dyn RecordVectors>,
+            proposals: self.proposals.clone() as Arc<dyn ProposalStore>,
         }
+    }
+
+    /// The proposal store.
+    pub fn proposals(&self) -> Arc<PgProposalStore> {
+        self.proposals.clone()
     }
 
     /// The audit trail.

@@ -148,7 +148,8 @@ impl RemoteMemory {
             raw: me.clone(),
             audit: me.clone(),
             admin: me.clone(),
-            vectors: me,
+            vectors: me.clone(),
+            proposals: me,
         }
     }
 }

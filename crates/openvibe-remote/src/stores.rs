@@ -4,17 +4,19 @@
 
 use async_trait::async_trait;
 use openvibe_api::dto::{
-    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, EmbedPending, MoveNamespace, PruneRaw,
-    SetState, SimilarInsight, Strengthen, Touch, VectorLookup,
+    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, EmbedPending, ExpireProposals,
+    FinishProposal, MoveNamespace, PruneRaw, SetState, SimilarInsight, Strengthen, Touch,
+    VectorLookup,
 };
 use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
     AuditEntry, AuditLog, AuditQuery, CallerContext, ContextStore, Expect, Insight, InsightStore,
     Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NamespaceAdmin, NamespaceCount,
     NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
-    PlanStateStore, PlanStore, PlanUpdate, RawCall, RawCallQuery, RawLogStore, RawRetention,
-    RecordStore, RecordVector, RecordVectors, RevisableStore, Session, SessionDeleted,
-    SessionQuery, SessionStore, StateEntry, StoreError, TaskContext, VectorStatus,
+    PlanStateStore, PlanStore, PlanUpdate, Proposal, ProposalQuery, ProposalStore, RawCall,
+    RawCallQuery, RawLogStore, RawRetention, RecordStore, RecordVector, RecordVectors,
+    RevisableStore, Session, SessionDeleted, SessionQuery, SessionStore, StateEntry, StoreError,
+    TaskContext, VectorStatus, Verdict,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -154,6 +156,64 @@ impl RawLogStore for RemoteMemory {
             .call(ctx, &e::PRUNE_RAW_CALLS, &[], &body)
             .await?
             .deleted_count)
+    }
+}
+
+#[async_trait]
+impl ProposalStore for RemoteMemory {
+    async fn create(
+        &self,
+        ctx: &CallerContext,
+        proposal: Proposal,
+    ) -> Result<Proposal, StoreError> {
+        self.call(ctx, &e::CREATE_PROPOSAL, &[], &proposal).await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Proposal>, StoreError> {
+        self.find(ctx, &e::GET_PROPOSAL, &[id]).await
+    }
+
+    async fn list(
+        &self,
+        ctx: &CallerContext,
+        query: &ProposalQuery,
+    ) -> Result<Page<Proposal>, StoreError> {
+        self.call(ctx, &e::QUERY_PROPOSALS, &[], query).await
+    }
+
+    async fn decide(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        verdict: &Verdict,
+    ) -> Result<Proposal, StoreError> {
+        self.call(ctx, &e::DECIDE_PROPOSAL, &[id], verdict).await
+    }
+
+    async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError> {
+        self.call(ctx, &e::CLAIM_PROPOSAL, &[id], &()).await
+    }
+
+    async fn finish(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        outcome: Result<Value, String>,
+    ) -> Result<Proposal, StoreError> {
+        self.call(
+            ctx,
+            &e::FINISH_PROPOSAL,
+            &[id],
+            &FinishProposal::of(outcome),
+        )
+        .await
+    }
+
+    async fn expire_due(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError> {
+        Ok(self
+            .call(ctx, &e::EXPIRE_PROPOSALS, &[], &ExpireProposals { limit })
+            .await?
+            .expired)
     }
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{CallerContext, Change, NamespaceScope, StoreError};
 
 /// The record kinds that live in namespaces.
-pub const RECORD_KINDS: [&str; 7] = [
+pub const RECORD_KINDS: [&str; 8] = [
     "fact",
     "episode",
     "insight",
@@ -16,11 +16,19 @@ pub const RECORD_KINDS: [&str; 7] = [
     "plan",
     "task_context",
     "knowledge",
+    "proposal",
 ];
 
 /// The record kinds that can expire ([`RecordMeta::expires_at`](crate::RecordMeta::expires_at)):
 /// the long-lived ones. Working memory ends with its plan or session.
-pub const EXPIRING_KINDS: [&str; 5] = ["fact", "episode", "insight", "knowledge", "raw_call"];
+pub const EXPIRING_KINDS: [&str; 6] = [
+    "fact",
+    "episode",
+    "insight",
+    "knowledge",
+    "raw_call",
+    "proposal",
+];
 
 /// How many records of one kind one namespace holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -343,6 +343,47 @@ impl CallerContext {
         }
     }
 
+    /// Whether this caller may approve or reject the proposal with `meta`
+    /// (which it can read): never its own (no one approves what they
+    /// proposed), always when privileged; governed, with the `approve`
+    /// right in the proposal's namespace; ungoverned, when the caller is a
+    /// person (a principal of kind `user`). A refusal names the rule.
+    pub fn may_approve(&self, meta: &RecordMeta, operation: &str) -> Result<(), StoreError> {
+        if self.is_owner(&meta.owner) && !self.privileged {
+            return Err(self.unauthorized(
+                operation,
+                "no one approves a proposal of their own".to_owned(),
+            ));
+        }
+        if self.privileged {
+            return Ok(());
+        }
+        match &self.grants {
+            Some(g) => {
+                let rights = g.rights(&meta.namespace);
+                if rights.read && rights.approve {
+                    Ok(())
+                } else {
+                    Err(self.unauthorized(
+                        operation,
+                        format!(
+                            "the policy of namespace `{}` grants {} no approve right",
+                            meta.namespace, self.principal
+                        ),
+                    ))
+                }
+            }
+            None if self.principal.kind == PrincipalKind::User => Ok(()),
+            None => Err(self.unauthorized(
+                operation,
+                format!(
+                    "only people (principals of kind user) approve proposals unless a governance file grants the approve right; {} is not one",
+                    self.principal
+                ),
+            )),
+        }
+    }
+
     /// The caller's namespace grants (`None`: ungoverned, every namespace open).
     pub fn grants(&self) -> Option<&Grants> {
         self.grants.as_deref()

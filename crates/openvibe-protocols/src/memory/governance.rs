@@ -44,6 +44,10 @@ pub struct Rights {
     /// Update and delete records owned by others (with `write` / `delete`).
     #[serde(default)]
     pub manage: bool,
+    /// Approve or reject proposals waiting there (only with `read`; see
+    /// [`CallerContext::may_approve`](crate::CallerContext::may_approve)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approve: bool,
 }
 
 impl Rights {
@@ -53,6 +57,7 @@ impl Rights {
         write: false,
         delete: false,
         manage: false,
+        approve: false,
     };
     /// Read only.
     pub const READ: Self = Self {
@@ -65,6 +70,7 @@ impl Rights {
         write: true,
         delete: true,
         manage: false,
+        approve: false,
     };
     /// Everything.
     pub const ALL: Self = Self {
@@ -72,6 +78,7 @@ impl Rights {
         write: true,
         delete: true,
         manage: true,
+        approve: true,
     };
 
     /// The rights of both.
@@ -82,6 +89,7 @@ impl Rights {
             write: self.write || other.write,
             delete: self.delete || other.delete,
             manage: self.manage || other.manage,
+            approve: self.approve || other.approve,
         }
     }
 

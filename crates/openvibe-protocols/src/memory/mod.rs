@@ -30,6 +30,7 @@ mod error;
 mod governance;
 mod kv;
 pub mod promotion;
+mod proposals;
 mod query;
 mod raw;
 mod records;
@@ -52,6 +53,10 @@ pub use governance::{
     check_fixed_namespace,
 };
 pub use kv::{MemoryEntry, MemoryProvider};
+pub use proposals::{
+    MAX_ERROR_CHARS, MAX_PROPOSAL_PAGE, PROPOSAL_KIND, Proposal, ProposalQuery, ProposalStatus,
+    ProposalStore, Verdict, proposal_page, validate_proposal,
+};
 pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, text_terms};
 pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};
 pub use records::{

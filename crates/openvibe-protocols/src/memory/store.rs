@@ -188,6 +188,8 @@ pub struct Stores {
     pub admin: Arc<dyn super::NamespaceAdmin>,
     /// The records' embeddings, kept beside them.
     pub vectors: Arc<dyn super::RecordVectors>,
+    /// What waits for a person: proposals and escalations.
+    pub proposals: Arc<dyn super::ProposalStore>,
 }
 
 impl Stores {

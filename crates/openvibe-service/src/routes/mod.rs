@@ -4,6 +4,7 @@
 //! that the router serves every row exactly once.
 
 mod api;
+mod proposals;
 mod records;
 mod system;
 mod working;
@@ -24,6 +25,7 @@ pub(crate) fn routes() -> Api {
     let api = Api::new();
     let api = system::routes(api);
     let api = records::routes(api);
+    let api = proposals::routes(api);
     working::routes(api)
 }
 

@@ -1,0 +1,379 @@
+//! [`InMemoryProposalStore`]: proposals in process, each transition a
+//! compare-and-set under the store's lock, audited with it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use openvibe_protocols::{
+    AuditEntry, AuditOp, CallerContext, Change, PROPOSAL_KIND, Page, Proposal, ProposalQuery,
+    ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, parse_cursor, proposal_page,
+    validate_proposal,
+};
+use serde_json::Value;
+
+use crate::audit::InMemoryAuditLog;
+use crate::span::store_span;
+
+/// [`ProposalStore`] in memory: per tenant, by id.
+#[derive(Debug, Default)]
+pub struct InMemoryProposalStore {
+    tenants: RwLock<HashMap<String, BTreeMap<String, Proposal>>>,
+    audit: Arc<InMemoryAuditLog>,
+}
+
+fn poisoned() -> StoreError {
+    StoreError::backend(
+        "the in-memory proposal store's lock is poisoned (a writer panicked); recreate the store",
+    )
+}
+
+fn not_found(id: &str) -> StoreError {
+    StoreError::NotFound {
+        kind: PROPOSAL_KIND,
+        id: id.to_owned(),
+    }
+}
+
+/// Whether `ctx` may read `p` now (and it has not expired as a record).
+fn readable(ctx: &CallerContext, p: &Proposal, now: chrono::DateTime<Utc>) -> bool {
+    ctx.can_read(&p.meta, &p.domain) && p.meta.expires_at.is_none_or(|at| at > now)
+}
+
+/// `p` as a reader sees it now (a pending proposal past its deadline is
+/// expired).
+fn as_of(mut p: Proposal, now: chrono::DateTime<Utc>) -> Proposal {
+    p.status = p.status_at(now);
+    p
+}
+
+impl InMemoryProposalStore {
+    /// An empty store with a trail of its own.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Audit into `audit` (shared with other stores).
+    #[must_use]
+    pub fn with_audit(mut self, audit: Arc<InMemoryAuditLog>) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    /// Apply `change` to the readable proposal `id` under the write lock,
+    /// store the result and audit the transition. `operation` names it in
+    /// refusals.
+    fn transition(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        change: impl FnOnce(&Proposal, chrono::DateTime<Utc>) -> Result<Proposal, StoreError>,
+    ) -> Result<Proposal, StoreError> {
+        check_caller(ctx)?;
+        let now = Utc::now();
+        let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
+        let current = tenants
+            .get_mut(ctx.tenant_id())
+            .and_then(|t| t.get_mut(id))
+            .filter(|p| readable(ctx, p, now))
+            .ok_or_else(|| not_found(id))?;
+        let next = change(current, now)?;
+        let mut entry = AuditEntry::change(ctx, AuditOp::Update, PROPOSAL_KIND, id, &next.meta);
+        entry.filters = Some(next.transition_detail(current));
+        self.audit.record(entry);
+        *current = next.clone();
+        Ok(as_of(next, now))
+    }
+}
+
+/// Namespace maintenance of proposals (see
+/// [`NamespaceAdmin`](openvibe_protocols::NamespaceAdmin)).
+impl InMemoryProposalStore {
+    /// Proposals per namespace in `ctx`'s tenant (expired records left out).
+    pub(crate) fn namespace_counts(
+        &self,
+        ctx: &CallerContext,
+    ) -> Result<BTreeMap<String, u64>, StoreError> {
+        let now = Utc::now();
+        let tenants = self.tenants.read().map_err(|_| poisoned())?;
+        let mut counts = BTreeMap::new();
+        for p in tenants
+            .get(ctx.tenant_id())
+            .into_iter()
+            .flat_map(|t| t.values())
+        {
+            if !p.meta.is_expired(now) {
+                *counts.entry(p.meta.namespace.clone()).or_insert(0) += 1;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Move at most `batch` proposals from namespace `from` to `to` (audited).
+    pub(crate) fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        let now = openvibe_protocols::store_time();
+        let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
+        let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let mut moved = 0;
+        for p in table
+            .values_mut()
+            .filter(|p| p.meta.namespace == from)
+            .take(batch)
+        {
+            p.meta.namespace = to.to_owned();
+            p.meta.updated_at = now;
+            self.audit.record(AuditEntry::change(
+                ctx,
+                AuditOp::Update,
+                PROPOSAL_KIND,
+                &p.id,
+                &p.meta,
+            ));
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
+    /// Delete at most `batch` expired proposal records (their `expires_at`
+    /// passed, not their deadline) in `scope` (audited as deletes).
+    pub(crate) fn delete_expired(
+        &self,
+        ctx: &CallerContext,
+        scope: &openvibe_protocols::NamespaceScope,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        let now = Utc::now();
+        let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
+        let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let expired: Vec<String> = table
+            .values()
+            .filter(|p| {
+                p.meta.is_expired(now)
+                    && scope.contains(&p.meta.namespace)
+                    && ctx.sees_project(p.meta.project_id.as_deref())
+            })
+            .map(|p| p.id.clone())
+            .take(batch)
+            .collect();
+        for id in &expired {
+            if let Some(gone) = table.remove(id) {
+                self.audit.record(AuditEntry::change(
+                    ctx,
+                    AuditOp::Delete,
+                    PROPOSAL_KIND,
+                    id,
+                    &gone.meta,
+                ));
+            }
+        }
+        Ok(expired.len() as u64)
+    }
+}
+
+#[async_trait]
+impl ProposalStore for InMemoryProposalStore {
+    async fn create(
+        &self,
+        ctx: &CallerContext,
+        mut proposal: Proposal,
+    ) -> Result<Proposal, StoreError> {
+        let _span = store_span(PROPOSAL_KIND, "create", ctx);
+        let id = proposal.id.clone();
+        let result = (|| {
+            check_caller(ctx)?;
+            if proposal.id.is_empty() {
+                proposal.id = uuid::Uuid::new_v4().simple().to_string();
+            }
+            ctx.stamp(&mut proposal.meta);
+            validate_proposal(&proposal)?;
+            let now = openvibe_protocols::store_time();
+            let placement = ctx.placement(
+                &proposal.meta.namespace,
+                &format!("create proposal {}", proposal.id),
+            )?;
+            proposal.prepare_new();
+            let given = proposal.meta.expires_at;
+            let meta = &mut proposal.meta;
+            meta.expires_at = ctx.expiry(PROPOSAL_KIND, &placement.namespace, now, given)?;
+            meta.owner = ctx.owner_key();
+            meta.tenant_id = ctx.tenant_id().to_owned();
+            meta.namespace = placement.namespace;
+            meta.project_id = placement.project_id;
+            meta.created_at = now;
+            meta.updated_at = now;
+            let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
+            let table = tenants.entry(ctx.tenant_id().to_owned()).or_default();
+            if let Some(existing) = table.get(&proposal.id) {
+                let live = existing.meta.expires_at.is_none_or(|at| at > now);
+                if live {
+                    return if readable(ctx, existing, now) && existing.same_request(&proposal) {
+                        Ok(as_of(existing.clone(), now))
+                    } else {
+                        Err(StoreError::conflict(format!(
+                            "proposal `{}` exists and proposes something else",
+                            proposal.id
+                        )))
+                    };
+                }
+            }
+            self.audit.record(AuditEntry::change(
+                ctx,
+                AuditOp::Insert,
+                PROPOSAL_KIND,
+                &proposal.id,
+                &proposal.meta,
+            ));
+            table.insert(proposal.id.clone(), proposal.clone());
+            Ok(proposal)
+        })();
+        self.audit
+            .refusal(ctx, AuditOp::Insert, PROPOSAL_KIND, &id, result)
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Proposal>, StoreError> {
+        let _span = store_span(PROPOSAL_KIND, "get", ctx);
+        let now = Utc::now();
+        let tenants = self.tenants.read().map_err(|_| poisoned())?;
+        Ok(tenants
+            .get(ctx.tenant_id())
+            .and_then(|t| t.get(id))
+            .filter(|p| readable(ctx, p, now))
+            .map(|p| as_of(p.clone(), now)))
+    }
+
+    async fn list(
+        &self,
+        ctx: &CallerContext,
+        query: &ProposalQuery,
+    ) -> Result<Page<Proposal>, StoreError> {
+        let _span = store_span(PROPOSAL_KIND, "list", ctx);
+        let limit = query.checked_limit()?;
+        let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
+        let scope = ctx.search_scope(&query.namespaces);
+        let now = Utc::now();
+        let mut found: Vec<Proposal> = {
+            let tenants = self.tenants.read().map_err(|_| poisoned())?;
+            tenants
+                .get(ctx.tenant_id())
+                .map(|t| {
+                    t.values()
+                        .filter(|p| {
+                            scope.contains(&p.meta.namespace)
+                                && readable(ctx, p, now)
+                                && query.matches(p, now)
+                        })
+                        .filter(|p| {
+                            after.as_ref().is_none_or(|(micros, id)| {
+                                (p.meta.created_at.timestamp_micros(), p.id.as_str())
+                                    < (*micros, id.as_str())
+                            })
+                        })
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        found.sort_by(|a, b| (b.meta.created_at, &b.id).cmp(&(a.meta.created_at, &a.id)));
+        found.truncate(limit + 1);
+        self.audit.record(AuditEntry::search(
+            ctx,
+            PROPOSAL_KIND,
+            query,
+            &query.namespaces,
+            limit,
+        ));
+        Ok(proposal_page(
+            found.into_iter().map(|p| as_of(p, now)).collect(),
+            limit,
+        ))
+    }
+
+    async fn decide(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        verdict: &Verdict,
+    ) -> Result<Proposal, StoreError> {
+        let _span = store_span(PROPOSAL_KIND, "decide", ctx);
+        let result = self.transition(ctx, id, |p, now| {
+            ctx.may_approve(&p.meta, &format!("decide proposal {id}"))?;
+            p.decided(verdict, &ctx.owner_key(), now)
+        });
+        self.audit
+            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+    }
+
+    async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError> {
+        let _span = store_span(PROPOSAL_KIND, "claim", ctx);
+        let result = self.transition(ctx, id, |p, now| {
+            ctx.require_change(&p.meta, Change::Write, format!("claim proposal {id}"))?;
+            p.claimed(&ctx.owner_key(), now)
+        });
+        self.audit
+            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+    }
+
+    async fn finish(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        outcome: Result<Value, String>,
+    ) -> Result<Proposal, StoreError> {
+        let _span = store_span(PROPOSAL_KIND, "finish", ctx);
+        let result = self.transition(ctx, id, |p, now| {
+            ctx.require_change(&p.meta, Change::Write, format!("finish proposal {id}"))?;
+            if let Ok(value) = &outcome {
+                openvibe_protocols::check_json("result", value)?;
+            }
+            p.finished(&outcome, now)
+        });
+        self.audit
+            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+    }
+
+    async fn expire_due(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError> {
+        let _span = store_span(PROPOSAL_KIND, "expire_due", ctx);
+        check_caller(ctx)?;
+        let now = Utc::now();
+        let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
+        let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let mut expired = 0;
+        for p in table.values_mut() {
+            if expired >= limit as u64 {
+                break;
+            }
+            let due = p.status == ProposalStatus::Pending
+                && p.status_at(now) == ProposalStatus::Expired
+                && readable(ctx, p, now)
+                && ctx
+                    .require_change(&p.meta, Change::Write, String::new())
+                    .is_ok();
+            if !due {
+                continue;
+            }
+            let mut next = p.clone();
+            next.status = ProposalStatus::Expired;
+            next.meta.updated_at = now;
+            let mut entry =
+                AuditEntry::change(ctx, AuditOp::Update, PROPOSAL_KIND, &next.id, &next.meta);
+            entry.filters = Some(next.transition_detail(p));
+            self.audit.record(entry);
+            *p = next;
+            expired += 1;
+        }
+        Ok(expired)
+    }
+}

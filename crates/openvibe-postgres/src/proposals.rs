@@ -1,0 +1,446 @@
+//! [`PgProposalStore`]: proposals in PostgreSQL (table `proposals`, migration
+//! 0020). Each transition locks the row (`SELECT … FOR UPDATE` within the
+//! caller's read rule), checks it with the contract's status machine and
+//! writes it back in the same transaction, so of callers racing on one
+//! proposal one wins and the others see the new status (a conflict). The
+//! table's trigger audits every transition with its name.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use openvibe_protocols::{
+    Action, AuditEntry, AuditOp, CallerContext, Change, Decision, PROPOSAL_KIND, Page, Proposal,
+    ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, check_json,
+    parse_cursor, proposal_page, store_time, validate_proposal,
+};
+use serde_json::Value;
+use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use tracing::Instrument;
+
+use crate::access::{push_changeable, push_readable, push_readable_in};
+use crate::audit::AuditWriter;
+use crate::error::store_error;
+use crate::identity::{check_given_expiry, new_id, push_new_identity};
+use crate::records::{Record, end_read, fetch_all, fetch_optional, not_found};
+use crate::rows::{col, columns, decode_meta};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::{begin, begin_replacing_expired};
+
+/// Proposals in PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PgProposalStore {
+    pool: PgPool,
+    audit: AuditWriter,
+}
+
+crate::audit::audited_store!(PgProposalStore);
+
+const COLS: &[&str] = &[
+    "tenant_id",
+    "id",
+    "namespace",
+    "project_id",
+    "owner",
+    "classification",
+    "source",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "role_id",
+    "domain",
+    "summary",
+    "outcome",
+    "decision",
+    "action",
+    "assignee",
+    "deadline",
+    "status",
+    "decided_by",
+    "decided_at",
+    "reason",
+    "claimed_by",
+    "claimed_at",
+    "finished_at",
+    "result",
+    "error",
+];
+
+fn corrupt(id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::backend(format!("proposal `{id}` has a malformed {what}: {e}"))
+}
+
+fn json_col<T: serde::de::DeserializeOwned>(
+    row: &PgRow,
+    id: &str,
+    name: &str,
+) -> Result<Option<T>, StoreError> {
+    col::<Option<Value>>(row, name)?
+        .map(|v| serde_json::from_value(v).map_err(|e| corrupt(id, name, e)))
+        .transpose()
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<Value, StoreError> {
+    serde_json::to_value(value)
+        .map_err(|e| StoreError::backend(format!("a proposal does not serialise: {e}")))
+}
+
+impl Record for Proposal {
+    const KIND: &'static str = PROPOSAL_KIND;
+    const TABLE: &'static str = "proposals";
+    const COLS: &'static [&'static str] = COLS;
+    const TRACKED: bool = false;
+    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const MUTABLE: &'static str = "status, decided_by, decided_at, reason, action, claimed_by, \
+         claimed_at, finished_at, result, error, updated_at";
+
+    fn decode(row: &PgRow) -> Result<Self, StoreError> {
+        let id: String = col(row, "id")?;
+        let outcome: String = col(row, "outcome")?;
+        let status: String = col(row, "status")?;
+        Ok(Proposal {
+            meta: decode_meta(PROPOSAL_KIND, &id, row)?,
+            role_id: col(row, "role_id")?,
+            domain: col(row, "domain")?,
+            summary: col(row, "summary")?,
+            outcome: outcome
+                .parse()
+                .map_err(|e: String| corrupt(&id, "outcome", e))?,
+            decision: json_col::<Decision>(row, &id, "decision")?,
+            action: json_col::<Action>(row, &id, "action")?,
+            assignee: col(row, "assignee")?,
+            deadline: col(row, "deadline")?,
+            status: ProposalStatus::parse(&status)
+                .ok_or_else(|| corrupt(&id, "status", &status))?,
+            decided_by: col(row, "decided_by")?,
+            decided_at: col(row, "decided_at")?,
+            reason: col(row, "reason")?,
+            claimed_by: col(row, "claimed_by")?,
+            claimed_at: col(row, "claimed_at")?,
+            finished_at: col(row, "finished_at")?,
+            result: col(row, "result")?,
+            error: col(row, "error")?,
+            id,
+        })
+    }
+}
+
+/// `p` as a reader sees it at `now`.
+fn as_of(mut p: Proposal, now: DateTime<Utc>) -> Proposal {
+    p.status = p.status_at(now);
+    p
+}
+
+fn select_readable(ctx: &CallerContext, id: &str, lock: bool) -> Sql {
+    let mut sql = Sql::new(&format!(
+        "SELECT {} FROM proposals f WHERE f.tenant_id = ",
+        columns(COLS, "f.")
+    ));
+    sql.bind(ctx.tenant_id().to_owned())
+        .push(" AND f.id = ")
+        .bind(id.to_owned())
+        .push(" AND ");
+    push_readable(&mut sql, ctx, "f.", None);
+    if lock {
+        sql.push(" FOR UPDATE");
+    }
+    sql
+}
+
+/// Bind the values of [`Proposal::MUTABLE`] (in its order) from `p`.
+fn push_mutable(sql: &mut Sql, p: &Proposal) -> Result<(), StoreError> {
+    let action = p.action.as_ref().map(to_json).transpose()?;
+    sql.bind(p.status.as_str())
+        .push(", ")
+        .bind(p.decided_by.clone())
+        .push(", ")
+        .bind(p.decided_at)
+        .push(", ")
+        .bind(p.reason.clone())
+        .push(", ")
+        .bind(action)
+        .push(", ")
+        .bind(p.claimed_by.clone())
+        .push(", ")
+        .bind(p.claimed_at)
+        .push(", ")
+        .bind(p.finished_at)
+        .push(", ")
+        .bind(p.result.clone())
+        .push(", ")
+        .bind(p.error.clone())
+        .push(", ")
+        .bind(p.meta.updated_at);
+    Ok(())
+}
+
+impl PgProposalStore {
+    async fn create_unaudited(
+        &self,
+        ctx: &CallerContext,
+        mut p: Proposal,
+    ) -> Result<Proposal, StoreError> {
+        check_caller(ctx)?;
+        if p.id.is_empty() {
+            p.id = new_id();
+        }
+        ctx.stamp(&mut p.meta);
+        validate_proposal(&p)?;
+        check_given_expiry(p.meta.expires_at)?;
+        let now = store_time();
+        let placement = ctx.placement(&p.meta.namespace, &format!("create proposal {}", p.id))?;
+        let expires_at = ctx.expiry(PROPOSAL_KIND, &placement.namespace, now, p.meta.expires_at)?;
+        p.prepare_new();
+        let mut sql = Sql::new(
+            "INSERT INTO proposals (tenant_id, id, namespace, project_id, owner, created_at, \
+             updated_at, classification, source, expires_at, role_id, domain, summary, outcome, \
+             decision, action, assignee, deadline) VALUES (",
+        );
+        push_new_identity(&mut sql, ctx, &placement, p.id.clone(), now);
+        let decision = p.decision.as_ref().map(to_json).transpose()?;
+        let action = p.action.as_ref().map(to_json).transpose()?;
+        sql.bind(p.meta.classification.as_str())
+            .push(", ")
+            .bind(p.meta.source.clone())
+            .push(", ")
+            .bind(expires_at)
+            .push(", ")
+            .bind(p.role_id.clone())
+            .push(", ")
+            .bind(p.domain.clone())
+            .push(", ")
+            .bind(p.summary.clone())
+            .push(", ")
+            .bind(p.outcome.as_str())
+            .push(", ")
+            .bind(decision)
+            .push(", ")
+            .bind(action)
+            .push(", ")
+            .bind(p.assignee.clone())
+            .push(", ")
+            .bind(p.deadline)
+            .push(&format!(
+                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
+                columns(COLS, "")
+            ));
+        let mut tx = begin_replacing_expired(&self.pool, ctx, "proposals", &[p.id.clone()]).await?;
+        if let Some(created) = fetch_optional::<Proposal>(&mut tx, sql).await? {
+            tx.commit().await.map_err(store_error)?;
+            return Ok(created);
+        }
+        let existing =
+            fetch_optional::<Proposal>(&mut tx, select_readable(ctx, &p.id, false)).await?;
+        end_read(tx);
+        match existing {
+            Some(e) if e.same_request(&p) => Ok(as_of(e, store_time())),
+            _ => Err(StoreError::conflict(format!(
+                "proposal `{}` exists and proposes something else",
+                p.id
+            ))),
+        }
+    }
+
+    /// Lock the readable proposal `id`, apply `change`, write it back.
+    async fn transition(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        change: impl FnOnce(&Proposal, DateTime<Utc>) -> Result<Proposal, StoreError>,
+    ) -> Result<Proposal, StoreError> {
+        check_caller(ctx)?;
+        let mut tx = begin(&self.pool, ctx).await?;
+        let current = fetch_optional::<Proposal>(&mut tx, select_readable(ctx, id, true))
+            .await?
+            .ok_or_else(|| not_found(PROPOSAL_KIND, id))?;
+        let now = store_time();
+        let next = change(&current, now)?;
+        let mut sql = Sql::new(&format!("UPDATE proposals SET ({}) = (", Proposal::MUTABLE));
+        push_mutable(&mut sql, &next)?;
+        sql.push(") WHERE tenant_id = ")
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND id = ")
+            .bind(id.to_owned());
+        sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(as_of(next, now))
+    }
+
+    async fn list_unaudited(
+        &self,
+        ctx: &CallerContext,
+        query: &ProposalQuery,
+        limit: usize,
+    ) -> Result<Page<Proposal>, StoreError> {
+        check_caller(ctx)?;
+        let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
+        let scope = ctx.search_scope(&query.namespaces);
+        let now = store_time();
+        let mut sql = Sql::new(&format!(
+            "SELECT {} FROM proposals f WHERE f.tenant_id = ",
+            columns(COLS, "f.")
+        ));
+        sql.bind(ctx.tenant_id().to_owned()).push(" AND ");
+        push_readable_in(&mut sql, ctx, "f.", None, &scope);
+        match query.status {
+            None => {}
+            Some(ProposalStatus::Pending) => {
+                sql.push(" AND f.status = 'pending' AND (f.deadline IS NULL OR f.deadline > ")
+                    .bind(now)
+                    .push(")");
+            }
+            Some(ProposalStatus::Expired) => {
+                sql.push(" AND (f.status = 'expired' OR (f.status = 'pending' AND f.deadline <= ")
+                    .bind(now)
+                    .push("))");
+            }
+            Some(status) => {
+                sql.push(" AND f.status = ").bind(status.as_str());
+            }
+        }
+        for (column, value) in [
+            ("role_id", &query.role_id),
+            ("domain", &query.domain),
+            ("assignee", &query.assignee),
+        ] {
+            if let Some(value) = value {
+                sql.push(&format!(" AND f.{column} = ")).bind(value.clone());
+            }
+        }
+        if let Some((micros, id)) = after {
+            let at = DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| {
+                StoreError::invalid("cursor", "not a cursor returned by a list call")
+            })?;
+            sql.push(" AND (f.created_at, f.id) < (")
+                .bind(at)
+                .push(", ")
+                .bind(id)
+                .push(")");
+        }
+        sql.push(" ORDER BY f.created_at DESC, f.id DESC LIMIT ")
+            .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX));
+        let mut tx = begin(&self.pool, ctx).await?;
+        let found = fetch_all::<Proposal>(&mut tx, sql).await?;
+        end_read(tx);
+        Ok(proposal_page(
+            found.into_iter().map(|p| as_of(p, now)).collect(),
+            limit,
+        ))
+    }
+
+    async fn expire_unaudited(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError> {
+        check_caller(ctx)?;
+        if limit == 0 {
+            return Ok(0);
+        }
+        let now = store_time();
+        let mut sql = Sql::new("UPDATE proposals SET status = 'expired', updated_at = ");
+        sql.bind(now)
+            .push(" WHERE tenant_id = ")
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND id IN (SELECT f.id FROM proposals f WHERE f.tenant_id = ")
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND f.status = 'pending' AND f.deadline <= ")
+            .bind(now)
+            .push(" AND ");
+        push_changeable(&mut sql, ctx, "f.", Change::Write);
+        sql.push(" ORDER BY f.deadline LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .push(" FOR UPDATE SKIP LOCKED)");
+        let mut tx = begin(&self.pool, ctx).await?;
+        let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(done.rows_affected())
+    }
+}
+
+#[async_trait]
+impl ProposalStore for PgProposalStore {
+    async fn create(
+        &self,
+        ctx: &CallerContext,
+        proposal: Proposal,
+    ) -> Result<Proposal, StoreError> {
+        let id = proposal.id.clone();
+        let result = self
+            .create_unaudited(ctx, proposal)
+            .instrument(span(PROPOSAL_KIND, "create", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Insert, PROPOSAL_KIND, &id, result)
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Proposal>, StoreError> {
+        let found = crate::records::get::<Proposal>(&self.pool, ctx, id).await?;
+        Ok(found.map(|p| as_of(p, store_time())))
+    }
+
+    async fn list(
+        &self,
+        ctx: &CallerContext,
+        query: &ProposalQuery,
+    ) -> Result<Page<Proposal>, StoreError> {
+        let limit = query.checked_limit()?;
+        self.audit.record_with(|| {
+            AuditEntry::search(ctx, PROPOSAL_KIND, query, &query.namespaces, limit)
+        });
+        self.list_unaudited(ctx, query, limit)
+            .instrument(span(PROPOSAL_KIND, "list", ctx))
+            .await
+    }
+
+    async fn decide(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        verdict: &Verdict,
+    ) -> Result<Proposal, StoreError> {
+        let result = self
+            .transition(ctx, id, |p, now| {
+                ctx.may_approve(&p.meta, &format!("decide proposal {id}"))?;
+                p.decided(verdict, &ctx.owner_key(), now)
+            })
+            .instrument(span(PROPOSAL_KIND, "decide", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+    }
+
+    async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError> {
+        let result = self
+            .transition(ctx, id, |p, now| {
+                ctx.require_change(&p.meta, Change::Write, format!("claim proposal {id}"))?;
+                p.claimed(&ctx.owner_key(), now)
+            })
+            .instrument(span(PROPOSAL_KIND, "claim", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+    }
+
+    async fn finish(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        outcome: Result<Value, String>,
+    ) -> Result<Proposal, StoreError> {
+        if let Ok(value) = &outcome {
+            check_json("result", value)?;
+        }
+        let result = self
+            .transition(ctx, id, |p, now| {
+                ctx.require_change(&p.meta, Change::Write, format!("finish proposal {id}"))?;
+                p.finished(&outcome, now)
+            })
+            .instrument(span(PROPOSAL_KIND, "finish", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+    }
+
+    async fn expire_due(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError> {
+        self.expire_unaudited(ctx, limit)
+            .instrument(span(PROPOSAL_KIND, "expire_due", ctx))
+            .await
+    }
+}

@@ -1,0 +1,836 @@
+//! Proposals: a durable, governed record of what waits for a person
+//! ([`ProposalStore`]).
+//!
+//! A role's `Propose` and `Escalate` decisions, and tool calls whose
+//! authority is `needs_approval`, become proposals. A person with the
+//! `approve` right ([`CallerContext::may_approve`]) approves or rejects one;
+//! the runtime then **claims** an approved proposal (one claim succeeds,
+//! whoever races) and records how its action went. The status moves
+//!
+//! ```text
+//! pending ──approve──▶ approved ──claim, finish──▶ executed | failed
+//!    │ └────reject───▶ rejected
+//!    └──deadline passes──▶ expired
+//! ```
+//!
+//! and never back. A rejected or expired proposal is never claimed, so its
+//! action never runs. Every transition is audited (an `update` entry whose
+//! `filters` name the transition, the status before and after, and the
+//! reason).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{CallerContext, Page, RecordMeta, StoreError};
+use crate::{Action, Decision, Outcome};
+
+/// The kind name of proposals (audit entries, errors, retention).
+pub const PROPOSAL_KIND: &str = "proposal";
+
+/// The most proposals one list returns.
+pub const MAX_PROPOSAL_PAGE: usize = 1000;
+
+/// Where a proposal stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatus {
+    /// Waiting for a person.
+    #[default]
+    Pending,
+    /// Approved: its action runs once (see [`Proposal::claimed_by`]).
+    Approved,
+    /// Rejected, with a reason: it never runs.
+    Rejected,
+    /// Nobody decided before its deadline: it never runs.
+    Expired,
+    /// Its action ran.
+    Executed,
+    /// Its action ran and failed (or was interrupted).
+    Failed,
+}
+
+impl ProposalStatus {
+    /// Every status.
+    pub const ALL: [Self; 6] = [
+        Self::Pending,
+        Self::Approved,
+        Self::Rejected,
+        Self::Expired,
+        Self::Executed,
+        Self::Failed,
+    ];
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
+            Self::Executed => "executed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The status named `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for ProposalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What waits for a person: an action a role proposes, or an event it
+/// escalates. Fields marked *store* are set by the store; values given are
+/// ignored on create.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Proposal {
+    /// Unique id within the tenant (a decision's id; the store generates
+    /// one when empty).
+    #[serde(default)]
+    pub id: String,
+    /// Governance metadata: the owner is the proposing role's principal.
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// The role that proposes.
+    pub role_id: String,
+    /// The domain it belongs to (clearance applies to it).
+    #[serde(default)]
+    pub domain: String,
+    /// What it is about, for the person deciding.
+    pub summary: String,
+    /// `propose` (an action to approve) or `escalate` (a person chooses).
+    pub outcome: Outcome,
+    /// The decision behind it (its four steps and evidence), when one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// The action that runs once approved (an escalation gets one when a
+    /// person approves it with one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    /// The person it is assigned to (an owner key, `user:ann`), when one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    /// After this instant a pending proposal is expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DateTime<Utc>>,
+    /// Where it stands (*store*).
+    #[serde(default)]
+    pub status: ProposalStatus,
+    /// Who approved or rejected it (*store*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// When (*store*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<DateTime<Utc>>,
+    /// Why (*store*, from the verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who claimed its execution (*store*): one claim succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    /// When (*store*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_at: Option<DateTime<Utc>>,
+    /// When its execution finished (*store*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// What the action returned (*store*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Why it failed (*store*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Proposal {
+    /// A pending proposal of `role_id` to run `action`.
+    pub fn new(role_id: impl Into<String>, summary: impl Into<String>, action: Action) -> Self {
+        Self::bare(
+            role_id.into(),
+            summary.into(),
+            Outcome::Propose,
+            Some(action),
+        )
+    }
+
+    /// A pending escalation of `role_id`: a person chooses what to do.
+    pub fn escalation(role_id: impl Into<String>, summary: impl Into<String>) -> Self {
+        Self::bare(role_id.into(), summary.into(), Outcome::Escalate, None)
+    }
+
+    /// The proposal of a `Propose` or `Escalate` decision (its id, domain,
+    /// summary and action).
+    pub fn from_decision(decision: &Decision) -> Self {
+        let event = &decision.event;
+        let summary = if event.summary.is_empty() {
+            event.kind.clone()
+        } else {
+            event.summary.clone()
+        };
+        let action = match decision.outcome {
+            Outcome::Escalate => None,
+            _ => event.action.clone(),
+        };
+        let mut p = Self::bare(decision.role_id.clone(), summary, decision.outcome, action);
+        p.id.clone_from(&decision.id);
+        p.domain.clone_from(&event.domain);
+        p.decision = Some(decision.clone());
+        p
+    }
+
+    fn bare(role_id: String, summary: String, outcome: Outcome, action: Option<Action>) -> Self {
+        Self {
+            id: String::new(),
+            meta: RecordMeta::default(),
+            role_id,
+            domain: String::new(),
+            summary,
+            outcome,
+            decision: None,
+            action,
+            assignee: None,
+            deadline: None,
+            status: ProposalStatus::Pending,
+            decided_by: None,
+            decided_at: None,
+            reason: None,
+            claimed_by: None,
+            claimed_at: None,
+            finished_at: None,
+            result: None,
+            error: None,
+        }
+    }
+
+    /// Set the id.
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Set the domain.
+    #[must_use]
+    pub fn domain(mut self, domain: impl Into<String>) -> Self {
+        self.domain = domain.into();
+        self
+    }
+
+    /// Assign it to a person (an owner key such as `user:ann`).
+    #[must_use]
+    pub fn assignee(mut self, assignee: impl Into<String>) -> Self {
+        self.assignee = Some(assignee.into());
+        self
+    }
+
+    /// Expire it at `deadline` unless decided before.
+    #[must_use]
+    pub fn deadline(mut self, deadline: DateTime<Utc>) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Set the namespace.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.meta.namespace = namespace.into();
+        self
+    }
+
+    /// Its status as of `now`: a pending proposal past its deadline is
+    /// expired, whether or not the store has written that yet.
+    pub fn status_at(&self, now: DateTime<Utc>) -> ProposalStatus {
+        match (self.status, self.deadline) {
+            (ProposalStatus::Pending, Some(deadline)) if deadline <= now => ProposalStatus::Expired,
+            (status, _) => status,
+        }
+    }
+
+    /// Reset the store-maintained fields of a new proposal.
+    pub fn prepare_new(&mut self) {
+        self.status = ProposalStatus::Pending;
+        self.decided_by = None;
+        self.decided_at = None;
+        self.reason = None;
+        self.claimed_by = None;
+        self.claimed_at = None;
+        self.finished_at = None;
+        self.result = None;
+        self.error = None;
+    }
+
+    /// Whether `other` proposes the same thing (creating a proposal twice
+    /// with one id returns the first when they do).
+    pub fn same_request(&self, other: &Self) -> bool {
+        self.role_id == other.role_id
+            && self.summary == other.summary
+            && self.outcome == other.outcome
+            && self.action == other.action
+            && self.domain == other.domain
+    }
+
+    /// `verdict` on this proposal as of `now`, checked: it must be pending
+    /// (else [`StoreError::Conflict`] naming its status); a rejection needs
+    /// a reason; an approval of an escalation needs an action, and an
+    /// approval may not change a proposed action. Returns the proposal as
+    /// decided by `by`.
+    pub fn decided(
+        &self,
+        verdict: &Verdict,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Self, StoreError> {
+        let status = self.status_at(now);
+        if status != ProposalStatus::Pending {
+            return Err(StoreError::conflict(format!(
+                "proposal `{}` is {status}, not pending: it was decided already or its deadline passed",
+                self.id
+            )));
+        }
+        verdict.validate()?;
+        let mut next = self.clone();
+        if verdict.approve {
+            match (&self.action, &verdict.action) {
+                (None, None) => {
+                    return Err(StoreError::invalid(
+                        "action",
+                        "approving an escalation needs the action to take",
+                    ));
+                }
+                (Some(proposed), Some(given)) if proposed != given => {
+                    return Err(StoreError::invalid(
+                        "action",
+                        "an approval may not change the proposed action (reject it and propose another)",
+                    ));
+                }
+                (None, Some(given)) => next.action = Some(given.clone()),
+                _ => {}
+            }
+            next.status = ProposalStatus::Approved;
+        } else {
+            next.status = ProposalStatus::Rejected;
+        }
+        next.decided_by = Some(by.to_owned());
+        next.decided_at = Some(now);
+        next.reason = (!verdict.reason.trim().is_empty()).then(|| verdict.reason.clone());
+        next.meta.updated_at = now;
+        Ok(next)
+    }
+
+    /// This proposal claimed for execution by `by` at `now`: it must be
+    /// approved and unclaimed, else [`StoreError::Conflict`].
+    pub fn claimed(&self, by: &str, now: DateTime<Utc>) -> Result<Self, StoreError> {
+        if self.status != ProposalStatus::Approved {
+            return Err(StoreError::conflict(format!(
+                "proposal `{}` is {}: only an approved proposal runs",
+                self.id,
+                self.status_at(now)
+            )));
+        }
+        if let Some(other) = &self.claimed_by {
+            return Err(StoreError::conflict(format!(
+                "proposal `{}` was claimed by {other} already: it runs once",
+                self.id
+            )));
+        }
+        let mut next = self.clone();
+        next.claimed_by = Some(by.to_owned());
+        next.claimed_at = Some(now);
+        next.meta.updated_at = now;
+        Ok(next)
+    }
+
+    /// This proposal with its execution's `outcome` recorded at `now`: it
+    /// must be claimed and unfinished, else [`StoreError::Conflict`].
+    pub fn finished(
+        &self,
+        outcome: &Result<Value, String>,
+        now: DateTime<Utc>,
+    ) -> Result<Self, StoreError> {
+        if self.status != ProposalStatus::Approved || self.claimed_by.is_none() {
+            return Err(StoreError::conflict(format!(
+                "proposal `{}` is {} and {}: only a claimed, approved proposal finishes",
+                self.id,
+                self.status,
+                if self.claimed_by.is_some() {
+                    "claimed"
+                } else {
+                    "unclaimed"
+                }
+            )));
+        }
+        let mut next = self.clone();
+        match outcome {
+            Ok(result) => {
+                next.status = ProposalStatus::Executed;
+                next.result = Some(result.clone());
+            }
+            Err(error) => {
+                next.status = ProposalStatus::Failed;
+                next.error = Some(crate::truncate_chars(error, MAX_ERROR_CHARS).to_owned());
+            }
+        }
+        next.finished_at = Some(now);
+        next.meta.updated_at = now;
+        Ok(next)
+    }
+
+    /// The transition from `before` to this proposal, as its audit entry
+    /// names it: `approve`, `reject`, `claim`, `executed`, `failed`,
+    /// `expire` (or `update`).
+    pub fn transition_from(&self, before: &Self) -> &'static str {
+        match (before.status, self.status) {
+            (ProposalStatus::Pending, ProposalStatus::Approved) => "approve",
+            (ProposalStatus::Pending, ProposalStatus::Rejected) => "reject",
+            (ProposalStatus::Pending, ProposalStatus::Expired) => "expire",
+            (ProposalStatus::Approved, ProposalStatus::Executed) => "executed",
+            (ProposalStatus::Approved, ProposalStatus::Failed) => "failed",
+            (ProposalStatus::Approved, ProposalStatus::Approved)
+                if before.claimed_by.is_none() && self.claimed_by.is_some() =>
+            {
+                "claim"
+            }
+            _ => "update",
+        }
+    }
+
+    /// The `filters` of the audit entry of the transition from `before`.
+    pub fn transition_detail(&self, before: &Self) -> Value {
+        serde_json::json!({
+            "transition": self.transition_from(before),
+            "from": before.status,
+            "to": self.status,
+            "reason": self.reason,
+        })
+    }
+}
+
+/// The most characters of an execution error a proposal keeps.
+pub const MAX_ERROR_CHARS: usize = 4_000;
+
+/// A person's answer to a proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Verdict {
+    /// Approve (`true`) or reject (`false`).
+    pub approve: bool,
+    /// Why (required to reject).
+    #[serde(default)]
+    pub reason: String,
+    /// The action to take, when approving an escalation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+}
+
+impl Verdict {
+    /// Approve, for `reason`.
+    pub fn approve(reason: impl Into<String>) -> Self {
+        Self {
+            approve: true,
+            reason: reason.into(),
+            action: None,
+        }
+    }
+
+    /// Approve an escalation with the action to take.
+    pub fn approve_with(action: Action, reason: impl Into<String>) -> Self {
+        Self {
+            approve: true,
+            reason: reason.into(),
+            action: Some(action),
+        }
+    }
+
+    /// Reject, for `reason`.
+    pub fn reject(reason: impl Into<String>) -> Self {
+        Self {
+            approve: false,
+            reason: reason.into(),
+            action: None,
+        }
+    }
+
+    /// A rejection has a reason; a reason is a bounded text.
+    pub fn validate(&self) -> Result<(), StoreError> {
+        if !self.approve && self.reason.trim().is_empty() {
+            return Err(StoreError::invalid("reason", "a rejection needs a reason"));
+        }
+        super::check_text("reason", &self.reason)?;
+        if let Some(action) = &self.action {
+            check_action("action", action)?;
+        }
+        Ok(())
+    }
+}
+
+/// Filters of [`ProposalStore::list`]; results are newest first (creation
+/// time, then id), a page at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct ProposalQuery {
+    /// Only proposals with this status (as of now: `pending` leaves out,
+    /// and `expired` includes, pending proposals past their deadline).
+    pub status: Option<ProposalStatus>,
+    /// Only proposals of this role.
+    pub role_id: Option<String>,
+    /// Only proposals of this domain.
+    pub domain: Option<String>,
+    /// Only proposals assigned to this person (an owner key).
+    pub assignee: Option<String>,
+    /// Only proposals of these namespaces (empty: the caller's default scope).
+    pub namespaces: Vec<String>,
+    /// Continue after the page that returned this cursor.
+    pub cursor: Option<String>,
+    /// At most this many (default 50, at most [`MAX_PROPOSAL_PAGE`]).
+    pub limit: usize,
+}
+
+impl Default for ProposalQuery {
+    fn default() -> Self {
+        Self {
+            status: None,
+            role_id: None,
+            domain: None,
+            assignee: None,
+            namespaces: Vec::new(),
+            cursor: None,
+            limit: 50,
+        }
+    }
+}
+
+impl ProposalQuery {
+    /// Every proposal, 50 a page.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only those with `status`.
+    #[must_use]
+    pub fn status(mut self, status: ProposalStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Only those of `role_id`.
+    #[must_use]
+    pub fn role(mut self, role_id: impl Into<String>) -> Self {
+        self.role_id = Some(role_id.into());
+        self
+    }
+
+    /// Only those of `domain`.
+    #[must_use]
+    pub fn domain(mut self, domain: impl Into<String>) -> Self {
+        self.domain = Some(domain.into());
+        self
+    }
+
+    /// Only those assigned to `assignee`.
+    #[must_use]
+    pub fn assignee(mut self, assignee: impl Into<String>) -> Self {
+        self.assignee = Some(assignee.into());
+        self
+    }
+
+    /// At most `limit` a page.
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Continue after `cursor`.
+    #[must_use]
+    pub fn after(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+
+    /// The limit, checked: 1 to [`MAX_PROPOSAL_PAGE`].
+    pub fn checked_limit(&self) -> Result<usize, StoreError> {
+        if self.limit == 0 || self.limit > MAX_PROPOSAL_PAGE {
+            return Err(StoreError::invalid(
+                "limit",
+                format!("must be between 1 and {MAX_PROPOSAL_PAGE}"),
+            ));
+        }
+        Ok(self.limit)
+    }
+
+    /// Whether `p` (readable, of the tenant) matches the filters as of
+    /// `now` (namespaces and the cursor are the store's).
+    pub fn matches(&self, p: &Proposal, now: DateTime<Utc>) -> bool {
+        self.status.is_none_or(|s| p.status_at(now) == s)
+            && self.role_id.as_deref().is_none_or(|r| p.role_id == r)
+            && self.domain.as_deref().is_none_or(|d| p.domain == d)
+            && self
+                .assignee
+                .as_deref()
+                .is_none_or(|a| p.assignee.as_deref() == Some(a))
+    }
+}
+
+/// The page of `proposals` (newest first, one more than `limit` fetched to
+/// know whether another page follows).
+pub fn proposal_page(mut proposals: Vec<Proposal>, limit: usize) -> Page<Proposal> {
+    let next_cursor = if proposals.len() > limit {
+        proposals.truncate(limit);
+        proposals
+            .last()
+            .map(|p| super::page_cursor(p.meta.created_at, &p.id))
+    } else {
+        None
+    };
+    Page {
+        items: proposals,
+        next_cursor,
+    }
+}
+
+fn check_action(field: &str, action: &Action) -> Result<(), StoreError> {
+    if action.action.trim().is_empty() {
+        return Err(StoreError::invalid(
+            format!("{field}.action"),
+            "must not be empty",
+        ));
+    }
+    super::check_label(&format!("{field}.action"), &action.action)?;
+    if !action.input.is_object() {
+        return Err(StoreError::invalid(
+            format!("{field}.input"),
+            "must be a JSON object",
+        ));
+    }
+    Ok(())
+}
+
+/// The checks of a new proposal: id, role, summary and domain are bounded
+/// labels and text; the outcome is `propose` (with an action) or
+/// `escalate`; the decision, when given, is the same role's.
+pub fn validate_proposal(p: &Proposal) -> Result<(), StoreError> {
+    if !p.id.is_empty() {
+        super::validate_record_id(&p.id)?;
+    }
+    if p.role_id.trim().is_empty() {
+        return Err(StoreError::invalid("role_id", "must not be empty"));
+    }
+    super::check_label("role_id", &p.role_id)?;
+    super::check_label("domain", &p.domain)?;
+    if p.summary.trim().is_empty() {
+        return Err(StoreError::invalid("summary", "must not be empty"));
+    }
+    super::check_text("summary", &p.summary)?;
+    match (p.outcome, &p.action) {
+        (Outcome::Propose, None) => {
+            return Err(StoreError::invalid(
+                "action",
+                "a proposal to act needs its action (escalate otherwise)",
+            ));
+        }
+        (Outcome::Act | Outcome::Refuse, _) => {
+            return Err(StoreError::invalid(
+                "outcome",
+                "a proposal is `propose` or `escalate`",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(action) = &p.action {
+        check_action("action", action)?;
+    }
+    if let Some(assignee) = &p.assignee {
+        super::check_label("assignee", assignee)?;
+    }
+    if let Some(decision) = &p.decision
+        && decision.role_id != p.role_id
+    {
+        return Err(StoreError::invalid(
+            "decision",
+            "the decision is another role's",
+        ));
+    }
+    super::check_meta(&p.meta, "", &p.domain, &[])?;
+    Ok(())
+}
+
+/// Proposals: created by roles, decided by people, claimed once by the
+/// runtime that runs them. Every backend enforces the caller-context rules
+/// of the module documentation of [`RecordStore`](crate::RecordStore)
+/// (tenant, namespace, project, clearance on the proposal's domain) and
+/// audits every transition.
+#[async_trait]
+pub trait ProposalStore: Send + Sync {
+    /// Create a pending proposal in `ctx`'s namespace (or the one it
+    /// names, with the write right), owned by `ctx`. Creating one with the
+    /// id of an existing proposal returns that one when it proposes the
+    /// same thing (a role deciding an event twice), else
+    /// [`StoreError::Conflict`].
+    async fn create(&self, ctx: &CallerContext, proposal: Proposal)
+    -> Result<Proposal, StoreError>;
+
+    /// The proposal `id`, when `ctx` may read it (its status as of now).
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Proposal>, StoreError>;
+
+    /// Readable proposals matching `query`, newest first, a page at a time.
+    async fn list(
+        &self,
+        ctx: &CallerContext,
+        query: &ProposalQuery,
+    ) -> Result<Page<Proposal>, StoreError>;
+
+    /// Approve or reject a pending proposal (atomically: of callers
+    /// racing, one succeeds and the others get [`StoreError::Conflict`]).
+    /// `ctx` must be allowed to approve it ([`CallerContext::may_approve`]).
+    async fn decide(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        verdict: &Verdict,
+    ) -> Result<Proposal, StoreError>;
+
+    /// Claim an approved proposal's execution (atomically: one claim
+    /// succeeds, every other is [`StoreError::Conflict`]). `ctx` must be
+    /// allowed to change it (its owner, the proposing role, or a manager).
+    async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError>;
+
+    /// Record how a claimed proposal's action went: `executed` with its
+    /// result, or `failed` with the error. Once.
+    async fn finish(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        outcome: Result<Value, String>,
+    ) -> Result<Proposal, StoreError>;
+
+    /// Mark up to `limit` pending proposals past their deadline `expired`
+    /// (each audited) where `ctx` may change them; returns how many.
+    async fn expire_due(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+    use serde_json::json;
+
+    fn proposal() -> Proposal {
+        Proposal::new(
+            "cro",
+            "Acme asks 20% off",
+            Action::tool("give_discount", "apply_discount", json!({"pct": 20})),
+        )
+        .id("p1")
+        .domain("revenue")
+    }
+
+    #[test]
+    fn the_status_machine_moves_forward_only() {
+        let now = Utc::now();
+        let p = proposal();
+        assert!(p.claimed("agent:cro", now).is_err(), "pending does not run");
+        let approved = p.decided(&Verdict::approve("ok"), "user:ann", now).unwrap();
+        assert_eq!(approved.status, ProposalStatus::Approved);
+        assert_eq!(approved.transition_from(&p), "approve");
+        assert!(matches!(
+            approved.decided(&Verdict::reject("no"), "user:bob", now),
+            Err(StoreError::Conflict { .. })
+        ));
+        assert!(approved.finished(&Ok(json!(1)), now).is_err(), "unclaimed");
+        let claimed = approved.claimed("agent:cro", now).unwrap();
+        assert_eq!(claimed.transition_from(&approved), "claim");
+        assert!(matches!(
+            claimed.claimed("agent:cro", now),
+            Err(StoreError::Conflict { .. })
+        ));
+        let done = claimed.finished(&Ok(json!("applied")), now).unwrap();
+        assert_eq!(
+            (done.status, done.transition_from(&claimed)),
+            (ProposalStatus::Executed, "executed")
+        );
+        assert!(done.finished(&Ok(json!(2)), now).is_err(), "once");
+        let failed = claimed.finished(&Err("timeout".into()), now).unwrap();
+        assert_eq!(failed.status, ProposalStatus::Failed);
+        assert_eq!(failed.error.as_deref(), Some("timeout"));
+    }
+
+    #[test]
+    fn rejections_need_a_reason_and_escalations_an_action() {
+        let now = Utc::now();
+        let p = proposal();
+        assert!(matches!(
+            p.decided(&Verdict::reject(" "), "user:ann", now),
+            Err(StoreError::InvalidInput { .. })
+        ));
+        let rejected = p
+            .decided(&Verdict::reject("too much"), "user:ann", now)
+            .unwrap();
+        assert_eq!(rejected.reason.as_deref(), Some("too much"));
+        assert!(
+            rejected.claimed("agent:cro", now).is_err(),
+            "a rejected proposal never runs"
+        );
+        let other = Action::tool("give_discount", "apply_discount", json!({"pct": 50}));
+        assert!(
+            p.decided(&Verdict::approve_with(other.clone(), "x"), "user:ann", now)
+                .is_err()
+        );
+        let escalation = Proposal::escalation("cro", "what now?").id("p2");
+        assert!(
+            escalation
+                .decided(&Verdict::approve("yes"), "user:ann", now)
+                .is_err()
+        );
+        let chosen = escalation
+            .decided(
+                &Verdict::approve_with(other.clone(), "do this"),
+                "user:ann",
+                now,
+            )
+            .unwrap();
+        assert_eq!(chosen.action, Some(other));
+    }
+
+    #[test]
+    fn a_pending_proposal_past_its_deadline_is_expired() {
+        let now = Utc::now();
+        let p = proposal().deadline(now - Duration::seconds(1));
+        assert_eq!(p.status_at(now), ProposalStatus::Expired);
+        assert!(matches!(
+            p.decided(&Verdict::approve("late"), "user:ann", now),
+            Err(StoreError::Conflict { .. })
+        ));
+        let q = ProposalQuery::new().status(ProposalStatus::Expired);
+        assert!(q.matches(&p, now));
+        assert!(
+            !ProposalQuery::new()
+                .status(ProposalStatus::Pending)
+                .matches(&p, now)
+        );
+    }
+
+    #[test]
+    fn new_proposals_are_checked() {
+        assert!(validate_proposal(&proposal()).is_ok());
+        let mut p = proposal();
+        p.action = None;
+        assert!(validate_proposal(&p).is_err(), "propose without an action");
+        assert!(validate_proposal(&Proposal::escalation("cro", "help")).is_ok());
+        assert!(validate_proposal(&Proposal::escalation("", "help")).is_err());
+        assert!(validate_proposal(&Proposal::escalation("cro", " ")).is_err());
+        let mut bad = proposal();
+        bad.action = Some(Action::tool("give_discount", "t", json!([1])));
+        assert!(validate_proposal(&bad).is_err());
+    }
+}
