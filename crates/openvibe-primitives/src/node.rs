@@ -101,6 +101,12 @@ pub trait Node: Send + Sync {
 
     /// Run the node.
     async fn run(&self, ctx: &NodeContext, state: State) -> Result<State, Error>;
+
+    /// The tools the node's model may call (none by default): a role runs
+    /// an approved call of one of them outside the node (a proposal).
+    fn tools(&self) -> &[Arc<dyn Tool>] {
+        &[]
+    }
 }
 
 type UserFn = Arc<dyn Fn(&State) -> Result<String, StateError> + Send + Sync>;
@@ -717,6 +723,10 @@ async fn run_tool(ctx: &NodeContext, tool: &dyn Tool, call: &ToolCall) -> (Strin
 impl Node for AgentNode {
     fn name(&self) -> &str {
         &self.spec.name
+    }
+
+    fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
     }
 
     async fn run(&self, ctx: &NodeContext, state: State) -> Result<State, Error> {

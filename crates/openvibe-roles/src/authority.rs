@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openvibe_primitives::{ToolDecision, ToolGate};
 pub use openvibe_protocols::Authority;
+use openvibe_protocols::{Action, CallerContext, Proposal, ProposalStore};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -140,6 +141,51 @@ pub(crate) struct AuthorityGate {
     pub(crate) role_id: String,
     pub(crate) authority: Option<AuthorityConfig>,
     pub(crate) approver: Arc<dyn ApprovalHook>,
+    /// Where a call that needs approval files a proposal (and as whom),
+    /// instead of asking the approver.
+    pub(crate) proposals: Option<(Arc<dyn ProposalStore>, CallerContext)>,
+}
+
+impl AuthorityGate {
+    /// File a proposal to run `tool` for `action` with `input`: the call is
+    /// denied now, and runs once a person approves it
+    /// ([`Role::run_approved`](crate::Role::run_approved)).
+    async fn propose(
+        &self,
+        store: &dyn ProposalStore,
+        ctx: &CallerContext,
+        tool: &str,
+        action: &str,
+        input: &Value,
+    ) -> ToolDecision {
+        let summary = format!(
+            "role `{}` asks to call tool `{tool}` for action `{action}` with {}",
+            self.role_id,
+            openvibe_protocols::truncate_chars(&input.to_string(), 500)
+        );
+        let proposal = Proposal::new(
+            self.role_id.clone(),
+            summary,
+            Action::tool(action, tool, input.clone()),
+        );
+        match store.create(ctx, proposal).await {
+            Ok(p) => {
+                tracing::info!(role = %self.role_id, tool, action, proposal = %p.id, "proposal filed");
+                ToolDecision::Deny(format!(
+                    "action `{action}` needs approval for role `{}`: proposal `{}` waits for a person \
+                     and the call runs once it is approved; do not retry it",
+                    self.role_id, p.id
+                ))
+            }
+            Err(e) => {
+                tracing::warn!(role = %self.role_id, tool, action, error = %e, "filing a proposal failed");
+                ToolDecision::Deny(format!(
+                    "action `{action}` needs approval for role `{}` and no proposal could be filed: {e}",
+                    self.role_id
+                ))
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -156,6 +202,9 @@ impl ToolGate for AuthorityGate {
                 self.role_id
             )),
             Authority::NeedsApproval => {
+                if let Some((store, ctx)) = &self.proposals {
+                    return self.propose(store.as_ref(), ctx, tool, action, input).await;
+                }
                 let request = ApprovalRequest {
                     role_id: self.role_id.clone(),
                     tool: tool.to_owned(),

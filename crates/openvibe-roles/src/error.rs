@@ -122,6 +122,24 @@ pub enum Error {
         /// What it said.
         message: String,
     },
+    /// The role has no proposal store ([`Role::with_proposals`](crate::Role::with_proposals)).
+    #[error(
+        "role `{role}` has no proposal store: give it one with Role::with_proposals (a RoleRuntime with stores does)"
+    )]
+    NoProposals {
+        /// The role.
+        role: String,
+    },
+    /// A proposal store refused or failed (a conflict when another
+    /// approver or runtime won: [`Error::is_conflict`]).
+    #[error("proposal `{id}`: {source}")]
+    Proposal {
+        /// The proposal.
+        id: String,
+        /// The store's error.
+        #[source]
+        source: openvibe_protocols::StoreError,
+    },
     /// The scheduler refused a trigger.
     #[error("scheduling role `{role}`: {source}")]
     Schedule {

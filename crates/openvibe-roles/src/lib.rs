@@ -21,6 +21,7 @@ mod authority;
 pub mod config;
 mod decision;
 mod error;
+mod proposals;
 mod reflection;
 mod role;
 mod rules;
@@ -37,6 +38,7 @@ pub use decision::{
     EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, decision_id, failed,
 };
 pub use error::Error;
+pub use proposals::{INTERRUPTED, Resumed};
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{
     DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Handled, Role, RoleAwareLlm, decision_episode,
@@ -45,7 +47,7 @@ pub use rules::{
     Compare, Condition, ImpactRule, ImpactRules, Literal, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,
     RuleError, Segment,
 };
-pub use runtime::RoleRuntime;
+pub use runtime::{DEFAULT_PROPOSAL_POLL, RoleRuntime};
 pub use serve::{Fired, Outcome, ReflectionSummary, ServeReport, trigger_target};
 pub use soul::Soul;
 

@@ -15,7 +15,7 @@ use openvibe_primitives::{NodeContext, Tool};
 use openvibe_protocols::{
     Action, ActionTarget, CachedEmbedder, Decision, DecisionEvent, DecisionMatrix, Embedder,
     Episode, Impact, LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider, Outcome,
-    RawCall, State, truncate_chars,
+    Proposal, ProposalStore, RawCall, State, truncate_chars,
 };
 use serde_json::{Value, json};
 
@@ -67,6 +67,7 @@ pub struct Role {
     matrix: DecisionMatrix,
     assessor: Option<Arc<dyn ConfidenceAssessor>>,
     tools: Vec<Arc<dyn Tool>>,
+    proposals: Option<Arc<dyn ProposalStore>>,
 }
 
 impl Role {
@@ -90,6 +91,7 @@ impl Role {
             matrix: DecisionMatrix::default(),
             assessor: None,
             tools: Vec::new(),
+            proposals: None,
         }
     }
 
@@ -226,6 +228,21 @@ impl Role {
         self
     }
 
+    /// File what waits for a person in `store`: `Propose` and `Escalate`
+    /// decisions of [`Role::handle`] become proposals, and a tool call whose
+    /// authority is `needs_approval` files one instead of asking the
+    /// [approver](Role::approver) (see [`Role::run_approved`]).
+    #[must_use]
+    pub fn with_proposals(mut self, store: Arc<dyn ProposalStore>) -> Self {
+        self.proposals = Some(store);
+        self
+    }
+
+    /// Where the role files its proposals, when it has a store.
+    pub fn proposals(&self) -> Option<&Arc<dyn ProposalStore>> {
+        self.proposals.as_ref()
+    }
+
     /// The domains it owns.
     pub fn owned_domains(&self) -> &[String] {
         &self.domains
@@ -322,6 +339,10 @@ impl Role {
             role_id: self.role_id.clone(),
             authority: self.authority.clone(),
             approver: self.approver.clone(),
+            proposals: self
+                .proposals
+                .clone()
+                .map(|store| (store, self.proposal_context())),
         }));
         if let (Some(memory), Some(assembler)) = (&self.agent_memory, self.assembler()) {
             ctx = ctx
@@ -378,18 +399,29 @@ impl Role {
 
     /// Decide on `event` and, when the decision is to act, run its action
     /// and record how it went as an episode (`outcome.status` `ok` or
-    /// `failed`: the track record later decisions weigh).
+    /// `failed`: the track record later decisions weigh). With a
+    /// [proposal store](Role::with_proposals), a `Propose` or `Escalate`
+    /// decision files a proposal for a person ([`Role::propose`]).
     pub async fn handle(&self, event: &DecisionEvent) -> Result<Handled, Error> {
         let decision = self.decide(event).await?;
-        let result = match (decision.outcome, &event.action) {
+        let mut handled = Handled {
+            decision,
+            result: None,
+            proposal: None,
+        };
+        let decision = &handled.decision;
+        match (decision.outcome, &event.action) {
             (Outcome::Act, Some(action)) => {
                 let result = self.execute(action, false).await;
-                self.record_run(&decision, action, &result).await?;
-                Some(result.map_err(|e| e.to_string()))
+                self.record_run(decision, action, &result).await?;
+                handled.result = Some(result.map_err(|e| e.to_string()));
             }
-            _ => None,
-        };
-        Ok(Handled { decision, result })
+            (Outcome::Propose | Outcome::Escalate, _) if self.proposals.is_some() => {
+                handled.proposal = Some(self.propose(decision).await?);
+            }
+            _ => {}
+        }
+        Ok(handled)
     }
 
     /// Record one run of a decided action as an episode of the role.
@@ -469,15 +501,16 @@ impl Role {
         let _entered = span.enter();
         match &action.target {
             ActionTarget::Tool { tool } => {
-                let found = self
-                    .tools
-                    .iter()
-                    .find(|t| t.name() == tool)
-                    .ok_or_else(|| Error::UnknownTool {
-                        role: self.role_id.clone(),
-                        tool: tool.clone(),
-                        known: self.tools.iter().map(|t| t.name().to_owned()).collect(),
-                    })?;
+                let known = self.all_tools();
+                let found =
+                    known
+                        .iter()
+                        .find(|t| t.name() == tool)
+                        .ok_or_else(|| Error::UnknownTool {
+                            role: self.role_id.clone(),
+                            tool: tool.clone(),
+                            known: known.iter().map(|t| t.name().to_owned()).collect(),
+                        })?;
                 let output = found
                     .call(action.input.clone())
                     .await
@@ -501,6 +534,20 @@ impl Role {
                 Ok(state.into_value())
             }
         }
+    }
+
+    /// The role's action tools, then the tools of its operators' nodes (a
+    /// gated call of one of them runs here once approved).
+    fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools = self.tools.clone();
+        for operator in &self.operators {
+            for name in operator.node_names() {
+                if let Some(node) = operator.get_node(name) {
+                    tools.extend(node.tools().iter().cloned());
+                }
+            }
+        }
+        tools
     }
 
     /// The role's memory as a browsable filesystem (when it has agent memory).
@@ -539,6 +586,9 @@ pub struct Handled {
     pub decision: Decision,
     /// When it acted: the action's result (its output) or why it failed.
     pub result: Option<Result<Value, String>>,
+    /// When it proposed or escalated and has a proposal store: the
+    /// proposal waiting for a person.
+    pub proposal: Option<Proposal>,
 }
 
 /// A decision as an L2 episode of its role: what was decided on, the

@@ -7,10 +7,13 @@ use std::sync::Arc;
 
 use openvibe_memory::{MemoryGateway, RawLogConfig, Stores, WorkspaceMemory};
 use openvibe_operators::{BoundOperator, Checkpointer, OperatorRuntime, Step};
-use openvibe_protocols::{LlmProvider, MemoryProvider, ScheduleProvider, State, TriggerConfig};
+use openvibe_protocols::{
+    DecisionEvent, LlmProvider, MemoryProvider, PROPOSAL_KIND, Proposal, ScheduleProvider, State,
+    StoreError, TriggerConfig,
+};
 use tracing::Instrument;
 
-use crate::{Error, Reflection, Role};
+use crate::{Error, Handled, Reflection, Resumed, Role};
 
 /// Roles plus the infrastructure they share.
 ///
@@ -52,7 +55,15 @@ pub struct RoleRuntime {
     /// Where scheduled runs keep their checkpoints (see `with_checkpointer`).
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     roles: BTreeMap<String, Role>,
+    /// When this runtime was made: proposals claimed before belong to an
+    /// earlier process (see [`Role::resume_proposals`]).
+    pub(crate) started: chrono::DateTime<chrono::Utc>,
+    /// How often [`serve`](Self::serve) looks for approved proposals.
+    pub(crate) proposal_poll: std::time::Duration,
 }
+
+/// How often [`RoleRuntime::serve`] looks for approved proposals by default.
+pub const DEFAULT_PROPOSAL_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl RoleRuntime {
     /// A runtime whose roles use `llm`.
@@ -66,7 +77,17 @@ impl RoleRuntime {
             reflection: None,
             checkpointer: None,
             roles: BTreeMap::new(),
+            started: chrono::Utc::now(),
+            proposal_poll: DEFAULT_PROPOSAL_POLL,
         }
+    }
+
+    /// How often [`serve`](Self::serve) looks for proposals a person
+    /// approved, to run them (default [`DEFAULT_PROPOSAL_POLL`]).
+    #[must_use]
+    pub fn with_proposal_poll(mut self, every: std::time::Duration) -> Self {
+        self.proposal_poll = every.max(std::time::Duration::from_millis(10));
+        self
     }
 
     /// V1 key/value memory shared by roles that do not bring their own.
@@ -160,6 +181,11 @@ impl RoleRuntime {
             let memory = self.gateway.agent_memory(&id, clearance);
             role = role.with_agent_memory(memory);
         }
+        if role.proposals().is_none()
+            && let Some(stores) = self.gateway.stores()
+        {
+            role = role.with_proposals(stores.proposals.clone());
+        }
         self.roles.insert(id, role);
         Ok(self)
     }
@@ -191,6 +217,58 @@ impl RoleRuntime {
     /// Every role, by id.
     pub fn list_roles(&self) -> Vec<&Role> {
         self.roles.values().collect()
+    }
+
+    /// Decide on `event` as role `role_id` and act on the decision
+    /// ([`Role::handle`]): run the action, or file a proposal.
+    pub async fn handle(&self, role_id: &str, event: &DecisionEvent) -> Result<Handled, Error> {
+        self.get_role(role_id)?.handle(event).await
+    }
+
+    /// Run the approved proposal `id` once, as the role that filed it
+    /// ([`Role::run_approved`]).
+    pub async fn run_approved(&self, id: &str) -> Result<Proposal, Error> {
+        for role in self.roles.values() {
+            let Some(store) = role.proposals() else {
+                continue;
+            };
+            let found = store
+                .get(&role.proposal_context(), id)
+                .await
+                .map_err(|source| Error::Proposal {
+                    id: id.to_owned(),
+                    source,
+                })?;
+            if found.is_some_and(|p| p.role_id == role.role_id()) {
+                return role.run_approved(id).await;
+            }
+        }
+        Err(Error::Proposal {
+            id: id.to_owned(),
+            source: StoreError::NotFound {
+                kind: PROPOSAL_KIND,
+                id: id.to_owned(),
+            },
+        })
+    }
+
+    /// Catch up with every role's proposals ([`Role::resume_proposals`]):
+    /// run the approved ones nobody claimed, and mark `failed` those an
+    /// earlier process claimed and never finished. [`serve`](Self::serve)
+    /// calls it when it starts and every [poll](Self::with_proposal_poll).
+    pub async fn resume_proposals(&self) -> Result<Resumed, Error> {
+        let mut all = Resumed::default();
+        for role in self.roles.values().filter(|r| r.proposals().is_some()) {
+            let done = role.resume_proposals(self.started).await?;
+            all.ran.extend(done.ran);
+            all.interrupted.extend(done.interrupted);
+        }
+        Ok(all)
+    }
+
+    /// Whether any role files proposals.
+    pub(crate) fn has_proposals(&self) -> bool {
+        self.roles.values().any(|r| r.proposals().is_some())
     }
 
     /// The shared workspace.

@@ -117,6 +117,12 @@ pub struct ServeReport {
     pub skipped: u64,
     /// Runs an earlier process left unfinished, resumed from their checkpoints.
     pub resumed: u64,
+    /// Approved proposals whose action ran (executed or failed).
+    pub proposals_run: u64,
+    /// Proposals an earlier process claimed and never finished, marked failed.
+    pub proposals_interrupted: u64,
+    /// Looks for approved proposals that failed (the store was unreachable).
+    pub proposal_errors: u64,
 }
 
 impl ServeReport {
@@ -135,7 +141,10 @@ impl RoleRuntime {
     /// firing's activation as it comes, several at once, and tell `observe`
     /// how each ended. A schedule whose previous activation is still running
     /// skips the firing (reported as [`Outcome::Skipped`]). A failed
-    /// activation is reported and the schedules go on.
+    /// activation is reported and the schedules go on. When roles file
+    /// proposals, it also runs those a person approved, once each, at
+    /// start and every [poll](Self::with_proposal_poll)
+    /// ([`resume_proposals`](Self::resume_proposals)).
     ///
     /// Stopping is graceful: no new activation starts, the schedules this
     /// call registered are cancelled, and the running activations finish
@@ -172,9 +181,24 @@ impl RoleRuntime {
             running.push(self.run_firing(firing, true));
         }
         tokio::pin!(stop);
+        let watch_proposals = self.has_proposals();
+        let mut proposal_poll = tokio::time::interval(self.proposal_poll);
+        proposal_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = &mut stop => break,
+                _ = proposal_poll.tick(), if watch_proposals => {
+                    match self.resume_proposals().await {
+                        Ok(done) => {
+                            report.proposals_run += done.ran.len() as u64;
+                            report.proposals_interrupted += done.interrupted.len() as u64;
+                        }
+                        Err(e) => {
+                            report.proposal_errors += 1;
+                            tracing::warn!(error = %e, "looking for approved proposals failed");
+                        }
+                    }
+                }
                 firing = firings.next() => {
                     let Some(firing) = firing else { break };
                     report.fired += 1;
