@@ -31,6 +31,7 @@ use openvibe_protocols::{
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
+use crate::Caller;
 use crate::dto::{
     AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, EmbedPending,
     Embedded, EmbeddingModel, ExpireProposals, ExpiredCount, FinishProposal, Health, MaybeInsight,
@@ -355,6 +356,7 @@ pub fn all() -> Vec<Operation> {
         HEALTHZ.operation(),
         READYZ.operation(),
         OPENAPI.operation(),
+        WHOAMI.operation(),
         APPEND_AUDIT.operation(),
         QUERY_AUDIT.operation(),
         FLUSH_AUDIT.operation(),
@@ -444,6 +446,13 @@ pub const READYZ: Endpoint<(), Health> = Endpoint::get(
 /// `GET /openapi.json`: This document.
 pub const OPENAPI: Endpoint<(), NoContent> =
     Endpoint::get("/openapi.json", "openapi", "This document").public();
+
+/// `GET /v1/whoami`: Who the caller is (from its API key): tenant, principal, project, clearance and grants.
+pub const WHOAMI: Endpoint<(), Caller> = Endpoint::get(
+    "/v1/whoami",
+    "whoami",
+    "Who the caller is (from its API key): tenant, principal, project, clearance and grants",
+);
 
 /// `POST /v1/memory/audit`: Append an audit entry for an operation composed above the stores.
 pub const APPEND_AUDIT: Endpoint<AuditEntry, NoContent> = Endpoint::post(

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod demo;
 pub mod full;
 pub mod logging;
+pub mod proposals;
 pub mod scheduled;
 pub mod serve;
 pub mod spec;

@@ -1,5 +1,6 @@
 //! `openvibe`: run roles from YAML files, or the offline CRO demo.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -164,6 +165,128 @@ impl BackendArgs {
             )),
         }
     }
+}
+
+/// Where proposals are, and who acts on them.
+#[derive(clap::Args)]
+struct DeskArgs {
+    /// A PostgreSQL database (e.g. the URL `cargo xtask db up` prints).
+    #[arg(long, env = "OPENVIBE_DATABASE_URL", conflicts_with = "service")]
+    database_url: Option<String>,
+    /// The memory service (`openvibe serve`), e.g. http://127.0.0.1:8077.
+    #[arg(long, env = "OPENVIBE_SERVICE_URL")]
+    service: Option<String>,
+    /// With --database-url: the governance file the API key is looked up in.
+    #[arg(long, requires = "database_url")]
+    governance: Option<PathBuf>,
+    /// Your API key: it says who you are (and so whether you may decide).
+    #[arg(long, env = "OPENVIBE_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Development mode (no key): the tenant.
+    #[arg(long, default_value = "default")]
+    tenant: String,
+}
+
+impl DeskArgs {
+    fn connect(&self) -> openvibe_cli::proposals::Connect {
+        openvibe_cli::proposals::Connect {
+            database_url: self.database_url.clone(),
+            service: self.service.clone(),
+            governance: self.governance.clone(),
+            api_key: self.api_key.clone(),
+            tenant: self.tenant.clone(),
+        }
+    }
+}
+
+/// A proposal status on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+enum StatusArg {
+    Pending,
+    Approved,
+    Rejected,
+    Expired,
+    Executed,
+    Failed,
+    Any,
+}
+
+#[derive(Subcommand)]
+enum ProposalsCommand {
+    /// The proposals you may read, newest first (pending ones by default).
+    #[command(after_help = "Examples:
+  openvibe proposals ls --service http://127.0.0.1:8077          (OPENVIBE_API_KEY says who you are)
+  openvibe proposals ls --database-url $DATABASE_URL --status any --role cro
+  openvibe proposals ls --database-url $DATABASE_URL --governance governance.yaml --api-key $KEY")]
+    Ls {
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Only proposals with this status.
+        #[arg(long, value_enum, default_value = "pending")]
+        status: StatusArg,
+        /// Only this role's.
+        #[arg(long)]
+        role: Option<String>,
+        /// Only this domain's.
+        #[arg(long)]
+        domain: Option<String>,
+        /// Only those assigned to this person (`user:ann`).
+        #[arg(long)]
+        assignee: Option<String>,
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+        /// Continue after a page (the cursor `ls` printed).
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// One proposal: what it asks, the decision's four steps and evidence,
+    /// and where it stands.
+    Show {
+        /// The proposal's id.
+        id: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending proposal: the role's runtime then runs its action,
+    /// once. Needs the `approve` right (people, by default); never your own.
+    #[command(
+        after_help = "An escalation has no action until you name one: --action NAME --tool TOOL --input JSON.
+
+Examples:
+  openvibe proposals approve dec-fnv1a64:4935d77f32e1 --service http://127.0.0.1:8077 --reason \"within budget\""
+    )]
+    Approve {
+        /// The proposal's id.
+        id: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (kept in the proposal and the audit trail).
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// For an escalation: the action to take (its name in the role's authority).
+        #[arg(long, requires = "tool")]
+        action: Option<String>,
+        /// For an escalation: the tool that takes it.
+        #[arg(long, requires = "action")]
+        tool: Option<String>,
+        /// For an escalation: the tool's input (a JSON object).
+        #[arg(long, requires = "action", default_value = "{}")]
+        input: String,
+    },
+    /// Reject a pending proposal, with a reason: its action never runs.
+    Reject {
+        /// The proposal's id.
+        id: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -461,6 +584,9 @@ Examples:
     /// Read the audit trail.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// What roles ask a person to decide: list, show, approve, reject.
+    #[command(subcommand)]
+    Proposals(ProposalsCommand),
     /// Print a completion script for a shell.
     #[command(after_help = "\
 Examples:
@@ -743,9 +869,80 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             )
             .await
         }
+        Command::Proposals(command) => proposals(command, &mut stdout).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "openvibe", &mut stdout);
             Ok(())
+        }
+    }
+}
+
+async fn proposals(command: ProposalsCommand, out: &mut impl Write) -> Result<(), CliError> {
+    use openvibe::protocols::{Action, ProposalQuery, ProposalStatus, Verdict};
+    use openvibe_cli::proposals as p;
+    match command {
+        ProposalsCommand::Ls {
+            desk,
+            status,
+            role,
+            domain,
+            assignee,
+            limit,
+            after,
+        } => {
+            let desk = p::connect(&desk.connect()).await?;
+            let query = ProposalQuery {
+                status: match status {
+                    StatusArg::Pending => Some(ProposalStatus::Pending),
+                    StatusArg::Approved => Some(ProposalStatus::Approved),
+                    StatusArg::Rejected => Some(ProposalStatus::Rejected),
+                    StatusArg::Expired => Some(ProposalStatus::Expired),
+                    StatusArg::Executed => Some(ProposalStatus::Executed),
+                    StatusArg::Failed => Some(ProposalStatus::Failed),
+                    StatusArg::Any => None,
+                },
+                role_id: role,
+                domain,
+                assignee,
+                cursor: after,
+                limit,
+                ..ProposalQuery::default()
+            };
+            p::ls(&desk, &query, out).await
+        }
+        ProposalsCommand::Show { id, desk, json } => {
+            let desk = p::connect(&desk.connect()).await?;
+            p::show(&desk, &id, json, out).await
+        }
+        ProposalsCommand::Approve {
+            id,
+            desk,
+            reason,
+            action,
+            tool,
+            input,
+        } => {
+            let action = match (action, tool) {
+                (Some(action), Some(tool)) => {
+                    let input: serde_json::Value = serde_json::from_str(&input)
+                        .map_err(|e| CliError::Usage(format!("--input is not JSON: {e}")))?;
+                    Some(Action::tool(action, tool, input))
+                }
+                _ => None,
+            };
+            let desk = p::connect(&desk.connect()).await?;
+            let verdict = Verdict {
+                approve: true,
+                reason,
+                action,
+            };
+            p::decide(&desk, &id, &verdict, out).await.map(|_| ())
+        }
+        ProposalsCommand::Reject { id, desk, reason } => {
+            let desk = p::connect(&desk.connect()).await?;
+            p::decide(&desk, &id, &Verdict::reject(reason), out)
+                .await
+                .map(|_| ())
         }
     }
 }

@@ -260,7 +260,7 @@ impl ProposalStore for InMemoryProposalStore {
         let _span = store_span(PROPOSAL_KIND, "list", ctx);
         let limit = query.checked_limit()?;
         let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
-        let scope = ctx.search_scope(&query.namespaces);
+        let scope = ctx.list_scope(&query.namespaces);
         let now = Utc::now();
         let mut found: Vec<Proposal> = {
             let tenants = self.tenants.read().map_err(|_| poisoned())?;

@@ -1395,7 +1395,7 @@ async fn proposal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, us
                 query.status =
                     Some(*rng.pick(&[ProposalStatus::Pending, ProposalStatus::Rejected]));
             }
-            let scope = reader.search_scope(&query.namespaces);
+            let scope = reader.list_scope(&query.namespaces);
             let now = chrono::Utc::now();
             let mut want: Vec<&Proposal> = stored
                 .iter()

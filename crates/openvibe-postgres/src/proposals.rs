@@ -274,7 +274,7 @@ impl PgProposalStore {
     ) -> Result<Page<Proposal>, StoreError> {
         check_caller(ctx)?;
         let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
-        let scope = ctx.search_scope(&query.namespaces);
+        let scope = ctx.list_scope(&query.namespaces);
         let now = store_time();
         let mut sql = Sql::new(&format!(
             "SELECT {} FROM proposals f WHERE f.tenant_id = ",

@@ -131,6 +131,17 @@ impl RemoteMemory {
         })
     }
 
+    /// Who this client's key is, as the service sees it: the caller
+    /// context to act with (a key that is not `trusted` may state only
+    /// its own identity).
+    pub async fn whoami(&self) -> Result<CallerContext, StoreError> {
+        let caller = self
+            .inner
+            .call(None, &endpoints::WHOAMI, &[], &(), true)
+            .await?;
+        Ok(caller.into_context())
+    }
+
     /// The service's URL.
     pub fn url(&self) -> &str {
         self.inner.base.as_str()

@@ -16,6 +16,8 @@
 //! | `setPlanState` | [`PUT /v1/memory/working/{plan_id}/{key}`](openvibe_api::endpoints::SET_PLAN_STATE) | one key of plan-scoped working memory, with optimistic locking (`expect_version`) |
 //! | `getPlanState` | [`GET /v1/memory/working/{plan_id}/{key}`](openvibe_api::endpoints::GET_PLAN_STATE) | one key of plan-scoped working memory (a missing key reads as `null`) |
 //! | `appendPlanState` | [`POST /v1/memory/atomic/append`](openvibe_api::endpoints::ATOMIC_APPEND) | append to a list of plan-scoped working memory, atomically |
+//! | `listProposals` | [`POST /v1/memory/proposals/query`](openvibe_api::endpoints::QUERY_PROPOSALS) | the proposals the caller may read (pending by default), newest first, a page at a time |
+//! | `decideProposal` | [`POST /v1/memory/proposals/{id}/decide`](openvibe_api::endpoints::DECIDE_PROPOSAL) | approve or reject a pending proposal; refused to callers without the `approve` right (and to the role that proposed it), audited |
 //!
 //! A refusal or bad input is a tool result with `isError: true` and the
 //! service's [`ErrorBody`] as structured content, so the model sees why.
@@ -25,7 +27,10 @@ use std::sync::Arc;
 use openvibe_api::ErrorBody;
 use openvibe_governance::Projects;
 use openvibe_protocols::promotion::{PromoteMode, Promotion};
-use openvibe_protocols::{CallerContext, Expect, Fact, FactQuery, StoreError, Stores};
+use openvibe_protocols::{
+    CallerContext, Expect, Fact, FactQuery, ProposalQuery, ProposalStatus, StoreError, Stores,
+    Verdict,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
@@ -197,6 +202,57 @@ pub struct AppendPlanState {
     pub value: Value,
 }
 
+/// `listProposals`' arguments.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListProposals {
+    /// Only those with this status: pending (default), approved, rejected,
+    /// expired, executed, failed, or `any`.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Only those of this role.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Only those of this domain.
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// At most this many (20 by default).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Continue after the page that returned this cursor.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// `decideProposal`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecideProposal {
+    /// The proposal's id.
+    pub id: String,
+    /// Approve (true) or reject (false).
+    pub approve: bool,
+    /// Why (required to reject; kept in the proposal and the audit trail).
+    #[serde(default)]
+    pub reason: String,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+impl MemoryTools {
+    /// Every tool: the memory tools and the proposal tools.
+    fn router() -> ToolRouter<Self> {
+        Self::tool_router() + Self::proposal_router()
+    }
+}
+
+/// The page size `listProposals` uses when none is given.
+pub const PROPOSAL_PAGE: usize = 20;
+
 impl MemoryTools {
     /// Tools whose every call acts as `caller` (stdio), which may name any
     /// project (the caller is the code's; see [`MemoryTools::with_projects`]).
@@ -204,7 +260,7 @@ impl MemoryTools {
         Self {
             stores,
             caller: Caller::Fixed(Arc::new(caller), Projects::All),
-            tool_router: Self::tool_router(),
+            tool_router: Self::router(),
         }
     }
 
@@ -225,14 +281,14 @@ impl MemoryTools {
         Self {
             stores,
             caller: Caller::PerRequest,
-            tool_router: Self::tool_router(),
+            tool_router: Self::router(),
         }
     }
 
     /// Every tool: its name and description, in the order the server lists
     /// them (what `openvibe mcp --help` prints).
     pub fn tools() -> Vec<(String, String)> {
-        let mut tools: Vec<(String, String)> = Self::tool_router()
+        let mut tools: Vec<(String, String)> = Self::router()
             .list_all()
             .into_iter()
             .map(|t| {
@@ -552,6 +608,78 @@ impl MemoryTools {
             .append_state(&caller, &args.plan_id, &args.key, args.value)
             .await;
         Ok(answer(done.map(|()| json!({"appended": true}))))
+    }
+}
+
+#[tool_router(router = proposal_router)]
+impl MemoryTools {
+    /// Mirrors [`QUERY_PROPOSALS`](openvibe_api::endpoints::QUERY_PROPOSALS).
+    #[tool(
+        name = "listProposals",
+        description = "The proposals you may read (what roles ask a person to approve), pending ones by default, newest first; each with its decision's steps and its action."
+    )]
+    async fn list_proposals(
+        &self,
+        Parameters(args): Parameters<ListProposals>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "listProposals")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let status = match args.status.as_deref() {
+                    None => Some(ProposalStatus::Pending),
+                    Some("any") => None,
+                    Some(s) => Some(ProposalStatus::parse(s).ok_or_else(|| {
+                        StoreError::invalid(
+                            "status",
+                            "one of pending, approved, rejected, expired, executed, failed, any",
+                        )
+                    })?),
+                };
+                let query = ProposalQuery {
+                    status,
+                    role_id: args.role,
+                    domain: args.domain,
+                    cursor: args.cursor,
+                    limit: args.limit.unwrap_or(PROPOSAL_PAGE),
+                    ..ProposalQuery::default()
+                };
+                let page = self.stores.proposals.list(&caller, &query).await?;
+                to_value(page)
+            }
+            .await,
+        ))
+    }
+
+    /// Mirrors [`DECIDE_PROPOSAL`](openvibe_api::endpoints::DECIDE_PROPOSAL).
+    #[tool(
+        name = "decideProposal",
+        description = "Approve or reject a pending proposal (a reason is required to reject). Only callers with the approve right may, never the role that proposed it; the runtime then runs an approved action once."
+    )]
+    async fn decide_proposal(
+        &self,
+        Parameters(args): Parameters<DecideProposal>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "decideProposal")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let verdict = Verdict {
+                    approve: args.approve,
+                    reason: args.reason,
+                    action: None,
+                };
+                let decided = self
+                    .stores
+                    .proposals
+                    .decide(&caller, &args.id, &verdict)
+                    .await?;
+                to_value(decided)
+            }
+            .await,
+        ))
     }
 }
 

@@ -410,6 +410,17 @@ impl CallerContext {
         }
     }
 
+    /// The namespaces an inbox-like list (proposals) covers when it asked
+    /// for `requested`: those of them the caller may read, or (none named)
+    /// every namespace it may read, not only its recall namespaces.
+    pub fn list_scope(&self, requested: &[String]) -> NamespaceScope {
+        if requested.is_empty() {
+            self.read_scope()
+        } else {
+            self.search_scope(requested)
+        }
+    }
+
     /// The namespaces a search or list covers when it asked for
     /// `requested` (empty: none named): ungoverned, `requested` or every
     /// namespace; governed, `requested` or the recall namespaces,

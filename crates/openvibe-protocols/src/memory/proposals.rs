@@ -488,7 +488,8 @@ pub struct ProposalQuery {
     pub domain: Option<String>,
     /// Only proposals assigned to this person (an owner key).
     pub assignee: Option<String>,
-    /// Only proposals of these namespaces (empty: the caller's default scope).
+    /// Only proposals of these namespaces (empty: every namespace the
+    /// caller may read: an approver's inbox spans them all).
     pub namespaces: Vec<String>,
     /// Continue after the page that returned this cursor.
     pub cursor: Option<String>,

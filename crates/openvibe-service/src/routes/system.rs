@@ -23,6 +23,7 @@ pub(super) fn routes(api: Api) -> Api {
     api.route(&E::HEALTHZ, healthz)
         .route(&E::READYZ, readyz)
         .route(&E::OPENAPI, openapi)
+        .route(&E::WHOAMI, whoami)
         .route(&E::APPEND_AUDIT, append_audit)
         .route(&E::QUERY_AUDIT, query_audit)
         .route(&E::FLUSH_AUDIT, flush_audit)
@@ -34,6 +35,13 @@ pub(super) fn routes(api: Api) -> Api {
         .route(&E::EMBED_PENDING, embed_pending)
         .route(&E::PROMOTE, promote)
         .route(&E::SEARCH_MEMORY, search)
+}
+
+/// Who the caller is, as the service sees it (from its key).
+async fn whoami(Ctx(ctx): Ctx) -> super::api::Answer<openvibe_api::Caller> {
+    let mut caller = openvibe_api::Caller::from(&ctx);
+    caller.tool = None;
+    Ok(Json(caller))
 }
 
 async fn healthz() -> Json<Health> {

@@ -1,0 +1,312 @@
+//! Proposals end to end on PostgreSQL: a role proposes a large discount,
+//! `openvibe proposals` lists, shows and approves it (against the database
+//! with the governance file, and through the memory service), a key
+//! without the `approve` right is refused (CLI and MCP), and a runtime
+//! that stopped between the approval and the execution runs the action
+//! once when it starts again, however many race.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/pg.rs"]
+mod support;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use openvibe::memory::{ClearanceProfile, MemoryGateway};
+use openvibe::primitives::FnTool;
+use openvibe::protocols::{
+    Action, Classification, DecisionEvent, Impact, Insight, Outcome, ProposalStatus, Stores,
+};
+use openvibe::roles::{AuthorityConfig, ImpactRules, Role};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+
+const POLICY: &str = "\
+namespaces:
+  cro:
+    read: ['*']
+    write: [cro]
+    approve: [ann]
+api_keys:
+  - { principal: ann, kind: user, env: PROPOSALS_KEY_ANN, clearance: { everywhere: restricted } }
+  - { principal: bot, kind: service, env: PROPOSALS_KEY_BOT, clearance: { everywhere: restricted } }
+";
+
+fn governance() -> openvibe::governance::Governance {
+    openvibe::governance::Governance::from_yaml_with_env(POLICY, "g.yaml", |name| match name {
+        "PROPOSALS_KEY_ANN" => Some("ann-secret".into()),
+        "PROPOSALS_KEY_BOT" => Some("bot-secret".into()),
+        _ => None,
+    })
+    .unwrap()
+}
+
+async fn cro(stores: &Stores, runs: Arc<AtomicUsize>) -> Role {
+    let clearance = ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted);
+    let memory = MemoryGateway::new()
+        .with_stores(stores.clone())
+        .with_governance(Arc::new(governance()))
+        .agent_memory("cro", &clearance);
+    memory
+        .store_insight(
+            Insight::new(
+                "i-discount",
+                "cro",
+                "annual plan discounts close deals",
+                0.9,
+            )
+            .domain("revenue"),
+        )
+        .await
+        .unwrap();
+    let tool = FnTool::new(
+        "apply_discount",
+        "Apply a discount.",
+        move |d: serde_json::Value| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, String>(format!("{}% applied", d["pct"]))
+            }
+        },
+    );
+    Role::new("cro")
+        .domains(["revenue"])
+        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
+        .impact_rules(
+            ImpactRules::new()
+                .rule("amount > 10000", Impact::High)
+                .unwrap(),
+        )
+        .clearance(clearance)
+        .with_agent_memory(memory)
+        .action_tool(tool)
+        .with_proposals(stores.proposals.clone())
+}
+
+fn discount(id: &str, amount: u64) -> DecisionEvent {
+    DecisionEvent::new(id, "discount.requested", "revenue")
+        .summary(format!("Acme asks a 10% discount on {amount}"))
+        .data(json!({"amount": amount}))
+        .action(Action::tool(
+            "give_discount",
+            "apply_discount",
+            json!({"pct": 10}),
+        ))
+}
+
+/// `openvibe proposals ARGS` with `key`; (exit code, stdout, stderr).
+fn cli(args: &[&str], key: &str) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_openvibe"))
+        .arg("proposals")
+        .args(args)
+        .env("PROPOSALS_KEY_ANN", "ann-secret")
+        .env("PROPOSALS_KEY_BOT", "bot-secret")
+        .env("OPENVIBE_API_KEY", key)
+        .env_remove("OPENVIBE_DATABASE_URL")
+        .env_remove("OPENVIBE_SERVICE_URL")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn mcp(
+    url: &str,
+    policy: &std::path::Path,
+    key: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_openvibe"));
+    command
+        .args(["mcp", "--database-url", url, "--governance"])
+        .arg(policy)
+        .env("PROPOSALS_KEY_ANN", "ann-secret")
+        .env("PROPOSALS_KEY_BOT", "bot-secret")
+        .env("OPENVIBE_API_KEY", key);
+    ().serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &str,
+    args: serde_json::Value,
+) -> rmcp::model::CallToolResult {
+    client
+        .call_tool(
+            CallToolRequestParams::new(tool.to_owned())
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn proposals_are_decided_from_the_cli_and_mcp_and_run_once_after_a_restart() {
+    let Some(base) = openvibe_memory_testkit::skip::database_url() else {
+        return;
+    };
+    let schema = support::TempSchema::new(&base).await;
+    let url = schema.url();
+    let dir = std::env::temp_dir().join(format!("openvibe-proposals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("governance.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let policy_arg = policy.to_str().unwrap();
+    let stores = openvibe_postgres::PgStores::connect(&url)
+        .await
+        .unwrap()
+        .stores();
+    let runs = Arc::new(AtomicUsize::new(0));
+
+    // The first runtime proposes two large discounts, then stops.
+    let first = cro(&stores, runs.clone()).await;
+    let a = first.handle(&discount("e-a", 50_000)).await.unwrap();
+    let b = first.handle(&discount("e-b", 60_000)).await.unwrap();
+    assert_eq!(a.decision.outcome, Outcome::Propose);
+    let (a, b) = (a.proposal.unwrap(), b.proposal.unwrap());
+    drop(first);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    let db = ["--database-url", url.as_str(), "--governance", policy_arg];
+    // ls and show, as ann.
+    let (code, out, err) = cli(&[&["ls"], &db[..]].concat(), "ann-secret");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&a.id) && out.contains(&b.id) && out.contains("pending"),
+        "{out}"
+    );
+    let (code, out, err) = cli(&[&["show", &a.id], &db[..]].concat(), "ann-secret");
+    assert_eq!(code, 0, "{err}");
+    for step in [
+        "domain:",
+        "authority:",
+        "confidence:",
+        "impact:",
+        "i-discount",
+    ] {
+        assert!(out.contains(step), "{step} in {out}");
+    }
+    // The bot has no approve right: refused, nothing changes.
+    let (code, _, err) = cli(
+        &[&["approve", &a.id, "--reason", "me too"], &db[..]].concat(),
+        "bot-secret",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("approve"), "{err}");
+    // Ann approves a; rejecting b needs a reason.
+    let (code, out, err) = cli(
+        &[&["approve", &a.id, "--reason", "within budget"], &db[..]].concat(),
+        "ann-secret",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("approved") && out.contains("user:ann"),
+        "{out}"
+    );
+    let (code, _, err) = cli(
+        &[&["approve", &a.id, "--reason", "again"], &db[..]].concat(),
+        "ann-secret",
+    );
+    assert_eq!(code, 1, "a second approval is a conflict: {err}");
+    assert!(err.contains("not pending"), "{err}");
+
+    // MCP: the bot may list but not decide; ann rejects b over MCP.
+    let bot = mcp(&url, &policy, "bot-secret").await;
+    let listed = call(&bot, "listProposals", json!({})).await;
+    assert_ne!(listed.is_error, Some(true), "{listed:?}");
+    let items = listed.structured_content.unwrap()["items"].clone();
+    assert_eq!(items.as_array().unwrap().len(), 1, "{items}");
+    let refused = call(
+        &bot,
+        "decideProposal",
+        json!({"id": b.id, "approve": true, "reason": "bot says yes"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert_eq!(
+        refused.structured_content.unwrap()["error"]["code"],
+        "forbidden"
+    );
+    bot.cancel().await.unwrap();
+    let ann = mcp(&url, &policy, "ann-secret").await;
+    let rejected = call(
+        &ann,
+        "decideProposal",
+        json!({"id": b.id, "approve": false, "reason": "too much"}),
+    )
+    .await;
+    assert_ne!(rejected.is_error, Some(true), "{rejected:?}");
+    assert_eq!(rejected.structured_content.unwrap()["status"], "rejected");
+    ann.cancel().await.unwrap();
+
+    // The restarted runtimes (eight, racing): a runs once, b never.
+    let started = chrono::Utc::now();
+    let mut restarted = Vec::new();
+    for _ in 0..8 {
+        let role = cro(&stores, runs.clone()).await;
+        restarted.push(tokio::spawn(async move {
+            role.resume_proposals(started).await.unwrap()
+        }));
+    }
+    let mut ran = 0;
+    for r in restarted {
+        ran += r.await.unwrap().ran.len();
+    }
+    assert_eq!(ran, 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Through the service: ls shows a executed, as ann's key says.
+    let service =
+        openvibe::service::Service::new(
+            stores.clone(),
+            openvibe::service::Access::Governed(Arc::new(
+                openvibe::governance::Governance::from_yaml_with_env(POLICY, "g.yaml", |name| {
+                    match name {
+                        "PROPOSALS_KEY_ANN" => Some("ann-secret".into()),
+                        "PROPOSALS_KEY_BOT" => Some("bot-secret".into()),
+                        _ => None,
+                    }
+                })
+                .unwrap(),
+            )),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(service.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    let svc = format!("http://{addr}");
+    let out = tokio::task::spawn_blocking(move || {
+        cli(&["ls", "--service", &svc, "--status", "any"], "ann-secret")
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.0, 0, "{}", out.2);
+    assert!(
+        out.1.contains("executed") && out.1.contains("rejected"),
+        "{}",
+        out.1
+    );
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+
+    let done = stores
+        .proposals
+        .get(&cro(&stores, runs.clone()).await.proposal_context(), &a.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.status, ProposalStatus::Executed);
+    assert_eq!(done.decided_by.as_deref(), Some("user:ann"));
+    let _ = std::fs::remove_dir_all(&dir);
+    schema.drop().await;
+}
