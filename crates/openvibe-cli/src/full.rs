@@ -10,8 +10,11 @@ use std::sync::Arc;
 use openvibe::RoleRuntime;
 use openvibe::full_example::{self, CASSETTE, FullRun, stand_in};
 
+use openvibe::protocols::{Outcome, Verdict};
+
 use crate::CliError;
 use crate::demo::{Options, finish, indent, make_llm_for, make_stores, tree};
+use crate::proposals::{Desk, decide};
 
 /// A directory of its own for the configuration files, removed on drop.
 struct ConfigDir(PathBuf);
@@ -64,7 +67,10 @@ pub async fn execute(
         .with_stores(stores);
     let result = async {
         let run = full_example::run(&config.0, runtime).await?;
-        report(&run, out).await
+        report(&run, out).await?;
+        decisions(&run, &tenant, out).await?;
+        writeln!(out, "\n== memory tree")?;
+        tree(&run.filesystem, out).await
     }
     .await;
     finish(purge, &tenant, result).await
@@ -137,6 +143,93 @@ async fn report(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
             lineage.raw_calls.len()
         )?;
     }
-    writeln!(out, "\n== memory tree")?;
-    tree(&run.filesystem, out).await
+    Ok(())
+}
+
+/// The person who approves in the demo's script (in your deployment, the
+/// key of whoever runs `openvibe proposals approve`).
+pub const DEMO_APPROVER: &str = "ann";
+
+/// The discount requests, decided three ways: each decision's four steps;
+/// what ran; the proposal a person approves (as `openvibe proposals
+/// approve` does), which then runs once.
+async fn decisions(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "\n== decisions: the CRO decides on three requests (its playbook as evidence: \"{}\")",
+        full_example::PLAYBOOK
+    )?;
+    for handled in &run.decisions {
+        let d = &handled.decision;
+        writeln!(out, "\n- {}: {}", d.event.summary, d.outcome)?;
+        for line in d.explain() {
+            writeln!(out, "    {line}")?;
+        }
+        for e in &d.confidence.evidence {
+            writeln!(out, "    evidence: {} ({:.2})", e.id, e.value)?;
+        }
+        match (&handled.result, &handled.proposal) {
+            (Some(Ok(result)), _) => writeln!(out, "    ran: {result}")?,
+            (Some(Err(error)), _) => writeln!(out, "    failed: {error}")?,
+            (None, Some(p)) => writeln!(out, "    proposal {} waits for a person", p.id)?,
+            (None, None) if d.outcome == Outcome::Refuse => {
+                writeln!(out, "    never runs (refused and recorded)")?;
+            }
+            (None, None) => {}
+        }
+    }
+    let pending: Vec<_> = run
+        .decisions
+        .iter()
+        .filter_map(|h| h.proposal.as_ref())
+        .collect();
+    for p in pending {
+        let desk = Desk {
+            stores: run
+                .runtime
+                .stores()
+                .cloned()
+                .ok_or_else(|| CliError::Usage("the runtime has no stores".into()))?,
+            ctx: openvibe::protocols::CallerContext::new(
+                tenant,
+                openvibe::protocols::Principal::user(DEMO_APPROVER),
+            )
+            .with_clearance(openvibe::protocols::Clearance::unrestricted()),
+        };
+        writeln!(
+            out,
+            "\n$ openvibe proposals approve {} --reason \"strategic account\"   (as user:{DEMO_APPROVER})",
+            p.id
+        )?;
+        let mut said = Vec::new();
+        decide(
+            &desk,
+            &p.id,
+            &Verdict::approve("strategic account"),
+            &mut said,
+        )
+        .await?;
+        write!(out, "{}", String::from_utf8_lossy(&said))?;
+        let done = run.runtime.run_approved(&p.id).await?;
+        writeln!(
+            out,
+            "the runtime ran it: {} ({})",
+            done.status,
+            done.result
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )?;
+        let again = run.runtime.run_approved(&p.id).await;
+        writeln!(
+            out,
+            "running it again: {}",
+            match again {
+                Err(e) if e.is_conflict() => "refused, it runs once".to_owned(),
+                Err(e) => format!("failed: {e}"),
+                Ok(p) => format!("ran twice ({})", p.status),
+            }
+        )?;
+    }
+    Ok(())
 }

@@ -34,6 +34,14 @@ async fn the_full_example_runs_offline_and_shows_the_pyramid() {
         "citing 5 raw calls",
         "/raw/",
         "soul.md: # CRO",
+        // The discount requests, decided three ways, each with its steps.
+        "5% off a 4,000 annual plan: act",
+        "10% off a 48,000 annual plan: propose",
+        "contract is ready to sign: refuse",
+        "impact: high (the rule `amount > 10000` holds)",
+        "approved: the role's runtime runs its action once (decided by user:ann)",
+        "the runtime ran it: executed",
+        "running it again: refused, it runs once",
     ] {
         assert!(output.contains(expected), "{expected}\n{output}");
     }

@@ -271,6 +271,12 @@ impl RoleRuntime {
         self.roles.values().any(|r| r.proposals().is_some())
     }
 
+    /// The stores the runtime keeps memory and proposals in, when given
+    /// ([`with_stores`](Self::with_stores)).
+    pub fn stores(&self) -> Option<&Stores> {
+        self.gateway.stores()
+    }
+
     /// The shared workspace.
     pub fn workspace(&self) -> Option<&WorkspaceMemory> {
         self.workspace.as_ref()

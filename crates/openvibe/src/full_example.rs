@@ -17,7 +17,10 @@ use openvibe_memory::{Distillation, MemoryFilesystem, MemoryPyramid};
 use openvibe_operators::config::OperatorConfig;
 use openvibe_operators::{CompiledGraph, END, OperatorRuntime, StateGraph};
 use openvibe_primitives::{AgentNode, FnTool, LlmNode, Node, ScopeSpec};
-use openvibe_protocols::{Episode, EpisodeQuery, RawCall, RawCallQuery, State};
+use openvibe_protocols::{
+    Action, DecisionEvent, Episode, EpisodeQuery, Insight, RawCall, RawCallQuery, State,
+};
+use openvibe_roles::Handled;
 use openvibe_roles::config::OPERATORS_FILE;
 
 use crate::RoleRuntime;
@@ -194,6 +197,68 @@ pub struct FullRun {
     pub episodes: Vec<Episode>,
     /// The role's memory as a filesystem (`/raw/` included).
     pub filesystem: MemoryFilesystem,
+    /// The discount requests of [`discount_events`], each handled by the
+    /// CRO: what it decided (and why), what ran, what waits for a person.
+    pub decisions: Vec<Handled>,
+    /// The runtime, to run what a person approves
+    /// ([`RoleRuntime::run_approved`]).
+    pub runtime: RoleRuntime,
+}
+
+/// The insight the CRO's pricing playbook gives it before the discount
+/// requests (stored as an L3 insight of the role, so the decision engine
+/// finds it as evidence).
+pub const PLAYBOOK: &str =
+    "Annual-plan discounts of up to 10% close mid-market logistics deals faster";
+
+/// Three requests the CRO decides on (seed 001, V3), one per outcome:
+/// a small discount it is confident about (act), a large one (propose: a
+/// person approves it, then it runs once), and signing the contract, which
+/// its authority forbids (refuse: never runs).
+pub fn discount_events() -> Vec<DecisionEvent> {
+    let discount = |pct: u32| {
+        Action::tool(
+            "give_discount",
+            "apply_discount",
+            serde_json::json!({"customer": CUSTOMER, "pct": pct}),
+        )
+    };
+    vec![
+        DecisionEvent::new("deal-small", "discount.requested", "revenue")
+            .summary("Acme Logistics asks 5% off a 4,000 annual plan")
+            .entity("acme_logistics")
+            .data(serde_json::json!({"amount": 4000, "customer": {"tier": "B"}}))
+            .action(discount(5)),
+        DecisionEvent::new("deal-large", "discount.requested", "revenue")
+            .summary("Acme Logistics asks 10% off a 48,000 annual plan")
+            .entity("acme_logistics")
+            .data(serde_json::json!({"amount": 48000, "customer": {"tier": "B"}}))
+            .action(discount(10)),
+        DecisionEvent::new("deal-sign", "contract.ready", "revenue")
+            .summary("Acme Logistics' contract is ready to sign")
+            .entity("acme_logistics")
+            .data(serde_json::json!({"amount": 48000}))
+            .action(Action::tool(
+                "sign_contracts",
+                "sign_contract",
+                serde_json::json!({"customer": CUSTOMER}),
+            )),
+    ]
+}
+
+/// The CRO's discount tool (a stand-in for the billing system).
+fn apply_discount() -> impl openvibe_primitives::Tool + use<> {
+    FnTool::new(
+        "apply_discount",
+        "Apply a discount to a customer's annual plan.",
+        |input: serde_json::Value| async move {
+            let customer = input["customer"].as_str().unwrap_or("?").to_owned();
+            let pct = input["pct"].as_u64().unwrap_or(0);
+            Ok::<_, String>(format!(
+                "{pct}% discount applied to {customer}'s annual plan"
+            ))
+        },
+    )
 }
 
 /// What can stop the example.
@@ -237,7 +302,16 @@ pub enum Error {
 /// ```
 pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Error> {
     let operators = operators(config_path)?;
-    let runtime = runtime.with_config_path(config_path, &operators)?;
+    let runtime = openvibe_roles::config::load_roles(config_path, &operators)?
+        .into_iter()
+        .map(|role| {
+            if role.role_id() == "cro" {
+                role.action_tool(apply_discount())
+            } else {
+                role
+            }
+        })
+        .try_fold(runtime, RoleRuntime::role)?;
     let lead: State = [("lead_data", LEAD), ("company", "acme_logistics")]
         .into_iter()
         .collect();
@@ -268,6 +342,16 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         }
     }
     let episodes = pyramid.episodes(EpisodeQuery::new().limit(100)).await?;
+    let memory = role.agent_memory().ok_or(Error::NoMemory)?;
+    memory
+        .store_insight(
+            Insight::new("cro-playbook-discounts", "cro", PLAYBOOK, 0.9).domain("revenue"),
+        )
+        .await?;
+    let mut decisions = Vec::new();
+    for event in discount_events() {
+        decisions.push(runtime.handle("cro", &event).await?);
+    }
     Ok(FullRun {
         states,
         pyramid,
@@ -275,6 +359,8 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         raw_calls,
         episodes,
         filesystem,
+        decisions,
+        runtime,
     })
 }
 
