@@ -48,7 +48,8 @@ tasks:
   examples [name...]    build and run the standalone projects of examples/ (outside the
                         workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
-                        semantic, pg_working, pg_gov, svc, embed, sched, rawlog, reliability; all when
+                        semantic, pg_working, pg_gov, svc, embed, sched, rawlog, decision, pg_decision,
+                        reliability; all when
                         none is named)
   fuzz [--seconds N] [target...]
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)

@@ -1,5 +1,6 @@
 //! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
 
+mod decision;
 mod embed;
 mod governance;
 mod graph;
@@ -28,6 +29,8 @@ const GROUPS: &[Group] = &[
     ("embed", || Box::pin(embed::run())),
     ("sched", || Box::pin(schedule::run())),
     ("rawlog", || Box::pin(rawlog::run())),
+    ("decision", || Box::pin(decision::run_memory())),
+    ("pg_decision", || Box::pin(decision::run_pg())),
 ];
 
 fn main() -> std::process::ExitCode {

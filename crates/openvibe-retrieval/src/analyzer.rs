@@ -159,6 +159,39 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 /// character boundary).
 pub const MAX_TERM_LEN: usize = 64;
 
+/// How many stems each thread remembers (then it starts over).
+pub const STEM_CACHE: usize = 65_536;
+
+/// The term of a lowercase word: its Snowball stem, cut to
+/// [`MAX_TERM_LEN`]. Stemming is most of the analyzer's cost and words
+/// repeat (ranking candidates analyzes the same texts query after query),
+/// so each thread remembers the stems it computed.
+fn term_of(lower: &str) -> String {
+    thread_local! {
+        static STEMS: std::cell::RefCell<HashMap<String, String>> =
+            std::cell::RefCell::new(HashMap::new());
+    }
+    STEMS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(term) = cache.get(lower) {
+            return term.clone();
+        }
+        let mut term = stemmer().stem(lower).into_owned();
+        if term.len() > MAX_TERM_LEN {
+            let mut end = MAX_TERM_LEN;
+            while !term.is_char_boundary(end) {
+                end -= 1;
+            }
+            term.truncate(end);
+        }
+        if cache.len() >= STEM_CACHE {
+            cache.clear();
+        }
+        cache.insert(lower.to_owned(), term.clone());
+        term
+    })
+}
+
 /// The analyzed terms of `text`, in order, repeats kept: lowercase runs of
 /// alphanumerics, stop words dropped, each stemmed (Snowball English);
 /// then a day term and a month term for each calendar date ("7 July, 2023",
@@ -183,15 +216,7 @@ pub fn analyze(text: &str) -> Vec<String> {
         if is_stop_word(lower) {
             continue;
         }
-        let mut term = stemmer().stem(lower).into_owned();
-        if term.len() > MAX_TERM_LEN {
-            let mut end = MAX_TERM_LEN;
-            while !term.is_char_boundary(end) {
-                end -= 1;
-            }
-            term.truncate(end);
-        }
-        terms.push(term);
+        terms.push(term_of(lower));
     }
     terms.extend(crate::dates::date_terms(&words));
     terms

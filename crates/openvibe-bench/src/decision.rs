@@ -1,0 +1,264 @@
+//! Roles that decide (issue 38): groups `decision` (in memory) and
+//! `pg_decision` (PostgreSQL, needs `DATABASE_URL`; `cargo xtask bench
+//! pg_decision` provides it).
+//!
+//! - `decision_evaluate_p50_us` / `pg_decision_evaluate_p50_us`: one
+//!   `DecisionEngine::evaluate` without a model (domain, authority,
+//!   confidence from the role's memory by hybrid retrieval, impact rules,
+//!   matrix) for a role with 1,000 insights and 10,000 episodes;
+//! - `pg_proposal_decide_p50_us`: one person's verdict on a pending
+//!   proposal (`ProposalStore::decide`: row lock, checks, update, audit
+//!   row), one at a time, over 2,000 proposals.
+
+use std::hint::black_box;
+
+use openvibe_bench::{report, sample};
+use openvibe_memory::{AgentMemory, ClearanceProfile};
+use openvibe_postgres::PgStores;
+use openvibe_protocols::{
+    Action, CallerContext, Classification, Clearance, DecisionEvent, Episode, Impact, Insight,
+    Principal, Proposal, Stores, Verdict,
+};
+use openvibe_roles::{AuthorityConfig, ImpactRules, Role};
+use serde_json::json;
+
+const INSIGHTS: u32 = 1_000;
+const EPISODES: u32 = 10_000;
+const PROPOSALS: u32 = 2_000;
+const SCHEMA: &str = "openvibe_bench_decision";
+const TOPICS: &[&str] = &[
+    "discount",
+    "renewal",
+    "pricing",
+    "pipeline",
+    "churn",
+    "upsell",
+    "contract",
+    "onboarding",
+];
+
+fn clearance() -> ClearanceProfile {
+    ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted)
+}
+
+/// Fill `memory` with the role's insights and episodes.
+async fn fill(memory: &AgentMemory, episodes_in_batches: Option<&PgStores>) -> Result<(), String> {
+    for i in 0..INSIGHTS {
+        let topic = TOPICS[(i as usize) % TOPICS.len()];
+        let insight = Insight::new(
+            format!("ins{i:05}"),
+            "cro",
+            format!("{topic} requests from account {i} close when answered within a day"),
+            0.5 + f64::from(i % 50) / 100.0,
+        )
+        .domain("revenue");
+        memory
+            .store_insight(insight)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let episode = |i: u32| {
+        let topic = TOPICS[(i as usize) % TOPICS.len()];
+        let failed = i % 9 == 0;
+        Episode {
+            id: format!("ep{i:06}"),
+            agent_id: "cro".into(),
+            operator_id: "revenue_ops".into(),
+            node_name: "act".into(),
+            action: "give_discount".into(),
+            input_summary: format!("{topic} request of account {i}"),
+            output_summary: format!("{topic} handled for account {i}"),
+            outcome: json!({"status": if failed { "failed" } else { "ok" }}),
+            domain: "revenue".into(),
+            entity: format!("account{}", i % 500),
+            tags: if failed {
+                vec!["failed".into()]
+            } else {
+                Vec::new()
+            },
+            ..Episode::default()
+        }
+    };
+    match episodes_in_batches {
+        Some(pg) => {
+            let ctx = memory.context().clone();
+            for start in (0..EPISODES).step_by(1_000) {
+                let batch: Vec<Episode> = (start..start + 1_000).map(episode).collect();
+                pg.episodes()
+                    .store_batch(&ctx, batch)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        None => {
+            for i in 0..EPISODES {
+                memory
+                    .record_episode(episode(i))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn role(memory: AgentMemory) -> Result<Role, String> {
+    Ok(Role::new("cro")
+        .domains(["revenue"])
+        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
+        .impact_rules(
+            ImpactRules::new()
+                .rule("amount > 10000", Impact::High)
+                .map_err(|e| e.to_string())?
+                .rule("customer.tier == \"A\" and amount > 1000", Impact::Medium)
+                .map_err(|e| e.to_string())?,
+        )
+        .clearance(clearance())
+        .with_agent_memory(memory))
+}
+
+fn events() -> Vec<DecisionEvent> {
+    (0..200u32)
+        .map(|k| {
+            let topic = TOPICS[(k as usize) % TOPICS.len()];
+            DecisionEvent::new(format!("evt{k}"), "discount.requested", "revenue")
+                .summary(format!("account {k} asks about a {topic} on the annual plan"))
+                .entity(format!("account{}", k % 500))
+                .data(json!({"amount": 500 + k * 137, "customer": {"tier": if k % 3 == 0 { "A" } else { "B" }}}))
+                .action(Action::tool("give_discount", "apply_discount", json!({"pct": 10})))
+        })
+        .collect()
+}
+
+/// The p50 of `evaluate` over `events`, in µs.
+async fn evaluate_p50(role: &Role) -> f64 {
+    let engine = role.decision_engine();
+    let events = events();
+    let mut next = 0usize;
+    let samples = sample(100, 1_000, || {
+        let event = &events[next % events.len()];
+        next += 1;
+        let engine = &engine;
+        async move {
+            match engine.evaluate(event).await {
+                Ok(d) => {
+                    black_box(d.outcome);
+                }
+                Err(e) => eprintln!("evaluate failed: {e}"),
+            }
+        }
+    })
+    .await;
+    samples.quantile_us(0.50)
+}
+
+/// Run the in-memory group.
+pub async fn run_memory() {
+    let memory = AgentMemory::new("cro").with_clearance(&clearance());
+    if let Err(e) = fill(&memory, None).await {
+        eprintln!("decision: filling memory failed: {e}");
+        return;
+    }
+    match role(memory) {
+        Ok(role) => report("decision_evaluate_p50_us", evaluate_p50(&role).await, "us"),
+        Err(e) => eprintln!("decision: {e}"),
+    }
+}
+
+async fn proposals_p50(stores: &Stores, role_ctx: &CallerContext) -> Result<f64, String> {
+    let mut ids = Vec::new();
+    for i in 0..PROPOSALS {
+        let p = Proposal::new(
+            "cro",
+            format!("discount for account {i}"),
+            Action::tool("give_discount", "apply_discount", json!({"pct": 10})),
+        )
+        .id(format!("bench-proposal-{i}"))
+        .domain("revenue");
+        ids.push(
+            stores
+                .proposals
+                .create(role_ctx, p)
+                .await
+                .map_err(|e| e.to_string())?
+                .id,
+        );
+    }
+    let person = CallerContext::new(role_ctx.tenant_id(), Principal::user("ann"))
+        .with_clearance(Clearance::unrestricted());
+    let mut next = 0usize;
+    let failed = std::cell::Cell::new(0usize);
+    let samples = sample(100, (PROPOSALS - 100) as usize, || {
+        let id = ids[next % ids.len()].clone();
+        next += 1;
+        let (stores, person, failed) = (stores, &person, &failed);
+        async move {
+            let verdict = if next % 2 == 0 {
+                Verdict::approve("within budget")
+            } else {
+                Verdict::reject("too much")
+            };
+            if let Err(e) = stores.proposals.decide(person, &id, &verdict).await {
+                failed.set(failed.get() + 1);
+                eprintln!("decide failed: {e}");
+            }
+        }
+    })
+    .await;
+    if failed.get() > 0 {
+        return Err(format!("{} verdicts failed", failed.get()));
+    }
+    Ok(samples.quantile_us(0.50))
+}
+
+async fn run_pg_inner(url: &str) -> Result<(), String> {
+    let admin = openvibe_postgres::pool_options(1)
+        .connect_with(openvibe_postgres::connect_options(url).map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    sqlx::Executor::execute(
+        &admin,
+        sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    admin.close().await;
+    let pool = crate::pg::schema_pool(url, SCHEMA, 4).await?;
+    let pg = PgStores::from_pool(pool);
+    let stores = pg.stores();
+    let ctx = CallerContext::agent("cro")
+        .with_tenant(crate::pg::TENANT)
+        .with_clearance(clearance().clearance());
+    let memory = AgentMemory::new("cro")
+        .with_stores(stores.episodes.clone(), stores.insights.clone())
+        .with_context(ctx.clone());
+    fill(&memory, Some(&pg)).await?;
+    let role = role(memory)?;
+    report(
+        "pg_decision_evaluate_p50_us",
+        evaluate_p50(&role).await,
+        "us",
+    );
+    report(
+        "pg_proposal_decide_p50_us",
+        proposals_p50(&stores, &ctx).await?,
+        "us",
+    );
+    Ok(())
+}
+
+/// Run the PostgreSQL group.
+pub async fn run_pg() {
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!(
+            "pg_decision: skipped: DATABASE_URL is not set (run `cargo xtask bench pg_decision`)"
+        );
+        return;
+    };
+    if let Err(e) = run_pg_inner(&url).await {
+        eprintln!("pg_decision: benchmark failed: {e}");
+    }
+}
