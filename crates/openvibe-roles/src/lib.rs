@@ -38,7 +38,7 @@ pub use decision::{
     EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, decision_id, failed,
 };
 pub use error::Error;
-pub use proposals::{INTERRUPTED, Resumed};
+pub use proposals::{EXPIRE_BATCH, INTERRUPTED, Resumed};
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{
     DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Handled, Role, RoleAwareLlm, decision_episode,

@@ -21,6 +21,10 @@ use crate::{Error, Role};
 /// finished gets: whether its action ran is unknown, so it does not run again.
 pub const INTERRUPTED: &str = "interrupted: the runtime stopped after claiming this proposal and before recording how its action went; it is not run again (at most once)";
 
+/// How many overdue proposals one [`Role::resume_proposals`] records
+/// expired (the next call records more).
+pub const EXPIRE_BATCH: usize = 1_000;
+
 /// What [`Role::resume_proposals`] did.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
@@ -30,12 +34,14 @@ pub struct Resumed {
     /// Proposals claimed by an earlier process that never finished them,
     /// now `failed` ([`INTERRUPTED`]).
     pub interrupted: Vec<String>,
+    /// Pending proposals past their deadline, now recorded `expired`.
+    pub expired: u64,
 }
 
 impl Resumed {
     /// Whether nothing was left to do.
     pub fn is_empty(&self) -> bool {
-        self.ran.is_empty() && self.interrupted.is_empty()
+        self.ran.is_empty() && self.interrupted.is_empty() && self.expired == 0
     }
 }
 
@@ -130,14 +136,23 @@ impl Role {
             .map_err(store_error(id))
     }
 
-    /// Catch up with the role's proposals: run every approved, unclaimed
-    /// one ([`Role::run_approved`]); mark `failed` ([`INTERRUPTED`]) every
-    /// one claimed before `started` (by a process that stopped) and never
-    /// finished. Call it when a runtime starts, and whenever approvals may
-    /// have arrived. A proposal another runtime claims first is skipped.
+    /// Catch up with the role's proposals: record pending ones past their
+    /// deadline `expired` (audited; reads already show them so); run every
+    /// approved, unclaimed one ([`Role::run_approved`]); mark `failed`
+    /// ([`INTERRUPTED`]) every one claimed before `started` (by a process
+    /// that stopped) and never finished. Call it when a runtime starts, and
+    /// whenever approvals may have arrived. A proposal another runtime
+    /// claims first is skipped.
     pub async fn resume_proposals(&self, started: DateTime<Utc>) -> Result<Resumed, Error> {
         let store = self.proposal_store()?;
         let ctx = self.proposal_context();
+        let mut resumed = Resumed {
+            expired: store
+                .expire_due(&ctx, EXPIRE_BATCH)
+                .await
+                .map_err(store_error("(expire)"))?,
+            ..Resumed::default()
+        };
         let mut query = ProposalQuery::new()
             .role(self.role_id())
             .status(ProposalStatus::Approved)
@@ -154,7 +169,6 @@ impl Role {
                 None => break,
             }
         }
-        let mut resumed = Resumed::default();
         // Oldest first: approvals run in the order they were proposed.
         for p in approved.into_iter().rev() {
             match (&p.claimed_by, p.claimed_at) {
@@ -178,6 +192,7 @@ impl Role {
                 role = %self.role_id(),
                 ran = resumed.ran.len(),
                 interrupted = resumed.interrupted.len(),
+                expired = resumed.expired,
                 "proposals resumed"
             );
         }

@@ -262,6 +262,7 @@ impl RoleRuntime {
             let done = role.resume_proposals(self.started).await?;
             all.ran.extend(done.ran);
             all.interrupted.extend(done.interrupted);
+            all.expired += done.expired;
         }
         Ok(all)
     }

@@ -121,6 +121,8 @@ pub struct ServeReport {
     pub proposals_run: u64,
     /// Proposals an earlier process claimed and never finished, marked failed.
     pub proposals_interrupted: u64,
+    /// Pending proposals past their deadline, recorded expired.
+    pub proposals_expired: u64,
     /// Looks for approved proposals that failed (the store was unreachable).
     pub proposal_errors: u64,
 }
@@ -192,6 +194,7 @@ impl RoleRuntime {
                         Ok(done) => {
                             report.proposals_run += done.ran.len() as u64;
                             report.proposals_interrupted += done.interrupted.len() as u64;
+                            report.proposals_expired += done.expired;
                         }
                         Err(e) => {
                             report.proposal_errors += 1;

@@ -16,7 +16,8 @@ use openvibe_protocols::{
     Action, CallerContext, Classification, Clearance, ContentBlock, DecisionEvent, EpisodeQuery,
     Impact, Insight, LlmResponse, Outcome, Principal, ProposalStatus, State, Stores, Verdict,
 };
-use openvibe_roles::{AuthorityConfig, INTERRUPTED, ImpactRules, Role};
+use openvibe_roles::{AuthorityConfig, INTERRUPTED, ImpactRules, Role, RoleRuntime};
+use openvibe_schedule::InProcessScheduler;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -257,6 +258,16 @@ async fn rejected_and_expired_proposals_never_run() {
             .unwrap_err()
             .is_conflict()
     );
+    // The runtime's catch-up records it expired (audited) and runs nothing.
+    let resumed = role.resume_proposals(chrono::Utc::now()).await.unwrap();
+    assert_eq!((resumed.expired, resumed.ran.len()), (1, 0));
+    let stored = stores
+        .proposals
+        .get(&role.proposal_context(), &expiring.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, ProposalStatus::Expired);
     assert!(
         role.resume_proposals(chrono::Utc::now())
             .await
@@ -451,4 +462,52 @@ async fn a_gated_tool_call_files_a_proposal_and_runs_once_approved() {
     assert_eq!(done.status, ProposalStatus::Executed);
     assert_eq!(done.result, Some(json!("signed acme")));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn serve_runs_approvals_as_they_arrive() {
+    let stores = in_memory_stores();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let role = cro(&stores, runs.clone()).await;
+    let p = role
+        .handle(&discount("e-serve", 50_000))
+        .await
+        .unwrap()
+        .proposal
+        .unwrap();
+    let ann = person(&role, "ann");
+    let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::new([])))
+        .with_stores(stores.clone())
+        .with_scheduler(Arc::new(InProcessScheduler::new()))
+        .with_proposal_poll(std::time::Duration::from_millis(20))
+        .role(role)
+        .unwrap();
+    let (store, id) = (stores.proposals.clone(), p.id.clone());
+    let approver = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        store
+            .decide(&ann, &id, &Verdict::approve("go"))
+            .await
+            .unwrap();
+    });
+    let report = runtime
+        .serve(
+            tokio::time::sleep(std::time::Duration::from_millis(600)),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    approver.await.unwrap();
+    assert_eq!(report.proposals_run, 1, "{report:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let done = stores
+        .proposals
+        .get(
+            &person(&runtime.get_role("cro").unwrap().clone(), "ann"),
+            &p.id,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.status, ProposalStatus::Executed);
 }
