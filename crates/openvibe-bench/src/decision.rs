@@ -59,7 +59,7 @@ async fn fill(memory: &AgentMemory, episodes_in_batches: Option<&PgStores>) -> R
     }
     let episode = |i: u32| {
         let topic = TOPICS[(i as usize) % TOPICS.len()];
-        let failed = i % 9 == 0;
+        let failed = i.is_multiple_of(9);
         Episode {
             id: format!("ep{i:06}"),
             agent_id: "cro".into(),
@@ -193,7 +193,7 @@ async fn proposals_p50(stores: &Stores, role_ctx: &CallerContext) -> Result<f64,
         next += 1;
         let (stores, person, failed) = (stores, &person, &failed);
         async move {
-            let verdict = if next % 2 == 0 {
+            let verdict = if next.is_multiple_of(2) {
                 Verdict::approve("within budget")
             } else {
                 Verdict::reject("too much")

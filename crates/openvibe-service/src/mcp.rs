@@ -694,7 +694,8 @@ impl ServerHandler for MemoryTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
             "openvibe memory: save and search memories in the scopes your key may use, \
-             and keep plan-scoped working memory.",
+             keep plan-scoped working memory, and list and decide the proposals roles \
+             wait on (deciding needs the approve right).",
         )
     }
 }
