@@ -5,9 +5,6 @@
 #[path = "support/pg.rs"]
 mod support;
 
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
 const POLICY: &str = "\
@@ -21,19 +18,9 @@ api_keys:
   - { principal: bob, kind: agent, env: STDIO_KEY_BOB, namespace: team }
 ";
 
-async fn call(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    tool: &str,
-    args: serde_json::Value,
-) -> rmcp::model::CallToolResult {
-    client
-        .call_tool(
-            CallToolRequestParams::new(tool.to_owned())
-                .with_arguments(args.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap()
-}
+#[path = "support/mcp.rs"]
+mod mcp;
+use mcp::call;
 
 #[tokio::test]
 async fn the_mcp_tools_over_stdio() {
@@ -41,15 +28,15 @@ async fn the_mcp_tools_over_stdio() {
     std::fs::create_dir_all(&dir).unwrap();
     let policy = dir.join("governance.yaml");
     std::fs::write(&policy, POLICY).unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_openvibe"));
-    command
-        .args(["mcp", "--memory", "--governance"])
-        .arg(&policy)
-        .env("STDIO_KEY_ALICE", "alice-secret")
-        .env("STDIO_KEY_BOB", "bob-secret")
-        .env("OPENVIBE_API_KEY", "alice-secret")
-        .env_remove("OPENVIBE_DATABASE_URL");
-    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let client = mcp::spawn(
+        &["mcp", "--memory", "--governance", policy.to_str().unwrap()],
+        &[
+            ("STDIO_KEY_ALICE", "alice-secret"),
+            ("STDIO_KEY_BOB", "bob-secret"),
+            ("OPENVIBE_API_KEY", "alice-secret"),
+        ],
+    )
+    .await;
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "saveMemory"), "{tools:?}");
 
@@ -105,16 +92,21 @@ async fn seed_003_client(
     policy: &std::path::Path,
     key: &str,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_openvibe"));
-    command
-        .args(["mcp", "--database-url", url, "--governance"])
-        .arg(policy)
-        .env("MCP_API_KEY_L", "key-of-l")
-        .env("MCP_API_KEY_C", "key-of-c")
-        .env("OPENVIBE_API_KEY", key);
-    ().serve(TokioChildProcess::new(command).unwrap())
-        .await
-        .unwrap()
+    mcp::spawn(
+        &[
+            "mcp",
+            "--database-url",
+            url,
+            "--governance",
+            policy.to_str().unwrap(),
+        ],
+        &[
+            ("MCP_API_KEY_L", "key-of-l"),
+            ("MCP_API_KEY_C", "key-of-c"),
+            ("OPENVIBE_API_KEY", key),
+        ],
+    )
+    .await
 }
 
 #[tokio::test]

@@ -8,6 +8,9 @@
 
 #[path = "support/pg.rs"]
 mod support;
+#[path = "support/mcp.rs"]
+mod support_mcp;
+use support_mcp::call;
 
 use std::process::Command;
 use std::sync::Arc;
@@ -19,9 +22,6 @@ use openvibe::protocols::{
     Action, Classification, DecisionEvent, Impact, Insight, Outcome, ProposalStatus, Stores,
 };
 use openvibe::roles::{AuthorityConfig, ImpactRules, Role};
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
 const POLICY: &str = "\
@@ -122,30 +122,16 @@ async fn mcp(
     policy: &std::path::Path,
     key: &str,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_openvibe"));
-    command
-        .args(["mcp", "--database-url", url, "--governance"])
-        .arg(policy)
-        .env("PROPOSALS_KEY_ANN", "ann-secret")
-        .env("PROPOSALS_KEY_BOT", "bot-secret")
-        .env("OPENVIBE_API_KEY", key);
-    ().serve(TokioChildProcess::new(command).unwrap())
-        .await
-        .unwrap()
-}
-
-async fn call(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    tool: &str,
-    args: serde_json::Value,
-) -> rmcp::model::CallToolResult {
-    client
-        .call_tool(
-            CallToolRequestParams::new(tool.to_owned())
-                .with_arguments(args.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap()
+    let policy = policy.to_str().unwrap();
+    support_mcp::spawn(
+        &["mcp", "--database-url", url, "--governance", policy],
+        &[
+            ("PROPOSALS_KEY_ANN", "ann-secret"),
+            ("PROPOSALS_KEY_BOT", "bot-secret"),
+            ("OPENVIBE_API_KEY", key),
+        ],
+    )
+    .await
 }
 
 #[tokio::test]

@@ -306,20 +306,14 @@ impl ProposalStore for InMemoryProposalStore {
         verdict: &Verdict,
     ) -> Result<Proposal, StoreError> {
         let _span = store_span(PROPOSAL_KIND, "decide", ctx);
-        let result = self.transition(ctx, id, |p, now| {
-            ctx.may_approve(&p.meta, &format!("decide proposal {id}"))?;
-            p.decided(verdict, &ctx.owner_key(), now)
-        });
+        let result = self.transition(ctx, id, |p, now| p.decide_as(ctx, verdict, now));
         self.audit
             .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
     }
 
     async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError> {
         let _span = store_span(PROPOSAL_KIND, "claim", ctx);
-        let result = self.transition(ctx, id, |p, now| {
-            ctx.require_change(&p.meta, Change::Write, format!("claim proposal {id}"))?;
-            p.claimed(&ctx.owner_key(), now)
-        });
+        let result = self.transition(ctx, id, |p, now| p.claim_as(ctx, now));
         self.audit
             .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
     }
@@ -331,13 +325,7 @@ impl ProposalStore for InMemoryProposalStore {
         outcome: Result<Value, String>,
     ) -> Result<Proposal, StoreError> {
         let _span = store_span(PROPOSAL_KIND, "finish", ctx);
-        let result = self.transition(ctx, id, |p, now| {
-            ctx.require_change(&p.meta, Change::Write, format!("finish proposal {id}"))?;
-            if let Ok(value) = &outcome {
-                openvibe_protocols::check_json("result", value)?;
-            }
-            p.finished(&outcome, now)
-        });
+        let result = self.transition(ctx, id, |p, now| p.finish_as(ctx, &outcome, now));
         self.audit
             .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
     }

@@ -628,9 +628,7 @@ where
             }
             (Err(StoreError::NotFound { .. }), false, _)
             | (Err(StoreError::Unauthorized { .. }), true, false) => {
-                let admin = CallerContext::system()
-                    .with_tenant(target.meta.tenant_id.clone())
-                    .with_project_id(target.meta.project_id.clone());
+                let admin = admin_of(&target.meta);
                 let still = s.facts.get(&admin, &target.id).await.unwrap();
                 assert_eq!(
                     still.map(|f| f.content),
@@ -1314,12 +1312,13 @@ async fn raw_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> usize {
                 .iter()
                 .filter(|c| readable(&reader, c) && scope.contains(&c.meta.namespace))
                 .collect();
-            want.sort_by(|a, b| (b.timestamp, &a.id).cmp(&(a.timestamp, &b.id)));
-            let want: Vec<&str> = want
-                .iter()
-                .take(query.limit)
-                .map(|c| c.id.as_str())
-                .collect();
+            // Newest first, ids ascending among equals (the raw log's order).
+            let want = newest_ids(
+                want,
+                |c| (c.timestamp, std::cmp::Reverse(c.id.clone())),
+                |c| &c.id,
+                query.limit,
+            );
             let page = s.raw.query(&reader, &query).await.unwrap();
             let got: Vec<&str> = page.items.iter().map(|c| c.id.as_str()).collect();
             assert_eq!(got, want, "seed {seed}: raw {query:?} as {reader:?}");
@@ -1405,12 +1404,13 @@ async fn proposal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, us
                         && query.matches(p, now)
                 })
                 .collect();
-            want.sort_by(|a, b| (b.meta.created_at, &b.id).cmp(&(a.meta.created_at, &a.id)));
-            let want: Vec<&str> = want
-                .iter()
-                .take(query.limit)
-                .map(|p| p.id.as_str())
-                .collect();
+            // Newest first, ids descending among equals (the keyset order).
+            let want = newest_ids(
+                want,
+                |p| (p.meta.created_at, p.id.clone()),
+                |p| &p.id,
+                query.limit,
+            );
             let page = s.proposals.list(&reader, &query).await.unwrap();
             let got: Vec<&str> = page.items.iter().map(|p| p.id.as_str()).collect();
             assert_eq!(got, want, "seed {seed}: proposals {query:?} as {reader:?}");
@@ -1442,9 +1442,7 @@ async fn proposal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, us
             (Err(StoreError::Conflict { .. }), _, true) if !pending => {}
             (Err(StoreError::NotFound { .. }), false, _)
             | (Err(StoreError::Unauthorized { .. }), true, false) => {
-                let admin = CallerContext::system()
-                    .with_tenant(target.meta.tenant_id.clone())
-                    .with_project_id(target.meta.project_id.clone());
+                let admin = admin_of(&target.meta);
                 let still = s.proposals.get(&admin, &target.id).await.unwrap();
                 assert_eq!(
                     still.map(|p| (p.status, p.decided_by)),
@@ -1461,4 +1459,28 @@ async fn proposal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, us
         verdicts += 1;
     }
     (checks, verdicts)
+}
+
+/// The ids of the first `limit` of `items` by `key`, greatest first: the
+/// order a paged list returns.
+fn newest_ids<'a, T, K: Ord>(
+    mut items: Vec<&'a T>,
+    key: impl Fn(&T) -> K,
+    id: impl Fn(&'a T) -> &'a String,
+    limit: usize,
+) -> Vec<&'a str> {
+    items.sort_by_key(|t| std::cmp::Reverse(key(t)));
+    items
+        .into_iter()
+        .take(limit)
+        .map(|t| id(t).as_str())
+        .collect()
+}
+
+/// The system, in the tenant and project of a record with `meta`: sees it
+/// whoever owns it (to check that a refused change changed nothing).
+fn admin_of(meta: &openvibe_protocols::RecordMeta) -> CallerContext {
+    CallerContext::system()
+        .with_tenant(meta.tenant_id.clone())
+        .with_project_id(meta.project_id.clone())
 }

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     Action, AuditEntry, AuditOp, CallerContext, Change, Decision, PROPOSAL_KIND, Page, Proposal,
-    ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, check_json,
-    parse_cursor, proposal_page, store_time, validate_proposal,
+    ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, parse_cursor,
+    proposal_page, store_time, validate_proposal,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -347,10 +347,7 @@ impl PgProposalStore {
         sql.push(" ORDER BY f.deadline LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .push(" FOR UPDATE SKIP LOCKED)");
-        let mut tx = begin(&self.pool, ctx).await?;
-        let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
-        Ok(done.rows_affected())
+        crate::tx::execute_confined(&self.pool, ctx, sql).await
     }
 }
 
@@ -396,10 +393,7 @@ impl ProposalStore for PgProposalStore {
         verdict: &Verdict,
     ) -> Result<Proposal, StoreError> {
         let result = self
-            .transition(ctx, id, |p, now| {
-                ctx.may_approve(&p.meta, &format!("decide proposal {id}"))?;
-                p.decided(verdict, &ctx.owner_key(), now)
-            })
+            .transition(ctx, id, |p, now| p.decide_as(ctx, verdict, now))
             .instrument(span(PROPOSAL_KIND, "decide", ctx))
             .await;
         self.audit
@@ -408,10 +402,7 @@ impl ProposalStore for PgProposalStore {
 
     async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError> {
         let result = self
-            .transition(ctx, id, |p, now| {
-                ctx.require_change(&p.meta, Change::Write, format!("claim proposal {id}"))?;
-                p.claimed(&ctx.owner_key(), now)
-            })
+            .transition(ctx, id, |p, now| p.claim_as(ctx, now))
             .instrument(span(PROPOSAL_KIND, "claim", ctx))
             .await;
         self.audit
@@ -424,14 +415,8 @@ impl ProposalStore for PgProposalStore {
         id: &str,
         outcome: Result<Value, String>,
     ) -> Result<Proposal, StoreError> {
-        if let Ok(value) = &outcome {
-            check_json("result", value)?;
-        }
         let result = self
-            .transition(ctx, id, |p, now| {
-                ctx.require_change(&p.meta, Change::Write, format!("finish proposal {id}"))?;
-                p.finished(&outcome, now)
-            })
+            .transition(ctx, id, |p, now| p.finish_as(ctx, &outcome, now))
             .instrument(span(PROPOSAL_KIND, "finish", ctx))
             .await;
         self.audit

@@ -314,10 +314,7 @@ impl PgRawLog {
             .bind(cutoff)
             .push(") AND ");
         push_changeable(&mut sql, ctx, "f.", Change::Delete);
-        let mut tx = begin(&self.pool, ctx).await?;
-        let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
-        Ok(done.rows_affected())
+        crate::tx::execute_confined(&self.pool, ctx, sql).await
     }
 }
 

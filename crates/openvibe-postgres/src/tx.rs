@@ -151,6 +151,19 @@ pub(crate) const INCLUDE_EXPIRED: &str =
 /// Hide expired rows again.
 pub(crate) const EXCLUDE_EXPIRED: &str = "SELECT set_config('openvibe.include_expired', '', true)";
 
+/// Run the statement `sql` in a transaction confined to `ctx` ([`begin`])
+/// and commit; the rows it affected.
+pub(crate) async fn execute_confined(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    sql: crate::sql::Sql,
+) -> Result<u64, StoreError> {
+    let mut tx = begin(pool, ctx).await?;
+    let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+    tx.commit().await.map_err(store_error)?;
+    Ok(done.rows_affected())
+}
+
 /// [`begin`], then run `then` (statements without binds) in the same round trip.
 pub(crate) async fn begin_then(
     pool: &PgPool,

@@ -78,6 +78,15 @@ fn discount(id: &str, amount: u64) -> DecisionEvent {
         ))
 }
 
+/// The proposal `role` files for a discount of `amount` (event `id`).
+async fn proposed(role: &Role, id: &str, amount: u64) -> openvibe_protocols::Proposal {
+    role.handle(&discount(id, amount))
+        .await
+        .unwrap()
+        .proposal
+        .expect("a proposal")
+}
+
 fn person(role: &Role, name: &str) -> CallerContext {
     CallerContext::new(role.proposal_context().tenant_id(), Principal::user(name))
         .with_clearance(Clearance::unrestricted())
@@ -212,12 +221,7 @@ async fn rejected_and_expired_proposals_never_run() {
     let stores = in_memory_stores();
     let runs = Arc::new(AtomicUsize::new(0));
     let role = cro(&stores, runs.clone()).await;
-    let rejected = role
-        .handle(&discount("e-1", 60_000))
-        .await
-        .unwrap()
-        .proposal
-        .unwrap();
+    let rejected = proposed(&role, "e-1", 60_000).await;
     stores
         .proposals
         .decide(
@@ -282,12 +286,7 @@ async fn a_runtime_killed_between_approval_and_execution_runs_it_on_restart_once
     let stores = in_memory_stores();
     let runs = Arc::new(AtomicUsize::new(0));
     let first = cro(&stores, runs.clone()).await;
-    let proposal = first
-        .handle(&discount("e-kill", 80_000))
-        .await
-        .unwrap()
-        .proposal
-        .unwrap();
+    let proposal = proposed(&first, "e-kill", 80_000).await;
     stores
         .proposals
         .decide(
@@ -299,12 +298,7 @@ async fn a_runtime_killed_between_approval_and_execution_runs_it_on_restart_once
         .unwrap();
     // Another proposal: approved and claimed by the first runtime, which
     // then dies before recording how its action went.
-    let claimed = first
-        .handle(&discount("e-claimed", 90_000))
-        .await
-        .unwrap()
-        .proposal
-        .unwrap();
+    let claimed = proposed(&first, "e-claimed", 90_000).await;
     stores
         .proposals
         .decide(&person(&first, "ann"), &claimed.id, &Verdict::approve("go"))
@@ -469,12 +463,7 @@ async fn serve_runs_approvals_as_they_arrive() {
     let stores = in_memory_stores();
     let runs = Arc::new(AtomicUsize::new(0));
     let role = cro(&stores, runs.clone()).await;
-    let p = role
-        .handle(&discount("e-serve", 50_000))
-        .await
-        .unwrap()
-        .proposal
-        .unwrap();
+    let p = proposed(&role, "e-serve", 50_000).await;
     let ann = person(&role, "ann");
     let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::new([])))
         .with_stores(stores.clone())

@@ -384,6 +384,51 @@ impl Proposal {
         Ok(next)
     }
 
+    /// `ctx`'s `verdict` on this proposal at `now`: `ctx` must be allowed
+    /// to approve it ([`CallerContext::may_approve`]), then
+    /// [`decided`](Self::decided). What every backend runs under its lock.
+    pub fn decide_as(
+        &self,
+        ctx: &CallerContext,
+        verdict: &Verdict,
+        now: DateTime<Utc>,
+    ) -> Result<Self, StoreError> {
+        ctx.may_approve(&self.meta, &format!("decide proposal {}", self.id))?;
+        self.decided(verdict, &ctx.owner_key(), now)
+    }
+
+    /// `ctx` claims this proposal's execution at `now`: `ctx` must be
+    /// allowed to change it (the proposing role, or a manager), then
+    /// [`claimed`](Self::claimed).
+    pub fn claim_as(&self, ctx: &CallerContext, now: DateTime<Utc>) -> Result<Self, StoreError> {
+        ctx.require_change(
+            &self.meta,
+            super::Change::Write,
+            format!("claim proposal {}", self.id),
+        )?;
+        self.claimed(&ctx.owner_key(), now)
+    }
+
+    /// `ctx` records how the action went at `now`: `ctx` must be allowed to
+    /// change it, a result is a bounded JSON value, then
+    /// [`finished`](Self::finished).
+    pub fn finish_as(
+        &self,
+        ctx: &CallerContext,
+        outcome: &Result<Value, String>,
+        now: DateTime<Utc>,
+    ) -> Result<Self, StoreError> {
+        ctx.require_change(
+            &self.meta,
+            super::Change::Write,
+            format!("finish proposal {}", self.id),
+        )?;
+        if let Ok(value) = outcome {
+            super::check_json("result", value)?;
+        }
+        self.finished(outcome, now)
+    }
+
     /// The transition from `before` to this proposal, as its audit entry
     /// names it: `approve`, `reject`, `claim`, `executed`, `failed`,
     /// `expire` (or `update`).
