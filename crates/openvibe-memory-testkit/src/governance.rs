@@ -1308,7 +1308,7 @@ async fn raw_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> usize {
                     .collect();
             }
             let scope = reader.search_scope(&query.namespaces);
-            let mut want: Vec<&RawCall> = calls
+            let want: Vec<&RawCall> = calls
                 .iter()
                 .filter(|c| readable(&reader, c) && scope.contains(&c.meta.namespace))
                 .collect();
@@ -1396,7 +1396,7 @@ async fn proposal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, us
             }
             let scope = reader.list_scope(&query.namespaces);
             let now = chrono::Utc::now();
-            let mut want: Vec<&Proposal> = stored
+            let want: Vec<&Proposal> = stored
                 .iter()
                 .filter(|p| {
                     readable(&reader, p)
