@@ -26,6 +26,7 @@
 //!       default: low
 //!     decision_matrix:                  # optional: the default's cells otherwise
 //!       outcomes: { high: { high: escalate } }
+//!     escalate_to: user:ann             # optional: who its escalations are assigned to
 //! ```
 
 use std::collections::BTreeMap;
@@ -83,6 +84,26 @@ pub struct RoleDef {
     /// Its confidence × impact matrix, over the default.
     #[serde(default)]
     pub decision_matrix: Option<DecisionMatrix>,
+    /// The person its escalations are assigned to, as an owner key
+    /// (`user:ann`).
+    #[serde(default, deserialize_with = "owner_key")]
+    pub escalate_to: Option<String>,
+}
+
+/// An owner key (`kind:id`, kind one of agent, user, service).
+fn owner_key<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let key = <Option<String> as serde::Deserialize>::deserialize(d)?;
+    if let Some(key) = &key {
+        let ok = key.split_once(':').is_some_and(|(kind, id)| {
+            ["agent", "user", "service"].contains(&kind) && !id.trim().is_empty()
+        });
+        if !ok {
+            return Err(serde::de::Error::custom(format!(
+                "`{key}` is not an owner key: write `user:<id>` (or `agent:`, `service:`)"
+            )));
+        }
+    }
+    Ok(key)
 }
 
 impl RoleDef {
@@ -117,6 +138,9 @@ impl RoleDef {
         }
         if let Some(matrix) = &self.decision_matrix {
             role = role.decision_matrix(matrix.clone());
+        }
+        if let Some(person) = &self.escalate_to {
+            role = role.escalate_to(person.clone());
         }
         role
     }

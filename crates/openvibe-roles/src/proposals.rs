@@ -86,7 +86,8 @@ impl Role {
     }
 
     /// File the proposal of a `Propose` or `Escalate` decision (its id is
-    /// the decision's: filing it twice returns the first).
+    /// the decision's: filing it twice returns the first); an escalation is
+    /// assigned to the role's [escalation assignee](Role::escalate_to).
     pub async fn propose(&self, decision: &Decision) -> Result<Proposal, Error> {
         let store = self.proposal_store()?;
         if !matches!(decision.outcome, Outcome::Propose | Outcome::Escalate) {
@@ -98,7 +99,10 @@ impl Role {
                 ),
             });
         }
-        let proposal = Proposal::from_decision(decision);
+        let mut proposal = Proposal::from_decision(decision);
+        if decision.outcome == Outcome::Escalate {
+            proposal.assignee = self.escalation_assignee().map(str::to_owned);
+        }
         store
             .create(&self.proposal_context(), proposal)
             .await

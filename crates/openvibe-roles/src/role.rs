@@ -68,6 +68,7 @@ pub struct Role {
     assessor: Option<Arc<dyn ConfidenceAssessor>>,
     tools: Vec<Arc<dyn Tool>>,
     proposals: Option<Arc<dyn ProposalStore>>,
+    escalate_to: Option<String>,
 }
 
 impl Role {
@@ -92,6 +93,7 @@ impl Role {
             assessor: None,
             tools: Vec::new(),
             proposals: None,
+            escalate_to: None,
         }
     }
 
@@ -236,6 +238,19 @@ impl Role {
     pub fn with_proposals(mut self, store: Arc<dyn ProposalStore>) -> Self {
         self.proposals = Some(store);
         self
+    }
+
+    /// Assign the role's escalations to `person` (an owner key such as
+    /// `user:ann`; `openvibe proposals ls --assignee user:ann` finds them).
+    #[must_use]
+    pub fn escalate_to(mut self, person: impl Into<String>) -> Self {
+        self.escalate_to = Some(person.into());
+        self
+    }
+
+    /// Who the role's escalations are assigned to, when someone.
+    pub fn escalation_assignee(&self) -> Option<&str> {
+        self.escalate_to.as_deref()
     }
 
     /// Where the role files its proposals, when it has a store.

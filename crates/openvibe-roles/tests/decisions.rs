@@ -370,6 +370,15 @@ fn roles_read_their_decision_config_with_positioned_errors() {
             && err.contains("roles[0].decision_matrix"),
         "{err}"
     );
+    std::fs::write(&file, "roles:\n  - id: cro\n    escalate_to: user:ann\n").unwrap();
+    let role = config::read_roles(&file).unwrap().roles[0].role(&dir);
+    assert_eq!(role.escalation_assignee(), Some("user:ann"));
+    std::fs::write(&file, "roles:\n  - id: cro\n    escalate_to: ann\n").unwrap();
+    let err = config::read_roles(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("roles[0].escalate_to") && err.contains("not an owner key"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -347,13 +347,23 @@ async fn a_runtime_killed_between_approval_and_execution_runs_it_on_restart_once
 async fn an_escalation_runs_the_action_the_person_chose() {
     let stores = in_memory_stores();
     let runs = Arc::new(AtomicUsize::new(0));
-    let role = cro(&stores, runs.clone()).await;
-    // Outside its domains: escalated, no action attached.
+    let role = cro(&stores, runs.clone()).await.escalate_to("user:ann");
+    // Outside its domains: escalated to ann, no action attached.
     let event = DecisionEvent::new("e-legal", "contract.review", "legal").summary("a clause");
     let handled = role.handle(&event).await.unwrap();
     assert_eq!(handled.decision.outcome, Outcome::Escalate);
     let p = handled.proposal.unwrap();
     assert_eq!(p.action, None);
+    assert_eq!(p.assignee.as_deref(), Some("user:ann"));
+    let mine = stores
+        .proposals
+        .list(
+            &person(&role, "ann"),
+            &openvibe_protocols::ProposalQuery::new().assignee("user:ann"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(mine.items.len(), 1);
     let ann = person(&role, "ann");
     let no_action = stores
         .proposals
