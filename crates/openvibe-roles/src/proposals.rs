@@ -140,6 +140,17 @@ impl Role {
             .map_err(store_error(id))
     }
 
+    /// Record that the claimed proposal `id` was interrupted: its claim's
+    /// runtime stopped before recording how the action went, so whether it
+    /// ran is unknown and it does not run again (`failed`, [`INTERRUPTED`]).
+    /// A conflict when it is not claimed-and-unfinished.
+    pub async fn mark_interrupted(&self, id: &str) -> Result<Proposal, Error> {
+        self.proposal_store()?
+            .finish(&self.proposal_context(), id, Err(INTERRUPTED.to_owned()))
+            .await
+            .map_err(store_error(id))
+    }
+
     /// Catch up with the role's proposals: record pending ones past their
     /// deadline `expired` (audited; reads already show them so); run every
     /// approved, unclaimed one ([`Role::run_approved`]); mark `failed`
@@ -181,13 +192,11 @@ impl Role {
                     Err(e) if e.is_conflict() => {}
                     Err(e) => return Err(e),
                 },
-                (Some(_), Some(at)) if at < started => {
-                    match store.finish(&ctx, &p.id, Err(INTERRUPTED.to_owned())).await {
-                        Ok(_) => resumed.interrupted.push(p.id),
-                        Err(StoreError::Conflict { .. }) => {}
-                        Err(source) => return Err(Error::Proposal { id: p.id, source }),
-                    }
-                }
+                (Some(_), Some(at)) if at < started => match self.mark_interrupted(&p.id).await {
+                    Ok(_) => resumed.interrupted.push(p.id),
+                    Err(e) if e.is_conflict() => {}
+                    Err(e) => return Err(e),
+                },
                 _ => {}
             }
         }

@@ -32,9 +32,11 @@ use std::time::Duration;
 
 pub use error::Error;
 pub use scheduler::TemporalScheduler;
-pub use worker::TemporalWorker;
+pub use worker::{TemporalWorker, proposal_workflow_id};
 pub use workflow::NodeRan;
-pub use workflow::{ACTIVATION_WORKFLOW, Activation, ActivationOutcome};
+pub use workflow::{
+    ACTIVATION_WORKFLOW, Activation, ActivationOutcome, PROPOSAL_WORKFLOW, ProposalRun,
+};
 
 /// Where the Temporal server is and how openvibe uses it.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +54,9 @@ pub struct TemporalConfig {
     pub node_timeout: Duration,
     /// How many times a failing node is tried (default 3).
     pub node_attempts: u32,
+    /// How often a worker looks for approved proposals to start
+    /// (default `openvibe_roles::DEFAULT_PROPOSAL_POLL`, 2 seconds).
+    pub proposal_poll: Duration,
 }
 
 impl TemporalConfig {
@@ -63,7 +68,15 @@ impl TemporalConfig {
             task_queue: "openvibe".into(),
             node_timeout: Duration::from_secs(300),
             node_attempts: 3,
+            proposal_poll: openvibe_roles::DEFAULT_PROPOSAL_POLL,
         }
+    }
+
+    /// How often a worker looks for approved proposals (at least 10 ms).
+    #[must_use]
+    pub fn proposal_poll(mut self, every: Duration) -> Self {
+        self.proposal_poll = every.max(Duration::from_millis(10));
+        self
     }
 
     /// Use another namespace.

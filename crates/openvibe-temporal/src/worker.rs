@@ -3,10 +3,18 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use openvibe_roles::RoleRuntime;
+use openvibe_protocols::{Proposal, ProposalQuery, ProposalStatus};
+use openvibe_roles::{EXPIRE_BATCH, RoleRuntime};
+use temporalio_client::errors::WorkflowStartError;
+use temporalio_client::{
+    Client, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowStartOptions,
+};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
-use crate::workflow::{ActivationWorkflow, NodeRan, Observer, RoleActivities};
+use crate::workflow::{
+    ActivationWorkflow, NodeRan, Observer, PROPOSAL_WORKFLOW, ProposalActivities, ProposalRun,
+    ProposalWorkflow, RoleActivities,
+};
 use crate::{Error, TemporalConfig};
 
 /// A Temporal worker for a [`RoleRuntime`]'s roles: polls the configured
@@ -39,18 +47,31 @@ impl TemporalWorker {
     /// Poll and run until `stop` resolves, then shut down gracefully: no
     /// new task is taken, and the running ones finish first.
     ///
+    /// When the runtime's roles file proposals, the worker also looks for
+    /// approved ones every `config.proposal_poll` and starts one
+    /// `openvibe.proposal` workflow for each (its workflow id is the
+    /// proposal's, [`proposal_workflow_id`], never reused: one run per
+    /// proposal however many workers look), whose activity claims, runs and finishes it durably; overdue
+    /// pending proposals are recorded expired.
+    ///
     /// Fails when the server cannot be reached or the worker cannot start;
     /// a failing node is Temporal's to retry, not an error here.
     pub async fn run(self, stop: impl Future<Output = ()>) -> Result<(), Error> {
         let client = crate::connect(&self.config).await?;
+        let starter = client.clone();
         let runtime = Runtime::from_current_tokio(Default::default())
             .map_err(|e| Error::Worker(format!("cannot start the Temporal runtime: {e}")))?;
         let options = WorkerOptions::new(self.config.task_queue.clone())
             .register_workflow::<ActivationWorkflow>()
             .map_err(|e| Error::Worker(e.to_string()))?
+            .register_workflow::<ProposalWorkflow>()
+            .map_err(|e| Error::Worker(e.to_string()))?
             .register_activities(RoleActivities {
-                runtime: self.runtime,
+                runtime: self.runtime.clone(),
                 observer: self.observer,
+            })
+            .register_activities(ProposalActivities {
+                runtime: self.runtime.clone(),
             })
             .build();
         let mut worker = Worker::new(&runtime, client, options)
@@ -65,16 +86,94 @@ impl TemporalWorker {
         let run = worker.run();
         tokio::pin!(run);
         tokio::pin!(stop);
-        let result = tokio::select! {
-            result = &mut run => result,
-            () = &mut stop => {
-                tracing::info!("temporal worker shutting down");
-                shutdown();
-                run.await
+        let watch = self
+            .runtime
+            .list_roles()
+            .iter()
+            .any(|r| r.proposals().is_some());
+        let mut poll = tokio::time::interval(self.config.proposal_poll);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let result = loop {
+            tokio::select! {
+                result = &mut run => break result,
+                () = &mut stop => {
+                    tracing::info!("temporal worker shutting down");
+                    shutdown();
+                    break run.await;
+                }
+                _ = poll.tick(), if watch => {
+                    if let Err(e) = start_approved(&starter, &self.runtime, &self.config).await {
+                        tracing::warn!(error = %e, "starting approved proposals failed");
+                    }
+                }
             }
         };
         result.map_err(|e| Error::Worker(e.to_string()))
     }
+}
+
+/// The workflow id of a proposal's run: one per proposal record (its
+/// tenant, id and creation instant: a record made again with an old id,
+/// after the first expired, is another proposal), never reused.
+pub fn proposal_workflow_id(proposal: &Proposal) -> String {
+    format!(
+        "{PROPOSAL_WORKFLOW}/{}/{}/{}",
+        proposal.meta.tenant_id,
+        proposal.id,
+        proposal.meta.created_at.timestamp_micros()
+    )
+}
+
+/// Start an `openvibe.proposal` workflow for every approved, unclaimed
+/// proposal of `runtime`'s roles (one that was started already is left to
+/// its run); record overdue ones expired. How many it started.
+async fn start_approved(
+    client: &Client,
+    runtime: &RoleRuntime,
+    config: &TemporalConfig,
+) -> Result<usize, String> {
+    let mut started = 0;
+    for role in runtime.list_roles() {
+        let Some(store) = role.proposals() else {
+            continue;
+        };
+        let ctx = role.proposal_context();
+        store
+            .expire_due(&ctx, EXPIRE_BATCH)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut query = ProposalQuery::new()
+            .role(role.role_id())
+            .status(ProposalStatus::Approved)
+            .limit(100);
+        loop {
+            let page = store.list(&ctx, &query).await.map_err(|e| e.to_string())?;
+            for p in page.items.iter().filter(|p| p.claimed_by.is_none()) {
+                let options =
+                    WorkflowStartOptions::new(config.task_queue.clone(), proposal_workflow_id(p))
+                        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+                        .id_conflict_policy(WorkflowIdConflictPolicy::Fail)
+                        .build();
+                let run = ProposalRun::new(role.role_id(), p.id.clone(), config);
+                match client
+                    .start_workflow(ProposalWorkflow::run, run, options)
+                    .await
+                {
+                    Ok(_) => {
+                        tracing::info!(role = %role.role_id(), proposal = %p.id, "proposal run started");
+                        started += 1;
+                    }
+                    Err(WorkflowStartError::AlreadyStarted { .. }) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            match page.next_cursor {
+                Some(cursor) => query.cursor = Some(cursor),
+                None => break,
+            }
+        }
+    }
+    Ok(started)
 }
 
 impl std::fmt::Debug for TemporalWorker {

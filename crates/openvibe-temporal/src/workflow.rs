@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openvibe_operators::END;
-use openvibe_protocols::{State, TriggerConfig};
+use openvibe_protocols::{Proposal, State, TriggerConfig};
 use openvibe_roles::{REFLECTION_WORKFLOW, ReflectionSummary, RoleRuntime};
 use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
@@ -183,6 +183,62 @@ impl ActivationWorkflow {
     }
 }
 
+/// The Temporal workflow type an approved proposal runs as.
+pub const PROPOSAL_WORKFLOW: &str = "openvibe.proposal";
+
+/// An approved proposal to run: the workflow's and its activity's input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProposalRun {
+    /// The role that filed it (and runs it).
+    pub role_id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// How long its action may run, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl ProposalRun {
+    /// Run `proposal_id` of `role_id` with `config`'s node timeout.
+    pub fn new(
+        role_id: impl Into<String>,
+        proposal_id: impl Into<String>,
+        config: &crate::TemporalConfig,
+    ) -> Self {
+        Self {
+            role_id: role_id.into(),
+            proposal_id: proposal_id.into(),
+            timeout_ms: u64::try_from(config.node_timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Runs one approved proposal as one activity (claim, run, finish):
+/// started once per proposal (its workflow id is the proposal's), retried
+/// by Temporal when a worker dies before the claim; after a claim a retry
+/// records the proposal interrupted instead of running it again.
+#[workflow]
+#[derive(Default)]
+pub(crate) struct ProposalWorkflow;
+
+#[workflow_methods]
+impl ProposalWorkflow {
+    #[run(name = "openvibe.proposal")]
+    pub(crate) async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        run: ProposalRun,
+    ) -> WorkflowResult<Proposal> {
+        let options = ActivityOptions::with_start_to_close_timeout(Duration::from_millis(
+            run.timeout_ms.max(1000),
+        ))
+        .retry_policy(RetryPolicy::builder().maximum_attempts(5).build())
+        .build();
+        Ok(ctx
+            .execute_activity(ProposalActivities::run_proposal, run, options)
+            .await?)
+    }
+}
+
 /// The activities: they run the roles of the worker's runtime.
 pub(crate) struct RoleActivities {
     pub(crate) runtime: Arc<RoleRuntime>,
@@ -254,6 +310,42 @@ impl RoleActivities {
     }
 }
 
+#[activities]
+impl ProposalActivities {
+    /// Claim, run and finish an approved proposal (`Role::run_approved`).
+    #[activity(name = "openvibe.proposal.run")]
+    pub(crate) async fn run_proposal(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        run: ProposalRun,
+    ) -> Result<Proposal, ActivityError> {
+        let role = self
+            .runtime
+            .get_role(&run.role_id)
+            .map_err(activity_error)?;
+        match role.run_approved(&run.proposal_id).await {
+            Ok(done) => Ok(done),
+            // An earlier attempt claimed it and died (or lost its store
+            // before the finish): whether the action ran is unknown.
+            Err(e) if e.is_conflict() && ctx.info().attempt > 1 => {
+                role.mark_interrupted(&run.proposal_id).await.map_err(|e| {
+                    ActivityError::application(ApplicationFailure::non_retryable(e.to_string()))
+                })
+            }
+            Err(e) if e.is_conflict() => Err(ActivityError::application(
+                ApplicationFailure::non_retryable(e.to_string()),
+            )),
+            Err(e) => Err(activity_error(e)),
+        }
+    }
+}
+
+/// The proposal activity: it runs the approved proposals of the worker's
+/// runtime's roles.
+pub(crate) struct ProposalActivities {
+    pub(crate) runtime: Arc<RoleRuntime>,
+}
+
 /// A role error as Temporal should treat it: a configuration that cannot
 /// work (unknown role, operator, workflow, node; a bad trigger) fails the
 /// run at once; anything else (an LLM or store failure) is retried.
@@ -261,7 +353,11 @@ fn activity_error(error: openvibe_roles::Error) -> ActivityError {
     use openvibe_roles::Error as E;
     let permanent = matches!(
         error,
-        E::UnknownRole { .. } | E::UnknownOperator { .. } | E::Firing { .. } | E::NoLlm(_)
+        E::UnknownRole { .. }
+            | E::UnknownOperator { .. }
+            | E::Firing { .. }
+            | E::NoLlm(_)
+            | E::NoProposals { .. }
     ) || matches!(
         &error,
         E::Operator(

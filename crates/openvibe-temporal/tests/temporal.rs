@@ -485,3 +485,115 @@ async fn a_run_survives_a_killed_worker_without_rerunning_finished_nodes() {
     assert_eq!(executions(&dir), ["fetch", "think", "think", "write"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A CRO that proposes large discounts (and counts the ones it applies),
+/// filing proposals in `stores`.
+fn discounting_role(
+    stores: &openvibe_protocols::Stores,
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+) -> Role {
+    use openvibe_primitives::FnTool;
+    let tool = FnTool::new(
+        "apply_discount",
+        "Apply a discount.",
+        move |d: serde_json::Value| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok::<_, String>(format!("{}% applied", d["pct"]))
+            }
+        },
+    );
+    Role::new("cro")
+        .domains(["revenue"])
+        .authority(openvibe_roles::AuthorityConfig::new().autonomous(["give_discount"]))
+        .impact_rules(
+            openvibe_roles::ImpactRules::new()
+                .rule("amount > 10000", openvibe_protocols::Impact::High)
+                .unwrap(),
+        )
+        .clearance(ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted))
+        .action_tool(tool)
+        .with_proposals(stores.proposals.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_proposal_runs_once_as_a_temporal_activity_whatever_the_workers() {
+    use openvibe_protocols::{
+        Action, CallerContext, Clearance, DecisionEvent, Insight, Outcome, Principal,
+        ProposalStatus, Verdict,
+    };
+    let Some(url) = url() else { return };
+    let stores = openvibe_memory::in_memory_stores();
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let runtime = Arc::new(
+        RoleRuntime::new(Arc::new(ScriptedLlm::new([])))
+            .with_stores(stores.clone())
+            .role(discounting_role(&stores, runs.clone()))
+            .unwrap(),
+    );
+    let role = runtime.get_role("cro").unwrap();
+    role.agent_memory()
+        .unwrap()
+        .store_insight(
+            Insight::new("i1", "cro", "annual plan discounts close deals", 0.9).domain("revenue"),
+        )
+        .await
+        .unwrap();
+    let event = DecisionEvent::new("evt-temporal", "discount.requested", "revenue")
+        .summary("Acme asks 10% off a 48,000 annual plan")
+        .data(json!({"amount": 48000}))
+        .action(Action::tool(
+            "give_discount",
+            "apply_discount",
+            json!({"pct": 10}),
+        ));
+    let handled = runtime.handle("cro", &event).await.unwrap();
+    assert_eq!(handled.decision.outcome, Outcome::Propose);
+    let proposal = handled.proposal.unwrap();
+    let ann = CallerContext::new(role.proposal_context().tenant_id(), Principal::user("ann"))
+        .with_clearance(Clearance::unrestricted());
+    stores
+        .proposals
+        .decide(&ann, &proposal.id, &Verdict::approve("go"))
+        .await
+        .unwrap();
+
+    // Two workers on one task queue both see the approval: one workflow
+    // (its id is the proposal's), one activity, one run.
+    let config = config(&url, "proposals").proposal_poll(Duration::from_millis(100));
+    let first = TemporalWorker::new(runtime.clone(), config.clone());
+    let second = TemporalWorker::new(runtime.clone(), config);
+    let done = with_worker(
+        first,
+        with_worker(second, async {
+            for _ in 0..300 {
+                let p = stores
+                    .proposals
+                    .get(&ann, &proposal.id)
+                    .await
+                    .unwrap()
+                    .unwrap();
+                if p.status == ProposalStatus::Executed {
+                    // A little longer: a second run would show now.
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    return p;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("the approved proposal did not run within 30 s");
+        }),
+    )
+    .await;
+    assert_eq!(done.result, Some(json!("10% applied")));
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        openvibe_temporal::proposal_workflow_id(&done),
+        format!(
+            "openvibe.proposal/{}/{}/{}",
+            done.meta.tenant_id,
+            done.id,
+            done.meta.created_at.timestamp_micros()
+        )
+    );
+}
