@@ -23,6 +23,7 @@
 
 mod decision;
 mod embed;
+mod goal;
 mod hooks;
 mod llm;
 mod memory;
@@ -37,6 +38,7 @@ pub use decision::{
     Impact, ImpactStep, Outcome,
 };
 pub use embed::{CacheStats, CachedEmbedder, EmbedError, Embedder};
+pub use goal::{KeyResult, Objective};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
 pub use llm::{
     CallOrigin, ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MODEL_ALIASES,

@@ -21,6 +21,7 @@ mod authority;
 pub mod config;
 mod decision;
 mod error;
+pub mod goals;
 mod proposals;
 mod reflection;
 mod role;
