@@ -249,13 +249,7 @@ async fn run_pg_inner(url: &str) -> Result<(), String> {
 
 /// Run the PostgreSQL group.
 pub async fn run_pg() {
-    let Some(url) = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        eprintln!(
-            "pg_decision: skipped: DATABASE_URL is not set (run `cargo xtask bench pg_decision`)"
-        );
+    let Some(url) = openvibe_bench::database_url("pg_decision") else {
         return;
     };
     if let Err(e) = run_pg_inner(&url).await {

@@ -249,11 +249,7 @@ async fn project_slice(pool: &sqlx::PgPool, pg: &PgStores) -> Result<(), String>
 
 /// Run the group.
 pub async fn run() {
-    let Some(url) = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        eprintln!("pg_gov: skipped: DATABASE_URL is not set (run `cargo xtask bench pg_gov`)");
+    let Some(url) = openvibe_bench::database_url("pg_gov") else {
         return;
     };
     if let Err(e) = run_inner(&url).await {

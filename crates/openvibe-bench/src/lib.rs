@@ -5,6 +5,21 @@
 
 use std::time::{Duration, Instant};
 
+/// The database a PostgreSQL group of benchmarks runs against
+/// (`DATABASE_URL`, which `cargo xtask bench` provides), or `None` after
+/// saying that `group` is skipped.
+pub fn database_url(group: &str) -> Option<String> {
+    let url = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty());
+    if url.is_none() {
+        eprintln!(
+            "{group}: skipped: DATABASE_URL is not set (run `cargo xtask bench {group}`, which provides it)"
+        );
+    }
+    url
+}
+
 /// Print one figure in the `BENCH <name> <value> <unit>` format.
 pub fn report(name: &str, value: f64, unit: &str) {
     println!("BENCH {name} {value:.3} {unit}");

@@ -408,13 +408,7 @@ async fn run_inner(url: &str) -> Result<(), String> {
 
 /// Run the group.
 pub async fn run() {
-    let Some(url) = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        eprintln!(
-            "pg: skipped: DATABASE_URL is not set (run `cargo xtask bench pg`, which provides it)"
-        );
+    let Some(url) = openvibe_bench::database_url("pg") else {
         return;
     };
     if let Err(e) = run_inner(&url).await {

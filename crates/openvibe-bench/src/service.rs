@@ -40,11 +40,7 @@ const REQUESTS: usize = 20_000;
 
 /// Run the group (on a runtime of its own with two worker threads).
 pub async fn run() {
-    let Some(url) = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        eprintln!("svc: skipped, DATABASE_URL is not set (cargo xtask bench svc sets it)");
+    let Some(url) = openvibe_bench::database_url("svc") else {
         return;
     };
     let outcome = std::thread::spawn(move || {

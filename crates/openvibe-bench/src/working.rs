@@ -447,11 +447,7 @@ async fn run_inner(url: &str) -> Result<(), String> {
 
 /// The Postgres working and semantic memory benchmarks.
 pub async fn run_pg() {
-    let Some(url) = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        eprintln!("pg_working: skipped: DATABASE_URL is not set (run `cargo xtask bench`)");
+    let Some(url) = openvibe_bench::database_url("pg_working") else {
         return;
     };
     if let Err(e) = run_inner(&url).await {

@@ -190,11 +190,7 @@ async fn decisions(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
                 .stores()
                 .cloned()
                 .ok_or_else(|| CliError::Usage("the runtime has no stores".into()))?,
-            ctx: openvibe::protocols::CallerContext::new(
-                tenant,
-                openvibe::protocols::Principal::user(DEMO_APPROVER),
-            )
-            .with_clearance(openvibe::protocols::Clearance::unrestricted()),
+            ctx: crate::proposals::person(tenant, DEMO_APPROVER),
         };
         writeln!(
             out,

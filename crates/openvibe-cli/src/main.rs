@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
-use openvibe::governance::Governance;
 use openvibe::protocols::{AuditOp, AuditQuery};
 use openvibe_cli::CliError;
 use openvibe_cli::admin;
@@ -729,16 +728,10 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             backend,
             governance,
         }) => {
-            let governance = match governance {
-                Some(path) => {
-                    let text = std::fs::read_to_string(&path).map_err(|e| CliError::Io {
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
-                    Some(Governance::from_yaml(&text, path.display().to_string())?)
-                }
-                None => None,
-            };
+            let governance = governance
+                .as_deref()
+                .map(serve::read_governance)
+                .transpose()?;
             let opened = admin::open(&backend.backend()?).await?;
             admin::namespaces_ls(
                 &opened.stores,

@@ -12,7 +12,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use openvibe::governance::Governance;
 use openvibe::protocols::{
     CallerContext, Clearance, Principal, Proposal, ProposalQuery, ProposalStatus, Stores, Verdict,
 };
@@ -43,7 +42,13 @@ pub struct Desk {
     pub ctx: CallerContext,
 }
 
-/// The development-mode person: the local user, reading everything.
+/// A person acting in code the operator runs (no key): user `name` of
+/// `tenant`, reading everything.
+pub fn person(tenant: &str, name: impl Into<String>) -> CallerContext {
+    CallerContext::new(tenant, Principal::user(name)).with_clearance(Clearance::unrestricted())
+}
+
+/// The development-mode person: the local user ([`person`] `$USER`).
 pub fn local_user(tenant: &str) -> CallerContext {
     let login = std::env::var("USER")
         .ok()
@@ -53,7 +58,7 @@ pub fn local_user(tenant: &str) -> CallerContext {
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         })
         .unwrap_or_else(|| "anonymous".to_owned());
-    CallerContext::new(tenant, Principal::user(login)).with_clearance(Clearance::unrestricted())
+    person(tenant, login)
 }
 
 /// Open what `c` names.
@@ -63,11 +68,7 @@ pub async fn connect(c: &Connect) -> Result<Desk, CliError> {
             let stores = openvibe::postgres::PgStores::connect(url).await?.stores();
             let ctx = match (&c.governance, &c.api_key) {
                 (Some(path), Some(key)) => {
-                    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io {
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
-                    let gov = Governance::from_yaml(&text, path.display().to_string())?;
+                    let gov = crate::serve::read_governance(path)?;
                     let (ctx, _) = Access::Governed(Arc::new(gov))
                         .identify(Some(&format!("Bearer {key}")), None)
                         .map_err(|f| CliError::Usage(f.error_body().error.message.clone()))?;

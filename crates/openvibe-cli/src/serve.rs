@@ -24,6 +24,15 @@ pub struct ServeOptions {
     pub config: ServiceConfig,
 }
 
+/// The governance file at `path` (positioned errors name it).
+pub fn read_governance(path: &std::path::Path) -> Result<Governance, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    Ok(Governance::from_yaml(&text, path.display().to_string())?)
+}
+
 /// The stores and access `options` describe, and a readiness check.
 async fn backend(
     options: &ServeOptions,
@@ -45,16 +54,7 @@ async fn backend(
         None => (openvibe::memory::in_memory_stores(), None),
     };
     let access = match &options.governance {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| CliError::Io {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
-            Access::Governed(Arc::new(Governance::from_yaml(
-                &text,
-                path.display().to_string(),
-            )?))
-        }
+        Some(path) => Access::Governed(Arc::new(read_governance(path)?)),
         None if options.addr.ip().is_loopback() => Access::open(options.tenant.clone()),
         None => {
             return Err(CliError::Usage(format!(

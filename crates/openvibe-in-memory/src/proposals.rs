@@ -36,18 +36,6 @@ fn not_found(id: &str) -> StoreError {
     }
 }
 
-/// Whether `ctx` may read `p` now (and it has not expired as a record).
-fn readable(ctx: &CallerContext, p: &Proposal, now: chrono::DateTime<Utc>) -> bool {
-    ctx.can_read(&p.meta, &p.domain) && p.meta.expires_at.is_none_or(|at| at > now)
-}
-
-/// `p` as a reader sees it now (a pending proposal past its deadline is
-/// expired).
-fn as_of(mut p: Proposal, now: chrono::DateTime<Utc>) -> Proposal {
-    p.status = p.status_at(now);
-    p
-}
-
 impl InMemoryProposalStore {
     /// An empty store with a trail of its own.
     pub fn new() -> Self {
@@ -76,14 +64,14 @@ impl InMemoryProposalStore {
         let current = tenants
             .get_mut(ctx.tenant_id())
             .and_then(|t| t.get_mut(id))
-            .filter(|p| readable(ctx, p, now))
+            .filter(|p| ctx.can_read(&p.meta, &p.domain))
             .ok_or_else(|| not_found(id))?;
         let next = change(current, now)?;
         let mut entry = AuditEntry::change(ctx, AuditOp::Update, PROPOSAL_KIND, id, &next.meta);
         entry.filters = Some(next.transition_detail(current));
         self.audit.record(entry);
         *current = next.clone();
-        Ok(as_of(next, now))
+        Ok(next.as_of(now))
     }
 }
 
@@ -215,10 +203,12 @@ impl ProposalStore for InMemoryProposalStore {
             let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
             let table = tenants.entry(ctx.tenant_id().to_owned()).or_default();
             if let Some(existing) = table.get(&proposal.id) {
-                let live = existing.meta.expires_at.is_none_or(|at| at > now);
+                let live = !existing.meta.is_expired(now);
                 if live {
-                    return if readable(ctx, existing, now) && existing.same_request(&proposal) {
-                        Ok(as_of(existing.clone(), now))
+                    return if ctx.can_read(&existing.meta, &existing.domain)
+                        && existing.same_request(&proposal)
+                    {
+                        Ok(existing.clone().as_of(now))
                     } else {
                         Err(StoreError::conflict(format!(
                             "proposal `{}` exists and proposes something else",
@@ -248,8 +238,8 @@ impl ProposalStore for InMemoryProposalStore {
         Ok(tenants
             .get(ctx.tenant_id())
             .and_then(|t| t.get(id))
-            .filter(|p| readable(ctx, p, now))
-            .map(|p| as_of(p.clone(), now)))
+            .filter(|p| ctx.can_read(&p.meta, &p.domain))
+            .map(|p| p.clone().as_of(now)))
     }
 
     async fn list(
@@ -270,7 +260,7 @@ impl ProposalStore for InMemoryProposalStore {
                     t.values()
                         .filter(|p| {
                             scope.contains(&p.meta.namespace)
-                                && readable(ctx, p, now)
+                                && ctx.can_read(&p.meta, &p.domain)
                                 && query.matches(p, now)
                         })
                         .filter(|p| {
@@ -294,7 +284,7 @@ impl ProposalStore for InMemoryProposalStore {
             limit,
         ));
         Ok(proposal_page(
-            found.into_iter().map(|p| as_of(p, now)).collect(),
+            found.into_iter().map(|p| p.as_of(now)).collect(),
             limit,
         ))
     }
@@ -345,7 +335,7 @@ impl ProposalStore for InMemoryProposalStore {
             }
             let due = p.status == ProposalStatus::Pending
                 && p.status_at(now) == ProposalStatus::Expired
-                && readable(ctx, p, now)
+                && ctx.can_read(&p.meta, &p.domain)
                 && ctx
                     .require_change(&p.meta, Change::Write, String::new())
                     .is_ok();

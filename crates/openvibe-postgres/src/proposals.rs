@@ -125,12 +125,6 @@ impl Record for Proposal {
     }
 }
 
-/// `p` as a reader sees it at `now`.
-fn as_of(mut p: Proposal, now: DateTime<Utc>) -> Proposal {
-    p.status = p.status_at(now);
-    p
-}
-
 fn select_readable(ctx: &CallerContext, id: &str, lock: bool) -> Sql {
     let mut sql = Sql::new(&format!(
         "SELECT {} FROM proposals f WHERE f.tenant_id = ",
@@ -233,7 +227,7 @@ impl PgProposalStore {
             fetch_optional::<Proposal>(&mut tx, select_readable(ctx, &p.id, false)).await?;
         end_read(tx);
         match existing {
-            Some(e) if e.same_request(&p) => Ok(as_of(e, store_time())),
+            Some(e) if e.same_request(&p) => Ok(e.as_of(store_time())),
             _ => Err(StoreError::conflict(format!(
                 "proposal `{}` exists and proposes something else",
                 p.id
@@ -263,7 +257,7 @@ impl PgProposalStore {
             .bind(id.to_owned());
         sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
-        Ok(as_of(next, now))
+        Ok(next.as_of(now))
     }
 
     async fn list_unaudited(
@@ -323,7 +317,7 @@ impl PgProposalStore {
         let found = fetch_all::<Proposal>(&mut tx, sql).await?;
         end_read(tx);
         Ok(proposal_page(
-            found.into_iter().map(|p| as_of(p, now)).collect(),
+            found.into_iter().map(|p| p.as_of(now)).collect(),
             limit,
         ))
     }
@@ -369,7 +363,7 @@ impl ProposalStore for PgProposalStore {
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Proposal>, StoreError> {
         let found = crate::records::get::<Proposal>(&self.pool, ctx, id).await?;
-        Ok(found.map(|p| as_of(p, store_time())))
+        Ok(found.map(|p| p.as_of(store_time())))
     }
 
     async fn list(

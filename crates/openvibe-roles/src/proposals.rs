@@ -151,23 +151,21 @@ impl Role {
             .map_err(store_error(id))
     }
 
-    /// Catch up with the role's proposals: record pending ones past their
-    /// deadline `expired` (audited; reads already show them so); run every
-    /// approved, unclaimed one ([`Role::run_approved`]); mark `failed`
-    /// ([`INTERRUPTED`]) every one claimed before `started` (by a process
-    /// that stopped) and never finished. Call it when a runtime starts, and
-    /// whenever approvals may have arrived. A proposal another runtime
-    /// claims first is skipped.
-    pub async fn resume_proposals(&self, started: DateTime<Utc>) -> Result<Resumed, Error> {
+    /// Record the role's pending proposals past their deadline `expired`
+    /// (up to [`EXPIRE_BATCH`], audited; reads already show them so); how
+    /// many.
+    pub async fn expire_overdue_proposals(&self) -> Result<u64, Error> {
+        self.proposal_store()?
+            .expire_due(&self.proposal_context(), EXPIRE_BATCH)
+            .await
+            .map_err(store_error("(expire)"))
+    }
+
+    /// The role's approved proposals (claimed or not), oldest first: the
+    /// order approvals run in.
+    pub async fn approved_proposals(&self) -> Result<Vec<Proposal>, Error> {
         let store = self.proposal_store()?;
         let ctx = self.proposal_context();
-        let mut resumed = Resumed {
-            expired: store
-                .expire_due(&ctx, EXPIRE_BATCH)
-                .await
-                .map_err(store_error("(expire)"))?,
-            ..Resumed::default()
-        };
         let mut query = ProposalQuery::new()
             .role(self.role_id())
             .status(ProposalStatus::Approved)
@@ -184,8 +182,23 @@ impl Role {
                 None => break,
             }
         }
-        // Oldest first: approvals run in the order they were proposed.
-        for p in approved.into_iter().rev() {
+        approved.reverse();
+        Ok(approved)
+    }
+
+    /// Catch up with the role's proposals: record pending ones past their
+    /// deadline `expired` (audited; reads already show them so); run every
+    /// approved, unclaimed one ([`Role::run_approved`]); mark `failed`
+    /// ([`INTERRUPTED`]) every one claimed before `started` (by a process
+    /// that stopped) and never finished. Call it when a runtime starts, and
+    /// whenever approvals may have arrived. A proposal another runtime
+    /// claims first is skipped.
+    pub async fn resume_proposals(&self, started: DateTime<Utc>) -> Result<Resumed, Error> {
+        let mut resumed = Resumed {
+            expired: self.expire_overdue_proposals().await?,
+            ..Resumed::default()
+        };
+        for p in self.approved_proposals().await? {
             match (&p.claimed_by, p.claimed_at) {
                 (None, _) => match self.run_approved(&p.id).await {
                     Ok(done) => resumed.ran.push(done),

@@ -267,8 +267,14 @@ impl RoleRuntime {
         Ok(all)
     }
 
-    /// Whether any role files proposals.
-    pub(crate) fn has_proposals(&self) -> bool {
+    /// How often `serve` and a Temporal worker look for approved proposals.
+    pub fn proposal_poll(&self) -> std::time::Duration {
+        self.proposal_poll
+    }
+
+    /// Whether any role files proposals (then `serve` and a Temporal
+    /// worker look for approved ones).
+    pub fn has_proposals(&self) -> bool {
         self.roles.values().any(|r| r.proposals().is_some())
     }
 

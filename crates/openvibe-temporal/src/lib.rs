@@ -54,9 +54,6 @@ pub struct TemporalConfig {
     pub node_timeout: Duration,
     /// How many times a failing node is tried (default 3).
     pub node_attempts: u32,
-    /// How often a worker looks for approved proposals to start
-    /// (default `openvibe_roles::DEFAULT_PROPOSAL_POLL`, 2 seconds).
-    pub proposal_poll: Duration,
 }
 
 impl TemporalConfig {
@@ -68,15 +65,7 @@ impl TemporalConfig {
             task_queue: "openvibe".into(),
             node_timeout: Duration::from_secs(300),
             node_attempts: 3,
-            proposal_poll: openvibe_roles::DEFAULT_PROPOSAL_POLL,
         }
-    }
-
-    /// How often a worker looks for approved proposals (at least 10 ms).
-    #[must_use]
-    pub fn proposal_poll(mut self, every: Duration) -> Self {
-        self.proposal_poll = every.max(Duration::from_millis(10));
-        self
     }
 
     /// Use another namespace.

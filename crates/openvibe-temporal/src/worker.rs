@@ -3,8 +3,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use openvibe_protocols::{Proposal, ProposalQuery, ProposalStatus};
-use openvibe_roles::{EXPIRE_BATCH, RoleRuntime};
+use openvibe_protocols::Proposal;
+use openvibe_roles::RoleRuntime;
 use temporalio_client::errors::WorkflowStartError;
 use temporalio_client::{
     Client, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowStartOptions,
@@ -48,7 +48,7 @@ impl TemporalWorker {
     /// new task is taken, and the running ones finish first.
     ///
     /// When the runtime's roles file proposals, the worker also looks for
-    /// approved ones every `config.proposal_poll` and starts one
+    /// approved ones every `RoleRuntime::proposal_poll` and starts one
     /// `openvibe.proposal` workflow for each (its workflow id is the
     /// proposal's, [`proposal_workflow_id`], never reused: one run per
     /// proposal however many workers look), whose activity claims, runs and finishes it durably; overdue
@@ -86,12 +86,8 @@ impl TemporalWorker {
         let run = worker.run();
         tokio::pin!(run);
         tokio::pin!(stop);
-        let watch = self
-            .runtime
-            .list_roles()
-            .iter()
-            .any(|r| r.proposals().is_some());
-        let mut poll = tokio::time::interval(self.config.proposal_poll);
+        let watch = self.runtime.has_proposals();
+        let mut poll = tokio::time::interval(self.runtime.proposal_poll());
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let result = loop {
             tokio::select! {
@@ -133,43 +129,34 @@ async fn start_approved(
     config: &TemporalConfig,
 ) -> Result<usize, String> {
     let mut started = 0;
-    for role in runtime.list_roles() {
-        let Some(store) = role.proposals() else {
-            continue;
-        };
-        let ctx = role.proposal_context();
-        store
-            .expire_due(&ctx, EXPIRE_BATCH)
+    for role in runtime
+        .list_roles()
+        .into_iter()
+        .filter(|r| r.proposals().is_some())
+    {
+        role.expire_overdue_proposals()
             .await
             .map_err(|e| e.to_string())?;
-        let mut query = ProposalQuery::new()
-            .role(role.role_id())
-            .status(ProposalStatus::Approved)
-            .limit(100);
-        loop {
-            let page = store.list(&ctx, &query).await.map_err(|e| e.to_string())?;
-            for p in page.items.iter().filter(|p| p.claimed_by.is_none()) {
-                let options =
-                    WorkflowStartOptions::new(config.task_queue.clone(), proposal_workflow_id(p))
-                        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
-                        .id_conflict_policy(WorkflowIdConflictPolicy::Fail)
-                        .build();
-                let run = ProposalRun::new(role.role_id(), p.id.clone(), config);
-                match client
-                    .start_workflow(ProposalWorkflow::run, run, options)
-                    .await
-                {
-                    Ok(_) => {
-                        tracing::info!(role = %role.role_id(), proposal = %p.id, "proposal run started");
-                        started += 1;
-                    }
-                    Err(WorkflowStartError::AlreadyStarted { .. }) => {}
-                    Err(e) => return Err(e.to_string()),
-                }
+        for p in role.approved_proposals().await.map_err(|e| e.to_string())? {
+            if p.claimed_by.is_some() {
+                continue;
             }
-            match page.next_cursor {
-                Some(cursor) => query.cursor = Some(cursor),
-                None => break,
+            let options =
+                WorkflowStartOptions::new(config.task_queue.clone(), proposal_workflow_id(&p))
+                    .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+                    .id_conflict_policy(WorkflowIdConflictPolicy::Fail)
+                    .build();
+            let run = ProposalRun::new(role.role_id(), p.id.clone(), config);
+            match client
+                .start_workflow(ProposalWorkflow::run, run, options)
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(role = %role.role_id(), proposal = %p.id, "proposal run started");
+                    started += 1;
+                }
+                Err(WorkflowStartError::AlreadyStarted { .. }) => {}
+                Err(e) => return Err(e.to_string()),
             }
         }
     }

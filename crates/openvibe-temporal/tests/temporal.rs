@@ -529,6 +529,7 @@ async fn an_approved_proposal_runs_once_as_a_temporal_activity_whatever_the_work
     let runtime = Arc::new(
         RoleRuntime::new(Arc::new(ScriptedLlm::new([])))
             .with_stores(stores.clone())
+            .with_proposal_poll(Duration::from_millis(100))
             .role(discounting_role(&stores, runs.clone()))
             .unwrap(),
     );
@@ -561,7 +562,7 @@ async fn an_approved_proposal_runs_once_as_a_temporal_activity_whatever_the_work
 
     // Two workers on one task queue both see the approval: one workflow
     // (its id is the proposal's), one activity, one run.
-    let config = config(&url, "proposals").proposal_poll(Duration::from_millis(100));
+    let config = config(&url, "proposals");
     let first = TemporalWorker::new(runtime.clone(), config.clone());
     let second = TemporalWorker::new(runtime.clone(), config);
     let done = with_worker(

@@ -255,6 +255,14 @@ impl Proposal {
         }
     }
 
+    /// This proposal as a reader sees it at `now` (its status
+    /// [as of then](Self::status_at)): what every backend answers.
+    #[must_use]
+    pub fn as_of(mut self, now: DateTime<Utc>) -> Self {
+        self.status = self.status_at(now);
+        self
+    }
+
     /// Reset the store-maintained fields of a new proposal.
     pub fn prepare_new(&mut self) {
         self.status = ProposalStatus::Pending;
@@ -283,12 +291,7 @@ impl Proposal {
     /// a reason; an approval of an escalation needs an action, and an
     /// approval may not change a proposed action. Returns the proposal as
     /// decided by `by`.
-    pub fn decided(
-        &self,
-        verdict: &Verdict,
-        by: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Self, StoreError> {
+    fn decided(&self, verdict: &Verdict, by: &str, now: DateTime<Utc>) -> Result<Self, StoreError> {
         let status = self.status_at(now);
         if status != ProposalStatus::Pending {
             return Err(StoreError::conflict(format!(
@@ -328,7 +331,7 @@ impl Proposal {
 
     /// This proposal claimed for execution by `by` at `now`: it must be
     /// approved and unclaimed, else [`StoreError::Conflict`].
-    pub fn claimed(&self, by: &str, now: DateTime<Utc>) -> Result<Self, StoreError> {
+    fn claimed(&self, by: &str, now: DateTime<Utc>) -> Result<Self, StoreError> {
         if self.status != ProposalStatus::Approved {
             return Err(StoreError::conflict(format!(
                 "proposal `{}` is {}: only an approved proposal runs",
@@ -351,7 +354,7 @@ impl Proposal {
 
     /// This proposal with its execution's `outcome` recorded at `now`: it
     /// must be claimed and unfinished, else [`StoreError::Conflict`].
-    pub fn finished(
+    fn finished(
         &self,
         outcome: &Result<Value, String>,
         now: DateTime<Utc>,
@@ -384,9 +387,12 @@ impl Proposal {
         Ok(next)
     }
 
-    /// `ctx`'s `verdict` on this proposal at `now`: `ctx` must be allowed
-    /// to approve it ([`CallerContext::may_approve`]), then
-    /// [`decided`](Self::decided). What every backend runs under its lock.
+    /// `ctx`'s `verdict` on this proposal at `now`, checked: `ctx` must be
+    /// allowed to approve it ([`CallerContext::may_approve`]); it must be
+    /// pending (else [`StoreError::Conflict`] naming its status); a
+    /// rejection needs a reason; approving an escalation needs the action,
+    /// and an approval may not change a proposed action. What every backend
+    /// runs under its lock.
     pub fn decide_as(
         &self,
         ctx: &CallerContext,
@@ -398,8 +404,9 @@ impl Proposal {
     }
 
     /// `ctx` claims this proposal's execution at `now`: `ctx` must be
-    /// allowed to change it (the proposing role, or a manager), then
-    /// [`claimed`](Self::claimed).
+    /// allowed to change it (the proposing role, or a manager), and it must
+    /// be approved and unclaimed, else [`StoreError::Conflict`]: one claim
+    /// wins.
     pub fn claim_as(&self, ctx: &CallerContext, now: DateTime<Utc>) -> Result<Self, StoreError> {
         ctx.require_change(
             &self.meta,
@@ -409,9 +416,10 @@ impl Proposal {
         self.claimed(&ctx.owner_key(), now)
     }
 
-    /// `ctx` records how the action went at `now`: `ctx` must be allowed to
-    /// change it, a result is a bounded JSON value, then
-    /// [`finished`](Self::finished).
+    /// `ctx` records how the action went at `now` (`executed` with the
+    /// result, or `failed` with the error): `ctx` must be allowed to change
+    /// it, a result is a bounded JSON value, and it must be claimed and
+    /// unfinished, else [`StoreError::Conflict`].
     pub fn finish_as(
         &self,
         ctx: &CallerContext,
