@@ -278,6 +278,27 @@ pub struct ExpiredCount {
     pub expired: u64,
 }
 
+/// The decomposition of a goal as it was at `fingerprint` (its
+/// [`Goal::fingerprint`](openvibe_protocols::Goal::fingerprint)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decompose {
+    /// The fingerprint of the objective decomposed.
+    pub fingerprint: String,
+    /// Its initiatives.
+    pub initiatives: Vec<openvibe_protocols::Initiative>,
+}
+
+/// Which priorities: a role's latest on or before a day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrioritiesOf {
+    /// The role.
+    pub role_id: String,
+    /// The day (`YYYY-MM-DD`).
+    pub day: chrono::NaiveDate,
+}
+
 /// Liveness or readiness.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {

@@ -23,20 +23,21 @@
 use std::marker::PhantomData;
 
 use openvibe_protocols::{
-    AuditEntry, AuditQuery, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery,
-    Knowledge, KnowledgeHit, KnowledgeQuery, NamespaceCount, NewKnowledge, NewPlan, NewSession,
-    Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Proposal, ProposalQuery, RawCall,
-    RawCallQuery, RecordVector, RevisableRecord, Session, SessionDeleted, SessionQuery, StateEntry,
-    StoreError, StoredRecord, TaskContext, VectorStatus, Verdict,
+    AuditEntry, AuditQuery, Episode, EpisodeQuery, Fact, FactQuery, Goal, GoalProgress, GoalQuery,
+    Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery, MetricReport, NamespaceCount,
+    NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate,
+    Priorities, Proposal, ProposalQuery, RawCall, RawCallQuery, RecordVector, RevisableRecord,
+    Session, SessionDeleted, SessionQuery, StateEntry, StoreError, StoredRecord, TaskContext,
+    VectorStatus, Verdict,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::Caller;
 use crate::dto::{
-    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, Deleted, DeletedCount, EmbedPending,
-    Embedded, EmbeddingModel, ExpireProposals, ExpiredCount, FinishProposal, Health, MaybeInsight,
-    MoveNamespace, Moved, Promote, PruneRaw, SearchMemory, SetState, SimilarInsight, Strengthen,
-    Touch, Touched, VectorLookup,
+    AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, Deleted, DeletedCount,
+    EmbedPending, Embedded, EmbeddingModel, ExpireProposals, ExpiredCount, FinishProposal, Health,
+    MaybeInsight, MoveNamespace, Moved, PrioritiesOf, Promote, PruneRaw, SearchMemory, SetState,
+    SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
 };
 
 /// An HTTP method of the table.
@@ -375,6 +376,14 @@ pub fn all() -> Vec<Operation> {
         CLAIM_PROPOSAL.operation(),
         FINISH_PROPOSAL.operation(),
         EXPIRE_PROPOSALS.operation(),
+        PUT_GOAL.operation(),
+        GET_GOAL.operation(),
+        QUERY_GOALS.operation(),
+        DECOMPOSE_GOAL.operation(),
+        GOAL_PROGRESS.operation(),
+        PUT_PRIORITIES.operation(),
+        GET_PRIORITIES.operation(),
+        REPORT_METRIC.operation(),
         STORE_FACT.operation(),
         GET_FACT.operation(),
         UPDATE_FACT.operation(),
@@ -597,6 +606,73 @@ pub const EXPIRE_PROPOSALS: Endpoint<ExpireProposals, ExpiredCount> = Endpoint::
     "/v1/memory/proposals/expire",
     "expireProposals",
     "Mark pending proposals past their deadline expired",
+)
+.idempotent();
+
+// --- Goals: objectives, decomposition, priorities, metric reports ---
+
+/// `POST /v1/memory/goals`: Put an objective: create its goal, or revise it (a new version when it changed; the same objective again changes nothing).
+pub const PUT_GOAL: Endpoint<Goal, Goal> = Endpoint::post(
+    "/v1/memory/goals",
+    "putGoal",
+    "Put an objective: create its goal, or revise it (a new version when it changed; the same objective again changes nothing)",
+)
+.idempotent();
+
+/// `GET /v1/memory/goals/{id}`: A goal the caller may read.
+pub const GET_GOAL: Endpoint<(), Goal> = Endpoint::get(
+    "/v1/memory/goals/{id}",
+    "getGoal",
+    "A goal the caller may read",
+)
+.or_none("goal");
+
+/// `POST /v1/memory/goals/query`: A page of goals, in id order.
+pub const QUERY_GOALS: Endpoint<GoalQuery, Page<Goal>> = Endpoint::post(
+    "/v1/memory/goals/query",
+    "queryGoals",
+    "A page of goals, in id order",
+)
+.idempotent();
+
+/// `POST /v1/memory/goals/{id}/decompose`: Store a goal's initiatives (the first decomposition of an objective stays; 409 when the objective changed since the fingerprint).
+pub const DECOMPOSE_GOAL: Endpoint<Decompose, Goal> = Endpoint::post(
+    "/v1/memory/goals/{id}/decompose",
+    "decomposeGoal",
+    "Store a goal's initiatives (the first decomposition of an objective stays; 409 when the objective changed since the fingerprint)",
+)
+.idempotent();
+
+/// `GET /v1/memory/goals/{id}/progress`: Where a goal stands: each key result's value and progress, computed from its metric reports.
+pub const GOAL_PROGRESS: Endpoint<(), GoalProgress> = Endpoint::get(
+    "/v1/memory/goals/{id}/progress",
+    "goalProgress",
+    "Where a goal stands: each key result's value and progress, computed from its metric reports",
+)
+.or_none("goal");
+
+/// `POST /v1/memory/priorities`: Put a role's priorities of a day (replacing that day's).
+pub const PUT_PRIORITIES: Endpoint<Priorities, Priorities> = Endpoint::post(
+    "/v1/memory/priorities",
+    "putPriorities",
+    "Put a role's priorities of a day (replacing that day's)",
+)
+.idempotent();
+
+/// `POST /v1/memory/priorities/query`: A role's latest priorities on or before a day (404 when none).
+pub const GET_PRIORITIES: Endpoint<PrioritiesOf, Priorities> = Endpoint::post(
+    "/v1/memory/priorities/query",
+    "getPriorities",
+    "A role's latest priorities on or before a day (404 when none)",
+)
+.idempotent()
+.or_none("priorities");
+
+/// `POST /v1/memory/metrics`: Report a metric of a role (`add` or `set`); a report with the id of an earlier one counts once.
+pub const REPORT_METRIC: Endpoint<MetricReport, MetricReport> = Endpoint::post(
+    "/v1/memory/metrics",
+    "reportMetric",
+    "Report a metric of a role (`add` or `set`); a report with the id of an earlier one counts once",
 )
 .idempotent();
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    AuditOp, CallerContext, Episode, Fact, Insight, KnowledgeStore, NamespaceAdmin, NamespaceCount,
-    NamespaceScope, RecordMeta, RecordVector, RecordVectors, StoreError, Stores, VectorStatus,
-    store_time,
+    AuditOp, CallerContext, Episode, Fact, GOAL_KIND, Insight, KnowledgeStore, METRIC_KIND,
+    NamespaceAdmin, NamespaceCount, NamespaceScope, PRIORITIES_KIND, RecordMeta, RecordVector,
+    RecordVectors, StoreError, Stores, VectorStatus, store_time,
 };
 use openvibe_protocols::{
     EMBEDDED_KINDS, EXPIRING_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
@@ -17,6 +17,7 @@ use openvibe_protocols::{
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::goals::InMemoryGoalStore;
 use crate::proposals::InMemoryProposalStore;
 use crate::raw::InMemoryRawLog;
 use crate::records::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
@@ -62,6 +63,7 @@ impl InMemoryAdmin {
             working: Arc::new(working.with_audit(audit.clone())),
             raw: Arc::new(InMemoryRawLog::new().with_audit(audit.clone())),
             proposals: Arc::new(InMemoryProposalStore::new().with_audit(audit.clone())),
+            goals: Arc::new(InMemoryGoalStore::new().with_audit(audit.clone())),
             audit,
             vectors,
         }
@@ -85,6 +87,7 @@ impl InMemoryAdmin {
             audit: admin.audit.clone(),
             vectors: admin.clone(),
             proposals: admin.proposals.clone(),
+            goals: admin.goals.clone(),
             admin,
         }
     }
@@ -98,6 +101,7 @@ pub struct InMemoryAdmin {
     working: Arc<InMemoryWorkingStore>,
     raw: Arc<InMemoryRawLog>,
     proposals: Arc<InMemoryProposalStore>,
+    goals: Arc<InMemoryGoalStore>,
     audit: Arc<InMemoryAuditLog>,
     vectors: Option<Arc<VectorTable>>,
 }
@@ -196,6 +200,9 @@ impl NamespaceAdmin for InMemoryAdmin {
         out.extend(counts_of("insight", self.insights.namespace_counts(ctx)?));
         out.extend(self.working.namespace_counts(ctx)?);
         out.extend(counts_of("proposal", self.proposals.namespace_counts(ctx)?));
+        for kind in [GOAL_KIND, PRIORITIES_KIND, METRIC_KIND] {
+            out.extend(counts_of(kind, self.goals.namespace_counts(ctx, kind)?));
+        }
         out.sort_by(|a, b| (&a.kind, &a.namespace).cmp(&(&b.kind, &b.namespace)));
         Ok(out)
     }
@@ -216,6 +223,11 @@ impl NamespaceAdmin for InMemoryAdmin {
             "episode" => self.episodes.move_namespace(ctx, from, to, batch),
             "insight" => self.insights.move_namespace(ctx, from, to, batch),
             "proposal" => self.proposals.move_namespace(ctx, from, to, batch),
+            GOAL_KIND => self.goals.move_namespace(ctx, GOAL_KIND, from, to, batch),
+            PRIORITIES_KIND => self
+                .goals
+                .move_namespace(ctx, PRIORITIES_KIND, from, to, batch),
+            METRIC_KIND => self.goals.move_namespace(ctx, METRIC_KIND, from, to, batch),
             _ => self.working.move_namespace(ctx, kind, from, to, batch),
         }
     }
@@ -242,7 +254,12 @@ impl NamespaceAdmin for InMemoryAdmin {
                 "insight" => self.insights.delete_expired(ctx, &scope, left)?,
                 "raw_call" => self.raw.delete_expired(ctx, &scope, left)?,
                 "proposal" => self.proposals.delete_expired(ctx, &scope, left)?,
-                _ => self.working.delete_expired_knowledge(ctx, &scope, left)?,
+                GOAL_KIND => self.goals.delete_expired(ctx, GOAL_KIND, &scope, left)?,
+                PRIORITIES_KIND => self
+                    .goals
+                    .delete_expired(ctx, PRIORITIES_KIND, &scope, left)?,
+                "knowledge" => self.working.delete_expired_knowledge(ctx, &scope, left)?,
+                _ => 0,
             };
             deleted += n;
             left = left.saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));

@@ -37,6 +37,7 @@
 
 mod admin;
 mod audit;
+mod goals;
 mod index;
 mod kinds;
 mod proposals;
@@ -55,6 +56,7 @@ use openvibe_protocols::{Embedder, Stores};
 
 pub use admin::{InMemoryAdmin, MemorySnapshot, SnapshotHandle};
 pub use audit::InMemoryAuditLog;
+pub use goals::InMemoryGoalStore;
 pub use proposals::InMemoryProposalStore;
 pub use raw::{InMemoryRawLog, new_raw_id};
 pub use records::{

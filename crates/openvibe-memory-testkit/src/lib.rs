@@ -40,6 +40,7 @@ pub mod access;
 pub mod episodes;
 pub mod expiry;
 pub mod facts;
+pub mod goals;
 pub mod governance;
 pub mod insights;
 pub mod model;
@@ -175,6 +176,11 @@ cases! {
     proposals::proposals_expire_at_their_deadline;
     proposals::proposals_list_newest_first_by_page;
     proposals::proposals_are_governed_and_audited;
+    goals::goals_are_put_and_revised_by_version;
+    goals::goals_decompose_once_per_objective;
+    goals::goals_metric_reports_roll_up_exactly;
+    goals::goals_priorities_by_day;
+    goals::goals_are_governed_and_audited;
 }
 
 /// The README's example, compiled and run as a doc test.

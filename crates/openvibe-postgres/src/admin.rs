@@ -18,17 +18,19 @@ use crate::sql::Sql;
 use crate::tx::{INCLUDE_EXPIRED, begin, begin_then};
 
 /// The tables of the kinds that expire (`EXPIRING_KINDS`).
-const EXPIRING_TABLES: [&str; 6] = [
+const EXPIRING_TABLES: [&str; 8] = [
     "facts",
     "episodes",
     "insights",
     "knowledge",
     "raw_calls",
     "proposals",
+    "goals",
+    "goal_priorities",
 ];
 
 /// Each record kind's table.
-const TABLES: [(&str, &str); 8] = [
+const TABLES: [(&str, &str); 11] = [
     ("fact", "facts"),
     ("episode", "episodes"),
     ("insight", "insights"),
@@ -37,6 +39,9 @@ const TABLES: [(&str, &str); 8] = [
     ("task_context", "task_contexts"),
     ("knowledge", "knowledge"),
     ("proposal", "proposals"),
+    ("goal", "goals"),
+    ("priorities", "goal_priorities"),
+    ("metric", "metric_reports"),
 ];
 
 /// [`NamespaceAdmin`] over a pool.

@@ -46,6 +46,7 @@ mod contexts;
 mod episodes;
 mod error;
 mod facts;
+mod goals;
 mod group;
 mod identity;
 mod insights;
@@ -69,8 +70,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use openvibe_protocols::{
-    AuditLog, CallerContext, Embedder, EpisodicStore, FactStore, InsightStore, KnowledgeStore,
-    ProposalStore, RawLogStore, RecordVectors, StoreError, Stores, WorkingStore,
+    AuditLog, CallerContext, Embedder, EpisodicStore, FactStore, GoalStore, InsightStore,
+    KnowledgeStore, ProposalStore, RawLogStore, RecordVectors, StoreError, Stores, WorkingStore,
 };
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
@@ -79,6 +80,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 pub use admin::{PgNamespaceAdmin, purge_tenant};
 pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
 pub use error::PgError;
+pub use goals::PgGoalStore;
 pub use kv::PgMemoryProvider;
 pub use openvibe_protocols::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
 pub use proposals::PgProposalStore;
@@ -147,6 +149,7 @@ pub struct PgStores {
     knowledge: Arc<PgKnowledgeStore>,
     raw: Arc<PgRawLog>,
     proposals: Arc<PgProposalStore>,
+    goals: Arc<PgGoalStore>,
     audit: Arc<PgAuditLog>,
     vectors: Arc<PgVectors>,
     writer: AuditWriter,
@@ -204,6 +207,7 @@ impl PgStores {
             ),
             raw: Arc::new(PgRawLog::new(pool.clone()).with_audit(writer.clone())),
             proposals: Arc::new(PgProposalStore::new(pool.clone()).with_audit(writer.clone())),
+            goals: Arc::new(PgGoalStore::new(pool.clone()).with_audit(writer.clone())),
             audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
             vectors: Arc::new(PgVectors::new(
                 pool.clone(),
@@ -284,7 +288,13 @@ impl PgStores {
             ),
             vectors: self.vectors.clone() as Arc<dyn RecordVectors>,
             proposals: self.proposals.clone() as Arc<dyn ProposalStore>,
+            goals: self.goals.clone() as Arc<dyn GoalStore>,
         }
+    }
+
+    /// The goal store.
+    pub fn goals(&self) -> Arc<PgGoalStore> {
+        self.goals.clone()
     }
 
     /// The proposal store.

@@ -58,6 +58,7 @@ literal_as_text! {
     f64 => "double precision", "double precision[]", |v| v.to_string();
     DateTime<Utc> => "timestamptz", "timestamptz[]",
         |v| v.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    chrono::NaiveDate => "date", "date[]", |v| v.to_string();
 }
 
 impl Literal for i64 {

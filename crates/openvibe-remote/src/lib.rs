@@ -160,7 +160,8 @@ impl RemoteMemory {
             audit: me.clone(),
             admin: me.clone(),
             vectors: me.clone(),
-            proposals: me,
+            proposals: me.clone(),
+            goals: me,
         }
     }
 }

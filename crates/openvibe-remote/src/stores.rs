@@ -3,17 +3,19 @@
 //! and its body or query; the record stores once for every kind.
 
 use async_trait::async_trait;
+use chrono::NaiveDate;
 use openvibe_api::dto::{
-    AppendRaw, AtomicAppend, AtomicIncrement, DeleteExpired, EmbedPending, ExpireProposals,
-    FinishProposal, MoveNamespace, PruneRaw, SetState, SimilarInsight, Strengthen, Touch,
-    VectorLookup,
+    AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, EmbedPending,
+    ExpireProposals, FinishProposal, MoveNamespace, PrioritiesOf, PruneRaw, SetState,
+    SimilarInsight, Strengthen, Touch, VectorLookup,
 };
 use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
-    AuditEntry, AuditLog, AuditQuery, CallerContext, ContextStore, Expect, Insight, InsightStore,
-    Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, NamespaceAdmin, NamespaceCount,
-    NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
-    PlanStateStore, PlanStore, PlanUpdate, Proposal, ProposalQuery, ProposalStore, RawCall,
+    AuditEntry, AuditLog, AuditQuery, CallerContext, ContextStore, Expect, Goal, GoalProgress,
+    GoalQuery, GoalStore, Initiative, Insight, InsightStore, Knowledge, KnowledgeHit,
+    KnowledgeQuery, KnowledgeStore, MetricReport, NamespaceAdmin, NamespaceCount, NewKnowledge,
+    NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStateStore,
+    PlanStore, PlanUpdate, Priorities, Proposal, ProposalQuery, ProposalStore, RawCall,
     RawCallQuery, RawLogStore, RawRetention, RecordStore, RecordVector, RecordVectors,
     RevisableStore, Session, SessionDeleted, SessionQuery, SessionStore, StateEntry, StoreError,
     TaskContext, VectorStatus, Verdict,
@@ -48,7 +50,18 @@ impl RemoteMemory {
         endpoint: &Endpoint<(), O>,
         params: &[&str],
     ) -> Result<Option<O>, StoreError> {
-        match self.call(ctx, endpoint, params, &()).await {
+        self.find_with(ctx, endpoint, params, &()).await
+    }
+
+    /// [`find`](Self::find) with an input.
+    async fn find_with<I: Serialize, O: DeserializeOwned>(
+        &self,
+        ctx: &CallerContext,
+        endpoint: &Endpoint<I, O>,
+        params: &[&str],
+        input: &I,
+    ) -> Result<Option<O>, StoreError> {
+        match self.call(ctx, endpoint, params, input).await {
             Ok(v) => Ok(Some(v)),
             Err(StoreError::NotFound { kind, .. }) if endpoint.missing == Some(kind) => Ok(None),
             Err(e) => Err(e),
@@ -156,6 +169,77 @@ impl RawLogStore for RemoteMemory {
             .call(ctx, &e::PRUNE_RAW_CALLS, &[], &body)
             .await?
             .deleted_count)
+    }
+}
+
+#[async_trait]
+impl GoalStore for RemoteMemory {
+    async fn put(&self, ctx: &CallerContext, goal: Goal) -> Result<Goal, StoreError> {
+        self.call(ctx, &e::PUT_GOAL, &[], &goal).await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Goal>, StoreError> {
+        self.find(ctx, &e::GET_GOAL, &[id]).await
+    }
+
+    async fn list(&self, ctx: &CallerContext, query: &GoalQuery) -> Result<Page<Goal>, StoreError> {
+        self.call(ctx, &e::QUERY_GOALS, &[], query).await
+    }
+
+    async fn decompose(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        fingerprint: &str,
+        initiatives: Vec<Initiative>,
+    ) -> Result<Goal, StoreError> {
+        let body = Decompose {
+            fingerprint: fingerprint.to_owned(),
+            initiatives,
+        };
+        self.call(ctx, &e::DECOMPOSE_GOAL, &[id], &body).await
+    }
+
+    async fn put_priorities(
+        &self,
+        ctx: &CallerContext,
+        priorities: Priorities,
+    ) -> Result<Priorities, StoreError> {
+        self.call(ctx, &e::PUT_PRIORITIES, &[], &priorities).await
+    }
+
+    async fn priorities(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        day: NaiveDate,
+    ) -> Result<Option<Priorities>, StoreError> {
+        let body = PrioritiesOf {
+            role_id: role_id.to_owned(),
+            day,
+        };
+        self.find_with(ctx, &e::GET_PRIORITIES, &[], &body).await
+    }
+
+    async fn report(
+        &self,
+        ctx: &CallerContext,
+        mut report: MetricReport,
+    ) -> Result<MetricReport, StoreError> {
+        // The id is chosen here, so a retry of a report that may have
+        // arrived counts once.
+        if report.id.is_empty() {
+            report.id = uuid::Uuid::new_v4().simple().to_string();
+        }
+        self.call(ctx, &e::REPORT_METRIC, &[], &report).await
+    }
+
+    async fn progress(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<GoalProgress>, StoreError> {
+        self.find(ctx, &e::GOAL_PROGRESS, &[id]).await
     }
 }
 

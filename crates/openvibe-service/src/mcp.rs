@@ -18,6 +18,9 @@
 //! | `appendPlanState` | [`POST /v1/memory/atomic/append`](openvibe_api::endpoints::ATOMIC_APPEND) | append to a list of plan-scoped working memory, atomically |
 //! | `listProposals` | [`POST /v1/memory/proposals/query`](openvibe_api::endpoints::QUERY_PROPOSALS) | the proposals the caller may read (pending by default), newest first, a page at a time |
 //! | `decideProposal` | [`POST /v1/memory/proposals/{id}/decide`](openvibe_api::endpoints::DECIDE_PROPOSAL) | approve or reject a pending proposal; refused to callers without the `approve` right (and to the role that proposed it), audited |
+//! | `listGoals` | [`POST /v1/memory/goals/query`](openvibe_api::endpoints::QUERY_GOALS) | the goals (objectives with key results, initiatives) the caller may read, by role, in id order, a page at a time |
+//! | `goalProgress` | [`GET /v1/memory/goals/{id}/progress`](openvibe_api::endpoints::GOAL_PROGRESS) | where a goal stands: each key result's current value and progress, computed from its metric reports |
+//! | `reportMetric` | [`POST /v1/memory/metrics`](openvibe_api::endpoints::REPORT_METRIC) | report a role's metric (`add`, or `set`), placed where the key may write; the same `id` twice counts once |
 //!
 //! A refusal or bad input is a tool result with `isError: true` and the
 //! service's [`ErrorBody`] as structured content, so the model sees why.
@@ -28,8 +31,8 @@ use openvibe_api::ErrorBody;
 use openvibe_governance::Projects;
 use openvibe_protocols::promotion::{PromoteMode, Promotion};
 use openvibe_protocols::{
-    CallerContext, Expect, Fact, FactQuery, ProposalQuery, ProposalStatus, StoreError, Stores,
-    Verdict,
+    CallerContext, Expect, Fact, FactQuery, GOAL_KIND, GoalQuery, MetricMode, MetricReport,
+    ProposalQuery, ProposalStatus, StoreError, Stores, Verdict,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -227,6 +230,62 @@ pub struct ListProposals {
     pub project: Option<String>,
 }
 
+/// `listGoals`' arguments.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListGoals {
+    /// Only the goals of this role.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// At most this many (20 by default).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Continue after the page that returned this cursor.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// `goalProgress`' arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalProgressArgs {
+    /// The goal's id (its objective's).
+    pub id: String,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// `reportMetric`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportMetric {
+    /// The role whose metric it is (`cro`).
+    pub role: String,
+    /// The metric (a key result's `metric`, e.g. `pipeline_usd`).
+    pub metric: String,
+    /// The amount: added to the metric, or its new value with `mode: set`.
+    pub value: f64,
+    /// `add` (default) or `set`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// What happened (`closed Acme, $40k`).
+    #[serde(default)]
+    pub note: String,
+    /// An id for the report: sending it again with the same id counts once.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The scope to file it in (your home scope by default).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
 /// `decideProposal`'s arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -246,7 +305,7 @@ pub struct DecideProposal {
 impl MemoryTools {
     /// Every tool: the memory tools and the proposal tools.
     fn router() -> ToolRouter<Self> {
-        Self::tool_router() + Self::proposal_router()
+        Self::tool_router() + Self::proposal_router() + Self::goal_router()
     }
 }
 
@@ -683,6 +742,91 @@ impl MemoryTools {
     }
 }
 
+#[tool_router(router = goal_router)]
+impl MemoryTools {
+    /// Mirrors [`QUERY_GOALS`](openvibe_api::endpoints::QUERY_GOALS).
+    #[tool(
+        name = "listGoals",
+        description = "The goals you may read: objectives people set for roles, with their key results (metric, baseline, target, due date) and initiatives, in id order, a page at a time."
+    )]
+    async fn list_goals(
+        &self,
+        Parameters(args): Parameters<ListGoals>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "listGoals")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let query = GoalQuery {
+                    role_id: args.role,
+                    after: args.cursor,
+                    limit: args.limit.unwrap_or(PROPOSAL_PAGE),
+                    ..GoalQuery::default()
+                };
+                to_value(self.stores.goals.list(&caller, &query).await?)
+            }
+            .await,
+        ))
+    }
+
+    /// Mirrors [`GOAL_PROGRESS`](openvibe_api::endpoints::GOAL_PROGRESS).
+    #[tool(
+        name = "goalProgress",
+        description = "Where a goal stands: each key result's current value, its progress from baseline to target (0 to 1) and how many reports moved it, and the goal's mean progress. Computed from metric reports, never estimated."
+    )]
+    async fn goal_progress(
+        &self,
+        Parameters(args): Parameters<GoalProgressArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "goalProgress")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let found = self.stores.goals.progress(&caller, &args.id).await?;
+                to_value(found.ok_or_else(|| StoreError::NotFound {
+                    kind: GOAL_KIND,
+                    id: args.id.clone(),
+                })?)
+            }
+            .await,
+        ))
+    }
+
+    /// Mirrors [`REPORT_METRIC`](openvibe_api::endpoints::REPORT_METRIC).
+    #[tool(
+        name = "reportMetric",
+        description = "Report a role's metric: `add` an amount (a deal closed: 40000) or `set` its value. It moves the key results measuring that metric; the same id twice counts once. Needs the write right in the scope it is filed in."
+    )]
+    async fn report_metric(
+        &self,
+        Parameters(args): Parameters<ReportMetric>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "reportMetric")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let mode = match args.mode.as_deref() {
+                    None => MetricMode::Add,
+                    Some(m) => MetricMode::parse(m)
+                        .ok_or_else(|| StoreError::invalid("mode", "`add` or `set`"))?,
+                };
+                let mut report = MetricReport::add(args.role, args.metric, args.value)
+                    .note(args.note)
+                    .namespace(args.scope.unwrap_or_default());
+                report.mode = mode;
+                if let Some(id) = args.id {
+                    report = report.id(id);
+                }
+                to_value(self.stores.goals.report(&caller, report).await?)
+            }
+            .await,
+        ))
+    }
+}
+
 fn to_value(v: impl serde::Serialize) -> Result<Value, StoreError> {
     serde_json::to_value(v).map_err(|e| {
         StoreError::backend_from(format!("the answer does not serialise: {e}"), false, e)
@@ -694,8 +838,9 @@ impl ServerHandler for MemoryTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
             "openvibe memory: save and search memories in the scopes your key may use, \
-             keep plan-scoped working memory, and list and decide the proposals roles \
-             wait on (deciding needs the approve right).",
+             keep plan-scoped working memory, list and decide the proposals roles \
+             wait on (deciding needs the approve right), and read goals and their progress \
+             or report the metrics that move them.",
         )
     }
 }

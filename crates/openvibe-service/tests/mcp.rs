@@ -307,3 +307,89 @@ async fn mcp_memories_expire_and_only_a_manager_cleans_them_up() {
     l.cancel().await.unwrap();
     c.cancel().await.unwrap();
 }
+
+/// The goal tools through a real MCP client: a key reports metrics into a
+/// scope it may write (the reporter is the key's principal, never an
+/// argument), the same id counts once, a scope it may not write refuses
+/// and counts nothing, and progress is read back.
+#[tokio::test]
+async fn mcp_goal_tools_read_goals_and_report_metrics() {
+    use openvibe_protocols::{Goal, KeyResult, Objective};
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    let l = client(&url, "key-l").await;
+    let c = client(&url, "key-c").await;
+    let objective = Objective {
+        id: "pipeline".into(),
+        owner: "cro".into(),
+        title: "Pipeline $2M this quarter".into(),
+        due: chrono::NaiveDate::from_ymd_opt(2026, 12, 31).unwrap(),
+        key_results: vec![KeyResult {
+            id: "value".into(),
+            metric: "pipeline_usd".into(),
+            baseline: 0.0,
+            target: 2_000_000.0,
+            unit: "USD".into(),
+            due: None,
+        }],
+    };
+    stores
+        .goals
+        .put(
+            &CallerContext::system().with_tenant("default"),
+            Goal::new(objective).namespace("global"),
+        )
+        .await
+        .unwrap();
+    let tools: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for expected in ["listGoals", "goalProgress", "reportMetric"] {
+        assert!(tools.contains(&expected.to_owned()), "{tools:?}");
+    }
+    let listed = call(&c, "listGoals", json!({"role": "cro"})).await;
+    assert_ne!(listed.is_error, Some(true), "{listed:?}");
+    assert_eq!(
+        structured(&listed)["items"][0]["objective"]["id"],
+        "pipeline"
+    );
+    let report = json!({"role": "cro", "metric": "pipeline_usd", "value": 40000.0,
+                        "note": "closed Acme, $40k", "id": "acme-won", "scope": "global"});
+    let first = call(&c, "reportMetric", report.clone()).await;
+    assert_ne!(first.is_error, Some(true), "{first:?}");
+    let body = structured(&first);
+    assert_eq!(body["owner"], "service:cursor-ide");
+    assert_eq!(
+        (body["seq"].as_u64(), body["total"].as_f64()),
+        (Some(1), Some(40000.0))
+    );
+    let again = call(&c, "reportMetric", report).await;
+    assert_eq!(structured(&again)["seq"], 1, "the same id counts once");
+    // Cursor may not write l-private: refused, nothing counted.
+    let refused = call(
+        &c,
+        "reportMetric",
+        json!({"role": "cro", "metric": "pipeline_usd", "value": 1.0, "scope": "l-private", "project": "l9"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let bad = call(
+        &l,
+        "reportMetric",
+        json!({"role": "cro", "metric": "pipeline_usd", "value": 1.0, "mode": "multiply", "scope": "global"}),
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    let progress = call(&l, "goalProgress", json!({"id": "pipeline"})).await;
+    assert_ne!(progress.is_error, Some(true), "{progress:?}");
+    let body = structured(&progress);
+    assert_eq!(body["key_results"][0]["current"], 40000.0);
+    assert_eq!(body["key_results"][0]["reports"], 1);
+    assert_eq!(body["progress"], 0.02);
+    let missing = call(&l, "goalProgress", json!({"id": "nope"})).await;
+    assert_eq!(missing.is_error, Some(true));
+}

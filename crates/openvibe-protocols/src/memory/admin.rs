@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{CallerContext, Change, NamespaceScope, StoreError};
 
 /// The record kinds that live in namespaces.
-pub const RECORD_KINDS: [&str; 8] = [
+pub const RECORD_KINDS: [&str; 11] = [
     "fact",
     "episode",
     "insight",
@@ -17,17 +17,22 @@ pub const RECORD_KINDS: [&str; 8] = [
     "task_context",
     "knowledge",
     "proposal",
+    "goal",
+    "priorities",
+    "metric",
 ];
 
 /// The record kinds that can expire ([`RecordMeta::expires_at`](crate::RecordMeta::expires_at)):
 /// the long-lived ones. Working memory ends with its plan or session.
-pub const EXPIRING_KINDS: [&str; 6] = [
+pub const EXPIRING_KINDS: [&str; 8] = [
     "fact",
     "episode",
     "insight",
     "knowledge",
     "raw_call",
     "proposal",
+    "goal",
+    "priorities",
 ];
 
 /// How many records of one kind one namespace holds.

@@ -18,6 +18,7 @@
 //! | record vectors: embeddings of facts, insights, episodes and knowledge beside them ([`RecordVectors`]) | `vectors` |
 //! | what a ranked search reports: [`RetrievalMode`], [`Retriever`], [`RetrieverScore`] (the ranking itself is `openvibe-retrieval`'s) | `retrieval_types` |
 //! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
+//! | goals: objectives, their decomposition, daily priorities, metric reports and progress ([`GoalStore`]) | `goals` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
 //! Everything here is re-exported at the crate root, its one import path.
@@ -27,6 +28,7 @@ mod admin;
 mod audit;
 mod context;
 mod error;
+mod goals;
 mod governance;
 mod kv;
 pub mod promotion;
@@ -48,6 +50,13 @@ pub use admin::{
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
+pub use goals::{
+    GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
+    MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_TITLE_CHARS, METRIC_KIND,
+    MetricMode, MetricReport, MetricValue, PRIORITIES_KIND, Priorities, Priority, goal_page,
+    objective_fingerprint, validate_goal, validate_initiatives, validate_metric_report,
+    validate_priorities,
+};
 pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
     check_fixed_namespace,

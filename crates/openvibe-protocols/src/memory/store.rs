@@ -190,6 +190,8 @@ pub struct Stores {
     pub vectors: Arc<dyn super::RecordVectors>,
     /// What waits for a person: proposals and escalations.
     pub proposals: Arc<dyn super::ProposalStore>,
+    /// Goals, their decomposition, daily priorities and metric reports.
+    pub goals: Arc<dyn super::GoalStore>,
 }
 
 impl Stores {

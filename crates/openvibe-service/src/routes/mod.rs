@@ -4,6 +4,7 @@
 //! that the router serves every row exactly once.
 
 mod api;
+mod goals;
 mod proposals;
 mod records;
 mod system;
@@ -26,6 +27,7 @@ pub(crate) fn routes() -> Api {
     let api = system::routes(api);
     let api = records::routes(api);
     let api = proposals::routes(api);
+    let api = goals::routes(api);
     working::routes(api)
 }
 

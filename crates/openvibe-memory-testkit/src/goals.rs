@@ -1,0 +1,556 @@
+//! Goals (issue 39): objectives put and revised by version, decomposed once
+//! per objective, a role's priorities of a day, and metric reports that
+//! move key results exactly, on every backend: idempotent puts, the
+//! decomposition's compare-and-set, 8 concurrent reporters with no lost
+//! update, the `set` mode, governance (namespaces, owners, tenants) and the
+//! audit trail.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use openvibe_protocols::{
+    AuditOp, AuditQuery, CallerContext, Clearance, Goal, GoalQuery, Grants, Initiative, KeyResult,
+    MetricReport, Objective, Priorities, Priority, Rights, StoreError, Stores,
+};
+
+use crate::support::{agent, is_invalid, is_not_found, is_unauthorized, sys};
+
+fn cro() -> CallerContext {
+    agent("cro").with_clearance(Clearance::unrestricted())
+}
+
+fn day(d: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 11, d).unwrap()
+}
+
+/// The CRO's objective: pipeline $2M (from $500k) and 40 qualified leads.
+pub(crate) fn objective(id: &str) -> Objective {
+    Objective {
+        id: id.into(),
+        owner: "cro".into(),
+        title: "Pipeline $2M this quarter".into(),
+        due: NaiveDate::from_ymd_opt(2026, 12, 31).unwrap(),
+        key_results: vec![
+            KeyResult {
+                id: "value".into(),
+                metric: "pipeline_usd".into(),
+                baseline: 500_000.0,
+                target: 2_000_000.0,
+                unit: "USD".into(),
+                due: None,
+            },
+            KeyResult {
+                id: "qualified".into(),
+                metric: "qualified_leads".into(),
+                baseline: 0.0,
+                target: 40.0,
+                unit: "leads".into(),
+                due: None,
+            },
+        ],
+    }
+}
+
+fn initiatives(n: usize) -> Vec<Initiative> {
+    (0..n)
+        .map(|i| Initiative {
+            title: format!("initiative {i}"),
+            description: "how and why".into(),
+            key_results: vec!["value".into()],
+        })
+        .collect()
+}
+
+fn is_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
+    matches!(result, Err(StoreError::Conflict { .. }))
+}
+
+/// A goal is created at version 1, owned by its creator, whatever the
+/// store-maintained fields said; the same objective again changes nothing;
+/// a changed one is version 2 with the initiatives stale; a bad objective
+/// is refused and writes nothing; lists page in id order by role.
+pub async fn goals_are_put_and_revised_by_version<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let mut forged = Goal::new(objective("pipeline"));
+    forged.version = 7;
+    forged.meta.owner = "user:mallory".into();
+    forged.initiatives = initiatives(1);
+    forged.decomposed = Some("x".into());
+    let created = s.goals.put(&cro(), forged).await.unwrap();
+    assert_eq!(created.version, 1);
+    assert_eq!(created.meta.owner, "agent:cro");
+    assert_eq!(created.meta.tenant_id, "t1");
+    assert!(created.initiatives.is_empty() && created.decomposed.is_none());
+    assert!(!created.fingerprint.is_empty());
+    let again = s
+        .goals
+        .put(&cro(), Goal::new(objective("pipeline")))
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.version, &again.fingerprint),
+        (1, &created.fingerprint)
+    );
+    assert_eq!(again.meta.updated_at, created.meta.updated_at);
+    let mut changed = objective("pipeline");
+    changed.key_results[0].target = 3_000_000.0;
+    let revised = s
+        .goals
+        .put(&cro(), Goal::new(changed.clone()))
+        .await
+        .unwrap();
+    assert_eq!(revised.version, 2);
+    assert_ne!(revised.fingerprint, created.fingerprint);
+    let got = s.goals.get(&cro(), "pipeline").await.unwrap().unwrap();
+    assert_eq!((got.version, got.objective), (2, changed));
+    // Another role may not revise it.
+    let cmo = agent("cmo").with_clearance(Clearance::unrestricted());
+    assert!(is_unauthorized(
+        s.goals.put(&cmo, Goal::new(objective("pipeline"))).await
+    ));
+    // A bad objective: no key result; a target equal to its baseline.
+    let mut empty = objective("bad");
+    empty.key_results.clear();
+    assert!(is_invalid(s.goals.put(&cro(), Goal::new(empty)).await));
+    let mut flat = objective("bad");
+    flat.key_results[1].target = 0.0;
+    assert!(is_invalid(s.goals.put(&cro(), Goal::new(flat)).await));
+    assert_eq!(s.goals.get(&cro(), "bad").await.unwrap(), None);
+    // Lists: by role, in id order, a page at a time.
+    for id in ["a", "b", "c"] {
+        s.goals.put(&cro(), Goal::new(objective(id))).await.unwrap();
+    }
+    let mut other = objective("z-cmo");
+    other.owner = "cmo".into();
+    s.goals.put(&cmo, Goal::new(other)).await.unwrap();
+    let page = s
+        .goals
+        .list(&sys(), &GoalQuery::new().role("cro").limit(2))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = page.items.iter().map(Goal::id).collect();
+    assert_eq!(ids, ["a", "b"]);
+    let rest = s
+        .goals
+        .list(
+            &sys(),
+            &GoalQuery {
+                after: page.next_cursor.clone(),
+                ..GoalQuery::new().role("cro").limit(2)
+            },
+        )
+        .await
+        .unwrap();
+    let ids: Vec<&str> = rest.items.iter().map(Goal::id).collect();
+    assert_eq!(ids, ["c", "pipeline"]);
+    assert_eq!(rest.next_cursor, None);
+    assert!(is_invalid(
+        s.goals.list(&sys(), &GoalQuery::new().limit(0)).await
+    ));
+    // Other tenants see nothing.
+    let t2 = CallerContext::agent("cro")
+        .with_tenant("t2")
+        .with_clearance(Clearance::unrestricted());
+    assert_eq!(s.goals.get(&t2, "pipeline").await.unwrap(), None);
+    assert_eq!(s.goals.progress(&t2, "pipeline").await.unwrap(), None);
+}
+
+/// Decomposing an objective stores its initiatives once: re-running it on
+/// the unchanged objective (even racing) keeps the first; a decomposition
+/// of an older version is a conflict; initiatives naming no key result of
+/// the objective are refused.
+pub async fn goals_decompose_once_per_objective<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = Arc::new(factory().await);
+    let goal = s
+        .goals
+        .put(&cro(), Goal::new(objective("pipeline")))
+        .await
+        .unwrap();
+    let fp = goal.fingerprint.clone();
+    let raced = futures::future::join_all((1..=8).map(|n| {
+        let s = s.clone();
+        let fp = fp.clone();
+        async move {
+            s.goals
+                .decompose(&cro(), "pipeline", &fp, initiatives(n))
+                .await
+        }
+    }))
+    .await;
+    let kept: Vec<usize> = raced
+        .iter()
+        .map(|r| r.as_ref().unwrap().initiatives.len())
+        .collect();
+    assert!(
+        kept.windows(2).all(|w| w[0] == w[1]),
+        "one decomposition: {kept:?}"
+    );
+    let stored = s.goals.get(&cro(), "pipeline").await.unwrap().unwrap();
+    assert!(stored.is_decomposed());
+    assert_eq!(stored.initiatives.len(), kept[0]);
+    let again = s
+        .goals
+        .decompose(&cro(), "pipeline", &fp, initiatives(3))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.initiatives, stored.initiatives,
+        "unchanged: not again"
+    );
+    let bad = vec![Initiative {
+        title: "x".into(),
+        description: String::new(),
+        key_results: vec!["nope".into()],
+    }];
+    assert!(is_invalid(
+        s.goals.decompose(&cro(), "pipeline", &fp, bad).await
+    ));
+    assert!(is_invalid(
+        s.goals.decompose(&cro(), "pipeline", &fp, Vec::new()).await
+    ));
+    // The objective changes: the old fingerprint is stale, the new one
+    // decomposes again.
+    let mut changed = objective("pipeline");
+    changed.title = "Pipeline $2.5M this quarter".into();
+    let revised = s.goals.put(&cro(), Goal::new(changed)).await.unwrap();
+    assert!(!revised.is_decomposed());
+    assert!(is_conflict(
+        s.goals
+            .decompose(&cro(), "pipeline", &fp, initiatives(2))
+            .await
+    ));
+    let redone = s
+        .goals
+        .decompose(&cro(), "pipeline", &revised.fingerprint, initiatives(2))
+        .await
+        .unwrap();
+    assert!(redone.is_decomposed());
+    assert_eq!(redone.initiatives.len(), 2);
+    assert!(is_not_found(
+        s.goals.decompose(&cro(), "nope", &fp, initiatives(1)).await
+    ));
+}
+
+/// Eight reporters, 25 reports each, at once: the metric is the exact sum
+/// and the reports are numbered 1 to 200 with no gap or repeat; a report
+/// sent again with its id counts once; `set` replaces the value and later
+/// `add`s add to it; progress follows, clamped.
+pub async fn goals_metric_reports_roll_up_exactly<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = Arc::new(factory().await);
+    s.goals
+        .put(&cro(), Goal::new(objective("pipeline")))
+        .await
+        .unwrap();
+    let untouched = s.goals.progress(&cro(), "pipeline").await.unwrap().unwrap();
+    assert_eq!(untouched.key_results[0].current, 500_000.0, "the baseline");
+    assert_eq!(untouched.progress, 0.0);
+    let reports = futures::future::join_all((0..8).map(|w| {
+        let s = s.clone();
+        async move {
+            let reporter = agent(&format!("crm{w}"));
+            let mut seqs = Vec::new();
+            for i in 0..25 {
+                let r = MetricReport::add("cro", "pipeline_usd", 1_000.0)
+                    .id(format!("r{w}-{i}"))
+                    .note(format!("deal {w}-{i}"));
+                seqs.push(s.goals.report(&reporter, r).await.unwrap().seq);
+            }
+            seqs
+        }
+    }))
+    .await;
+    let first_of_r0 = reports[0][0];
+    let mut seqs: Vec<u64> = reports.into_iter().flatten().collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=200).collect::<Vec<u64>>(), "numbered once each");
+    let progress = s.goals.progress(&cro(), "pipeline").await.unwrap().unwrap();
+    let value = &progress.key_results[0];
+    assert_eq!(value.current, 700_000.0, "no lost update");
+    assert_eq!(value.reports, 200);
+    assert!((value.progress - 200_000.0 / 1_500_000.0).abs() < 1e-12);
+    // The same report again counts once; another report under its id is
+    // a conflict.
+    let again = s
+        .goals
+        .report(
+            &agent("crm0"),
+            MetricReport::add("cro", "pipeline_usd", 1_000.0)
+                .id("r0-0")
+                .note("deal 0-0"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((again.seq, again.id.as_str()), (first_of_r0, "r0-0"));
+    assert!(is_conflict(
+        s.goals
+            .report(
+                &agent("crm0"),
+                MetricReport::add("cro", "pipeline_usd", 5.0).id("r0-0")
+            )
+            .await
+    ));
+    let set = s
+        .goals
+        .report(
+            &cro(),
+            MetricReport::set("cro", "pipeline_usd", 1_900_000.0).id("recount"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((set.seq, set.total), (201, 1_900_000.0));
+    let after = s
+        .goals
+        .report(&cro(), MetricReport::add("cro", "pipeline_usd", 200_000.0))
+        .await
+        .unwrap();
+    assert_eq!((after.seq, after.total), (202, 2_100_000.0));
+    s.goals
+        .report(&cro(), MetricReport::add("cro", "qualified_leads", 10.0))
+        .await
+        .unwrap();
+    let progress = s.goals.progress(&cro(), "pipeline").await.unwrap().unwrap();
+    assert_eq!(progress.key_results[0].current, 2_100_000.0);
+    assert_eq!(
+        progress.key_results[0].progress, 1.0,
+        "overshooting is done"
+    );
+    assert_eq!(progress.key_results[1].current, 10.0);
+    assert!((progress.progress - (1.0 + 0.25) / 2.0).abs() < 1e-12);
+    // Another role's metric of the same name is another stream.
+    let other = s
+        .goals
+        .report(&cro(), MetricReport::add("cmo", "pipeline_usd", 1.0))
+        .await
+        .unwrap();
+    assert_eq!((other.seq, other.total), (1, 1.0));
+    // Bad reports write nothing.
+    assert!(is_invalid(
+        s.goals
+            .report(
+                &cro(),
+                MetricReport::add("cro", "pipeline_usd", f64::INFINITY)
+            )
+            .await
+    ));
+    assert!(is_invalid(
+        s.goals
+            .report(&cro(), MetricReport::add("cro", " ", 1.0))
+            .await
+    ));
+    let unchanged = s.goals.progress(&cro(), "pipeline").await.unwrap().unwrap();
+    assert_eq!(unchanged.key_results[0].reports, 202);
+    assert_eq!(s.goals.progress(&cro(), "nope").await.unwrap(), None);
+}
+
+/// A role's priorities of a day: put, replaced the same day, the latest on
+/// or before a day; bounded; only the owner (or a manager) replaces them.
+pub async fn goals_priorities_by_day<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let item = |title: &str| Priority {
+        title: title.into(),
+        reason: "the largest open deal".into(),
+        goal_id: Some("pipeline".into()),
+    };
+    let first = s
+        .goals
+        .put_priorities(
+            &cro(),
+            Priorities::new(
+                "cro",
+                day(25),
+                vec![item("Call Acme"), item("Qualify Globex")],
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.id, "cro:2026-11-25");
+    assert_eq!(first.meta.owner, "agent:cro");
+    let replaced = s
+        .goals
+        .put_priorities(
+            &cro(),
+            Priorities::new("cro", day(25), vec![item("Close Acme")]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(replaced.items.len(), 1);
+    assert_eq!(replaced.meta.created_at, first.meta.created_at);
+    s.goals
+        .put_priorities(
+            &cro(),
+            Priorities::new("cro", day(26), vec![item("Follow up")]),
+        )
+        .await
+        .unwrap();
+    let ctx = cro();
+    let on = |d| s.goals.priorities(&ctx, "cro", day(d));
+    assert_eq!(on(25).await.unwrap().unwrap().items[0].title, "Close Acme");
+    assert_eq!(on(26).await.unwrap().unwrap().items[0].title, "Follow up");
+    assert_eq!(on(30).await.unwrap().unwrap().day, day(26), "the latest");
+    assert_eq!(on(24).await.unwrap(), None);
+    assert_eq!(
+        s.goals.priorities(&cro(), "cmo", day(26)).await.unwrap(),
+        None
+    );
+    let cmo = agent("cmo").with_clearance(Clearance::unrestricted());
+    assert!(is_unauthorized(
+        s.goals
+            .put_priorities(&cmo, Priorities::new("cro", day(26), vec![item("Mine")]))
+            .await
+    ));
+    assert!(is_invalid(
+        s.goals
+            .put_priorities(&cro(), Priorities::new("cro", day(27), Vec::new()))
+            .await
+    ));
+    assert!(is_invalid(
+        s.goals
+            .put_priorities(&cro(), Priorities::new("cro", day(27), vec![item(" ")]))
+            .await
+    ));
+    assert_eq!(on(27).await.unwrap().unwrap().day, day(26));
+}
+
+/// Governed: a goal lives in its namespace (written with the write right
+/// there); a caller without read there sees neither it nor its progress
+/// and cannot decompose it; reporting needs the write right where the
+/// report goes; every change is audited, revisions and decompositions
+/// with their names.
+pub async fn goals_are_governed_and_audited<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let role = agent("cro")
+        .with_clearance(Clearance::unrestricted())
+        .with_grants(
+            Grants::new("cro")
+                .grant("cro", Rights::OWN, false)
+                .recall(["cro"]),
+        );
+    let goal = s
+        .goals
+        .put(&role, Goal::new(objective("pipeline")))
+        .await
+        .unwrap();
+    assert_eq!(goal.meta.namespace, "cro");
+    let outsider = agent("cmo")
+        .with_clearance(Clearance::unrestricted())
+        .with_grants(
+            Grants::new("cmo")
+                .grant("cmo", Rights::OWN, false)
+                .recall(["cmo"]),
+        );
+    assert_eq!(s.goals.get(&outsider, "pipeline").await.unwrap(), None);
+    assert_eq!(s.goals.progress(&outsider, "pipeline").await.unwrap(), None);
+    assert!(
+        s.goals
+            .list(&outsider, &GoalQuery::new())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(is_not_found(
+        s.goals
+            .decompose(&outsider, "pipeline", &goal.fingerprint, initiatives(1))
+            .await
+    ));
+    assert!(is_conflict(
+        s.goals
+            .put(&outsider, Goal::new(objective("pipeline")))
+            .await
+    ));
+    // Into a namespace it may not write: refused, nothing counted.
+    assert!(is_unauthorized(
+        s.goals
+            .report(
+                &outsider,
+                MetricReport::add("cro", "pipeline_usd", 1.0).namespace("cro")
+            )
+            .await
+    ));
+    // A webhook key that may write in `cro` reports; a reader sees it move.
+    let webhook = CallerContext::service("crm").with_tenant("t1").with_grants(
+        Grants::new("cro")
+            .grant("cro", Rights::OWN, false)
+            .recall(["cro"]),
+    );
+    let r = s
+        .goals
+        .report(
+            &webhook,
+            MetricReport::add("cro", "pipeline_usd", 40_000.0).note("closed Acme, $40k"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.seq, r.meta.namespace.as_str()), (1, "cro"));
+    assert_eq!(r.meta.owner, "service:crm");
+    let reader = CallerContext::user("ann")
+        .with_tenant("t1")
+        .with_clearance(Clearance::unrestricted())
+        .with_grants(
+            Grants::new("ann")
+                .grant("cro", Rights::READ, false)
+                .recall(["cro"]),
+        );
+    let progress = s
+        .goals
+        .progress(&reader, "pipeline")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(progress.key_results[0].current, 540_000.0);
+    assert!(is_unauthorized(
+        s.goals
+            .decompose(&reader, "pipeline", &goal.fingerprint, initiatives(1))
+            .await
+    ));
+    s.goals
+        .decompose(&role, "pipeline", &goal.fingerprint, initiatives(2))
+        .await
+        .unwrap();
+    let mut changed = objective("pipeline");
+    changed.title = "Pipeline $3M".into();
+    s.goals.put(&role, Goal::new(changed)).await.unwrap();
+    s.audit.flush().await.unwrap();
+    let trail = s.audit.query(&sys(), &AuditQuery::new()).await.unwrap();
+    let of_goal: Vec<_> = trail
+        .iter()
+        .filter(|e| e.kind == "goal" && e.record_id.as_deref() == Some("pipeline"))
+        .collect();
+    assert!(of_goal.iter().any(|e| e.operation == AuditOp::Insert));
+    let transitions: Vec<&str> = of_goal
+        .iter()
+        .filter(|e| e.operation == AuditOp::Update && e.reason.is_none())
+        .filter_map(|e| e.filters.as_ref()?["transition"].as_str())
+        .collect();
+    for expected in ["decompose", "revise"] {
+        assert!(transitions.contains(&expected), "{transitions:?}");
+    }
+    assert!(
+        of_goal.iter().any(|e| e.reason.is_some()),
+        "refusals are audited: {of_goal:#?}"
+    );
+    assert!(trail.iter().any(|e| e.kind == "metric"
+        && e.operation == AuditOp::Insert
+        && e.principal == "service:crm"));
+}

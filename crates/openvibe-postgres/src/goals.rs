@@ -1,0 +1,661 @@
+//! [`PgGoalStore`]: goals, priorities and metric reports in PostgreSQL
+//! (tables `goals`, `goal_priorities`, `metric_reports` and
+//! `metric_streams`, migration 0021).
+//!
+//! A goal's revision and decomposition lock its row (`SELECT … FOR UPDATE`
+//! within the caller's read rule) and are checked by the contract's rules
+//! ([`Goal::revise_as`], [`Goal::decompose_as`]). A metric report is one
+//! statement: the upsert of its stream's row (whose row lock orders
+//! concurrent reports) and the insert of the report numbered by it; a
+//! report whose id exists inserts nothing and its transaction rolls back,
+//! so it never counts twice. The tables' triggers audit every change.
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+use openvibe_protocols::{
+    AuditEntry, AuditOp, CallerContext, Change, GOAL_KIND, Goal, GoalProgress, GoalQuery,
+    GoalStore, Initiative, METRIC_KIND, MetricMode, MetricReport, MetricValue, Objective,
+    PRIORITIES_KIND, Page, Priorities, Priority, StoreError, check_caller, goal_page, store_time,
+    validate_goal, validate_metric_report, validate_priorities,
+};
+use serde_json::Value;
+use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use tracing::Instrument;
+
+use crate::access::{push_readable, push_readable_in};
+use crate::audit::AuditWriter;
+use crate::error::{corrupt, store_error};
+use crate::identity::{check_given_expiry, new_id, push_new_identity};
+use crate::records::{Record, end_read, fetch_all, fetch_optional, not_found};
+use crate::rows::{col, columns, decode_meta};
+use crate::span::span;
+use crate::sql::Sql;
+use crate::tx::{begin, begin_replacing_expired};
+
+/// Goals, priorities and metric reports in PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PgGoalStore {
+    pool: PgPool,
+    audit: AuditWriter,
+}
+
+crate::audit::audited_store!(PgGoalStore);
+
+const GOAL_COLS: &[&str] = &[
+    "tenant_id",
+    "id",
+    "namespace",
+    "project_id",
+    "owner",
+    "classification",
+    "source",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "objective",
+    "version",
+    "fingerprint",
+    "initiatives",
+    "decomposed",
+];
+
+const PRIORITY_COLS: &[&str] = &[
+    "tenant_id",
+    "id",
+    "namespace",
+    "project_id",
+    "owner",
+    "classification",
+    "source",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "role_id",
+    "day",
+    "items",
+];
+
+const REPORT_COLS: &[&str] = &[
+    "tenant_id",
+    "id",
+    "namespace",
+    "project_id",
+    "owner",
+    "classification",
+    "source",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "role_id",
+    "metric",
+    "value",
+    "mode",
+    "episode_id",
+    "note",
+    "seq",
+    "total",
+];
+
+fn json_of<T: serde::de::DeserializeOwned>(
+    kind: &str,
+    row: &PgRow,
+    id: &str,
+    name: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_value(col::<Value>(row, name)?).map_err(|e| corrupt(kind, id, e))
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<Value, StoreError> {
+    serde_json::to_value(value)
+        .map_err(|e| StoreError::backend(format!("a goal record does not serialise: {e}")))
+}
+
+fn unsigned(kind: &str, id: &str, value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|e| corrupt(kind, id, e))
+}
+
+impl Record for Goal {
+    const KIND: &'static str = GOAL_KIND;
+    const TABLE: &'static str = "goals";
+    const COLS: &'static [&'static str] = GOAL_COLS;
+    const TRACKED: bool = false;
+    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const MUTABLE: &'static str = "role_id, objective, version, fingerprint, initiatives, \
+         decomposed, updated_at";
+
+    fn decode(row: &PgRow) -> Result<Self, StoreError> {
+        let id: String = col(row, "id")?;
+        let version: i32 = col(row, "version")?;
+        Ok(Goal {
+            meta: decode_meta(GOAL_KIND, &id, row)?,
+            objective: json_of::<Objective>(GOAL_KIND, row, &id, "objective")?,
+            version: u32::try_from(version).map_err(|e| corrupt(GOAL_KIND, &id, e))?,
+            fingerprint: col(row, "fingerprint")?,
+            initiatives: json_of::<Vec<Initiative>>(GOAL_KIND, row, &id, "initiatives")?,
+            decomposed: col(row, "decomposed")?,
+        })
+    }
+}
+
+impl Record for Priorities {
+    const KIND: &'static str = PRIORITIES_KIND;
+    const TABLE: &'static str = "goal_priorities";
+    const COLS: &'static [&'static str] = PRIORITY_COLS;
+    const TRACKED: bool = false;
+    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const MUTABLE: &'static str = "items, updated_at";
+
+    fn decode(row: &PgRow) -> Result<Self, StoreError> {
+        let id: String = col(row, "id")?;
+        Ok(Priorities {
+            meta: decode_meta(PRIORITIES_KIND, &id, row)?,
+            role_id: col(row, "role_id")?,
+            day: col(row, "day")?,
+            items: json_of::<Vec<Priority>>(PRIORITIES_KIND, row, &id, "items")?,
+            id,
+        })
+    }
+}
+
+impl Record for MetricReport {
+    const KIND: &'static str = METRIC_KIND;
+    const TABLE: &'static str = "metric_reports";
+    const COLS: &'static [&'static str] = REPORT_COLS;
+    const TRACKED: bool = false;
+    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const MUTABLE: &'static str = "updated_at";
+
+    fn decode(row: &PgRow) -> Result<Self, StoreError> {
+        let id: String = col(row, "id")?;
+        let mode: String = col(row, "mode")?;
+        Ok(MetricReport {
+            meta: decode_meta(METRIC_KIND, &id, row)?,
+            role_id: col(row, "role_id")?,
+            metric: col(row, "metric")?,
+            value: col(row, "value")?,
+            mode: MetricMode::parse(&mode).ok_or_else(|| corrupt(METRIC_KIND, &id, &mode))?,
+            episode_id: col(row, "episode_id")?,
+            note: col(row, "note")?,
+            seq: unsigned(METRIC_KIND, &id, col(row, "seq")?)?,
+            total: col(row, "total")?,
+            id,
+        })
+    }
+}
+
+/// `SELECT <cols> FROM <table> f WHERE` the tenant's readable row `id`,
+/// locked for update when `lock`.
+fn select_readable<R: Record>(ctx: &CallerContext, id: &str, lock: bool) -> Sql {
+    let mut sql = Sql::new(&format!(
+        "SELECT {} FROM {} f WHERE f.tenant_id = ",
+        columns(R::COLS, "f."),
+        R::TABLE
+    ));
+    sql.bind(ctx.tenant_id().to_owned())
+        .push(" AND f.id = ")
+        .bind(id.to_owned())
+        .push(" AND ");
+    push_readable(&mut sql, ctx, "f.", None);
+    if lock {
+        sql.push(" FOR UPDATE");
+    }
+    sql
+}
+
+impl PgGoalStore {
+    async fn put_unaudited(&self, ctx: &CallerContext, mut goal: Goal) -> Result<Goal, StoreError> {
+        check_caller(ctx)?;
+        ctx.stamp(&mut goal.meta);
+        validate_goal(&goal)?;
+        check_given_expiry(goal.meta.expires_at)?;
+        let id = goal.id().to_owned();
+        let now = store_time();
+        let placement = ctx.placement(&goal.meta.namespace, &format!("create goal {id}"))?;
+        let expires_at = ctx.expiry(GOAL_KIND, &placement.namespace, now, goal.meta.expires_at)?;
+        goal.prepare_new();
+        let mut sql = Sql::new(
+            "INSERT INTO goals (tenant_id, id, namespace, project_id, owner, created_at, \
+             updated_at, classification, source, expires_at, role_id, objective, version, \
+             fingerprint) VALUES (",
+        );
+        push_new_identity(&mut sql, ctx, &placement, id.clone(), now);
+        sql.bind(goal.meta.classification.as_str())
+            .push(", ")
+            .bind(goal.meta.source.clone())
+            .push(", ")
+            .bind(expires_at)
+            .push(", ")
+            .bind(goal.role_id().to_owned())
+            .push(", ")
+            .bind(to_json(&goal.objective)?)
+            .push(", 1, ")
+            .bind(goal.fingerprint.clone())
+            .push(&format!(
+                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
+                columns(GOAL_COLS, "")
+            ));
+        let mut tx = begin_replacing_expired(&self.pool, ctx, "goals", std::slice::from_ref(&id)).await?;
+        if let Some(created) = fetch_optional::<Goal>(&mut tx, sql).await? {
+            tx.commit().await.map_err(store_error)?;
+            return Ok(created);
+        }
+        let Some(current) =
+            fetch_optional::<Goal>(&mut tx, select_readable::<Goal>(ctx, &id, true)).await?
+        else {
+            return Err(StoreError::conflict(format!(
+                "goal `{id}` exists in a namespace this caller may not read"
+            )));
+        };
+        let Some(next) = current.revise_as(ctx, &goal.objective, now)? else {
+            end_read(tx);
+            return Ok(current);
+        };
+        self.write_goal(tx, ctx, &next).await?;
+        Ok(next)
+    }
+
+    /// Write `goal`'s mutable columns back and commit.
+    async fn write_goal(
+        &self,
+        mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
+        ctx: &CallerContext,
+        goal: &Goal,
+    ) -> Result<(), StoreError> {
+        let mut sql = Sql::new(&format!("UPDATE goals SET ({}) = (", Goal::MUTABLE));
+        sql.bind(goal.role_id().to_owned())
+            .push(", ")
+            .bind(to_json(&goal.objective)?)
+            .push(", ")
+            .bind(i32::try_from(goal.version).unwrap_or(i32::MAX))
+            .push(", ")
+            .bind(goal.fingerprint.clone())
+            .push(", ")
+            .bind(to_json(&goal.initiatives)?)
+            .push(", ")
+            .bind(goal.decomposed.clone())
+            .push(", ")
+            .bind(goal.meta.updated_at)
+            .push(") WHERE tenant_id = ")
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND id = ")
+            .bind(goal.id().to_owned());
+        sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+        tx.commit().await.map_err(store_error)
+    }
+
+    async fn decompose_unaudited(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        fingerprint: &str,
+        initiatives: &[Initiative],
+    ) -> Result<Goal, StoreError> {
+        check_caller(ctx)?;
+        let mut tx = begin(&self.pool, ctx).await?;
+        let current = fetch_optional::<Goal>(&mut tx, select_readable::<Goal>(ctx, id, true))
+            .await?
+            .ok_or_else(|| not_found(GOAL_KIND, id))?;
+        let Some(next) = current.decompose_as(ctx, fingerprint, initiatives, store_time())? else {
+            end_read(tx);
+            return Ok(current);
+        };
+        self.write_goal(tx, ctx, &next).await?;
+        Ok(next)
+    }
+
+    async fn list_unaudited(
+        &self,
+        ctx: &CallerContext,
+        query: &GoalQuery,
+        limit: usize,
+    ) -> Result<Page<Goal>, StoreError> {
+        check_caller(ctx)?;
+        let scope = ctx.list_scope(&query.namespaces);
+        let mut sql = Sql::new(&format!(
+            "SELECT {} FROM goals f WHERE f.tenant_id = ",
+            columns(GOAL_COLS, "f.")
+        ));
+        sql.bind(ctx.tenant_id().to_owned()).push(" AND ");
+        push_readable_in(&mut sql, ctx, "f.", None, &scope);
+        if let Some(role) = &query.role_id {
+            sql.push(" AND f.role_id = ").bind(role.clone());
+        }
+        if let Some(after) = &query.after {
+            sql.push(" AND f.id > ").bind(after.clone());
+        }
+        sql.push(" ORDER BY f.id LIMIT ")
+            .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX));
+        let mut tx = begin(&self.pool, ctx).await?;
+        let found = fetch_all::<Goal>(&mut tx, sql).await?;
+        end_read(tx);
+        Ok(goal_page(found, limit))
+    }
+
+    async fn put_priorities_unaudited(
+        &self,
+        ctx: &CallerContext,
+        mut p: Priorities,
+    ) -> Result<Priorities, StoreError> {
+        check_caller(ctx)?;
+        p.id = Priorities::id_of(&p.role_id, p.day);
+        ctx.stamp(&mut p.meta);
+        validate_priorities(&p)?;
+        check_given_expiry(p.meta.expires_at)?;
+        let now = store_time();
+        let placement = ctx.placement(&p.meta.namespace, &format!("create priorities {}", p.id))?;
+        let expires_at = ctx.expiry(
+            PRIORITIES_KIND,
+            &placement.namespace,
+            now,
+            p.meta.expires_at,
+        )?;
+        let items = to_json(&p.items)?;
+        let mut sql = Sql::new(
+            "INSERT INTO goal_priorities (tenant_id, id, namespace, project_id, owner, \
+             created_at, updated_at, classification, source, expires_at, role_id, day, items) \
+             VALUES (",
+        );
+        push_new_identity(&mut sql, ctx, &placement, p.id.clone(), now);
+        sql.bind(p.meta.classification.as_str())
+            .push(", ")
+            .bind(p.meta.source.clone())
+            .push(", ")
+            .bind(expires_at)
+            .push(", ")
+            .bind(p.role_id.clone())
+            .push(", ")
+            .bind(p.day)
+            .push(", ")
+            .bind(items.clone())
+            .push(&format!(
+                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
+                columns(PRIORITY_COLS, "")
+            ));
+        let mut tx =
+            begin_replacing_expired(&self.pool, ctx, "goal_priorities", &[p.id.clone()]).await?;
+        if let Some(created) = fetch_optional::<Priorities>(&mut tx, sql).await? {
+            tx.commit().await.map_err(store_error)?;
+            return Ok(created);
+        }
+        let Some(mut current) =
+            fetch_optional::<Priorities>(&mut tx, select_readable::<Priorities>(ctx, &p.id, true))
+                .await?
+        else {
+            return Err(StoreError::conflict(format!(
+                "priorities `{}` exist in a namespace this caller may not read",
+                p.id
+            )));
+        };
+        ctx.require_change(
+            &current.meta,
+            Change::Write,
+            format!("replace priorities {}", p.id),
+        )?;
+        let mut sql = Sql::new("UPDATE goal_priorities SET (items, updated_at) = (");
+        sql.bind(items)
+            .push(", ")
+            .bind(now)
+            .push(") WHERE tenant_id = ")
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND id = ")
+            .bind(p.id.clone());
+        sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        current.items = p.items;
+        current.meta.updated_at = now;
+        Ok(current)
+    }
+
+    async fn priorities_unaudited(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        day: NaiveDate,
+    ) -> Result<Option<Priorities>, StoreError> {
+        check_caller(ctx)?;
+        let mut sql = Sql::new(&format!(
+            "SELECT {} FROM goal_priorities f WHERE f.tenant_id = ",
+            columns(PRIORITY_COLS, "f.")
+        ));
+        sql.bind(ctx.tenant_id().to_owned())
+            .push(" AND f.role_id = ")
+            .bind(role_id.to_owned())
+            .push(" AND f.day <= ")
+            .bind(day)
+            .push(" AND ");
+        push_readable(&mut sql, ctx, "f.", None);
+        sql.push(" ORDER BY f.day DESC, f.updated_at DESC LIMIT 1");
+        let mut tx = begin(&self.pool, ctx).await?;
+        let found = fetch_optional::<Priorities>(&mut tx, sql).await?;
+        end_read(tx);
+        Ok(found)
+    }
+
+    async fn report_unaudited(
+        &self,
+        ctx: &CallerContext,
+        mut r: MetricReport,
+    ) -> Result<MetricReport, StoreError> {
+        check_caller(ctx)?;
+        if r.id.is_empty() {
+            r.id = new_id();
+        }
+        ctx.stamp(&mut r.meta);
+        validate_metric_report(&r)?;
+        let now = store_time();
+        let placement = ctx.placement(&r.meta.namespace, &format!("report metric {}", r.id))?;
+        // One statement: move the stream (its row lock orders concurrent
+        // reports) and insert the report with the stream's new state.
+        let mut sql = Sql::new(
+            "WITH s AS (INSERT INTO metric_streams AS m (tenant_id, role_id, metric, value, \
+             is_set, reports, updated_at) VALUES (",
+        );
+        sql.bind(ctx.tenant_id().to_owned())
+            .push(", ")
+            .bind(r.role_id.clone())
+            .push(", ")
+            .bind(r.metric.clone())
+            .push(", ")
+            .bind(r.value)
+            .push(", ")
+            .bind(r.mode == MetricMode::Set)
+            .push(", 1, ")
+            .bind(now)
+            .push(
+                ") ON CONFLICT (tenant_id, role_id, metric) DO UPDATE SET \
+                 value = CASE WHEN excluded.is_set THEN excluded.value \
+                              ELSE m.value + excluded.value END, \
+                 is_set = m.is_set OR excluded.is_set, reports = m.reports + 1, \
+                 updated_at = excluded.updated_at RETURNING reports, value) \
+                 INSERT INTO metric_reports (tenant_id, id, namespace, project_id, owner, \
+                 created_at, updated_at, classification, source, role_id, metric, value, mode, \
+                 episode_id, note, seq, total) SELECT ",
+            );
+        push_new_identity(&mut sql, ctx, &placement, r.id.clone(), now);
+        sql.bind(r.meta.classification.as_str())
+            .push(", ")
+            .bind(r.meta.source.clone())
+            .push(", ")
+            .bind(r.role_id.clone())
+            .push(", ")
+            .bind(r.metric.clone())
+            .push(", ")
+            .bind(r.value)
+            .push(", ")
+            .bind(r.mode.as_str())
+            .push(", ")
+            .bind(r.episode_id.clone())
+            .push(", ")
+            .bind(r.note.clone())
+            .push(&format!(
+                ", s.reports, s.value FROM s ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
+                columns(REPORT_COLS, "")
+            ));
+        let mut tx = begin(&self.pool, ctx).await?;
+        if let Some(created) = fetch_optional::<MetricReport>(&mut tx, sql).await? {
+            tx.commit().await.map_err(store_error)?;
+            return Ok(created);
+        }
+        // The id exists: nothing counts (the stream's move rolls back).
+        tx.rollback().await.map_err(store_error)?;
+        let mut tx = begin(&self.pool, ctx).await?;
+        let existing = fetch_optional::<MetricReport>(
+            &mut tx,
+            select_readable::<MetricReport>(ctx, &r.id, false),
+        )
+        .await?;
+        end_read(tx);
+        match existing {
+            Some(e) if e.same_request(&r) => Ok(e),
+            _ => Err(StoreError::conflict(format!(
+                "metric report `{}` exists and reports something else",
+                r.id
+            ))),
+        }
+    }
+
+    async fn progress_unaudited(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<GoalProgress>, StoreError> {
+        check_caller(ctx)?;
+        let mut tx = begin(&self.pool, ctx).await?;
+        let Some(goal) =
+            fetch_optional::<Goal>(&mut tx, select_readable::<Goal>(ctx, id, false)).await?
+        else {
+            end_read(tx);
+            return Ok(None);
+        };
+        let metrics: Vec<String> = goal
+            .objective
+            .key_results
+            .iter()
+            .map(|k| k.metric.clone())
+            .collect();
+        let mut sql = Sql::new(
+            "SELECT metric, value, is_set, reports, updated_at FROM metric_streams \
+             WHERE tenant_id = ",
+        );
+        sql.bind(ctx.tenant_id().to_owned())
+            .push(" AND role_id = ")
+            .bind(goal.role_id().to_owned())
+            .push(" AND metric = ANY(")
+            .bind(metrics)
+            .push("::text[])");
+        let rows = sql
+            .build()?
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        end_read(tx);
+        let mut values = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let reports: i64 = col(row, "reports")?;
+            let updated_at: DateTime<Utc> = col(row, "updated_at")?;
+            values.push((
+                col::<String>(row, "metric")?,
+                MetricValue {
+                    value: col(row, "value")?,
+                    set: col(row, "is_set")?,
+                    reports: unsigned(METRIC_KIND, id, reports)?,
+                    updated_at: Some(updated_at),
+                },
+            ));
+        }
+        Ok(Some(GoalProgress::of(goal, |metric| {
+            values.iter().find(|(m, _)| m == metric).map(|(_, v)| *v)
+        })))
+    }
+}
+
+#[async_trait]
+impl GoalStore for PgGoalStore {
+    async fn put(&self, ctx: &CallerContext, goal: Goal) -> Result<Goal, StoreError> {
+        let id = goal.id().to_owned();
+        let result = self
+            .put_unaudited(ctx, goal)
+            .instrument(span(GOAL_KIND, "put", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Insert, GOAL_KIND, &id, result)
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Goal>, StoreError> {
+        crate::records::get::<Goal>(&self.pool, ctx, id).await
+    }
+
+    async fn list(&self, ctx: &CallerContext, query: &GoalQuery) -> Result<Page<Goal>, StoreError> {
+        let limit = query.checked_limit()?;
+        self.audit
+            .record_with(|| AuditEntry::search(ctx, GOAL_KIND, query, &query.namespaces, limit));
+        self.list_unaudited(ctx, query, limit)
+            .instrument(span(GOAL_KIND, "list", ctx))
+            .await
+    }
+
+    async fn decompose(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        fingerprint: &str,
+        initiatives: Vec<Initiative>,
+    ) -> Result<Goal, StoreError> {
+        let result = self
+            .decompose_unaudited(ctx, id, fingerprint, &initiatives)
+            .instrument(span(GOAL_KIND, "decompose", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Update, GOAL_KIND, id, result)
+    }
+
+    async fn put_priorities(
+        &self,
+        ctx: &CallerContext,
+        priorities: Priorities,
+    ) -> Result<Priorities, StoreError> {
+        let id = Priorities::id_of(&priorities.role_id, priorities.day);
+        let result = self
+            .put_priorities_unaudited(ctx, priorities)
+            .instrument(span(PRIORITIES_KIND, "put", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Insert, PRIORITIES_KIND, &id, result)
+    }
+
+    async fn priorities(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        day: NaiveDate,
+    ) -> Result<Option<Priorities>, StoreError> {
+        self.priorities_unaudited(ctx, role_id, day)
+            .instrument(span(PRIORITIES_KIND, "get", ctx))
+            .await
+    }
+
+    async fn report(
+        &self,
+        ctx: &CallerContext,
+        report: MetricReport,
+    ) -> Result<MetricReport, StoreError> {
+        let id = report.id.clone();
+        let result = self
+            .report_unaudited(ctx, report)
+            .instrument(span(METRIC_KIND, "report", ctx))
+            .await;
+        self.audit
+            .refusal(ctx, AuditOp::Insert, METRIC_KIND, &id, result)
+    }
+
+    async fn progress(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<GoalProgress>, StoreError> {
+        self.progress_unaudited(ctx, id)
+            .instrument(span(GOAL_KIND, "progress", ctx))
+            .await
+    }
+}

@@ -1,0 +1,926 @@
+//! Goals as records of the memory contract ([`GoalStore`]): the objectives
+//! people set for roles ([`Goal`], from `goals.yaml`), their decomposition
+//! into initiatives, each role's priorities of the day ([`Priorities`]),
+//! and the metric reports that move key results ([`MetricReport`]), so that
+//! several processes, the service and the console see the same goals.
+//!
+//! **Progress is deterministic.** A metric is a stream per tenant, role and
+//! metric name. Each report is numbered in that stream (`seq`, 1, 2, …) and
+//! carries the metric's value after it (`total`): an `add` report adds to
+//! the value, a `set` report replaces it. The store applies a report and
+//! numbers it atomically (a row lock on PostgreSQL, the store's lock in
+//! memory), so concurrent reports never lose an update, and replaying the
+//! reports in `seq` order gives the same value ([`MetricValue::apply`]).
+//! Before any `set`, a key result's current value is its baseline plus the
+//! sum of the `add`s; after one, the value set plus the later `add`s
+//! ([`MetricValue::current`]).
+//!
+//! **Governance.** Goals, priorities and reports are governed like every
+//! record (tenant, namespace, project, owner, clearance, audit, expiry for
+//! goals and priorities). A key result's value is an attribute of its goal:
+//! whoever may read the goal reads its progress ([`GoalStore::progress`]);
+//! reporting needs the `write` right in the namespace the report is placed
+//! in, and a report is never changed or moved between streams afterwards.
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{CallerContext, Page, RecordMeta, StoreError};
+use crate::{KeyResult, Objective};
+
+/// The kind name of goals (audit entries, errors, retention).
+pub const GOAL_KIND: &str = "goal";
+/// The kind name of a role's priorities of one day.
+pub const PRIORITIES_KIND: &str = "priorities";
+/// The kind name of metric reports.
+pub const METRIC_KIND: &str = "metric";
+
+/// The most goals one list returns.
+pub const MAX_GOAL_PAGE: usize = 1000;
+/// The most initiatives one objective decomposes into.
+pub const MAX_INITIATIVES: usize = 20;
+/// The most priorities a role holds for one day (the source design asks
+/// for the top 3).
+pub const MAX_PRIORITIES: usize = 10;
+/// The longest title of an initiative or a priority, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// The longest description or reason, in characters.
+pub const MAX_REASON_CHARS: usize = 4_000;
+
+/// An objective kept in the memory: the [`Objective`] people set, its
+/// version, and the initiatives it was decomposed into. Fields marked
+/// *store* are set by the store; values given are ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Goal {
+    /// Governance metadata: the owner is whoever put it (the runtime that
+    /// loads `goals.yaml` puts it as the owning role).
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// The objective; its id is the goal's id (unique in the tenant).
+    pub objective: Objective,
+    /// 1 when created, one more each time the objective changes (*store*).
+    #[serde(default)]
+    pub version: u32,
+    /// The objective's fingerprint ([`objective_fingerprint`]) (*store*).
+    #[serde(default)]
+    pub fingerprint: String,
+    /// The initiatives of its decomposition (*store*, through
+    /// [`GoalStore::decompose`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub initiatives: Vec<Initiative>,
+    /// The fingerprint of the objective the initiatives decompose (*store*):
+    /// when it differs from [`fingerprint`](Self::fingerprint) the
+    /// objective changed since and the initiatives are stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decomposed: Option<String>,
+}
+
+impl Goal {
+    /// The goal of `objective`, in the caller's namespace.
+    pub fn new(objective: Objective) -> Self {
+        Self {
+            meta: RecordMeta::default(),
+            objective,
+            version: 0,
+            fingerprint: String::new(),
+            initiatives: Vec::new(),
+            decomposed: None,
+        }
+    }
+
+    /// Put it in `namespace`.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.meta.namespace = namespace.into();
+        self
+    }
+
+    /// Its id: the objective's.
+    pub fn id(&self) -> &str {
+        &self.objective.id
+    }
+
+    /// The role that owns the objective.
+    pub fn role_id(&self) -> &str {
+        &self.objective.owner
+    }
+
+    /// Whether its initiatives decompose the objective as it is now.
+    pub fn is_decomposed(&self) -> bool {
+        self.decomposed.as_deref() == Some(self.fingerprint.as_str())
+    }
+
+    /// Reset the store-maintained fields of a goal about to be written the
+    /// first time (version 1, its fingerprint, no initiatives).
+    pub fn prepare_new(&mut self) {
+        self.version = 1;
+        self.fingerprint = objective_fingerprint(&self.objective);
+        self.initiatives.clear();
+        self.decomposed = None;
+    }
+
+    /// This goal with `objective` as its new version at `now`, or `None`
+    /// when the objective is unchanged (putting the same objective twice
+    /// changes nothing). The initiatives stay, stale until decomposed again.
+    pub fn revised(&self, objective: &Objective, now: DateTime<Utc>) -> Option<Self> {
+        let fingerprint = objective_fingerprint(objective);
+        if fingerprint == self.fingerprint {
+            return None;
+        }
+        let mut next = self.clone();
+        next.objective = objective.clone();
+        next.fingerprint = fingerprint;
+        next.version = self.version.saturating_add(1);
+        next.meta.updated_at = now;
+        Some(next)
+    }
+
+    /// `ctx` decomposes this goal, as it was at `fingerprint`, into
+    /// `initiatives` at `now`: `ctx` must be allowed to change the goal;
+    /// when the objective changed since `fingerprint`,
+    /// [`StoreError::Conflict`]; when it is decomposed at that fingerprint
+    /// already, `None` (the first decomposition stays: re-running one on an
+    /// unchanged objective adds nothing). What every backend runs under its
+    /// lock.
+    pub fn decompose_as(
+        &self,
+        ctx: &CallerContext,
+        fingerprint: &str,
+        initiatives: &[Initiative],
+        now: DateTime<Utc>,
+    ) -> Result<Option<Self>, StoreError> {
+        ctx.require_change(
+            &self.meta,
+            super::Change::Write,
+            format!("decompose goal {}", self.id()),
+        )?;
+        validate_initiatives(&self.objective, initiatives)?;
+        if fingerprint != self.fingerprint {
+            return Err(StoreError::conflict(format!(
+                "goal `{}` changed since (version {}): decompose the objective as it is now",
+                self.id(),
+                self.version
+            )));
+        }
+        if self.is_decomposed() {
+            return Ok(None);
+        }
+        let mut next = self.clone();
+        next.initiatives = initiatives.to_vec();
+        next.decomposed = Some(fingerprint.to_owned());
+        next.meta.updated_at = now;
+        Ok(Some(next))
+    }
+
+    /// `ctx` revises this goal to `objective` at `now`: `ctx` must be
+    /// allowed to change it; `None` when the objective is unchanged.
+    pub fn revise_as(
+        &self,
+        ctx: &CallerContext,
+        objective: &Objective,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Self>, StoreError> {
+        ctx.require_change(
+            &self.meta,
+            super::Change::Write,
+            format!("revise goal {}", self.id()),
+        )?;
+        Ok(self.revised(objective, now))
+    }
+
+    /// The `filters` of the audit entry of the change from `before`:
+    /// `revise` (with the versions) or `decompose` (with the initiatives'
+    /// count).
+    pub fn transition_detail(&self, before: &Self) -> serde_json::Value {
+        if self.version != before.version {
+            serde_json::json!({
+                "transition": "revise",
+                "from": before.version,
+                "to": self.version,
+            })
+        } else {
+            serde_json::json!({
+                "transition": "decompose",
+                "initiatives": self.initiatives.len(),
+            })
+        }
+    }
+}
+
+/// The fingerprint of an objective: the SHA-256 of its JSON, in hex (the
+/// first 16 bytes). Two objectives with the same fields have the same one.
+pub fn objective_fingerprint(objective: &Objective) -> String {
+    let json = serde_json::to_vec(objective).unwrap_or_default();
+    let digest = Sha256::digest(&json);
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One way to pursue an objective: what a decomposition produces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Initiative {
+    /// What to do, in a few words.
+    pub title: String,
+    /// How, and why it moves the key results.
+    #[serde(default)]
+    pub description: String,
+    /// The key results it moves (their ids in the objective).
+    #[serde(default)]
+    pub key_results: Vec<String>,
+}
+
+/// The checks of a decomposition of `objective`: 1 to [`MAX_INITIATIVES`]
+/// initiatives, each with a title of at most [`MAX_TITLE_CHARS`]
+/// characters, a bounded description, and key results of the objective.
+pub fn validate_initiatives(
+    objective: &Objective,
+    initiatives: &[Initiative],
+) -> Result<(), StoreError> {
+    if initiatives.is_empty() || initiatives.len() > MAX_INITIATIVES {
+        return Err(StoreError::invalid(
+            "initiatives",
+            format!("a decomposition has 1 to {MAX_INITIATIVES} initiatives"),
+        ));
+    }
+    for (i, initiative) in initiatives.iter().enumerate() {
+        let at = |field: &str| format!("initiatives[{i}].{field}");
+        check_title(&at("title"), &initiative.title)?;
+        check_reason(&at("description"), &initiative.description)?;
+        for kr in &initiative.key_results {
+            if !objective.key_results.iter().any(|k| &k.id == kr) {
+                return Err(StoreError::invalid(
+                    at("key_results"),
+                    format!("`{kr}` is not a key result of objective `{}`", objective.id),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_title(field: &str, title: &str) -> Result<(), StoreError> {
+    if title.trim().is_empty() {
+        return Err(StoreError::invalid(field, "must not be empty"));
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(StoreError::invalid(
+            field,
+            format!("longer than {MAX_TITLE_CHARS} characters"),
+        ));
+    }
+    super::check_text(field, title)
+}
+
+fn check_reason(field: &str, text: &str) -> Result<(), StoreError> {
+    if text.chars().count() > MAX_REASON_CHARS {
+        return Err(StoreError::invalid(
+            field,
+            format!("longer than {MAX_REASON_CHARS} characters"),
+        ));
+    }
+    super::check_text(field, text)
+}
+
+/// The checks of a goal about to be put: its objective has no problem
+/// ([`Objective::problems`], the first reported as `objective.<field>`);
+/// labels are bounded.
+pub fn validate_goal(goal: &Goal) -> Result<(), StoreError> {
+    if let Some((field, message)) = goal.objective.problems().into_iter().next() {
+        return Err(StoreError::invalid(format!("objective.{field}"), message));
+    }
+    super::validate_record_id(goal.id())?;
+    super::check_label("objective.owner", &goal.objective.owner)?;
+    check_title("objective.title", &goal.objective.title)?;
+    for (i, kr) in goal.objective.key_results.iter().enumerate() {
+        super::check_label(&format!("objective.key_results[{i}].unit"), &kr.unit)?;
+    }
+    super::check_meta(&goal.meta, "", "", &[])
+}
+
+/// Filters of [`GoalStore::list`]; results are in id order, a page at a
+/// time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalQuery {
+    /// Only the goals of this role.
+    pub role_id: Option<String>,
+    /// Only goals of these namespaces (empty: every namespace the caller
+    /// may read).
+    pub namespaces: Vec<String>,
+    /// Continue after the goal with this id (the last of a page).
+    pub after: Option<String>,
+    /// At most this many (default 100, at most [`MAX_GOAL_PAGE`]).
+    pub limit: usize,
+}
+
+impl Default for GoalQuery {
+    fn default() -> Self {
+        Self {
+            role_id: None,
+            namespaces: Vec::new(),
+            after: None,
+            limit: 100,
+        }
+    }
+}
+
+impl GoalQuery {
+    /// Every goal, 100 a page.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only those of `role_id`.
+    #[must_use]
+    pub fn role(mut self, role_id: impl Into<String>) -> Self {
+        self.role_id = Some(role_id.into());
+        self
+    }
+
+    /// At most `limit` a page.
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// The limit, checked: 1 to [`MAX_GOAL_PAGE`].
+    pub fn checked_limit(&self) -> Result<usize, StoreError> {
+        if self.limit == 0 || self.limit > MAX_GOAL_PAGE {
+            return Err(StoreError::invalid(
+                "limit",
+                format!("must be between 1 and {MAX_GOAL_PAGE}"),
+            ));
+        }
+        Ok(self.limit)
+    }
+
+    /// Whether `goal` (readable) matches the role filter and comes after
+    /// the cursor.
+    pub fn matches(&self, goal: &Goal) -> bool {
+        self.role_id.as_deref().is_none_or(|r| goal.role_id() == r)
+            && self.after.as_deref().is_none_or(|a| goal.id() > a)
+    }
+}
+
+/// The page of `goals` (in id order, one more than `limit` fetched to know
+/// whether another page follows; the cursor is the last id).
+pub fn goal_page(mut goals: Vec<Goal>, limit: usize) -> Page<Goal> {
+    let next_cursor = if goals.len() > limit {
+        goals.truncate(limit);
+        goals.last().map(|g| g.id().to_owned())
+    } else {
+        None
+    };
+    Page {
+        items: goals,
+        next_cursor,
+    }
+}
+
+/// One thing a role should do first today.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Priority {
+    /// What, in a few words.
+    pub title: String,
+    /// Why now (the goals, episodes and insights behind it).
+    #[serde(default)]
+    pub reason: String,
+    /// The goal it serves, when one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_id: Option<String>,
+}
+
+/// A role's priorities of one day, most important first: what the daily
+/// prioritization stores and the role's prompts show (`## Priorities`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Priorities {
+    /// `<role>:<day>` (*store*).
+    #[serde(default)]
+    pub id: String,
+    /// Governance metadata.
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// The role.
+    pub role_id: String,
+    /// The day they are for.
+    pub day: NaiveDate,
+    /// Most important first (1 to [`MAX_PRIORITIES`]).
+    pub items: Vec<Priority>,
+}
+
+impl Priorities {
+    /// The priorities of `role_id` on `day`.
+    pub fn new(role_id: impl Into<String>, day: NaiveDate, items: Vec<Priority>) -> Self {
+        let role_id = role_id.into();
+        Self {
+            id: Self::id_of(&role_id, day),
+            meta: RecordMeta::default(),
+            role_id,
+            day,
+            items,
+        }
+    }
+
+    /// The id of `role_id`'s priorities of `day`: one record per role and day.
+    pub fn id_of(role_id: &str, day: NaiveDate) -> String {
+        format!("{role_id}:{day}")
+    }
+
+    /// Put them in `namespace`.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.meta.namespace = namespace.into();
+        self
+    }
+}
+
+/// The checks of priorities about to be put (their id is set from the role
+/// and the day).
+pub fn validate_priorities(p: &Priorities) -> Result<(), StoreError> {
+    if p.role_id.trim().is_empty() {
+        return Err(StoreError::invalid("role_id", "must not be empty"));
+    }
+    super::check_label("role_id", &p.role_id)?;
+    super::validate_record_id(&p.id)?;
+    if p.items.is_empty() || p.items.len() > MAX_PRIORITIES {
+        return Err(StoreError::invalid(
+            "items",
+            format!("a day has 1 to {MAX_PRIORITIES} priorities"),
+        ));
+    }
+    for (i, item) in p.items.iter().enumerate() {
+        check_title(&format!("items[{i}].title"), &item.title)?;
+        check_reason(&format!("items[{i}].reason"), &item.reason)?;
+        super::check_opt_label(&format!("items[{i}].goal_id"), item.goal_id.as_deref())?;
+    }
+    super::check_meta(&p.meta, "", "", &[])
+}
+
+/// How a report moves its metric.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MetricMode {
+    /// Add the value (a deal closed: `+40000`).
+    #[default]
+    Add,
+    /// The metric is now the value (a count taken from elsewhere).
+    Set,
+}
+
+impl MetricMode {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Add => "add",
+            Self::Set => "set",
+        }
+    }
+
+    /// The mode named `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Add, Self::Set].into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+/// A report that moves a role's metric: from an episode whose node output
+/// named a metric, from a tool result, or from outside (a CRM webhook
+/// posting "closed $40k"). Fields marked *store* are set by the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct MetricReport {
+    /// Unique within the tenant: reporting twice with one id counts once
+    /// (the store generates one when empty; an episode's report uses the
+    /// episode's id and the metric).
+    #[serde(default)]
+    pub id: String,
+    /// Governance metadata: the owner is the reporter.
+    #[serde(flatten)]
+    pub meta: RecordMeta,
+    /// The role whose metric it is.
+    pub role_id: String,
+    /// The metric (a key result's `metric`).
+    pub metric: String,
+    /// The amount (added, or the new value).
+    pub value: f64,
+    /// `add` (default) or `set`.
+    #[serde(default)]
+    pub mode: MetricMode,
+    /// The episode that reported it, when one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode_id: Option<String>,
+    /// What happened, for people (`closed Acme, $40k`).
+    #[serde(default)]
+    pub note: String,
+    /// Its number in the metric's stream, from 1 (*store*).
+    #[serde(default)]
+    pub seq: u64,
+    /// The metric's value after it (*store*): see [`MetricValue`].
+    #[serde(default)]
+    pub total: f64,
+}
+
+impl MetricReport {
+    /// A report adding `value` to `role_id`'s `metric`.
+    pub fn add(role_id: impl Into<String>, metric: impl Into<String>, value: f64) -> Self {
+        Self {
+            id: String::new(),
+            meta: RecordMeta::default(),
+            role_id: role_id.into(),
+            metric: metric.into(),
+            value,
+            mode: MetricMode::Add,
+            episode_id: None,
+            note: String::new(),
+            seq: 0,
+            total: 0.0,
+        }
+    }
+
+    /// A report setting `role_id`'s `metric` to `value`.
+    pub fn set(role_id: impl Into<String>, metric: impl Into<String>, value: f64) -> Self {
+        Self {
+            mode: MetricMode::Set,
+            ..Self::add(role_id, metric, value)
+        }
+    }
+
+    /// Set the id (reporting twice with one id counts once).
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Say what happened.
+    #[must_use]
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.note = note.into();
+        self
+    }
+
+    /// Name the episode that reported it.
+    #[must_use]
+    pub fn episode(mut self, episode_id: impl Into<String>) -> Self {
+        self.episode_id = Some(episode_id.into());
+        self
+    }
+
+    /// Put it in `namespace`.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.meta.namespace = namespace.into();
+        self
+    }
+
+    /// Whether `other` reports the same thing (reporting twice with one id
+    /// returns the first when they do).
+    pub fn same_request(&self, other: &Self) -> bool {
+        self.role_id == other.role_id
+            && self.metric == other.metric
+            && self.value.to_bits() == other.value.to_bits()
+            && self.mode == other.mode
+            && self.episode_id == other.episode_id
+    }
+}
+
+/// The checks of a report about to be written: bounded labels, a finite
+/// value, a bounded note.
+pub fn validate_metric_report(r: &MetricReport) -> Result<(), StoreError> {
+    if !r.id.is_empty() {
+        super::validate_record_id(&r.id)?;
+    }
+    for (field, value) in [("role_id", &r.role_id), ("metric", &r.metric)] {
+        if value.trim().is_empty() {
+            return Err(StoreError::invalid(field, "must not be empty"));
+        }
+        super::check_label(field, value)?;
+    }
+    if !r.value.is_finite() {
+        return Err(StoreError::invalid("value", "must be a finite number"));
+    }
+    super::check_opt_label("episode_id", r.episode_id.as_deref())?;
+    check_reason("note", &r.note)?;
+    super::check_meta(&r.meta, "", "", &[])
+}
+
+/// A metric's value as its reports left it: the stream's state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct MetricValue {
+    /// The sum of the `add`s since the last `set`, plus that `set`'s value.
+    pub value: f64,
+    /// Whether a `set` report was made (then `value` is absolute; before,
+    /// it is relative to each key result's baseline).
+    pub set: bool,
+    /// How many reports (the last one's `seq`).
+    pub reports: u64,
+    /// When the last one was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl MetricValue {
+    /// The state after `report` (made at `at`): what the store writes as
+    /// the report's `seq` and `total`.
+    #[must_use]
+    pub fn apply(self, mode: MetricMode, value: f64, at: DateTime<Utc>) -> Self {
+        let (value, set) = match mode {
+            MetricMode::Add => (self.value + value, self.set),
+            MetricMode::Set => (value, true),
+        };
+        Self {
+            value,
+            set,
+            reports: self.reports + 1,
+            updated_at: Some(at),
+        }
+    }
+
+    /// The current value of a key result measured by this metric: its
+    /// baseline plus the `add`s until a `set`, then absolute.
+    pub fn current(&self, key_result: &KeyResult) -> f64 {
+        if self.set {
+            self.value
+        } else {
+            key_result.baseline + self.value
+        }
+    }
+}
+
+/// Where one key result stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct KeyResultProgress {
+    /// The key result.
+    pub key_result: KeyResult,
+    /// Its metric's current value ([`MetricValue::current`]).
+    pub current: f64,
+    /// How far towards the target, `0..=1` ([`KeyResult::progress`]).
+    pub progress: f64,
+    /// How many reports moved it.
+    pub reports: u64,
+    /// When the last one was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// Where a goal stands: each key result, and the mean of their progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct GoalProgress {
+    /// The goal.
+    pub goal: Goal,
+    /// Its key results, in the objective's order.
+    pub key_results: Vec<KeyResultProgress>,
+    /// The mean of their progress, `0..=1`.
+    pub progress: f64,
+}
+
+impl GoalProgress {
+    /// The progress of `goal` given its metrics' values (`value_of` answers
+    /// for a metric name; a metric never reported is at its baseline).
+    pub fn of(goal: Goal, value_of: impl Fn(&str) -> Option<MetricValue>) -> Self {
+        let key_results: Vec<KeyResultProgress> = goal
+            .objective
+            .key_results
+            .iter()
+            .map(|kr| {
+                let value = value_of(&kr.metric).unwrap_or_default();
+                let current = value.current(kr);
+                KeyResultProgress {
+                    key_result: kr.clone(),
+                    current,
+                    progress: kr.progress(current),
+                    reports: value.reports,
+                    updated_at: value.updated_at,
+                }
+            })
+            .collect();
+        let progress = if key_results.is_empty() {
+            0.0
+        } else {
+            key_results.iter().map(|k| k.progress).sum::<f64>() / key_results.len() as f64
+        };
+        Self {
+            goal,
+            key_results,
+            progress,
+        }
+    }
+}
+
+/// Goals, their decomposition, daily priorities and metric reports. Every
+/// backend enforces the caller-context rules of the module documentation
+/// of [`RecordStore`](crate::RecordStore) (tenant, namespace, project,
+/// owner) and audits every write.
+#[async_trait]
+pub trait GoalStore: Send + Sync {
+    /// Put an objective: create its goal in `ctx`'s namespace (or the one
+    /// it names, with the write right), or, when a goal with its id exists
+    /// and `ctx` may change it, revise it (a new version when the objective
+    /// changed; the same objective again changes nothing). A goal with the
+    /// id that `ctx` may not read is [`StoreError::Conflict`].
+    async fn put(&self, ctx: &CallerContext, goal: Goal) -> Result<Goal, StoreError>;
+
+    /// The goal `id`, when `ctx` may read it.
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Goal>, StoreError>;
+
+    /// Readable goals matching `query`, in id order, a page at a time.
+    async fn list(&self, ctx: &CallerContext, query: &GoalQuery) -> Result<Page<Goal>, StoreError>;
+
+    /// Store the decomposition of goal `id` as it was at `fingerprint`
+    /// (atomically, see [`Goal::decompose_as`]): the first decomposition
+    /// of an objective stays, so re-running one on an unchanged objective
+    /// returns the goal with its first initiatives.
+    async fn decompose(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        fingerprint: &str,
+        initiatives: Vec<Initiative>,
+    ) -> Result<Goal, StoreError>;
+
+    /// Put a role's priorities of a day (replacing that day's, when `ctx`
+    /// may change them).
+    async fn put_priorities(
+        &self,
+        ctx: &CallerContext,
+        priorities: Priorities,
+    ) -> Result<Priorities, StoreError>;
+
+    /// `role_id`'s latest readable priorities on or before `day`.
+    async fn priorities(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        day: NaiveDate,
+    ) -> Result<Option<Priorities>, StoreError>;
+
+    /// Report a metric (placed like a new record: the write right in its
+    /// namespace); returns the report with its `seq` and `total`. Atomic:
+    /// concurrent reports each count once. Reporting again with the id of
+    /// an existing report returns it when it reports the same thing, else
+    /// [`StoreError::Conflict`].
+    async fn report(
+        &self,
+        ctx: &CallerContext,
+        report: MetricReport,
+    ) -> Result<MetricReport, StoreError>;
+
+    /// Where the goal `id` stands, when `ctx` may read it: computed from
+    /// its metrics' values, no model involved.
+    async fn progress(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+    ) -> Result<Option<GoalProgress>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+    use proptest::prelude::*;
+
+    fn objective() -> Objective {
+        Objective {
+            id: "pipeline-q4".into(),
+            owner: "cro".into(),
+            title: "Pipeline $2M this quarter".into(),
+            due: NaiveDate::from_ymd_opt(2026, 12, 31).unwrap(),
+            key_results: vec![KeyResult {
+                id: "value".into(),
+                metric: "pipeline_usd".into(),
+                baseline: 0.0,
+                target: 2_000_000.0,
+                unit: "USD".into(),
+                due: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_goal_is_revised_only_when_its_objective_changes() {
+        let mut goal = Goal::new(objective());
+        goal.prepare_new();
+        let now = Utc::now();
+        assert_eq!(goal.version, 1);
+        assert!(goal.revised(&objective(), now).is_none());
+        let mut changed = objective();
+        changed.key_results[0].target = 3_000_000.0;
+        let next = goal.revised(&changed, now).unwrap();
+        assert_eq!(next.version, 2);
+        assert_ne!(next.fingerprint, goal.fingerprint);
+        assert_eq!(next.transition_detail(&goal)["transition"], "revise");
+    }
+
+    #[test]
+    fn a_decomposition_is_kept_once_per_objective() {
+        let ctx = CallerContext::agent("cro");
+        let mut goal = Goal::new(objective());
+        goal.prepare_new();
+        goal.meta.owner = ctx.owner_key();
+        let now = Utc::now();
+        let initiatives = vec![Initiative {
+            title: "Qualify inbound leads within a day".into(),
+            description: String::new(),
+            key_results: vec!["value".into()],
+        }];
+        let fp = goal.fingerprint.clone();
+        let done = goal
+            .decompose_as(&ctx, &fp, &initiatives, now)
+            .unwrap()
+            .unwrap();
+        assert!(done.is_decomposed());
+        assert_eq!(done.transition_detail(&goal)["transition"], "decompose");
+        assert!(
+            done.decompose_as(&ctx, &fp, &initiatives, now)
+                .unwrap()
+                .is_none()
+        );
+        assert!(matches!(
+            done.decompose_as(&ctx, "stale", &initiatives, now),
+            Err(StoreError::Conflict { .. })
+        ));
+        let bad = vec![Initiative {
+            key_results: vec!["nope".into()],
+            ..initiatives[0].clone()
+        }];
+        assert!(matches!(
+            goal.decompose_as(&ctx, &fp, &bad, now),
+            Err(StoreError::InvalidInput { .. })
+        ));
+        let other = CallerContext::agent("cmo");
+        assert!(goal.decompose_as(&other, &fp, &initiatives, now).is_err());
+    }
+
+    #[test]
+    fn metric_values_add_until_set() {
+        let kr = &objective().key_results[0];
+        let t = Utc::now();
+        let v = MetricValue::default()
+            .apply(MetricMode::Add, 40_000.0, t)
+            .apply(MetricMode::Add, 60_000.0, t + Duration::seconds(1));
+        assert_eq!((v.current(kr), v.reports), (100_000.0, 2));
+        let v = v
+            .apply(MetricMode::Set, 500_000.0, t)
+            .apply(MetricMode::Add, 1.0, t);
+        assert_eq!((v.current(kr), v.reports, v.set), (500_001.0, 4, true));
+        let progress = GoalProgress::of(Goal::new(objective()), |_| Some(v));
+        assert!((progress.progress - 0.2500005).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reports_and_priorities_are_checked() {
+        assert!(validate_metric_report(&MetricReport::add("cro", "pipeline_usd", 1.0)).is_ok());
+        assert!(validate_metric_report(&MetricReport::add("cro", "", 1.0)).is_err());
+        assert!(validate_metric_report(&MetricReport::add("cro", "m", f64::NAN)).is_err());
+        assert!(validate_metric_report(&MetricReport::add("cro", "m", 1.0).id("a/b")).is_err());
+        let day = NaiveDate::from_ymd_opt(2026, 11, 26).unwrap();
+        let item = Priority {
+            title: "Call Acme".into(),
+            reason: "largest open deal".into(),
+            goal_id: Some("pipeline-q4".into()),
+        };
+        let p = Priorities::new("cro", day, vec![item.clone()]);
+        assert_eq!(p.id, "cro:2026-11-26");
+        assert!(validate_priorities(&p).is_ok());
+        assert!(validate_priorities(&Priorities::new("cro", day, vec![])).is_err());
+        assert!(validate_priorities(&Priorities::new("cro", day, vec![item; 11])).is_err());
+    }
+
+    proptest! {
+        /// Replaying reports in order gives the value the store wrote: the
+        /// sum of adds since the last set (plus it), whatever the order of
+        /// modes.
+        #[test]
+        fn replaying_reports_is_deterministic(
+            reports in proptest::collection::vec((any::<bool>(), -1000i32..1000), 0..50)
+        ) {
+            let t = Utc::now();
+            let mut state = MetricValue::default();
+            for (set, v) in &reports {
+                let mode = if *set { MetricMode::Set } else { MetricMode::Add };
+                state = state.apply(mode, f64::from(*v), t);
+            }
+            let last_set = reports.iter().rposition(|(set, _)| *set);
+            let expected: f64 = match last_set {
+                Some(i) => reports[i..].iter().map(|(_, v)| f64::from(*v)).sum(),
+                None => reports.iter().map(|(_, v)| f64::from(*v)).sum(),
+            };
+            prop_assert_eq!(state.value, expected);
+            prop_assert_eq!(state.reports, reports.len() as u64);
+            prop_assert_eq!(state.set, last_set.is_some());
+        }
+    }
+}
