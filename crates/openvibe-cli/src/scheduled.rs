@@ -194,6 +194,15 @@ pub fn describe(fired: &Fired) -> String {
         } => format!(
             "reflected over {episodes} episode(s): {created} new insight(s), {strengthened} strengthened, {published} published"
         ),
+        Outcome::Prioritized(p) => format!(
+            "prioritized {}: {}",
+            p.day,
+            p.items
+                .iter()
+                .map(|i| i.title.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
         Outcome::Skipped => "skipped: its previous run is still going".to_owned(),
         Outcome::Failed(e) => format!("failed: {e}"),
         _ => "ended".to_owned(),

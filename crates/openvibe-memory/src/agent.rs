@@ -593,19 +593,7 @@ impl AgentMemory {
 /// Find the JSON list in a model's reflection output: the whole text, the
 /// first fenced block (```json or ```), or the outermost `[...]`.
 fn parse_reflection(text: &str) -> Result<Vec<Value>, MemoryError> {
-    let trimmed = text.trim();
-    let mut candidates: Vec<&str> = vec![trimmed];
-    if let Some(start) = trimmed.find("```") {
-        let after = &trimmed[start + 3..];
-        let body = after.find('\n').map_or(after, |nl| &after[nl + 1..]);
-        let body = body.find("```").map_or(body, |end| &body[..end]);
-        candidates.push(body.trim());
-    }
-    if let (Some(start), Some(end)) = (trimmed.find('['), trimmed.rfind(']'))
-        && start < end
-    {
-        candidates.push(&trimmed[start..=end]);
-    }
+    let candidates = openvibe_protocols::json_candidates(text);
     let mut reason = String::from("no JSON found");
     for candidate in candidates {
         match serde_json::from_str::<Value>(candidate) {
@@ -624,7 +612,7 @@ fn parse_reflection(text: &str) -> Result<Vec<Value>, MemoryError> {
     }
     Err(MemoryError::MalformedReflection {
         reason,
-        excerpt: truncate_chars(trimmed, 120).to_owned(),
+        excerpt: truncate_chars(text.trim(), 120).to_owned(),
     })
 }
 

@@ -235,7 +235,8 @@ impl PgGoalStore {
                 ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
                 columns(GOAL_COLS, "")
             ));
-        let mut tx = begin_replacing_expired(&self.pool, ctx, "goals", std::slice::from_ref(&id)).await?;
+        let mut tx =
+            begin_replacing_expired(&self.pool, ctx, "goals", std::slice::from_ref(&id)).await?;
         if let Some(created) = fetch_optional::<Goal>(&mut tx, sql).await? {
             tx.commit().await.map_err(store_error)?;
             return Ok(created);

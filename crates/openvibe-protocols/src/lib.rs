@@ -43,7 +43,7 @@ pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope
 pub use llm::{
     CallOrigin, ContentBlock, LlmError, LlmProvider, LlmRequest, LlmResponse, MODEL_ALIASES,
     Message, MessageContent, MessageRole, StopReason, ToolCall, ToolChoice, ToolDefinition,
-    resolve_model,
+    json_candidates, resolve_model,
 };
 pub use memory::*;
 pub use schedule::{

@@ -525,6 +525,35 @@ impl<T: LlmProvider + ?Sized> LlmProvider for Arc<T> {
     }
 }
 
+/// Where JSON may be in a model's answer, most likely first: the whole
+/// answer, the body of its first ```` ``` ```` fence, the span from its
+/// first `[` to its last `]`, and from its first `{` to its last `}`.
+/// What parsers of structured model output try in turn.
+///
+/// ```
+/// use openvibe_protocols::json_candidates;
+/// let answer = "Sure:\n```json\n[1, 2]\n```";
+/// assert!(json_candidates(answer).contains(&"[1, 2]"));
+/// ```
+pub fn json_candidates(text: &str) -> Vec<&str> {
+    let trimmed = text.trim();
+    let mut candidates: Vec<&str> = vec![trimmed];
+    if let Some(start) = trimmed.find("```") {
+        let after = &trimmed[start + 3..];
+        let body = after.find('\n').map_or(after, |nl| &after[nl + 1..]);
+        let body = body.find("```").map_or(body, |end| &body[..end]);
+        candidates.push(body.trim());
+    }
+    for (open, close) in [('[', ']'), ('{', '}')] {
+        if let (Some(start), Some(end)) = (trimmed.find(open), trimmed.rfind(close))
+            && start < end
+        {
+            candidates.push(&trimmed[start..=end]);
+        }
+    }
+    candidates
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,6 +140,44 @@ pub enum Error {
         #[source]
         source: openvibe_protocols::StoreError,
     },
+    /// The role has no goal store ([`Role::with_goals`](crate::Role::with_goals)).
+    #[error(
+        "role `{role}` has no goal store: give it one with Role::with_goals (a RoleRuntime with stores does)"
+    )]
+    NoGoals {
+        /// The role.
+        role: String,
+    },
+    /// The goal store refused or failed.
+    #[error("goal `{id}`: {source}")]
+    Goal {
+        /// The goal (or role, or report) concerned.
+        id: String,
+        /// The store's error.
+        #[source]
+        source: openvibe_protocols::StoreError,
+    },
+    /// The model's decomposition or prioritization is not what was asked
+    /// for (not a JSON list of items, or items that fail their checks):
+    /// nothing was stored.
+    #[error("the model's {what} of `{of}` is malformed: {message}")]
+    MalformedPlan {
+        /// `decomposition` or `prioritization`.
+        what: &'static str,
+        /// The goal or role.
+        of: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A role's LLM call (outside a workflow node) failed.
+    #[error("the LLM call of role `{role}` failed: {source}")]
+    Llm {
+        /// The role.
+        role: String,
+        /// The provider's error.
+        #[source]
+        source: openvibe_protocols::LlmError,
+    },
     /// The scheduler refused a trigger.
     #[error("scheduling role `{role}`: {source}")]
     Schedule {

@@ -23,6 +23,7 @@ mod decision;
 mod error;
 pub mod goals;
 mod proposals;
+mod pursuit;
 mod reflection;
 mod role;
 mod rules;
@@ -40,6 +41,10 @@ pub use decision::{
 };
 pub use error::Error;
 pub use proposals::{EXPIRE_BATCH, INTERRUPTED, Resumed};
+pub use pursuit::{
+    GOAL_MODEL, GoalSystem, PRIORITIES_REFRESH, PRIORITIZE_WORKFLOW, PRIORITY_EPISODES,
+    PRIORITY_INSIGHTS, Prioritization, TOP_PRIORITIES, priorities_section,
+};
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{
     DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Handled, Role, RoleAwareLlm, decision_episode,

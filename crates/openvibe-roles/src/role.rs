@@ -68,6 +68,7 @@ pub struct Role {
     assessor: Option<Arc<dyn ConfidenceAssessor>>,
     tools: Vec<Arc<dyn Tool>>,
     proposals: Option<Arc<dyn ProposalStore>>,
+    pub(crate) goals: Option<Arc<dyn openvibe_protocols::GoalStore>>,
     escalate_to: Option<String>,
 }
 
@@ -93,6 +94,7 @@ impl Role {
             assessor: None,
             tools: Vec::new(),
             proposals: None,
+            goals: None,
             escalate_to: None,
         }
     }
@@ -360,9 +362,16 @@ impl Role {
                 .map(|store| (store, self.proposal_context())),
         }));
         if let (Some(memory), Some(assembler)) = (&self.agent_memory, self.assembler()) {
-            ctx = ctx
-                .with_assembler(Arc::new(assembler))
-                .with_episode_sink(Arc::new(memory.clone()));
+            ctx = ctx.with_assembler(Arc::new(assembler));
+            ctx = match &self.goals {
+                Some(goals) => ctx.with_episode_sink(Arc::new(crate::pursuit::MetricSink {
+                    memory: memory.clone(),
+                    goals: goals.clone(),
+                    ctx: self.proposal_context(),
+                    role_id: self.role_id.clone(),
+                })),
+                None => ctx.with_episode_sink(Arc::new(memory.clone())),
+            };
         }
         Ok(operator.bind(ctx))
     }
@@ -650,8 +659,9 @@ pub fn decision_episode(decision: &Decision) -> Episode {
 }
 
 /// The LLM a role's operators talk to: it puts the soul before every system
-/// prompt and, for roles without agent memory, appends the role's V1
-/// memories under `## Relevant Memories`. For roles with agent memory it
+/// prompt, then, for roles with a goal store, their priorities of the day
+/// (`## Priorities`), and, for roles without agent memory, appends the
+/// role's V1 memories under `## Relevant Memories`. For roles with agent memory it
 /// logs every call, answered or failed, to the raw log (L1): request as
 /// sent, response, model, tokens, latency, stop reason and the node's
 /// origin, appended in the background ([`openvibe_memory::RawLogWriter`]).
@@ -661,6 +671,7 @@ pub struct RoleAwareLlm {
     memory: Option<Arc<dyn MemoryProvider>>,
     recall_limit: usize,
     raw_log: Option<AgentMemory>,
+    priorities: Option<crate::pursuit::PrioritySource>,
     inner: Arc<dyn LlmProvider>,
 }
 
@@ -680,6 +691,13 @@ impl RoleAwareLlm {
                 .agent_memory
                 .clone()
                 .filter(|m| m.raw_log().config().enabled),
+            priorities: role.goals.clone().map(|store| {
+                crate::pursuit::PrioritySource::new(
+                    store,
+                    role.proposal_context(),
+                    role.role_id.clone(),
+                )
+            }),
             inner,
         })
     }
@@ -695,6 +713,20 @@ impl LlmProvider for RoleAwareLlm {
             } else {
                 format!("{}\n\n{}", self.soul, request.system)
             };
+        }
+        if let Some(source) = &self.priorities {
+            let section = source.section().await.map_err(|e| {
+                LlmError::Other(format!(
+                    "reading the priorities of role `{}` failed: {e}",
+                    self.role_id
+                ))
+            })?;
+            if let Some(section) = section {
+                if !request.system.is_empty() {
+                    request.system.push_str("\n\n");
+                }
+                request.system.push_str(&section);
+            }
         }
         if let Some(memory) = &self.memory {
             // V1 memories are a role's short notes: all of them (newest

@@ -52,6 +52,10 @@ pub struct RoleRuntime {
     pub(crate) scheduler: Option<Arc<dyn ScheduleProvider>>,
     /// When roles with agent memory reflect (see [`Reflection`]).
     pub(crate) reflection: Option<Reflection>,
+    /// When roles with goals prioritize their day (see [`Prioritization`]).
+    pub(crate) prioritization: Option<crate::Prioritization>,
+    /// The objectives people set the roles (`goals.yaml`).
+    goals: crate::goals::GoalsFile,
     /// Where scheduled runs keep their checkpoints (see `with_checkpointer`).
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     roles: BTreeMap<String, Role>,
@@ -75,6 +79,8 @@ impl RoleRuntime {
             workspace: None,
             scheduler: None,
             reflection: None,
+            prioritization: None,
+            goals: crate::goals::GoalsFile::default(),
             checkpointer: None,
             roles: BTreeMap::new(),
             started: chrono::Utc::now(),
@@ -133,6 +139,17 @@ impl RoleRuntime {
         self
     }
 
+    /// Prioritize on a schedule: every role with a goal store asks the
+    /// model for its top priorities when `prioritization` comes due
+    /// (registered by [`start`](Self::start), run by
+    /// [`serve`](crate::RoleRuntime::serve) or a worker; see
+    /// [`GoalSystem::prioritize`](crate::GoalSystem::prioritize)).
+    #[must_use]
+    pub fn with_prioritization(mut self, prioritization: crate::Prioritization) -> Self {
+        self.prioritization = Some(prioritization);
+        self
+    }
+
     /// Make scheduled runs durable: each firing's run saves a checkpoint
     /// before its first node and after every node (under a run id made of
     /// its role, trigger and due time), and [`serve`](Self::serve) first
@@ -186,6 +203,11 @@ impl RoleRuntime {
         {
             role = role.with_proposals(stores.proposals.clone());
         }
+        if role.goal_store().is_none()
+            && let Some(stores) = self.gateway.stores()
+        {
+            role = role.with_goals(stores.goals.clone());
+        }
         self.roles.insert(id, role);
         Ok(self)
     }
@@ -196,14 +218,52 @@ impl RoleRuntime {
     /// built by `operators` (usually `OperatorRuntime::from_yaml` of the
     /// directory's `operators.yaml`, with the code's workflow factories
     /// registered).
+    ///
+    /// The directory's `goals.yaml`, when there is one, gives the roles
+    /// their objectives ([`with_goals`](Self::with_goals)), checked against
+    /// the roles declared.
     pub fn with_config_path(
         self,
         config_path: impl AsRef<std::path::Path>,
         operators: &OperatorRuntime,
     ) -> Result<Self, Error> {
-        crate::config::load_roles(config_path.as_ref(), operators)?
+        let config_path = config_path.as_ref();
+        let runtime = crate::config::load_roles(config_path, operators)?
             .into_iter()
-            .try_fold(self, Self::role)
+            .try_fold(self, Self::role)?;
+        let roles: Vec<&str> = runtime.roles.keys().map(String::as_str).collect();
+        let goals = crate::goals::load_goals(config_path, &roles)?;
+        Ok(runtime.with_goals(goals))
+    }
+
+    /// The objectives people set the roles (a `goals.yaml`): put in the
+    /// goal store by [`start`](Self::start) (or
+    /// [`sync_goals`](Self::sync_goals)), and the roles that own one
+    /// prioritize on the [prioritization](Self::with_prioritization)
+    /// schedule.
+    #[must_use]
+    pub fn with_goals(mut self, goals: crate::goals::GoalsFile) -> Self {
+        self.goals = goals;
+        self
+    }
+
+    /// The objectives of [`with_goals`](Self::with_goals).
+    pub fn goals_file(&self) -> &crate::goals::GoalsFile {
+        &self.goals
+    }
+
+    /// Put every role's objectives in its goal store (a changed objective
+    /// becomes a new version; see [`GoalSystem::sync`](crate::GoalSystem::sync));
+    /// returns how many goals were put. Roles without a goal store or
+    /// without objectives are left alone.
+    pub async fn sync_goals(&self) -> Result<usize, Error> {
+        let mut put = 0;
+        for role in self.roles.values() {
+            if role.goal_store().is_some() && self.goals.of(role.role_id()).next().is_some() {
+                put += role.goals()?.sync(&self.goals).await?.len();
+            }
+        }
+        Ok(put)
     }
 
     /// A role by id.
@@ -392,14 +452,18 @@ impl RoleRuntime {
         Ok(result?)
     }
 
-    /// Register every timed trigger (cron, interval) of every role's
-    /// operators with the scheduler, and the [reflection](Self::with_reflection)
-    /// of every role with agent memory; returns the schedule ids. Event,
+    /// Put the roles' objectives in the goal store ([`sync_goals`](Self::sync_goals)),
+    /// then register every timed trigger (cron, interval) of every role's
+    /// operators with the scheduler, the [reflection](Self::with_reflection)
+    /// of every role with agent memory, and the
+    /// [prioritization](Self::with_prioritization) of every role with
+    /// objectives; returns the schedule ids. Event,
     /// webhook and on-demand triggers are started by whoever receives them
     /// ([`activate`](Self::activate)). Fails without a scheduler; a trigger
     /// the scheduler refuses cancels what this call registered before it.
     pub async fn start(&self) -> Result<Vec<String>, Error> {
         let scheduler = self.scheduler.as_ref().ok_or(Error::NoScheduler)?;
+        self.sync_goals().await?;
         let mut ids = Vec::new();
         for (role, trigger) in self.scheduled_triggers() {
             match scheduler.schedule(role, &trigger).await {
@@ -438,6 +502,11 @@ impl RoleRuntime {
             }
             if let (Some(reflection), Some(_)) = (&self.reflection, role.agent_memory()) {
                 out.push((role.role_id(), reflection.trigger()));
+            }
+            if let (Some(prioritization), Some(_)) = (&self.prioritization, role.goal_store())
+                && self.goals.of(role.role_id()).next().is_some()
+            {
+                out.push((role.role_id(), prioritization.trigger()));
             }
         }
         out

@@ -31,6 +31,8 @@ pub enum Outcome {
         /// Facts published to the workspace.
         published: usize,
     },
+    /// A prioritization ran: the role's priorities of the day, stored.
+    Prioritized(openvibe_protocols::Priorities),
     /// The schedule's previous activation was still running, so this one
     /// was not started.
     Skipped,
@@ -130,7 +132,9 @@ pub struct ServeReport {
 impl ServeReport {
     fn count(&mut self, outcome: &Outcome) {
         match outcome {
-            Outcome::Completed(_) | Outcome::Reflected { .. } => self.completed += 1,
+            Outcome::Completed(_) | Outcome::Reflected { .. } | Outcome::Prioritized(_) => {
+                self.completed += 1;
+            }
             Outcome::Failed(_) => self.failed += 1,
             Outcome::Skipped => self.skipped += 1,
         }
@@ -272,6 +276,10 @@ impl RoleRuntime {
         let outcome = async {
             let result = if firing.trigger.workflow == REFLECTION_WORKFLOW {
                 self.reflect_role(&firing).await
+            } else if firing.trigger.workflow == crate::PRIORITIZE_WORKFLOW {
+                self.prioritize_role(&firing.role_id, firing.scheduled_at.date_naive())
+                    .await
+                    .map(Outcome::Prioritized)
             } else {
                 self.activate_firing(&firing).await.map(Outcome::Completed)
             };
@@ -306,6 +314,18 @@ impl RoleRuntime {
         self.reflect_and_publish(&firing.role_id, &firing.trigger)
             .await
             .map(Outcome::from)
+    }
+
+    /// What a firing of a [prioritization](Self::with_prioritization)
+    /// trigger does for `role_id`: ask the model for the role's top
+    /// priorities of `day` and store them
+    /// ([`GoalSystem::prioritize`](crate::GoalSystem::prioritize)).
+    pub async fn prioritize_role(
+        &self,
+        role_id: &str,
+        day: chrono::NaiveDate,
+    ) -> Result<openvibe_protocols::Priorities, Error> {
+        self.get_role(role_id)?.goals()?.prioritize("", day).await
     }
 
     /// What a firing of a [reflection](Self::with_reflection) trigger does

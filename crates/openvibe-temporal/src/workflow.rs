@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openvibe_operators::END;
-use openvibe_protocols::{Proposal, State, TriggerConfig};
-use openvibe_roles::{REFLECTION_WORKFLOW, ReflectionSummary, RoleRuntime};
+use openvibe_protocols::{Priorities, Proposal, State, TriggerConfig};
+use openvibe_roles::{PRIORITIZE_WORKFLOW, REFLECTION_WORKFLOW, ReflectionSummary, RoleRuntime};
 use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{activities, workflow, workflow_methods};
@@ -89,6 +89,8 @@ pub enum ActivationOutcome {
     },
     /// The role reflected and published.
     Reflected(ReflectionSummary),
+    /// The role set its priorities of the day.
+    Prioritized(Box<Priorities>),
 }
 
 /// One node to run: the activity's input.
@@ -107,6 +109,13 @@ pub(crate) struct NodeInput {
 pub(crate) struct ReflectInput {
     role_id: String,
     trigger: TriggerConfig,
+}
+
+/// The prioritization to run (for the day the activity runs): the
+/// activity's input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct PrioritizeInput {
+    role_id: String,
 }
 
 /// Runs [`Activation`]s: sequences one activity per node.
@@ -142,6 +151,18 @@ impl ActivationWorkflow {
                 )
                 .await?;
             return Ok(ActivationOutcome::Reflected(summary));
+        }
+        if activation.trigger.workflow == PRIORITIZE_WORKFLOW {
+            let priorities = ctx
+                .execute_activity(
+                    RoleActivities::prioritize,
+                    PrioritizeInput {
+                        role_id: activation.role_id.clone(),
+                    },
+                    options,
+                )
+                .await?;
+            return Ok(ActivationOutcome::Prioritized(Box::new(priorities)));
         }
         let (operator_id, mut state) = openvibe_roles::trigger_target(&activation.trigger)
             .map(|(operator, state)| (operator.to_owned(), state))
@@ -279,6 +300,34 @@ impl RoleActivities {
             });
         }
         Ok(step)
+    }
+
+    /// Ask the model for the role's priorities of the day and store them.
+    #[activity(name = "openvibe.prioritize")]
+    pub(crate) async fn prioritize(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: PrioritizeInput,
+    ) -> Result<Priorities, ActivityError> {
+        let started = std::time::Instant::now();
+        let attempt = ctx.info().attempt;
+        let priorities = self
+            .runtime
+            .prioritize_role(&input.role_id, chrono::Utc::now().date_naive())
+            .await
+            .map_err(activity_error)?;
+        if let Some(observe) = &self.observer {
+            observe(&NodeRan {
+                role_id: input.role_id,
+                operator_id: String::new(),
+                workflow_id: PRIORITIZE_WORKFLOW.into(),
+                node: "prioritize".into(),
+                next: END.into(),
+                attempt,
+                took: started.elapsed(),
+            });
+        }
+        Ok(priorities)
     }
 
     /// Reflect on the role's episodes and publish what is confident enough.

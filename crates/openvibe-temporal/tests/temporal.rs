@@ -290,6 +290,62 @@ async fn the_reflection_schedule_reflects_and_publishes_on_a_worker() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prioritization_schedule_sets_the_day_on_a_worker() {
+    let Some(url) = url() else { return };
+    let config = config(&url, "prioritize");
+    let role_id = format!("cro{}", std::process::id());
+    let scheduler = Arc::new(TemporalScheduler::connect(config.clone()).await.unwrap());
+    let llm = Arc::new(ScriptedLlm::always(LlmResponse::text(
+        r#"[{"title": "Call Acme", "reason": "largest deal", "goal_id": "pipeline"}]"#,
+    )));
+    let stores = openvibe_memory::in_memory_stores();
+    let goals = openvibe_roles::goals::parse_goals(
+        &format!(
+            "objectives:\n  - id: pipeline\n    owner: {role_id}\n    title: Pipeline $2M\n    \
+             due: 2026-12-31\n    key_results:\n      - {{ id: value, metric: pipeline_usd, target: 2000000 }}\n"
+        ),
+        Path::new("goals.yaml"),
+        None,
+    )
+    .unwrap();
+    let runtime = Arc::new(
+        RoleRuntime::new(llm.clone())
+            .with_stores(stores.clone())
+            .with_scheduler(scheduler.clone())
+            .with_prioritization(openvibe_roles::Prioritization::daily())
+            .role(qualifying_role(&role_id, vec![]))
+            .unwrap()
+            .with_goals(goals),
+    );
+    let ids = runtime.start().await.unwrap();
+    assert_eq!(ids.len(), 1, "the daily prioritization");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let worker = TemporalWorker::new(runtime.clone(), config).on_node(move |ran: &NodeRan| {
+        let _ = tx.send(ran.clone());
+    });
+    let ran = with_worker(worker, async {
+        scheduler.trigger_now(&ids[0]).await.unwrap();
+        wait_for("prioritization", &mut rx).await
+    })
+    .await;
+    scheduler.cancel(&ids[0]).await.unwrap();
+    assert_eq!(
+        (ran.workflow_id.as_str(), ran.node.as_str()),
+        ("openvibe.prioritize", "prioritize")
+    );
+    let role = runtime.get_role(&role_id).unwrap();
+    let stored = role
+        .goals()
+        .unwrap()
+        .priorities(chrono::Utc::now().date_naive())
+        .await
+        .unwrap()
+        .expect("the worker stored the day's priorities");
+    assert_eq!(stored.items[0].title, "Call Acme");
+    assert_eq!(stored.items[0].goal_id.as_deref(), Some("pipeline"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_workflow_fails_the_run_at_once_with_the_reason() {
     let Some(url) = url() else { return };
     let config = config(&url, "unknown");

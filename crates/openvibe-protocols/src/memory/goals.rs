@@ -593,6 +593,59 @@ impl MetricReport {
     }
 }
 
+/// A metric a node's output reports: its `metric` field (one object, or a
+/// list of them), e.g. `{"qualified": true, "metric": {"name":
+/// "pipeline_usd", "value": 40000}}`. The role records it as a
+/// [`MetricReport`] of its own metric, linked to the node's episode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MetricOutput {
+    /// The metric (a key result's `metric`).
+    pub name: String,
+    /// The amount.
+    pub value: f64,
+    /// `add` (default) or `set`.
+    #[serde(default)]
+    pub mode: MetricMode,
+    /// What happened.
+    #[serde(default)]
+    pub note: String,
+}
+
+impl MetricOutput {
+    /// The metrics `output` reports in its `metric` field (none when it has
+    /// no such field or is not an object); a `metric` field that is neither
+    /// a metric nor a list of them is [`StoreError::InvalidInput`].
+    pub fn all_in(output: &serde_json::Value) -> Result<Vec<Self>, StoreError> {
+        let Some(field) = output.get("metric") else {
+            return Ok(Vec::new());
+        };
+        let parsed = match field {
+            serde_json::Value::Array(_) => serde_json::from_value::<Vec<Self>>(field.clone()),
+            _ => serde_json::from_value::<Self>(field.clone()).map(|m| vec![m]),
+        };
+        parsed.map_err(|e| {
+            StoreError::invalid(
+                "metric",
+                format!("a node's `metric` is {{\"name\", \"value\", \"mode\"?, \"note\"?}} or a list of them: {e}"),
+            )
+        })
+    }
+
+    /// The report of this metric of `role_id`, recorded by episode
+    /// `episode_id` (its id `<episode>:<metric>`: recording the episode's
+    /// metrics again counts them once).
+    pub fn report(&self, role_id: &str, episode_id: &str) -> MetricReport {
+        let mut report = MetricReport::add(role_id, self.name.clone(), self.value)
+            .id(format!("{episode_id}:{}", self.name))
+            .episode(episode_id)
+            .note(self.note.clone());
+        report.mode = self.mode;
+        report
+    }
+}
+
 /// The checks of a report about to be written: bounded labels, a finite
 /// value, a bounded note.
 pub fn validate_metric_report(r: &MetricReport) -> Result<(), StoreError> {
@@ -897,6 +950,34 @@ mod tests {
         assert!(validate_priorities(&p).is_ok());
         assert!(validate_priorities(&Priorities::new("cro", day, vec![])).is_err());
         assert!(validate_priorities(&Priorities::new("cro", day, vec![item; 11])).is_err());
+    }
+
+    #[test]
+    fn node_outputs_report_metrics() {
+        let none = MetricOutput::all_in(&serde_json::json!({"qualified": true})).unwrap();
+        assert!(none.is_empty());
+        let one = MetricOutput::all_in(&serde_json::json!({
+            "metric": {"name": "pipeline_usd", "value": 40000}
+        }))
+        .unwrap();
+        let report = one[0].report("cro", "ep_1");
+        assert_eq!(
+            (report.id.as_str(), report.value, report.mode),
+            ("ep_1:pipeline_usd", 40000.0, MetricMode::Add)
+        );
+        assert_eq!(report.episode_id.as_deref(), Some("ep_1"));
+        let two = MetricOutput::all_in(&serde_json::json!({"metric": [
+            {"name": "a", "value": 1}, {"name": "b", "value": 2, "mode": "set"}
+        ]}))
+        .unwrap();
+        assert_eq!(two[1].mode, MetricMode::Set);
+        for bad in [
+            serde_json::json!({"metric": 3}),
+            serde_json::json!({"metric": {"name": "a"}}),
+            serde_json::json!({"metric": {"name": "a", "value": 1, "extra": 1}}),
+        ] {
+            assert!(MetricOutput::all_in(&bad).is_err(), "{bad}");
+        }
     }
 
     proptest! {

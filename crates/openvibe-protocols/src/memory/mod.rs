@@ -53,8 +53,8 @@ pub use error::{ErrorSource, StoreError};
 pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
     MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_TITLE_CHARS, METRIC_KIND,
-    MetricMode, MetricReport, MetricValue, PRIORITIES_KIND, Priorities, Priority, goal_page,
-    objective_fingerprint, validate_goal, validate_initiatives, validate_metric_report,
+    MetricMode, MetricOutput, MetricReport, MetricValue, PRIORITIES_KIND, Priorities, Priority,
+    goal_page, objective_fingerprint, validate_goal, validate_initiatives, validate_metric_report,
     validate_priorities,
 };
 pub use governance::{

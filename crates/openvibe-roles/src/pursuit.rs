@@ -1,0 +1,589 @@
+//! [`GoalSystem`]: what a role does with the goals people set it (seed 001,
+//! V3: "goal decomposition (LLM-driven); daily prioritization (LLM:
+//! context + OKRs → top 3); progress tracking (episodes roll up to OKR
+//! metrics); `role.goals.prioritize(context) -> list[Priority]`").
+//!
+//! - [`GoalSystem::sync`] puts the role's objectives of `goals.yaml` in the
+//!   goal store (a changed objective becomes a new version);
+//! - [`GoalSystem::decompose`] asks the model for an objective's
+//!   initiatives once per version of it (re-running it on an unchanged
+//!   objective calls no model and adds nothing);
+//! - [`GoalSystem::prioritize`] asks the model for today's top
+//!   [`TOP_PRIORITIES`] given the goals and where they stand, the role's
+//!   recent episodes and insights, and stores them: the role's prompts show
+//!   them under `## Priorities` ([`RoleAwareLlm`](crate::RoleAwareLlm));
+//!   the [`Prioritization`] schedule runs it every day;
+//! - a node whose output has a `metric` field reports it
+//!   ([`MetricOutput`]): the goal store rolls reports up into progress,
+//!   deterministically ([`GoalSystem::progress`]).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::NaiveDate;
+use openvibe_memory::AgentMemory;
+use openvibe_protocols::{
+    CallerContext, Episode, EpisodeQuery, EpisodeSink, Goal, GoalProgress, GoalQuery, GoalStore,
+    Initiative, InsightQuery, LlmProvider, LlmRequest, MetricOutput, MetricReport, Priorities,
+    Priority, StoreError, TriggerConfig, TriggerKind, json_candidates,
+};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::goals::GoalsFile;
+use crate::{Error, Role};
+
+/// The workflow name a prioritization trigger carries: a firing of it runs
+/// [`GoalSystem::prioritize`] for its role instead of a workflow.
+pub const PRIORITIZE_WORKFLOW: &str = "openvibe.prioritize";
+
+/// How many priorities a day holds (the source design's "top 3").
+pub const TOP_PRIORITIES: usize = 3;
+
+/// The model decomposition and prioritization ask by default.
+pub const GOAL_MODEL: &str = "claude-sonnet";
+
+/// Recent episodes a prioritization shows the model.
+pub const PRIORITY_EPISODES: usize = 20;
+
+/// Insights a prioritization shows the model.
+pub const PRIORITY_INSIGHTS: usize = 10;
+
+/// How long a role's prompts reuse the priorities they read (the store is
+/// read at most this often per bound operator).
+pub const PRIORITIES_REFRESH: Duration = Duration::from_secs(60);
+
+/// When roles with goals prioritize their day.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Prioritization {
+    /// `Cron` or `Interval`.
+    pub kind: TriggerKind,
+    /// The cron expression or the period.
+    pub schedule: String,
+}
+
+impl Prioritization {
+    /// Every day at 06:00 UTC.
+    pub fn daily() -> Self {
+        Self::cron("0 6 * * *")
+    }
+
+    /// On a cron expression (`CRON_TZ=Europe/Berlin 0 7 * * 1-5` for a zone).
+    pub fn cron(expression: impl Into<String>) -> Self {
+        Self {
+            kind: TriggerKind::Cron,
+            schedule: expression.into(),
+        }
+    }
+
+    /// Every `period` (`12h`).
+    pub fn every(period: impl Into<String>) -> Self {
+        Self {
+            kind: TriggerKind::Interval,
+            schedule: period.into(),
+        }
+    }
+
+    /// The trigger registered for each role with goals.
+    pub fn trigger(&self) -> TriggerConfig {
+        TriggerConfig {
+            id: "prioritization".into(),
+            kind: self.kind,
+            schedule: Some(self.schedule.clone()),
+            workflow: PRIORITIZE_WORKFLOW.into(),
+            operator_id: None,
+            input: Value::Object(serde_json::Map::new()),
+        }
+    }
+}
+
+impl Default for Prioritization {
+    fn default() -> Self {
+        Self::daily()
+    }
+}
+
+fn goal_error(id: &str) -> impl FnOnce(StoreError) -> Error + '_ {
+    move |source| Error::Goal {
+        id: id.to_owned(),
+        source,
+    }
+}
+
+/// A role's goals: its objectives in the goal store, their decomposition,
+/// its daily priorities and its progress ([`Role::goals`]).
+pub struct GoalSystem<'r> {
+    role: &'r Role,
+    store: Arc<dyn GoalStore>,
+    ctx: CallerContext,
+    model: String,
+}
+
+impl Role {
+    /// Keep the role's goals, priorities and metric reports in `store`: its
+    /// prompts then show its priorities of the day (`## Priorities`), and
+    /// its nodes' `metric` outputs are reported ([`Role::goals`]).
+    #[must_use]
+    pub fn with_goals(mut self, store: Arc<dyn GoalStore>) -> Self {
+        self.goals = Some(store);
+        self
+    }
+
+    /// Where the role keeps its goals, when it has a store.
+    pub fn goal_store(&self) -> Option<&Arc<dyn GoalStore>> {
+        self.goals.as_ref()
+    }
+
+    /// The role's goal system, over its goal store, as the role (its
+    /// [caller context](Role::proposal_context)).
+    pub fn goals(&self) -> Result<GoalSystem<'_>, Error> {
+        let store = self.goals.clone().ok_or_else(|| Error::NoGoals {
+            role: self.role_id().to_owned(),
+        })?;
+        Ok(GoalSystem {
+            role: self,
+            store,
+            ctx: self.proposal_context(),
+            model: GOAL_MODEL.to_owned(),
+        })
+    }
+}
+
+impl GoalSystem<'_> {
+    /// Ask `model` instead of [`GOAL_MODEL`].
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Put the role's objectives of `file` in the store: a new objective is
+    /// version 1, a changed one a new version, an unchanged one stays.
+    pub async fn sync(&self, file: &GoalsFile) -> Result<Vec<Goal>, Error> {
+        let mut out = Vec::new();
+        for objective in file.of(self.role.role_id()) {
+            let goal = self
+                .store
+                .put(&self.ctx, Goal::new(objective.clone()))
+                .await
+                .map_err(goal_error(&objective.id))?;
+            out.push(goal);
+        }
+        Ok(out)
+    }
+
+    /// The role's goals the store holds, in id order.
+    pub async fn list(&self) -> Result<Vec<Goal>, Error> {
+        let mut query = GoalQuery::new().role(self.role.role_id());
+        let mut out = Vec::new();
+        loop {
+            let page = self
+                .store
+                .list(&self.ctx, &query)
+                .await
+                .map_err(goal_error(self.role.role_id()))?;
+            out.extend(page.items);
+            match page.next_cursor {
+                Some(cursor) => query.after = Some(cursor),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Where each of the role's goals stands.
+    pub async fn progress(&self) -> Result<Vec<GoalProgress>, Error> {
+        let mut out = Vec::new();
+        for goal in self.list().await? {
+            if let Some(p) = self
+                .store
+                .progress(&self.ctx, goal.id())
+                .await
+                .map_err(goal_error(goal.id()))?
+            {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Report a metric of the role (see [`GoalStore::report`]).
+    pub async fn report(&self, report: MetricReport) -> Result<MetricReport, Error> {
+        let id = report.id.clone();
+        self.store
+            .report(&self.ctx, report)
+            .await
+            .map_err(goal_error(&id))
+    }
+
+    /// The request that asks the model to decompose `goal`'s objective.
+    pub fn decomposition_request(&self, goal: &Goal) -> LlmRequest {
+        let objective = &goal.objective;
+        let mut user = format!(
+            "Objective `{}`: {} (due {}).\nKey results:\n",
+            objective.id, objective.title, objective.due
+        );
+        for kr in &objective.key_results {
+            user.push_str(&format!(
+                "- `{}`: {} from {} to {} {} by {}\n",
+                kr.id,
+                kr.metric,
+                kr.baseline,
+                kr.target,
+                kr.unit,
+                kr.due_by(objective)
+            ));
+        }
+        user.push_str("\nWhich initiatives will achieve it?");
+        LlmRequest::new(self.model.clone(), user)
+            .system(format!(
+                "You decompose an objective of role `{}` into 2 to 5 initiatives: concrete lines \
+                 of work that move its key results. Answer with a JSON array only:\n\
+                 [{{\"title\": \"...\", \"description\": \"...\", \"key_results\": [\"<key result id>\"]}}]",
+                self.role.role_id()
+            ))
+            .temperature(0.2)
+    }
+
+    /// Decompose goal `id` into initiatives with the model, once per
+    /// version of its objective: when the goal is decomposed at its
+    /// current version already, the model is not called and the stored
+    /// initiatives are returned; when two processes decompose it at once,
+    /// the first stored decomposition stays. Output that is not a list of
+    /// initiatives naming the objective's key results is
+    /// [`Error::MalformedPlan`] and nothing is stored.
+    pub async fn decompose(&self, id: &str) -> Result<Goal, Error> {
+        let goal = self
+            .store
+            .get(&self.ctx, id)
+            .await
+            .map_err(goal_error(id))?
+            .ok_or_else(|| Error::Goal {
+                id: id.to_owned(),
+                source: StoreError::NotFound {
+                    kind: openvibe_protocols::GOAL_KIND,
+                    id: id.to_owned(),
+                },
+            })?;
+        if goal.is_decomposed() {
+            return Ok(goal);
+        }
+        let request = self.decomposition_request(&goal);
+        let answer = self.ask(&request, "decompose").await?;
+        let initiatives = parse_items::<Initiative>(&answer, "initiatives").map_err(|message| {
+            Error::MalformedPlan {
+                what: "decomposition",
+                of: id.to_owned(),
+                message,
+            }
+        })?;
+        openvibe_protocols::validate_initiatives(&goal.objective, &initiatives).map_err(|e| {
+            Error::MalformedPlan {
+                what: "decomposition",
+                of: id.to_owned(),
+                message: e.to_string(),
+            }
+        })?;
+        self.store
+            .decompose(&self.ctx, id, &goal.fingerprint, initiatives)
+            .await
+            .map_err(goal_error(id))
+    }
+
+    /// The request that asks the model for `day`'s priorities, given where
+    /// the goals stand, the role's recent episodes and insights, and
+    /// `context` (what the caller knows of the day; may be empty).
+    pub fn prioritization_request(
+        &self,
+        goals: &[GoalProgress],
+        episodes: &[Episode],
+        insights: &[openvibe_protocols::Insight],
+        context: &str,
+        day: NaiveDate,
+    ) -> LlmRequest {
+        let mut user = format!("Today is {day}.\n\n## Goals\n");
+        if goals.is_empty() {
+            user.push_str("(none)\n");
+        }
+        for g in goals {
+            let o = &g.goal.objective;
+            user.push_str(&format!(
+                "- `{}` {} (due {}): {:.0}% done\n",
+                o.id,
+                o.title,
+                o.due,
+                g.progress * 100.0
+            ));
+            for kr in &g.key_results {
+                user.push_str(&format!(
+                    "  - {}: {} of {} {} ({:.0}%)\n",
+                    kr.key_result.metric,
+                    kr.current,
+                    kr.key_result.target,
+                    kr.key_result.unit,
+                    kr.progress * 100.0
+                ));
+            }
+            for initiative in &g.goal.initiatives {
+                user.push_str(&format!("  - initiative: {}\n", initiative.title));
+            }
+        }
+        user.push_str("\n## Recent Activity\n");
+        if episodes.is_empty() {
+            user.push_str("(none)\n");
+        }
+        for e in episodes {
+            user.push_str(&format!("- {}: {}\n", e.action, e.output_summary));
+        }
+        user.push_str("\n## Insights\n");
+        if insights.is_empty() {
+            user.push_str("(none)\n");
+        }
+        for i in insights {
+            user.push_str(&format!(
+                "- {} (confidence {:.2})\n",
+                i.content, i.confidence
+            ));
+        }
+        if !context.trim().is_empty() {
+            user.push_str(&format!("\n## Context\n{}\n", context.trim()));
+        }
+        user.push_str(&format!(
+            "\nWhat are the {TOP_PRIORITIES} most important things to do today?"
+        ));
+        LlmRequest::new(self.model.clone(), user)
+            .system(format!(
+                "You set the daily priorities of role `{}`: the {TOP_PRIORITIES} things that move \
+                 its goals most today, most important first. Answer with a JSON array only:\n\
+                 [{{\"title\": \"...\", \"reason\": \"...\", \"goal_id\": \"<goal id or null>\"}}]",
+                self.role.role_id()
+            ))
+            .temperature(0.2)
+    }
+
+    /// Ask the model for `day`'s top [`TOP_PRIORITIES`] priorities (seed
+    /// 001: `role.goals.prioritize(context)`) and store them as the role's
+    /// priorities of that day (replacing that day's). Output that is not a
+    /// list of priorities is [`Error::MalformedPlan`] and nothing is
+    /// stored; more than [`TOP_PRIORITIES`] are cut to the first ones.
+    pub async fn prioritize(&self, context: &str, day: NaiveDate) -> Result<Priorities, Error> {
+        let goals = self.progress().await?;
+        let (episodes, insights) = match self.role.agent_memory() {
+            Some(memory) => recent(memory).await?,
+            None => (Vec::new(), Vec::new()),
+        };
+        let request = self.prioritization_request(&goals, &episodes, &insights, context, day);
+        let answer = self.ask(&request, "prioritize").await?;
+        let role_id = self.role.role_id();
+        let mut items = parse_items::<Priority>(&answer, "priorities").map_err(|message| {
+            Error::MalformedPlan {
+                what: "prioritization",
+                of: role_id.to_owned(),
+                message,
+            }
+        })?;
+        items.truncate(TOP_PRIORITIES);
+        // A goal the model names that the role does not have is dropped
+        // from the priority, not trusted.
+        for item in &mut items {
+            if item
+                .goal_id
+                .as_deref()
+                .is_some_and(|g| !goals.iter().any(|p| p.goal.id() == g))
+            {
+                item.goal_id = None;
+            }
+        }
+        let priorities = Priorities::new(role_id, day, items);
+        openvibe_protocols::validate_priorities(&priorities).map_err(|e| Error::MalformedPlan {
+            what: "prioritization",
+            of: role_id.to_owned(),
+            message: e.to_string(),
+        })?;
+        self.store
+            .put_priorities(&self.ctx, priorities)
+            .await
+            .map_err(goal_error(role_id))
+    }
+
+    /// The role's latest priorities on or before `day`.
+    pub async fn priorities(&self, day: NaiveDate) -> Result<Option<Priorities>, Error> {
+        self.store
+            .priorities(&self.ctx, self.role.role_id(), day)
+            .await
+            .map_err(goal_error(self.role.role_id()))
+    }
+
+    /// The model's answer to `request`, through the role's LLM (soul
+    /// injected, the call in its raw log).
+    async fn ask(&self, request: &LlmRequest, purpose: &'static str) -> Result<String, Error> {
+        let llm = self.role.llm()?;
+        let span = tracing::info_span!(
+            "llm_call",
+            purpose,
+            role = %self.role.role_id(),
+            model = %request.model,
+        );
+        let response = llm
+            .call(request)
+            .instrument(span)
+            .await
+            .map_err(|source| Error::Llm {
+                role: self.role.role_id().to_owned(),
+                source,
+            })?;
+        Ok(response.content)
+    }
+}
+
+/// The role's recent episodes and active insights.
+async fn recent(
+    memory: &AgentMemory,
+) -> Result<(Vec<Episode>, Vec<openvibe_protocols::Insight>), Error> {
+    let episodes = memory
+        .recall_episodes(EpisodeQuery::new().limit(PRIORITY_EPISODES))
+        .await?;
+    let insights = memory
+        .recall_insights(InsightQuery::new().limit(PRIORITY_INSIGHTS))
+        .await?;
+    Ok((episodes, insights))
+}
+
+/// The items of a model's JSON answer: a list, or an object holding the
+/// list under `key`; each item read as `T` (unknown fields left aside).
+fn parse_items<T: serde::de::DeserializeOwned>(answer: &str, key: &str) -> Result<Vec<T>, String> {
+    let mut reason = String::from("no JSON found");
+    for candidate in json_candidates(answer) {
+        let items = match serde_json::from_str::<Value>(candidate) {
+            Ok(Value::Array(items)) => items,
+            Ok(Value::Object(mut map)) => match map.remove(key) {
+                Some(Value::Array(items)) => items,
+                _ => {
+                    reason = format!("a JSON object without a `{key}` list");
+                    continue;
+                }
+            },
+            Ok(_) => {
+                reason = "JSON that is not a list".to_owned();
+                continue;
+            }
+            Err(e) => {
+                if reason == "no JSON found" {
+                    reason = e.to_string();
+                }
+                continue;
+            }
+        };
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let item = match item {
+                    Value::Object(mut map) => {
+                        map.retain(|k, v| known_field(k) && !v.is_null());
+                        Value::Object(map)
+                    }
+                    other => other,
+                };
+                serde_json::from_value(item).map_err(|e| format!("item {i}: {e}"))
+            })
+            .collect();
+    }
+    Err(reason)
+}
+
+/// The fields of initiatives and priorities (a model's extra fields are
+/// left aside).
+fn known_field(key: &str) -> bool {
+    matches!(
+        key,
+        "title" | "description" | "key_results" | "reason" | "goal_id"
+    )
+}
+
+/// The episode sink of a role with goals: records each episode in the
+/// role's agent memory, then reports the metrics its node's output names
+/// ([`MetricOutput`]) as the role's, with ids from the episode, so a
+/// replayed node counts them once.
+pub(crate) struct MetricSink {
+    pub(crate) memory: AgentMemory,
+    pub(crate) goals: Arc<dyn GoalStore>,
+    pub(crate) ctx: CallerContext,
+    pub(crate) role_id: String,
+}
+
+#[async_trait]
+impl EpisodeSink for MetricSink {
+    async fn record(&self, episode: Episode) -> Result<(), StoreError> {
+        let metrics = episode
+            .outcome
+            .get("value")
+            .map(MetricOutput::all_in)
+            .transpose()?
+            .unwrap_or_default();
+        let recorded = self.memory.record_episode(episode).await?;
+        for metric in metrics {
+            self.goals
+                .report(&self.ctx, metric.report(&self.role_id, &recorded.id))
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Today's priorities of a role, as its prompts show them, read from the
+/// store at most every [`PRIORITIES_REFRESH`].
+pub(crate) struct PrioritySource {
+    store: Arc<dyn GoalStore>,
+    ctx: CallerContext,
+    role_id: String,
+    cached: Mutex<Option<(Instant, NaiveDate, Option<String>)>>,
+}
+
+impl PrioritySource {
+    pub(crate) fn new(store: Arc<dyn GoalStore>, ctx: CallerContext, role_id: String) -> Self {
+        Self {
+            store,
+            ctx,
+            role_id,
+            cached: Mutex::new(None),
+        }
+    }
+
+    /// The `## Priorities` section of today, when the role has priorities.
+    pub(crate) async fn section(&self) -> Result<Option<String>, StoreError> {
+        let today = chrono::Utc::now().date_naive();
+        if let Ok(cached) = self.cached.lock()
+            && let Some((at, day, section)) = cached.as_ref()
+            && *day == today
+            && at.elapsed() < PRIORITIES_REFRESH
+        {
+            return Ok(section.clone());
+        }
+        let found = self
+            .store
+            .priorities(&self.ctx, &self.role_id, today)
+            .await?;
+        let section = found.map(|p| priorities_section(&p));
+        if let Ok(mut cached) = self.cached.lock() {
+            *cached = Some((Instant::now(), today, section.clone()));
+        }
+        Ok(section)
+    }
+}
+
+/// The `## Priorities` section of a role's prompts.
+pub fn priorities_section(p: &Priorities) -> String {
+    let mut out = format!("## Priorities\nSet on {}, most important first:", p.day);
+    for (i, item) in p.items.iter().enumerate() {
+        out.push_str(&format!("\n{}. {}", i + 1, item.title));
+        if !item.reason.is_empty() {
+            out.push_str(&format!(": {}", item.reason));
+        }
+        if let Some(goal) = &item.goal_id {
+            out.push_str(&format!(" (goal `{goal}`)"));
+        }
+    }
+    out
+}
