@@ -2,10 +2,12 @@
 -- each role's priorities of a day, and the metric reports that move key
 -- results. Governed like every record table (tenant, namespace, project,
 -- owner, classification, expiry: the same row-level security). A metric is
--- a stream per (tenant, role, metric): `metric_streams` holds its value and
--- count, moved by the same statement that inserts a report (the row lock
--- of the upsert orders concurrent reports, so none is lost), and each
--- report keeps its number in the stream (`seq`) and the value after it.
+-- a stream per (tenant, namespace, role, metric): `metric_streams` holds its
+-- value and count, moved by the same statement that inserts a report (the
+-- row lock of the upsert orders concurrent reports, so none is lost), and
+-- each report keeps its number in the stream (`seq`) and the value after
+-- it. A goal's progress reads the streams of its namespace: moving a goal's
+-- metric takes the write right there.
 CREATE TABLE IF NOT EXISTS goals (
     tenant_id      text NOT NULL,
     id             text NOT NULL,
@@ -74,18 +76,19 @@ CREATE TABLE IF NOT EXISTS metric_reports (
     seq            bigint NOT NULL,
     total          double precision NOT NULL,
     PRIMARY KEY (tenant_id, id),
-    CONSTRAINT metric_reports_seq UNIQUE (tenant_id, role_id, metric, seq)
+    CONSTRAINT metric_reports_seq UNIQUE (tenant_id, namespace, role_id, metric, seq)
 );
 
 CREATE TABLE IF NOT EXISTS metric_streams (
     tenant_id  text NOT NULL,
+    namespace  text NOT NULL,
     role_id    text NOT NULL,
     metric     text NOT NULL,
     value      double precision NOT NULL,
     is_set     boolean NOT NULL,
     reports    bigint NOT NULL,
     updated_at timestamptz NOT NULL,
-    PRIMARY KEY (tenant_id, role_id, metric)
+    PRIMARY KEY (tenant_id, namespace, role_id, metric)
 );
 
 DO $$
@@ -122,14 +125,18 @@ BEGIN
 END;
 $$;
 
--- A stream is read only through a goal the caller may read (the store
--- joins them); its rows are confined to the tenant.
+-- A stream is read through a goal of its namespace the caller may read;
+-- its rows are confined to the tenant and the caller's namespaces.
 ALTER TABLE metric_streams ENABLE ROW LEVEL SECURITY;
 ALTER TABLE metric_streams FORCE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS tenant_isolation ON metric_streams;
 CREATE POLICY tenant_isolation ON metric_streams
-    USING (tenant_id = current_setting('openvibe.tenant_id', true))
-    WITH CHECK (tenant_id = current_setting('openvibe.tenant_id', true));
+    USING (tenant_id = current_setting('openvibe.tenant_id', true) AND (
+        (SELECT coalesce(current_setting('openvibe.namespaces', true), '') = '')
+        OR namespace = ANY ((SELECT current_setting('openvibe.namespaces', true))::text[])))
+    WITH CHECK (tenant_id = current_setting('openvibe.tenant_id', true) AND (
+        (SELECT coalesce(current_setting('openvibe.namespaces', true), '') = '')
+        OR namespace = ANY ((SELECT current_setting('openvibe.namespaces', true))::text[])));
 
 -- Reports are never changed after they are written, except moved between
 -- namespaces by maintenance.

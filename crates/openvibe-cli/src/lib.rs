@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod demo;
 pub mod full;
+pub mod goals;
 pub mod logging;
 pub mod proposals;
 pub mod scheduled;

@@ -289,6 +289,58 @@ Examples:
 }
 
 #[derive(Subcommand)]
+enum GoalsCommand {
+    /// Where every goal stands: each key result's value against its target
+    /// as a progress bar, the initiatives, and each role's priorities.
+    #[command(after_help = "Examples:
+  openvibe goals status --service http://127.0.0.1:8077          (OPENVIBE_API_KEY says who you are)
+  openvibe goals status --database-url $DATABASE_URL --role cro
+  openvibe goals status --database-url $DATABASE_URL --json")]
+    Status {
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Only this role's goals.
+        #[arg(long)]
+        role: Option<String>,
+        /// The priorities of this day (YYYY-MM-DD; today by default).
+        #[arg(long)]
+        day: Option<chrono::NaiveDate>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report a metric of a role from outside (a CRM's \"closed $40k\"): it
+    /// moves the key results measuring it. Needs the write right where the
+    /// report is filed; the same --id twice counts once.
+    #[command(after_help = "Examples:
+  openvibe goals report cro pipeline_usd 40000 --note \"closed Acme\" --id crm-deal-981 --service http://127.0.0.1:8077
+  openvibe goals report cro qualified_leads 12 --set --database-url $DATABASE_URL")]
+    Report {
+        /// The role whose metric it is.
+        role: String,
+        /// The metric (a key result's `metric`).
+        metric: String,
+        /// The amount (added; with --set, the new value).
+        #[arg(allow_negative_numbers = true)]
+        value: f64,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// The metric is now VALUE (instead of adding it).
+        #[arg(long)]
+        set: bool,
+        /// What happened.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// An id for the report: sending it again counts once.
+        #[arg(long)]
+        id: Option<String>,
+        /// The namespace to file it in (your home namespace by default).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
 enum MemoryCommand {
     /// Embed the records (facts, insights, episodes, knowledge) that have no
     /// current vector of the embedding model: after a model change, after
@@ -586,6 +638,9 @@ Examples:
     /// What roles ask a person to decide: list, show, approve, reject.
     #[command(subcommand)]
     Proposals(ProposalsCommand),
+    /// Goals people set the roles: where they stand, and metric reports.
+    #[command(subcommand)]
+    Goals(GoalsCommand),
     /// Print a completion script for a shell.
     #[command(after_help = "\
 Examples:
@@ -863,6 +918,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             .await
         }
         Command::Proposals(command) => proposals(command, &mut stdout).await,
+        Command::Goals(command) => goals(command, &mut stdout).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "openvibe", &mut stdout);
             Ok(())
@@ -936,6 +992,45 @@ async fn proposals(command: ProposalsCommand, out: &mut impl Write) -> Result<()
             p::decide(&desk, &id, &Verdict::reject(reason), out)
                 .await
                 .map(|_| ())
+        }
+    }
+}
+
+async fn goals(command: GoalsCommand, out: &mut impl Write) -> Result<(), CliError> {
+    use openvibe::protocols::{MetricMode, MetricReport};
+    use openvibe_cli::{goals as g, proposals as p};
+    match command {
+        GoalsCommand::Status {
+            desk,
+            role,
+            day,
+            json,
+        } => {
+            let desk = p::connect(&desk.connect()).await?;
+            let day = day.unwrap_or_else(|| chrono::Utc::now().date_naive());
+            g::status(&desk, role.as_deref(), day, json, out).await
+        }
+        GoalsCommand::Report {
+            role,
+            metric,
+            value,
+            desk,
+            set,
+            note,
+            id,
+            namespace,
+        } => {
+            let desk = p::connect(&desk.connect()).await?;
+            let mut report = MetricReport::add(role, metric, value)
+                .note(note)
+                .namespace(namespace.unwrap_or_default());
+            if set {
+                report.mode = MetricMode::Set;
+            }
+            if let Some(id) = id {
+                report = report.id(id);
+            }
+            g::report(&desk, report, out).await
         }
     }
 }

@@ -98,7 +98,7 @@ pub async fn connect(c: &Connect) -> Result<Desk, CliError> {
             })
         }
         _ => Err(CliError::Usage(
-            "say where the proposals are: --database-url URL (or OPENVIBE_DATABASE_URL) or --service URL (or OPENVIBE_SERVICE_URL)"
+            "say where the memory is: --database-url URL (or OPENVIBE_DATABASE_URL) or --service URL (or OPENVIBE_SERVICE_URL)"
                 .into(),
         )),
     }

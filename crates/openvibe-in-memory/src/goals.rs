@@ -25,8 +25,8 @@ struct Tenant {
     goals: BTreeMap<String, Goal>,
     priorities: BTreeMap<String, Priorities>,
     reports: HashMap<String, MetricReport>,
-    /// Per (role, metric): the stream's state.
-    streams: HashMap<(String, String), MetricValue>,
+    /// Per (namespace, role, metric): the stream's state.
+    streams: HashMap<(String, String, String), MetricValue>,
 }
 
 /// [`GoalStore`] in memory: per tenant.
@@ -221,7 +221,11 @@ impl InMemoryGoalStore {
         }
         let stream = tenant
             .streams
-            .entry((r.role_id.clone(), r.metric.clone()))
+            .entry((
+                r.meta.namespace.clone(),
+                r.role_id.clone(),
+                r.metric.clone(),
+            ))
             .or_default();
         let next = stream.apply(r.mode, r.value, now);
         r.seq = next.reports;
@@ -279,7 +283,8 @@ impl InMemoryGoalStore {
     }
 
     /// Move at most `batch` records of `kind` from namespace `from` to `to`
-    /// (audited). A report keeps its place in its metric's stream.
+    /// (audited). Metric reports take their streams with them (first, all
+    /// at once): a stream `to` has already is a conflict, and nothing moves.
     pub(crate) fn move_namespace(
         &self,
         ctx: &CallerContext,
@@ -293,6 +298,26 @@ impl InMemoryGoalStore {
         let Some(tenant) = tenants.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
+        if kind == METRIC_KIND {
+            let moving: Vec<(String, String, String)> = tenant
+                .streams
+                .keys()
+                .filter(|(ns, _, _)| ns == from)
+                .cloned()
+                .collect();
+            if let Some((_, role, metric)) = moving.iter().find(|(_, role, metric)| {
+                tenant
+                    .streams
+                    .contains_key(&(to.to_owned(), role.clone(), metric.clone()))
+            }) {
+                return Err(openvibe_protocols::stream_conflict(to, role, metric));
+            }
+            for key in moving {
+                if let Some(value) = tenant.streams.remove(&key) {
+                    tenant.streams.insert((to.to_owned(), key.1, key.2), value);
+                }
+            }
+        }
         let mut moved = 0;
         for (id, meta) in metas_mut(tenant, kind)
             .filter(|(_, m)| m.namespace == from)
@@ -459,12 +484,15 @@ impl GoalStore for InMemoryGoalStore {
         let Some(goal) = tenant.goals.get(id).filter(|g| ctx.can_read(&g.meta, "")) else {
             return Ok(None);
         };
-        let role = goal.role_id().to_owned();
+        let key = |metric: &str| {
+            (
+                goal.meta.namespace.clone(),
+                goal.role_id().to_owned(),
+                metric.to_owned(),
+            )
+        };
         Ok(Some(GoalProgress::of(goal.clone(), |metric| {
-            tenant
-                .streams
-                .get(&(role.clone(), metric.to_owned()))
-                .copied()
+            tenant.streams.get(&key(metric)).copied()
         })))
     }
 }

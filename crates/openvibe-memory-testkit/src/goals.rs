@@ -554,3 +554,99 @@ where
         && e.operation == AuditOp::Insert
         && e.principal == "service:crm"));
 }
+
+/// A namespace migration moves goals, priorities and reports, and each
+/// metric's stream with its reports (batch after batch): the goal's
+/// progress is the same in its new namespace; moving reports into a
+/// namespace with its own stream of the metric is a conflict that moves
+/// nothing.
+pub async fn goals_move_with_their_namespace<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let sales = cro();
+    s.goals
+        .put(&sales, Goal::new(objective("pipeline")).namespace("sales"))
+        .await
+        .unwrap();
+    for i in 0..5 {
+        s.goals
+            .report(
+                &sales,
+                MetricReport::add("cro", "pipeline_usd", 100.0)
+                    .id(format!("r{i}"))
+                    .namespace("sales"),
+            )
+            .await
+            .unwrap();
+    }
+    s.goals
+        .report(
+            &sales,
+            MetricReport::add("cro", "pipeline_usd", 7.0)
+                .id("elsewhere")
+                .namespace("revenue"),
+        )
+        .await
+        .unwrap();
+    let admin = sys();
+    // `revenue` has its own stream of the metric: nothing moves.
+    assert!(is_conflict(
+        s.admin
+            .move_namespace(&admin, "metric", "sales", "revenue", 2)
+            .await
+    ));
+    let before = s.goals.progress(&sales, "pipeline").await.unwrap().unwrap();
+    assert_eq!(before.key_results[0].current, 500_500.0);
+    let mut moved = 0;
+    loop {
+        let n = s
+            .admin
+            .move_namespace(&admin, "metric", "sales", "archive", 2)
+            .await
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        moved += n;
+    }
+    assert_eq!(moved, 5);
+    assert_eq!(
+        s.admin
+            .move_namespace(&admin, "goal", "sales", "archive", 10)
+            .await
+            .unwrap(),
+        1
+    );
+    let after = s.goals.progress(&sales, "pipeline").await.unwrap().unwrap();
+    assert_eq!(after.goal.meta.namespace, "archive");
+    assert_eq!(after.key_results[0].current, 500_500.0);
+    assert_eq!(after.key_results[0].reports, 5);
+    // The stream goes on where it moved.
+    let next = s
+        .goals
+        .report(
+            &sales,
+            MetricReport::add("cro", "pipeline_usd", 1.0).namespace("archive"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((next.seq, next.total), (6, 501.0));
+    let counts = s.admin.namespace_counts(&admin).await.unwrap();
+    let count = |kind: &str, ns: &str| {
+        counts
+            .iter()
+            .find(|c| c.kind == kind && c.namespace == ns)
+            .map_or(0, |c| c.records)
+    };
+    assert_eq!(
+        (
+            count("metric", "archive"),
+            count("goal", "archive"),
+            count("metric", "sales")
+        ),
+        (6, 1, 0)
+    );
+}

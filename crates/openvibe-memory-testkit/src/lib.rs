@@ -181,6 +181,7 @@ cases! {
     goals::goals_metric_reports_roll_up_exactly;
     goals::goals_priorities_by_day;
     goals::goals_are_governed_and_audited;
+    goals::goals_move_with_their_namespace;
 }
 
 /// The README's example, compiled and run as a doc test.

@@ -170,6 +170,9 @@ impl NamespaceAdmin for PgNamespaceAdmin {
                 .bind(ctx.tenant_id().to_owned())
                 .push(" AND f.id = batch.id");
             let mut tx = begin(&self.pool, ctx).await?;
+            if kind == openvibe_protocols::METRIC_KIND {
+                crate::goals::move_streams(&mut tx, ctx, from, to).await?;
+            }
             let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
             tx.commit().await.map_err(store_error)?;
             Ok(done.rows_affected())

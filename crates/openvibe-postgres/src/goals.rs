@@ -449,10 +449,12 @@ impl PgGoalStore {
         // One statement: move the stream (its row lock orders concurrent
         // reports) and insert the report with the stream's new state.
         let mut sql = Sql::new(
-            "WITH s AS (INSERT INTO metric_streams AS m (tenant_id, role_id, metric, value, \
-             is_set, reports, updated_at) VALUES (",
+            "WITH s AS (INSERT INTO metric_streams AS m (tenant_id, namespace, role_id, metric, \
+             value, is_set, reports, updated_at) VALUES (",
         );
         sql.bind(ctx.tenant_id().to_owned())
+            .push(", ")
+            .bind(placement.namespace.clone())
             .push(", ")
             .bind(r.role_id.clone())
             .push(", ")
@@ -464,7 +466,7 @@ impl PgGoalStore {
             .push(", 1, ")
             .bind(now)
             .push(
-                ") ON CONFLICT (tenant_id, role_id, metric) DO UPDATE SET \
+                ") ON CONFLICT (tenant_id, namespace, role_id, metric) DO UPDATE SET \
                  value = CASE WHEN excluded.is_set THEN excluded.value \
                               ELSE m.value + excluded.value END, \
                  is_set = m.is_set OR excluded.is_set, reports = m.reports + 1, \
@@ -540,6 +542,8 @@ impl PgGoalStore {
              WHERE tenant_id = ",
         );
         sql.bind(ctx.tenant_id().to_owned())
+            .push(" AND namespace = ")
+            .bind(goal.meta.namespace.clone())
             .push(" AND role_id = ")
             .bind(goal.role_id().to_owned())
             .push(" AND metric = ANY(")
@@ -569,6 +573,49 @@ impl PgGoalStore {
             values.iter().find(|(m, _)| m == metric).map(|(_, v)| *v)
         })))
     }
+}
+
+/// Move the metric streams of namespace `from` to `to` in `tx` (before the
+/// reports of a namespace migration move): a stream `to` has already is a
+/// conflict, and nothing moves.
+pub(crate) async fn move_streams(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    ctx: &CallerContext,
+    from: &str,
+    to: &str,
+) -> Result<(), StoreError> {
+    let mut clash =
+        Sql::new("SELECT s.role_id, s.metric FROM metric_streams s WHERE s.tenant_id = ");
+    clash
+        .bind(ctx.tenant_id().to_owned())
+        .push(" AND s.namespace = ")
+        .bind(from.to_owned())
+        .push(" AND EXISTS (SELECT 1 FROM metric_streams t WHERE t.tenant_id = s.tenant_id AND t.namespace = ")
+        .bind(to.to_owned())
+        .push(" AND t.role_id = s.role_id AND t.metric = s.metric) LIMIT 1");
+    if let Some(row) = clash
+        .build()?
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(store_error)?
+    {
+        let role: String = col(&row, "role_id")?;
+        let metric: String = col(&row, "metric")?;
+        return Err(openvibe_protocols::stream_conflict(to, &role, &metric));
+    }
+    let mut update = Sql::new("UPDATE metric_streams SET namespace = ");
+    update
+        .bind(to.to_owned())
+        .push(" WHERE tenant_id = ")
+        .bind(ctx.tenant_id().to_owned())
+        .push(" AND namespace = ")
+        .bind(from.to_owned());
+    update
+        .build()?
+        .execute(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    Ok(())
 }
 
 #[async_trait]

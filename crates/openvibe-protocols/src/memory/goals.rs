@@ -4,23 +4,25 @@
 //! and the metric reports that move key results ([`MetricReport`]), so that
 //! several processes, the service and the console see the same goals.
 //!
-//! **Progress is deterministic.** A metric is a stream per tenant, role and
-//! metric name. Each report is numbered in that stream (`seq`, 1, 2, …) and
-//! carries the metric's value after it (`total`): an `add` report adds to
-//! the value, a `set` report replaces it. The store applies a report and
-//! numbers it atomically (a row lock on PostgreSQL, the store's lock in
-//! memory), so concurrent reports never lose an update, and replaying the
-//! reports in `seq` order gives the same value ([`MetricValue::apply`]).
-//! Before any `set`, a key result's current value is its baseline plus the
-//! sum of the `add`s; after one, the value set plus the later `add`s
-//! ([`MetricValue::current`]).
+//! **Progress is deterministic.** A metric is a stream per tenant,
+//! namespace, role and metric name. Each report is numbered in its stream
+//! (`seq`, 1, 2, …) and carries the metric's value after it (`total`): an
+//! `add` report adds to the value, a `set` report replaces it. The store
+//! applies a report and numbers it atomically (a row lock on PostgreSQL,
+//! the store's lock in memory), so concurrent reports never lose an update,
+//! and replaying the reports in `seq` order gives the same value
+//! ([`MetricValue::apply`]). Before any `set`, a key result's current value
+//! is its baseline plus the sum of the `add`s; after one, the value set
+//! plus the later `add`s ([`MetricValue::current`]).
 //!
 //! **Governance.** Goals, priorities and reports are governed like every
 //! record (tenant, namespace, project, owner, clearance, audit, expiry for
-//! goals and priorities). A key result's value is an attribute of its goal:
-//! whoever may read the goal reads its progress ([`GoalStore::progress`]);
-//! reporting needs the `write` right in the namespace the report is placed
-//! in, and a report is never changed or moved between streams afterwards.
+//! goals and priorities). A goal's progress reads the streams of its own
+//! namespace: whoever may read the goal reads its progress
+//! ([`GoalStore::progress`]), and moving it takes the `write` right in that
+//! namespace (a report goes where its caller places it, and moves only the
+//! goals there). A report is never changed afterwards; moving a namespace
+//! moves its streams with it.
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -208,6 +210,14 @@ impl Goal {
             })
         }
     }
+}
+
+/// The refusal of a namespace migration that would merge two streams of
+/// one metric (`to` has its own stream of `role`'s `metric`).
+pub fn stream_conflict(to: &str, role: &str, metric: &str) -> StoreError {
+    StoreError::conflict(format!(
+        "namespace `{to}` has its own stream of metric `{metric}` of role `{role}`: two streams of reports cannot be merged (report the difference there instead)"
+    ))
 }
 
 /// The fingerprint of an objective: the SHA-256 of its JSON, in hex (the

@@ -54,8 +54,8 @@ pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
     MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_TITLE_CHARS, METRIC_KIND,
     MetricMode, MetricOutput, MetricReport, MetricValue, PRIORITIES_KIND, Priorities, Priority,
-    goal_page, objective_fingerprint, validate_goal, validate_initiatives, validate_metric_report,
-    validate_priorities,
+    goal_page, objective_fingerprint, stream_conflict, validate_goal, validate_initiatives,
+    validate_metric_report, validate_priorities,
 };
 pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,

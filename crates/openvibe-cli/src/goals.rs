@@ -1,0 +1,245 @@
+//! `openvibe goals status | report`: the goals people set the roles, where
+//! each key result stands (a table with progress bars) and today's
+//! priorities; and a metric reported from outside (a CRM's "closed $40k"),
+//! in PostgreSQL or through the memory service. Who asks comes from the
+//! API key, as for `openvibe proposals` ([`crate::proposals::connect`]).
+
+use std::io::Write;
+
+use chrono::NaiveDate;
+use openvibe::protocols::{GoalProgress, GoalQuery, MetricReport, Priorities};
+
+use crate::CliError;
+use crate::proposals::Desk;
+
+/// The width of a progress bar, in cells.
+pub const BAR_CELLS: usize = 20;
+
+/// `progress` (0 to 1) as a bar of [`BAR_CELLS`] cells and a percentage:
+/// `[██████░░░░░░░░░░░░░░]  30%`.
+pub fn bar(progress: f64) -> String {
+    let p = if progress.is_finite() {
+        progress.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    // Rounded down, so a bar is full only when the key result is done.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let full = ((p * BAR_CELLS as f64).floor() as usize).min(BAR_CELLS);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let percent = (p * 100.0).floor() as u32;
+    format!(
+        "[{}{}] {percent:>3}%",
+        "█".repeat(full),
+        "░".repeat(BAR_CELLS - full)
+    )
+}
+
+/// A number for people: thousands separated, at most two decimals.
+pub fn amount(value: f64) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    let negative = value < 0.0;
+    let rounded = (value.abs() * 100.0).round() / 100.0;
+    let whole = rounded.trunc();
+    let cents = ((rounded - whole) * 100.0).round();
+    let digits = format!("{whole:.0}");
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let sign = if negative { "-" } else { "" };
+    if cents == 0.0 {
+        format!("{sign}{grouped}")
+    } else {
+        format!("{sign}{grouped}.{cents:02.0}")
+    }
+}
+
+/// The table of `goals` (and `priorities`, per role) `goals status` prints.
+pub fn status_table(goals: &[GoalProgress], priorities: &[Priorities]) -> String {
+    if goals.is_empty() {
+        return "no goals (put a goals.yaml beside roles.yaml and start the roles)\n".to_owned();
+    }
+    let rows: Vec<[String; 5]> = goals
+        .iter()
+        .flat_map(|g| {
+            let o = &g.goal.objective;
+            g.key_results.iter().enumerate().map(move |(i, k)| {
+                let kr = &k.key_result;
+                let unit = if kr.unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", kr.unit)
+                };
+                [
+                    if i == 0 { o.id.clone() } else { String::new() },
+                    if i == 0 {
+                        o.owner.clone()
+                    } else {
+                        String::new()
+                    },
+                    kr.id.clone(),
+                    format!("{} / {}{unit}", amount(k.current), amount(kr.target)),
+                    bar(k.progress),
+                ]
+            })
+        })
+        .collect();
+    let header = ["GOAL", "ROLE", "KEY RESULT", "NOW / TARGET", "PROGRESS"];
+    let width = |c: usize| {
+        rows.iter()
+            .map(|r| r[c].chars().count())
+            .chain([header[c].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..4).map(width).collect();
+    let line = |cells: [&str; 5]| {
+        let mut s = String::new();
+        for (c, cell) in cells.iter().enumerate().take(4) {
+            s.push_str(cell);
+            s.push_str(&" ".repeat(widths[c] - cell.chars().count() + 2));
+        }
+        s.push_str(cells[4]);
+        s.trim_end().to_owned()
+    };
+    let mut out = String::new();
+    out.push_str(&line(header));
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
+        out.push('\n');
+    }
+    for g in goals {
+        let o = &g.goal.objective;
+        out.push_str(&format!(
+            "\n{} ({}, due {}, version {}): {}\n",
+            o.id,
+            o.title,
+            o.due,
+            g.goal.version,
+            bar(g.progress)
+        ));
+        if g.goal.initiatives.is_empty() {
+            out.push_str("  not decomposed yet\n");
+        } else {
+            let stale = if g.goal.is_decomposed() {
+                ""
+            } else {
+                " (of an earlier version)"
+            };
+            out.push_str(&format!("  initiatives{stale}:\n"));
+            for i in &g.goal.initiatives {
+                out.push_str(&format!("  - {}\n", i.title));
+            }
+        }
+    }
+    for p in priorities {
+        out.push_str(&format!("\npriorities of {} ({}):\n", p.role_id, p.day));
+        for (i, item) in p.items.iter().enumerate() {
+            out.push_str(&format!("  {}. {}", i + 1, item.title));
+            if !item.reason.is_empty() {
+                out.push_str(&format!(": {}", item.reason));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `goals status`: every goal the caller may read (of `role`, when given),
+/// where each key result stands, and each role's latest priorities on or
+/// before `day`.
+pub async fn status(
+    desk: &Desk,
+    role: Option<&str>,
+    day: NaiveDate,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let goals = &desk.stores.goals;
+    let mut query = GoalQuery::new();
+    query.role_id = role.map(str::to_owned);
+    let mut progress = Vec::new();
+    loop {
+        let page = goals.list(&desk.ctx, &query).await?;
+        for goal in &page.items {
+            if let Some(p) = goals.progress(&desk.ctx, goal.id()).await? {
+                progress.push(p);
+            }
+        }
+        match page.next_cursor {
+            Some(cursor) => query.after = Some(cursor),
+            None => break,
+        }
+    }
+    let mut roles: Vec<&str> = progress.iter().map(|g| g.goal.role_id()).collect();
+    roles.sort_unstable();
+    roles.dedup();
+    let mut priorities = Vec::new();
+    for r in roles {
+        if let Some(p) = goals.priorities(&desk.ctx, r, day).await? {
+            priorities.push(p);
+        }
+    }
+    if json {
+        let doc = serde_json::json!({ "goals": progress, "priorities": priorities });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError::Usage(e.to_string()))?
+        )?;
+    } else {
+        write!(out, "{}", status_table(&progress, &priorities))?;
+    }
+    Ok(())
+}
+
+/// `goals report`: report a metric as the caller; prints where it stands.
+pub async fn report(
+    desk: &Desk,
+    report: MetricReport,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let done = desk.stores.goals.report(&desk.ctx, report).await?;
+    writeln!(
+        out,
+        "reported {} {} of {} (report {}, #{} of the metric): now {}",
+        done.mode.as_str(),
+        amount(done.value),
+        done.metric,
+        done.id,
+        done.seq,
+        amount(done.total)
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_and_amounts_read_well() {
+        assert_eq!(bar(0.0), format!("[{}]   0%", "░".repeat(20)));
+        assert_eq!(
+            bar(0.53),
+            format!("[{}{}]  53%", "█".repeat(10), "░".repeat(10))
+        );
+        assert_eq!(bar(1.0), format!("[{}] 100%", "█".repeat(20)));
+        assert_eq!(
+            bar(0.999),
+            format!("[{}{}]  99%", "█".repeat(19), "░".repeat(1))
+        );
+        assert_eq!(bar(f64::NAN), bar(0.0));
+        assert_eq!(amount(2_000_000.0), "2,000,000");
+        assert_eq!(amount(1_234.5), "1,234.50");
+        assert_eq!(amount(-40_000.0), "-40,000");
+        assert_eq!(amount(7.0), "7");
+    }
+}
