@@ -232,10 +232,7 @@ mod tests {
             format!("[{}{}]  53%", "█".repeat(10), "░".repeat(10))
         );
         assert_eq!(bar(1.0), format!("[{}] 100%", "█".repeat(20)));
-        assert_eq!(
-            bar(0.999),
-            format!("[{}{}]  99%", "█".repeat(19), "░".repeat(1))
-        );
+        assert_eq!(bar(0.999), format!("[{}{}]  99%", "█".repeat(19), "░"));
         assert_eq!(bar(f64::NAN), bar(0.0));
         assert_eq!(amount(2_000_000.0), "2,000,000");
         assert_eq!(amount(1_234.5), "1,234.50");
