@@ -21,6 +21,8 @@ CREATE TABLE IF NOT EXISTS goals (
     created_at     timestamptz NOT NULL DEFAULT now(),
     updated_at     timestamptz NOT NULL DEFAULT now(),
     expires_at     timestamptz,
+    -- Goals have no domain: clearance applies as to any record without one.
+    domain         text NOT NULL DEFAULT '' CONSTRAINT goals_no_domain CHECK (domain = ''),
     role_id        text NOT NULL,
     objective      jsonb NOT NULL,
     version        integer NOT NULL,
@@ -44,6 +46,7 @@ CREATE TABLE IF NOT EXISTS goal_priorities (
     created_at     timestamptz NOT NULL DEFAULT now(),
     updated_at     timestamptz NOT NULL DEFAULT now(),
     expires_at     timestamptz,
+    domain         text NOT NULL DEFAULT '' CONSTRAINT goal_priorities_no_domain CHECK (domain = ''),
     role_id        text NOT NULL,
     day            date NOT NULL,
     items          jsonb NOT NULL,
@@ -67,6 +70,7 @@ CREATE TABLE IF NOT EXISTS metric_reports (
     -- Reports do not expire (a stream's value is the sum of its reports);
     -- the column keeps the tables' shared read rule.
     expires_at     timestamptz CONSTRAINT metric_reports_never_expire CHECK (expires_at IS NULL),
+    domain         text NOT NULL DEFAULT '' CONSTRAINT metric_reports_no_domain CHECK (domain = ''),
     role_id        text NOT NULL,
     metric         text NOT NULL,
     value          double precision NOT NULL,

@@ -2,6 +2,7 @@
 
 mod decision;
 mod embed;
+mod goals;
 mod governance;
 mod graph;
 mod memory;
@@ -31,6 +32,7 @@ const GROUPS: &[Group] = &[
     ("rawlog", || Box::pin(rawlog::run())),
     ("decision", || Box::pin(decision::run_memory())),
     ("pg_decision", || Box::pin(decision::run_pg())),
+    ("pg_goals", || Box::pin(goals::run_pg())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -3,6 +3,7 @@
 //! design (seed 003) as written; and a randomized leak check against the
 //! reference model.
 
+use std::collections::HashMap;
 use std::future::Future;
 
 use openvibe_governance::{Governance, Projects, Resolved, examples};
@@ -646,11 +647,12 @@ where
     }
     let raw_checks = raw_leak_check(&s, &mut rng, seed).await;
     let (proposal_checks, verdicts) = proposal_leak_check(&s, &mut rng, seed).await;
+    let goal_checks = goal_leak_check(&s, &mut rng, seed).await;
     eprintln!(
         "governance leak check: {checks} reads and searches matched the model over {} records \
          ({refused_writes} writes refused); {allowed} changes allowed, {refused} refused as the rule says; \
-         {raw_checks} raw-log reads and {proposal_checks} proposal reads matched too; \
-         {verdicts} verdicts given or refused as the approve rule says",
+         {raw_checks} raw-log reads, {proposal_checks} proposal reads and {goal_checks} goal reads \
+         matched too; {verdicts} verdicts given or refused as the approve rule says",
         stored.len()
     );
     assert!(
@@ -1460,6 +1462,143 @@ async fn proposal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, us
     }
     (checks, verdicts)
 }
+
+/// Goals in the leak check: random callers put goals (placed, owned and
+/// classified as facts are) and report metrics into random namespaces
+/// (allowed where they may write); random gets, lists and progress reads
+/// are compared with the read rule, and each goal's progress with the sum
+/// of the reports the model accepted in the goal's namespace. Returns the
+/// reads checked.
+async fn goal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> usize {
+    use openvibe_protocols::{Goal, GoalQuery, KeyResult, MetricReport, Objective};
+    let mut stored: Vec<Goal> = Vec::new();
+    for i in 0..40 {
+        let writer = random_caller(rng);
+        let ns = *rng.pick(NAMESPACES);
+        let objective = Objective {
+            id: format!("g{i}"),
+            owner: format!("role{}", rng.below(2)),
+            title: format!("goal {i}"),
+            due: chrono::NaiveDate::from_ymd_opt(2026, 12, 31).unwrap(),
+            key_results: vec![KeyResult {
+                id: "kr".into(),
+                metric: "m".into(),
+                baseline: 0.0,
+                target: 1_000.0,
+                unit: String::new(),
+                due: None,
+            }],
+        };
+        let mut goal = Goal::new(objective).namespace(ns);
+        goal.meta.classification = *rng.pick(&Classification::ALL);
+        let expected = writer.placement(ns, "create");
+        match (s.goals.put(&writer, goal).await, expected) {
+            (Ok(g), Ok(place)) => {
+                assert_eq!(
+                    (&g.meta.namespace, &g.meta.project_id, &g.meta.owner),
+                    (&place.namespace, &place.project_id, &writer.owner_key()),
+                    "seed {seed}: placement of g{i}"
+                );
+                stored.push(g);
+            }
+            (Err(StoreError::Unauthorized { .. }), Err(_)) => {}
+            (got, want) => panic!("seed {seed}: put g{i}: got {got:?}, want {want:?}"),
+        }
+    }
+    assert!(!stored.is_empty(), "seed {seed}: no goal was put");
+    // Reports: the model's sum per (tenant, namespace, role).
+    let mut sums: HashMap<(String, String, String), f64> = HashMap::new();
+    for i in 0..120 {
+        let writer = random_caller(rng);
+        let ns = *rng.pick(NAMESPACES);
+        let role = format!("role{}", rng.below(2));
+        let value = f64::from(u32::try_from(1 + rng.below(9)).unwrap_or(1));
+        let report = MetricReport::add(role.clone(), "m", value)
+            .id(format!("mr{i}"))
+            .namespace(ns);
+        match (
+            s.goals.report(&writer, report).await,
+            writer.placement(ns, "report"),
+        ) {
+            (Ok(r), Ok(place)) => {
+                assert_eq!(r.meta.namespace, place.namespace, "seed {seed}: mr{i}");
+                *sums
+                    .entry((writer.tenant_id().to_owned(), place.namespace, role))
+                    .or_default() += value;
+            }
+            (Err(StoreError::Unauthorized { .. }), Err(_)) => {}
+            (got, want) => panic!("seed {seed}: report mr{i}: got {got:?}, want {want:?}"),
+        }
+    }
+    let readable = |reader: &CallerContext, g: &Goal| {
+        g.meta.tenant_id == reader.tenant_id() && reader.can_read(&g.meta, "")
+    };
+    let mut checks = 0;
+    for _ in 0..300 {
+        let reader = random_caller(rng);
+        let g = rng.pick(&stored).clone();
+        match rng.below(3) {
+            0 => {
+                let got = s
+                    .goals
+                    .get(&reader, g.id())
+                    .await
+                    .unwrap()
+                    .map(|g| g.version);
+                let want = readable(&reader, &g).then_some(1);
+                assert_eq!(got, want, "seed {seed}: goal get {} as {reader:?}", g.id());
+            }
+            1 => {
+                let got = s
+                    .goals
+                    .progress(&reader, g.id())
+                    .await
+                    .unwrap()
+                    .map(|p| p.key_results[0].current);
+                let want = readable(&reader, &g).then(|| {
+                    sums.get(&(
+                        g.meta.tenant_id.clone(),
+                        g.meta.namespace.clone(),
+                        g.role_id().to_owned(),
+                    ))
+                    .copied()
+                    .unwrap_or(0.0)
+                });
+                assert_eq!(
+                    got,
+                    want,
+                    "seed {seed}: progress of {} as {reader:?}",
+                    g.id()
+                );
+            }
+            _ => {
+                let mut query = GoalQuery::new().limit(MAX_GOALS);
+                if rng.chance(40) {
+                    query.namespaces = NAMESPACES
+                        .iter()
+                        .filter(|_| rng.chance(40))
+                        .map(|n| (*n).to_owned())
+                        .collect();
+                }
+                let scope = reader.list_scope(&query.namespaces);
+                let mut want: Vec<&str> = stored
+                    .iter()
+                    .filter(|g| readable(&reader, g) && scope.contains(&g.meta.namespace))
+                    .map(Goal::id)
+                    .collect();
+                want.sort_unstable();
+                let page = s.goals.list(&reader, &query).await.unwrap();
+                let got: Vec<&str> = page.items.iter().map(Goal::id).collect();
+                assert_eq!(got, want, "seed {seed}: goals {query:?} as {reader:?}");
+            }
+        }
+        checks += 1;
+    }
+    checks
+}
+
+/// More goals than the leak check puts: one page holds them all.
+const MAX_GOALS: usize = 100;
 
 /// The ids of the first `limit` of `items` by `key`, greatest first: the
 /// order a paged list returns.
