@@ -68,6 +68,7 @@ pub async fn execute(
     let result = async {
         let run = full_example::run(&config.0, runtime).await?;
         report(&run, out).await?;
+        goals(&run, out)?;
         decisions(&run, &tenant, out).await?;
         writeln!(out, "\n== memory tree")?;
         tree(&run.filesystem, out).await
@@ -114,7 +115,10 @@ async fn report(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
         .iter()
         .filter(|c| c.episode_id.is_none())
         .count();
-    writeln!(out, "- outside any node (reflection): {outside} call(s)")?;
+    writeln!(
+        out,
+        "- outside any node (decomposition, prioritization, reflection): {outside} call(s)"
+    )?;
     let reflection = &run.distillation.reflection;
     writeln!(
         out,
@@ -142,6 +146,31 @@ async fn report(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
             lineage.episodes.len(),
             lineage.raw_calls.len()
         )?;
+    }
+    Ok(())
+}
+
+/// The CRO's goals: where they stood before the lead was qualified and
+/// after (as `openvibe goals status` shows them), the initiatives of the
+/// decomposition, and the priorities the scheduler's daily run set.
+fn goals(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
+    let mean = |goals: &[openvibe::protocols::GoalProgress]| {
+        goals.first().map_or(0.0, |g| g.progress * 100.0)
+    };
+    writeln!(
+        out,
+        "\n== goals (goals.yaml): progress {:.1}% before the lead was qualified, {:.1}% after \
+         (its node reported the metrics); decomposed by the model, prioritized by the daily schedule",
+        mean(&run.goals_before),
+        mean(&run.goals)
+    )?;
+    let table = crate::goals::status_table(&run.goals, std::slice::from_ref(&run.priorities));
+    for line in table.lines() {
+        if line.is_empty() {
+            writeln!(out)?;
+        } else {
+            writeln!(out, "  {line}")?;
+        }
     }
     Ok(())
 }

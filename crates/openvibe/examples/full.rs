@@ -48,5 +48,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!("published: {} fact(s)", run.distillation.published.len());
+    for goal in &run.goals {
+        println!(
+            "goal {}: {:.1}% (initiatives: {})",
+            goal.goal.id(),
+            goal.progress * 100.0,
+            goal.goal.initiatives.len()
+        );
+        for kr in &goal.key_results {
+            println!(
+                "  {}: {} of {} {}",
+                kr.key_result.id, kr.current, kr.key_result.target, kr.key_result.unit
+            );
+        }
+    }
+    for (i, p) in run.priorities.items.iter().enumerate() {
+        println!("priority {} of {}: {}", i + 1, run.priorities.day, p.title);
+    }
     Ok(())
 }

@@ -20,8 +20,9 @@ use openvibe_primitives::{AgentNode, FnTool, LlmNode, Node, ScopeSpec};
 use openvibe_protocols::{
     Action, DecisionEvent, Episode, EpisodeQuery, Insight, RawCall, RawCallQuery, State,
 };
-use openvibe_roles::Handled;
+use openvibe_protocols::{GoalProgress, Priorities};
 use openvibe_roles::config::OPERATORS_FILE;
+use openvibe_roles::{Handled, Prioritization};
 
 use crate::RoleRuntime;
 
@@ -41,7 +42,18 @@ pub const CONFIG_FILES: &[(&str, &str)] = &[
         "prompts/case_study.md",
         include_str!("../examples/full/prompts/case_study.md"),
     ),
+    ("goals.yaml", include_str!("../examples/full/goals.yaml")),
 ];
+
+/// The CRO's objective in `goals.yaml`.
+pub const OBJECTIVE: &str = "pipeline-q4";
+
+/// The day the example's scheduler prioritizes (its clock starts just
+/// before 06:00 UTC that day, when the daily prioritization is due), so
+/// that the prompts, and so the recorded answers, are the same every run.
+pub fn example_day() -> chrono::NaiveDate {
+    chrono::NaiveDate::from_ymd_opt(2026, 11, 26).unwrap_or_default()
+}
 
 /// The recorded model answers the example replays (recorded from the
 /// stand-in model, `stand_in` with the `testing` feature, by
@@ -203,6 +215,14 @@ pub struct FullRun {
     /// The runtime, to run what a person approves
     /// ([`RoleRuntime::run_approved`]).
     pub runtime: RoleRuntime,
+    /// Where the CRO's goals stood when `goals.yaml` was loaded.
+    pub goals_before: Vec<GoalProgress>,
+    /// Where they stand after the lead was qualified (its node reported
+    /// the metrics), with the objective's initiatives.
+    pub goals: Vec<GoalProgress>,
+    /// The CRO's priorities of [`example_day`], set by the scheduler's
+    /// daily prioritization.
+    pub priorities: Priorities,
 }
 
 /// The insight the CRO's pricing playbook gives it before the discount
@@ -277,13 +297,20 @@ pub enum Error {
     /// The configuration's `cro` role has no clearance, so no memory.
     #[error("role `cro` has no clearance in roles.yaml, so it has no memory pyramid to show")]
     NoMemory,
+    /// The scheduler's prioritization did not run (or failed).
+    #[error("the scheduled prioritization of the CRO did not run: {0}")]
+    Prioritization(String),
 }
 
 /// Run the example with the configuration in `config_path` on `runtime`
 /// (its model, stores and tenant; the roles come from the directory): the
 /// CRO qualifies and enriches [`LEAD`], writes a case study about
 /// [`CUSTOMER`], then reflects (through its own LLM, so the reflection is
-/// in the raw log too) and publishes what it learned.
+/// in the raw log too) and publishes what it learned. Its goals
+/// (`goals.yaml`) are put in the goal store first; qualifying the lead
+/// reports the metrics that move them; the model decomposes the objective,
+/// and a scheduler (its clock just before 06:00 UTC on [`example_day`])
+/// runs the daily prioritization.
 ///
 /// ```
 /// # #[cfg(feature = "testing")] // the stand-in model is a test double
@@ -296,7 +323,10 @@ pub enum Error {
 /// let runtime = RoleRuntime::new(Arc::new(full_example::stand_in())).with_stores(in_memory_stores());
 /// let run = full_example::run(&config, runtime).await?;
 /// assert_eq!(run.states.len(), 3);
-/// assert_eq!(run.raw_calls.len(), 6); // 1 + 2 + 2 node calls, and the reflection
+/// // 1 + 2 + 2 node calls, the decomposition, the prioritization, the reflection
+/// assert_eq!(run.raw_calls.len(), 8);
+/// assert_eq!(run.priorities.items.len(), 3);
+/// assert!(run.goals[0].progress > run.goals_before[0].progress);
 /// # Ok::<(), full_example::Error>(())
 /// # }).unwrap();
 /// ```
@@ -312,6 +342,22 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
             }
         })
         .try_fold(runtime, RoleRuntime::role)?;
+    // The objectives people set (goals.yaml), put in the goal store; the
+    // daily prioritization runs on a scheduler whose clock starts just
+    // before it is due.
+    let dawn = example_day()
+        .and_hms_milli_opt(5, 59, 59, 700)
+        .unwrap_or_default()
+        .and_utc();
+    let scheduler = openvibe_schedule::InProcessScheduler::with_clock(std::sync::Arc::new(
+        openvibe_schedule::TokioClock::starting_at(dawn),
+    ));
+    let runtime = runtime
+        .with_goals(openvibe_roles::goals::load_goals(config_path, &["cro"])?)
+        .with_scheduler(std::sync::Arc::new(scheduler))
+        .with_prioritization(Prioritization::daily());
+    runtime.sync_goals().await?;
+    let goals_before = runtime.get_role("cro")?.goals()?.progress().await?;
     let lead: State = [("lead_data", LEAD), ("company", "acme_logistics")]
         .into_iter()
         .collect();
@@ -328,6 +374,11 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         states.push((format!("{operator}/{workflow}"), out));
     }
     let role = runtime.get_role("cro")?;
+    // The objective's initiatives (the model, once per version of it), then
+    // the day's priorities, run by the scheduler.
+    role.goals()?.decompose(OBJECTIVE).await?;
+    let priorities = prioritize_by_schedule(&runtime).await?;
+    let goals = role.goals()?.progress().await?;
     let pyramid = role.pyramid().ok_or(Error::NoMemory)?;
     let filesystem = role.filesystem()?.ok_or(Error::NoMemory)?;
     let distillation = pyramid.distill(role.llm()?.as_ref(), 0.5).await?;
@@ -361,7 +412,35 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         filesystem,
         decisions,
         runtime,
+        goals_before,
+        goals,
+        priorities,
     })
+}
+
+/// Serve `runtime`'s schedules until the CRO's daily prioritization has
+/// run; its priorities.
+async fn prioritize_by_schedule(runtime: &RoleRuntime) -> Result<Priorities, Error> {
+    let done = tokio::sync::Notify::new();
+    let mut outcome: Option<Result<Priorities, String>> = None;
+    runtime
+        .serve(done.notified(), |fired| match &fired.outcome {
+            openvibe_roles::Outcome::Prioritized(p) => {
+                outcome = Some(Ok(p.clone()));
+                done.notify_one();
+            }
+            openvibe_roles::Outcome::Failed(e) => {
+                outcome = Some(Err(e.to_string()));
+                done.notify_one();
+            }
+            _ => {}
+        })
+        .await?;
+    match outcome {
+        Some(Ok(p)) => Ok(p),
+        Some(Err(e)) => Err(Error::Prioritization(e)),
+        None => Err(Error::Prioritization("no firing".into())),
+    }
 }
 
 /// A deterministic stand-in for a model that answers the example's
@@ -381,6 +460,36 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
         }])
     };
     StandIn::new()
+        .rule(|request| {
+            request
+                .system
+                .contains("You decompose an objective")
+                .then(|| {
+                    LlmResponse::text(
+                        json!([
+                            {"title": "Qualify every webinar lead within a day", "description": "Webinar leads with a VP attending score above 80: reach them first.", "key_results": ["qualified-leads"]},
+                            {"title": "Turn qualified logistics leads into route-planning demos", "description": "A demo with the VP Operations is the step before a priced proposal.", "key_results": ["pipeline-value"]},
+                            {"title": "Publish customer case studies with measured results", "description": "Proof such as 18% fewer empty miles shortens evaluations.", "key_results": ["pipeline-value", "qualified-leads"]}
+                        ])
+                        .to_string(),
+                    )
+                })
+        })
+        .rule(|request| {
+            request
+                .system
+                .contains("You set the daily priorities")
+                .then(|| {
+                    LlmResponse::text(
+                        json!([
+                            {"title": "Book the route-planning demo with Acme Logistics' VP Operations", "reason": "Acme is qualified (86) and in evaluation: the largest step toward the $2M pipeline today", "goal_id": "pipeline-q4"},
+                            {"title": "Follow up every lead from the route-planning webinar", "reason": "1 of 40 qualified leads so far; webinar leads qualify fastest", "goal_id": "pipeline-q4"},
+                            {"title": "Send the Acme case study to the three logistics prospects in evaluation", "reason": "measured results shorten evaluations", "goal_id": "pipeline-q4"}
+                        ])
+                        .to_string(),
+                    )
+                })
+        })
         .rule(|request| {
             request
                 .system
@@ -435,8 +544,15 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
                 .unwrap_or_default();
             user.starts_with("Score this lead").then(|| {
                 LlmResponse::text(
-                    json!({"score": 86, "reason": "450 employees in logistics and a VP who attended the webinar"})
-                        .to_string(),
+                    json!({
+                        "score": 86,
+                        "reason": "450 employees in logistics and a VP who attended the webinar",
+                        "metric": [
+                            {"name": "qualified_leads", "value": 1, "note": "Acme Logistics qualified (86)"},
+                            {"name": "pipeline_usd", "value": 180000, "note": "Acme Logistics: 450 seats, estimated annual value"}
+                        ]
+                    })
+                    .to_string(),
                 )
             })
         })
