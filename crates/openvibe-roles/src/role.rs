@@ -474,9 +474,10 @@ impl Role {
         if status == "failed" {
             tags.push("failed".to_owned());
         }
+        let episode_id = format!("{}-run", decision.id);
         memory
             .record_episode(Episode {
-                id: format!("{}-run", decision.id),
+                id: episode_id.clone(),
                 agent_id: self.role_id.clone(),
                 operator_id: "decision_engine".to_owned(),
                 node_name: "act".to_owned(),
@@ -495,6 +496,26 @@ impl Role {
                 ..Episode::default()
             })
             .await?;
+        // A tool result that names metrics (a JSON object with a `metric`
+        // field) moves the role's key results, once per run.
+        if let (Some(goals), Ok(Value::String(text))) = (&self.goals, result)
+            && let Ok(value) = serde_json::from_str::<Value>(text)
+        {
+            let metrics =
+                openvibe_protocols::MetricOutput::all_in(&value).map_err(|source| Error::Goal {
+                    id: episode_id.clone(),
+                    source,
+                })?;
+            let ctx = self.proposal_context();
+            for metric in metrics {
+                let report = metric.report(&self.role_id, &episode_id);
+                let id = report.id.clone();
+                goals
+                    .report(&ctx, report)
+                    .await
+                    .map_err(|source| Error::Goal { id, source })?;
+            }
+        }
         Ok(())
     }
 

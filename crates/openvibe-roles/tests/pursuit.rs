@@ -326,3 +326,62 @@ async fn the_scheduler_prioritizes_every_day() {
         .unwrap();
     assert_eq!(stored.day, d(26));
 }
+
+#[tokio::test]
+async fn a_tool_result_with_a_metric_moves_the_key_results_once_per_run() {
+    use openvibe_primitives::FnTool;
+    use openvibe_protocols::{Action, DecisionEvent, Insight, Outcome as Decided};
+    use openvibe_roles::AuthorityConfig;
+    let stores = in_memory_stores();
+    let close = FnTool::new(
+        "close_deal",
+        "Close a deal in the CRM.",
+        |input: serde_json::Value| async move {
+            let usd = input["usd"].as_f64().unwrap_or(0.0);
+            Ok::<_, String>(
+                json!({"closed": true, "metric": {"name": "pipeline_usd", "value": usd, "note": "closed"}})
+                    .to_string(),
+            )
+        },
+    );
+    let role = cro()
+        .domains(["revenue"])
+        .authority(AuthorityConfig::new().autonomous(["close_deal"]))
+        .action_tool(close);
+    let goals = parse_goals(GOALS, Path::new("goals.yaml"), Some(&["cro"])).unwrap();
+    let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::always(LlmResponse::text("{}"))))
+        .with_stores(stores.clone())
+        .role(role)
+        .unwrap()
+        .with_goals(goals);
+    runtime.sync_goals().await.unwrap();
+    let role = runtime.get_role("cro").unwrap();
+    role.agent_memory()
+        .unwrap()
+        .store_insight(
+            Insight::new("i1", "cro", "closing deals closes deals", 0.95).domain("revenue"),
+        )
+        .await
+        .unwrap();
+    let event = DecisionEvent::new("deal-1", "deal.won", "revenue")
+        .summary("closing deals")
+        .action(Action::tool(
+            "close_deal",
+            "close_deal",
+            json!({"usd": 40000}),
+        ));
+    let handled = role.handle(&event).await.unwrap();
+    assert_eq!(
+        handled.decision.outcome,
+        Decided::Act,
+        "{:?}",
+        handled.decision
+    );
+    let progress = role.goals().unwrap().progress().await.unwrap().remove(0);
+    assert_eq!(progress.key_results[0].current, 540_000.0);
+    // The same decision handled again (a redelivered event) counts once.
+    role.handle(&event).await.unwrap();
+    let again = role.goals().unwrap().progress().await.unwrap().remove(0);
+    assert_eq!(again.key_results[0].current, 540_000.0);
+    assert_eq!(again.key_results[0].reports, 1);
+}

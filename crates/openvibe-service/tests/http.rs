@@ -428,6 +428,70 @@ async fn a_saturated_service_says_so_and_slow_requests_end() {
     assert_eq!(code(&body), ErrorCode::Timeout);
 }
 
+/// A CRM webhook posts "closed $40k" as plain JSON over HTTP: it moves the
+/// goal of the namespace its key writes to, a retry with the same id
+/// counts once, a key that may not write there is refused and counts
+/// nothing, and anyone who reads the goal reads its progress.
+#[tokio::test]
+async fn a_webhook_reports_a_metric_over_http() {
+    let Some(_) = common::database_url() else {
+        return;
+    };
+    let stores = common::fresh_stores().await.stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    let goal = json!({
+        "namespace": "vault",
+        "objective": {
+            "id": "pipeline-q4", "owner": "cro", "title": "Pipeline $2M this quarter",
+            "due": "2026-12-31",
+            "key_results": [{"id": "value", "metric": "pipeline_usd", "target": 2000000, "unit": "USD"}]
+        }
+    });
+    let (status, _, body) = send(
+        reqwest::Method::POST,
+        &format!("{url}/v1/memory/goals"),
+        Some("alice-key"),
+        Some(goal),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["version"].as_u64(), body["owner"].as_str()),
+        (Some(1), Some("agent:alice"))
+    );
+    let deal = json!({"id": "crm-981", "role_id": "cro", "metric": "pipeline_usd", "value": 40000,
+                      "note": "closed Acme, $40k", "namespace": "vault"});
+    let metrics = format!("{url}/v1/memory/metrics");
+    for _ in 0..2 {
+        let (status, _, body) = send(
+            reqwest::Method::POST,
+            &metrics,
+            Some("alice-key"),
+            Some(deal.clone()),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            (body["seq"].as_u64(), body["total"].as_f64()),
+            (Some(1), Some(40000.0))
+        );
+    }
+    let (status, _, body) =
+        send(reqwest::Method::POST, &metrics, Some("bob-key"), Some(json!({
+            "id": "crm-982", "role_id": "cro", "metric": "pipeline_usd", "value": 1, "namespace": "vault"
+        }))).await;
+    assert_eq!(status, 403, "{body}");
+    let progress = format!("{url}/v1/memory/goals/pipeline-q4/progress");
+    let (status, _, body) = send(reqwest::Method::GET, &progress, Some("alice-key"), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["key_results"][0]["current"], 40000.0);
+    assert_eq!(body["key_results"][0]["reports"], 1);
+    assert_eq!(body["progress"], 0.02);
+    // Bob may not read the vault: the goal is not there for him.
+    let (status, _, body) = send(reqwest::Method::GET, &progress, Some("bob-key"), None).await;
+    assert_eq!(status, 404, "{body}");
+}
+
 #[test]
 fn the_openapi_document_covers_every_route() {
     let doc = openvibe_service::openapi_document();
