@@ -11,10 +11,10 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use openvibe_protocols::{
     AuditOp, AuditQuery, CallerContext, Clearance, Goal, GoalQuery, Grants, Initiative, KeyResult,
-    MetricReport, Objective, Priorities, Priority, Rights, StoreError, Stores,
+    MetricReport, Objective, Priorities, Priority, Rights, Stores,
 };
 
-use crate::support::{agent, is_invalid, is_not_found, is_unauthorized, sys};
+use crate::support::{agent, is_conflict, is_invalid, is_not_found, is_unauthorized, sys};
 
 fn cro() -> CallerContext {
     agent("cro").with_clearance(Clearance::unrestricted())
@@ -60,10 +60,6 @@ fn initiatives(n: usize) -> Vec<Initiative> {
             key_results: vec!["value".into()],
         })
         .collect()
-}
-
-fn is_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
-    matches!(result, Err(StoreError::Conflict { .. }))
 }
 
 /// A goal is created at version 1, owned by its creator, whatever the

@@ -15,7 +15,7 @@ use openvibe_protocols::{
 };
 use serde_json::json;
 
-use crate::support::{agent, is_invalid, is_not_found, is_unauthorized, sys};
+use crate::support::{agent, is_conflict, is_invalid, is_not_found, is_unauthorized, sys};
 
 /// A person of tenant `t1` who may read everything.
 fn person(id: &str) -> CallerContext {
@@ -36,10 +36,6 @@ fn proposal(id: &str, pct: u32) -> Proposal {
     Proposal::new("cro", format!("Acme asks {pct}% off"), discount(pct))
         .id(id)
         .domain("revenue")
-}
-
-fn is_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
-    matches!(result, Err(StoreError::Conflict { .. }))
 }
 
 /// A proposal is created pending, owned by its creator, whatever the

@@ -57,6 +57,10 @@ pub(crate) fn is_unauthorized<T: std::fmt::Debug>(result: Result<T, StoreError>)
     matches!(result, Err(StoreError::Unauthorized { .. }))
 }
 
+pub(crate) fn is_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
+    matches!(result, Err(StoreError::Conflict { .. }))
+}
+
 pub(crate) fn is_invalid<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
     matches!(result, Err(StoreError::InvalidInput { .. }))
 }

@@ -27,7 +27,10 @@ use crate::access::{push_readable, push_readable_in};
 use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
 use crate::identity::{check_given_expiry, new_id, push_new_identity};
-use crate::records::{Record, end_read, fetch_all, fetch_optional, not_found};
+use crate::records::{
+    GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, governed_cols, not_found,
+    select_readable,
+};
 use crate::rows::{col, columns, decode_meta};
 use crate::span::span;
 use crate::sql::Sql;
@@ -42,17 +45,7 @@ pub struct PgGoalStore {
 
 crate::audit::audited_store!(PgGoalStore);
 
-const GOAL_COLS: &[&str] = &[
-    "tenant_id",
-    "id",
-    "namespace",
-    "project_id",
-    "owner",
-    "classification",
-    "source",
-    "created_at",
-    "updated_at",
-    "expires_at",
+const GOAL_COLS: &[&str] = governed_cols![
     "objective",
     "version",
     "fingerprint",
@@ -60,33 +53,9 @@ const GOAL_COLS: &[&str] = &[
     "decomposed",
 ];
 
-const PRIORITY_COLS: &[&str] = &[
-    "tenant_id",
-    "id",
-    "namespace",
-    "project_id",
-    "owner",
-    "classification",
-    "source",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "role_id",
-    "day",
-    "items",
-];
+const PRIORITY_COLS: &[&str] = governed_cols!["role_id", "day", "items",];
 
-const REPORT_COLS: &[&str] = &[
-    "tenant_id",
-    "id",
-    "namespace",
-    "project_id",
-    "owner",
-    "classification",
-    "source",
-    "created_at",
-    "updated_at",
-    "expires_at",
+const REPORT_COLS: &[&str] = governed_cols![
     "role_id",
     "metric",
     "value",
@@ -120,7 +89,7 @@ impl Record for Goal {
     const TABLE: &'static str = "goals";
     const COLS: &'static [&'static str] = GOAL_COLS;
     const TRACKED: bool = false;
-    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const FIXED: &'static str = GOVERNED_FIXED;
     const MUTABLE: &'static str = "role_id, objective, version, fingerprint, initiatives, \
          decomposed, updated_at";
 
@@ -143,7 +112,7 @@ impl Record for Priorities {
     const TABLE: &'static str = "goal_priorities";
     const COLS: &'static [&'static str] = PRIORITY_COLS;
     const TRACKED: bool = false;
-    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const FIXED: &'static str = GOVERNED_FIXED;
     const MUTABLE: &'static str = "items, updated_at";
 
     fn decode(row: &PgRow) -> Result<Self, StoreError> {
@@ -163,7 +132,7 @@ impl Record for MetricReport {
     const TABLE: &'static str = "metric_reports";
     const COLS: &'static [&'static str] = REPORT_COLS;
     const TRACKED: bool = false;
-    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const FIXED: &'static str = GOVERNED_FIXED;
     const MUTABLE: &'static str = "updated_at";
 
     fn decode(row: &PgRow) -> Result<Self, StoreError> {
@@ -182,25 +151,6 @@ impl Record for MetricReport {
             id,
         })
     }
-}
-
-/// `SELECT <cols> FROM <table> f WHERE` the tenant's readable row `id`,
-/// locked for update when `lock`.
-fn select_readable<R: Record>(ctx: &CallerContext, id: &str, lock: bool) -> Sql {
-    let mut sql = Sql::new(&format!(
-        "SELECT {} FROM {} f WHERE f.tenant_id = ",
-        columns(R::COLS, "f."),
-        R::TABLE
-    ));
-    sql.bind(ctx.tenant_id().to_owned())
-        .push(" AND f.id = ")
-        .bind(id.to_owned())
-        .push(" AND ");
-    push_readable(&mut sql, ctx, "f.", None);
-    if lock {
-        sql.push(" FOR UPDATE");
-    }
-    sql
 }
 
 impl PgGoalStore {

@@ -17,11 +17,14 @@ use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
-use crate::access::{push_changeable, push_readable, push_readable_in};
+use crate::access::{push_changeable, push_readable_in};
 use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::identity::{check_given_expiry, new_id, push_new_identity};
-use crate::records::{Record, end_read, fetch_all, fetch_optional, not_found};
+use crate::records::{
+    GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, governed_cols, not_found,
+    select_readable,
+};
 use crate::rows::{col, columns, decode_meta};
 use crate::span::span;
 use crate::sql::Sql;
@@ -36,17 +39,7 @@ pub struct PgProposalStore {
 
 crate::audit::audited_store!(PgProposalStore);
 
-const COLS: &[&str] = &[
-    "tenant_id",
-    "id",
-    "namespace",
-    "project_id",
-    "owner",
-    "classification",
-    "source",
-    "created_at",
-    "updated_at",
-    "expires_at",
+const COLS: &[&str] = governed_cols![
     "role_id",
     "domain",
     "summary",
@@ -90,7 +83,7 @@ impl Record for Proposal {
     const TABLE: &'static str = "proposals";
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = false;
-    const FIXED: &'static str = "tenant_id, id, namespace, project_id, owner, created_at";
+    const FIXED: &'static str = GOVERNED_FIXED;
     const MUTABLE: &'static str = "status, decided_by, decided_at, reason, action, claimed_by, \
          claimed_at, finished_at, result, error, updated_at";
 
@@ -123,22 +116,6 @@ impl Record for Proposal {
             id,
         })
     }
-}
-
-fn select_readable(ctx: &CallerContext, id: &str, lock: bool) -> Sql {
-    let mut sql = Sql::new(&format!(
-        "SELECT {} FROM proposals f WHERE f.tenant_id = ",
-        columns(COLS, "f.")
-    ));
-    sql.bind(ctx.tenant_id().to_owned())
-        .push(" AND f.id = ")
-        .bind(id.to_owned())
-        .push(" AND ");
-    push_readable(&mut sql, ctx, "f.", None);
-    if lock {
-        sql.push(" FOR UPDATE");
-    }
-    sql
 }
 
 /// Bind the values of [`Proposal::MUTABLE`] (in its order) from `p`.
@@ -224,7 +201,8 @@ impl PgProposalStore {
             return Ok(created);
         }
         let existing =
-            fetch_optional::<Proposal>(&mut tx, select_readable(ctx, &p.id, false)).await?;
+            fetch_optional::<Proposal>(&mut tx, select_readable::<Proposal>(ctx, &p.id, false))
+                .await?;
         end_read(tx);
         match existing {
             Some(e) if e.same_request(&p) => Ok(e.as_of(store_time())),
@@ -244,9 +222,10 @@ impl PgProposalStore {
     ) -> Result<Proposal, StoreError> {
         check_caller(ctx)?;
         let mut tx = begin(&self.pool, ctx).await?;
-        let current = fetch_optional::<Proposal>(&mut tx, select_readable(ctx, id, true))
-            .await?
-            .ok_or_else(|| not_found(PROPOSAL_KIND, id))?;
+        let current =
+            fetch_optional::<Proposal>(&mut tx, select_readable::<Proposal>(ctx, id, true))
+                .await?
+                .ok_or_else(|| not_found(PROPOSAL_KIND, id))?;
         let now = store_time();
         let next = change(&current, now)?;
         let mut sql = Sql::new(&format!("UPDATE proposals SET ({}) = (", Proposal::MUTABLE));

@@ -115,16 +115,7 @@ pub(crate) async fn get<R: Record>(
     id: &str,
 ) -> Result<Option<R>, StoreError> {
     async {
-        let mut sql = Sql::new(&format!(
-            "SELECT {} FROM {} f WHERE f.tenant_id = ",
-            columns(R::COLS, "f."),
-            R::TABLE
-        ));
-        sql.bind(ctx.tenant_id().to_owned())
-            .push(" AND f.id = ")
-            .bind(id.to_owned())
-            .push(" AND ");
-        push_readable(&mut sql, ctx, "f.", None);
+        let sql = select_readable::<R>(ctx, id, false);
         let mut tx = begin(pool, ctx).await?;
         let found = fetch_optional(&mut tx, sql).await?;
         end_read(tx);
@@ -133,6 +124,41 @@ pub(crate) async fn get<R: Record>(
     .instrument(span(R::KIND, "get", ctx))
     .await
 }
+
+/// `SELECT <cols> FROM <table> f WHERE` the caller's readable row `id` of
+/// its tenant, locked for update when `lock`.
+pub(crate) fn select_readable<R: Record>(ctx: &CallerContext, id: &str, lock: bool) -> Sql {
+    let mut sql = Sql::new(&format!(
+        "SELECT {} FROM {} f WHERE f.tenant_id = ",
+        columns(R::COLS, "f."),
+        R::TABLE
+    ));
+    sql.bind(ctx.tenant_id().to_owned())
+        .push(" AND f.id = ")
+        .bind(id.to_owned())
+        .push(" AND ");
+    push_readable(&mut sql, ctx, "f.", None);
+    if lock {
+        sql.push(" FOR UPDATE");
+    }
+    sql
+}
+
+/// The columns fixed at insert of a governed record table keyed by
+/// `(tenant_id, id)` (its [`Record::FIXED`]).
+pub(crate) const GOVERNED_FIXED: &str = "tenant_id, id, namespace, project_id, owner, created_at";
+
+/// The columns of a governed record table: its identity and governance
+/// columns, then `$extra`.
+macro_rules! governed_cols {
+    ($($extra:literal),* $(,)?) => {
+        &[
+            "tenant_id", "id", "namespace", "project_id", "owner", "classification", "source",
+            "created_at", "updated_at", "expires_at", $($extra),*
+        ]
+    };
+}
+pub(crate) use governed_cols;
 
 /// Write one record in one statement: `store` (upsert) or `update`. Tenant,
 /// id, owner and creation time come from the caller, namespace and project
