@@ -16,11 +16,17 @@
 //!   domain, authority, confidence from its memory, impact from its
 //!   [`ImpactRules`], then the matrix: act, propose, escalate or refuse
 //!   ([`Role::decide`], [`Role::handle`]; `docs/autonomy.md`).
+//! - [`GoalSystem`] ([`Role::goals`]): the goals people set in `goals.yaml`
+//!   (seed 001, V3), decomposed by the model once per objective version,
+//!   prioritized daily ([`Prioritization`]; the role's prompts show them
+//!   under `## Priorities`), and moved by the metrics its nodes and tools
+//!   report.
 
 mod authority;
 pub mod config;
 mod decision;
 mod error;
+mod goal_hooks;
 pub mod goals;
 mod proposals;
 mod pursuit;
@@ -40,10 +46,11 @@ pub use decision::{
     EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, decision_id, failed,
 };
 pub use error::Error;
+pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
 pub use proposals::{EXPIRE_BATCH, INTERRUPTED, Resumed};
 pub use pursuit::{
-    GOAL_MODEL, GoalSystem, PRIORITIES_REFRESH, PRIORITIZE_WORKFLOW, PRIORITY_EPISODES,
-    PRIORITY_INSIGHTS, Prioritization, TOP_PRIORITIES, priorities_section,
+    GOAL_MODEL, GoalSystem, PRIORITIZE_WORKFLOW, PRIORITY_EPISODES, PRIORITY_INSIGHTS,
+    Prioritization, TOP_PRIORITIES,
 };
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{

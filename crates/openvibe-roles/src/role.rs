@@ -364,7 +364,7 @@ impl Role {
         if let (Some(memory), Some(assembler)) = (&self.agent_memory, self.assembler()) {
             ctx = ctx.with_assembler(Arc::new(assembler));
             ctx = match &self.goals {
-                Some(goals) => ctx.with_episode_sink(Arc::new(crate::pursuit::MetricSink {
+                Some(goals) => ctx.with_episode_sink(Arc::new(crate::goal_hooks::MetricSink {
                     memory: memory.clone(),
                     goals: goals.clone(),
                     ctx: self.proposal_context(),
@@ -692,7 +692,7 @@ pub struct RoleAwareLlm {
     memory: Option<Arc<dyn MemoryProvider>>,
     recall_limit: usize,
     raw_log: Option<AgentMemory>,
-    priorities: Option<crate::pursuit::PrioritySource>,
+    priorities: Option<crate::goal_hooks::PrioritySource>,
     inner: Arc<dyn LlmProvider>,
 }
 
@@ -713,7 +713,7 @@ impl RoleAwareLlm {
                 .clone()
                 .filter(|m| m.raw_log().config().enabled),
             priorities: role.goals.clone().map(|store| {
-                crate::pursuit::PrioritySource::new(
+                crate::goal_hooks::PrioritySource::new(
                     store,
                     role.proposal_context(),
                     role.role_id.clone(),
