@@ -299,6 +299,14 @@ pub struct PrioritiesOf {
     pub day: chrono::NaiveDate,
 }
 
+/// Why an active belief is retired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetireBelief {
+    /// Why (required; kept in the belief and the audit trail).
+    pub reason: String,
+}
+
 /// Liveness or readiness.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {

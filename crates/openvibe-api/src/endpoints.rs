@@ -23,12 +23,12 @@
 use std::marker::PhantomData;
 
 use openvibe_protocols::{
-    AuditEntry, AuditQuery, Episode, EpisodeQuery, Fact, FactQuery, Goal, GoalProgress, GoalQuery,
-    Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery, MetricReport, NamespaceCount,
-    NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate,
-    Priorities, Proposal, ProposalQuery, RawCall, RawCallQuery, RecordVector, RevisableRecord,
-    Session, SessionDeleted, SessionQuery, StateEntry, StoreError, StoredRecord, TaskContext,
-    VectorStatus, Verdict,
+    AuditEntry, AuditQuery, Belief, BeliefQuery, Episode, EpisodeQuery, Fact, FactQuery, Goal,
+    GoalProgress, GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery,
+    MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext,
+    PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery, RawCall, RawCallQuery,
+    RecordVector, RevisableRecord, Session, SessionDeleted, SessionQuery, StateEntry, StoreError,
+    StoredRecord, TaskContext, VectorStatus, Verdict,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
@@ -36,8 +36,8 @@ use crate::Caller;
 use crate::dto::{
     AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, Deleted, DeletedCount,
     EmbedPending, Embedded, EmbeddingModel, ExpireProposals, ExpiredCount, FinishProposal, Health,
-    MaybeInsight, MoveNamespace, Moved, PrioritiesOf, Promote, PruneRaw, SearchMemory, SetState,
-    SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
+    MaybeInsight, MoveNamespace, Moved, PrioritiesOf, Promote, PruneRaw, RetireBelief,
+    SearchMemory, SetState, SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
 };
 
 /// An HTTP method of the table.
@@ -384,6 +384,11 @@ pub fn all() -> Vec<Operation> {
         PUT_PRIORITIES.operation(),
         GET_PRIORITIES.operation(),
         REPORT_METRIC.operation(),
+        PROPOSE_BELIEF.operation(),
+        GET_BELIEF.operation(),
+        QUERY_BELIEFS.operation(),
+        DECIDE_BELIEF.operation(),
+        RETIRE_BELIEF.operation(),
         STORE_FACT.operation(),
         GET_FACT.operation(),
         UPDATE_FACT.operation(),
@@ -675,6 +680,46 @@ pub const REPORT_METRIC: Endpoint<MetricReport, MetricReport> = Endpoint::post(
     "Report a metric of a role (`add` or `set`); a report with the id of an earlier one counts once",
 )
 .idempotent();
+
+// --- Beliefs (L4): what a role holds true once a person approved it ---
+
+/// `POST /v1/memory/beliefs`: Propose a belief (the same id and request again: the existing one).
+pub const PROPOSE_BELIEF: Endpoint<Belief, Belief> = Endpoint::post(
+    "/v1/memory/beliefs",
+    "proposeBelief",
+    "Propose a belief (the same id and request again: the existing one)",
+)
+.idempotent();
+
+/// `GET /v1/memory/beliefs/{id}`: A belief the caller may read.
+pub const GET_BELIEF: Endpoint<(), Belief> = Endpoint::get(
+    "/v1/memory/beliefs/{id}",
+    "getBelief",
+    "A belief the caller may read",
+)
+.or_none("belief");
+
+/// `POST /v1/memory/beliefs/query`: A page of beliefs, newest first.
+pub const QUERY_BELIEFS: Endpoint<BeliefQuery, Page<Belief>> = Endpoint::post(
+    "/v1/memory/beliefs/query",
+    "queryBeliefs",
+    "A page of beliefs, newest first",
+)
+.idempotent();
+
+/// `POST /v1/memory/beliefs/{id}/decide`: Approve or reject a proposed belief (needs the approve right; approving one that supersedes an active belief retires it; of racing callers one wins, the others get 409).
+pub const DECIDE_BELIEF: Endpoint<Verdict, Belief> = Endpoint::post(
+    "/v1/memory/beliefs/{id}/decide",
+    "decideBelief",
+    "Approve or reject a proposed belief (needs the approve right; approving one that supersedes an active belief retires it; of racing callers one wins, the others get 409)",
+);
+
+/// `POST /v1/memory/beliefs/{id}/retire`: Retire an active belief, with a reason (needs the approve right).
+pub const RETIRE_BELIEF: Endpoint<RetireBelief, Belief> = Endpoint::post(
+    "/v1/memory/beliefs/{id}/retire",
+    "retireBelief",
+    "Retire an active belief, with a reason (needs the approve right)",
+);
 
 // --- Records: facts, episodes, the raw log, insights, semantic knowledge ---
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    AuditOp, CallerContext, Episode, Fact, GOAL_KIND, Insight, KnowledgeStore, METRIC_KIND,
-    NamespaceAdmin, NamespaceCount, NamespaceScope, PRIORITIES_KIND, RecordMeta, RecordVector,
-    RecordVectors, StoreError, Stores, VectorStatus, store_time,
+    AuditOp, BELIEF_KIND, CallerContext, Episode, Fact, GOAL_KIND, Insight, KnowledgeStore,
+    METRIC_KIND, NamespaceAdmin, NamespaceCount, NamespaceScope, PRIORITIES_KIND, RecordMeta,
+    RecordVector, RecordVectors, StoreError, Stores, VectorStatus, store_time,
 };
 use openvibe_protocols::{
     EMBEDDED_KINDS, EXPIRING_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
@@ -17,6 +17,7 @@ use openvibe_protocols::{
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::beliefs::InMemoryBeliefStore;
 use crate::goals::InMemoryGoalStore;
 use crate::proposals::InMemoryProposalStore;
 use crate::raw::InMemoryRawLog;
@@ -64,6 +65,7 @@ impl InMemoryAdmin {
             raw: Arc::new(InMemoryRawLog::new().with_audit(audit.clone())),
             proposals: Arc::new(InMemoryProposalStore::new().with_audit(audit.clone())),
             goals: Arc::new(InMemoryGoalStore::new().with_audit(audit.clone())),
+            beliefs: Arc::new(InMemoryBeliefStore::new().with_audit(audit.clone())),
             audit,
             vectors,
         }
@@ -88,6 +90,7 @@ impl InMemoryAdmin {
             vectors: admin.clone(),
             proposals: admin.proposals.clone(),
             goals: admin.goals.clone(),
+            beliefs: admin.beliefs.clone(),
             admin,
         }
     }
@@ -102,6 +105,7 @@ pub struct InMemoryAdmin {
     raw: Arc<InMemoryRawLog>,
     proposals: Arc<InMemoryProposalStore>,
     goals: Arc<InMemoryGoalStore>,
+    beliefs: Arc<InMemoryBeliefStore>,
     audit: Arc<InMemoryAuditLog>,
     vectors: Option<Arc<VectorTable>>,
 }
@@ -200,6 +204,7 @@ impl NamespaceAdmin for InMemoryAdmin {
         out.extend(counts_of("insight", self.insights.namespace_counts(ctx)?));
         out.extend(self.working.namespace_counts(ctx)?);
         out.extend(counts_of("proposal", self.proposals.namespace_counts(ctx)?));
+        out.extend(counts_of(BELIEF_KIND, self.beliefs.namespace_counts(ctx)?));
         for kind in [GOAL_KIND, PRIORITIES_KIND, METRIC_KIND] {
             out.extend(counts_of(kind, self.goals.namespace_counts(ctx, kind)?));
         }
@@ -223,6 +228,7 @@ impl NamespaceAdmin for InMemoryAdmin {
             "episode" => self.episodes.move_namespace(ctx, from, to, batch),
             "insight" => self.insights.move_namespace(ctx, from, to, batch),
             "proposal" => self.proposals.move_namespace(ctx, from, to, batch),
+            BELIEF_KIND => self.beliefs.move_namespace(ctx, from, to, batch),
             GOAL_KIND => self.goals.move_namespace(ctx, GOAL_KIND, from, to, batch),
             PRIORITIES_KIND => self
                 .goals
@@ -254,6 +260,7 @@ impl NamespaceAdmin for InMemoryAdmin {
                 "insight" => self.insights.delete_expired(ctx, &scope, left)?,
                 "raw_call" => self.raw.delete_expired(ctx, &scope, left)?,
                 "proposal" => self.proposals.delete_expired(ctx, &scope, left)?,
+                BELIEF_KIND => self.beliefs.delete_expired(ctx, &scope, left)?,
                 GOAL_KIND => self.goals.delete_expired(ctx, GOAL_KIND, &scope, left)?,
                 PRIORITIES_KIND => self
                     .goals

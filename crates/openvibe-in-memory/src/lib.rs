@@ -37,7 +37,9 @@
 
 mod admin;
 mod audit;
+mod beliefs;
 mod goals;
+mod governed;
 mod index;
 mod kinds;
 mod proposals;
@@ -56,6 +58,7 @@ use openvibe_protocols::{Embedder, Stores};
 
 pub use admin::{InMemoryAdmin, MemorySnapshot, SnapshotHandle};
 pub use audit::InMemoryAuditLog;
+pub use beliefs::InMemoryBeliefStore;
 pub use goals::InMemoryGoalStore;
 pub use proposals::InMemoryProposalStore;
 pub use raw::{InMemoryRawLog, new_raw_id};

@@ -83,19 +83,14 @@ impl InMemoryProposalStore {
         &self,
         ctx: &CallerContext,
     ) -> Result<BTreeMap<String, u64>, StoreError> {
-        let now = Utc::now();
         let tenants = self.tenants.read().map_err(|_| poisoned())?;
-        let mut counts = BTreeMap::new();
-        for p in tenants
-            .get(ctx.tenant_id())
-            .into_iter()
-            .flat_map(|t| t.values())
-        {
-            if !p.meta.is_expired(now) {
-                *counts.entry(p.meta.namespace.clone()).or_insert(0) += 1;
-            }
-        }
-        Ok(counts)
+        Ok(crate::governed::counts(
+            tenants
+                .get(ctx.tenant_id())
+                .into_iter()
+                .flat_map(|t| t.values()),
+            |p| &p.meta,
+        ))
     }
 
     /// Move at most `batch` proposals from namespace `from` to `to` (audited).
@@ -106,29 +101,19 @@ impl InMemoryProposalStore {
         to: &str,
         batch: usize,
     ) -> Result<u64, StoreError> {
-        let now = openvibe_protocols::store_time();
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
-        let mut moved = 0;
-        for p in table
-            .values_mut()
-            .filter(|p| p.meta.namespace == from)
-            .take(batch)
-        {
-            p.meta.namespace = to.to_owned();
-            p.meta.updated_at = now;
-            self.audit.record(AuditEntry::change(
-                ctx,
-                AuditOp::Update,
-                PROPOSAL_KIND,
-                &p.id,
-                &p.meta,
-            ));
-            moved += 1;
-        }
-        Ok(moved)
+        Ok(crate::governed::move_namespace(
+            &self.audit,
+            ctx,
+            PROPOSAL_KIND,
+            table.values_mut().map(|p| (p.id.as_str(), &mut p.meta)),
+            from,
+            to,
+            batch,
+        ))
     }
 
     /// Delete at most `batch` expired proposal records (their `expires_at`
@@ -139,33 +124,19 @@ impl InMemoryProposalStore {
         scope: &openvibe_protocols::NamespaceScope,
         batch: usize,
     ) -> Result<u64, StoreError> {
-        let now = Utc::now();
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
-        let expired: Vec<String> = table
-            .values()
-            .filter(|p| {
-                p.meta.is_expired(now)
-                    && scope.contains(&p.meta.namespace)
-                    && ctx.sees_project(p.meta.project_id.as_deref())
-            })
-            .map(|p| p.id.clone())
-            .take(batch)
-            .collect();
-        for id in &expired {
-            if let Some(gone) = table.remove(id) {
-                self.audit.record(AuditEntry::change(
-                    ctx,
-                    AuditOp::Delete,
-                    PROPOSAL_KIND,
-                    id,
-                    &gone.meta,
-                ));
-            }
-        }
-        Ok(expired.len() as u64)
+        Ok(crate::governed::delete_expired(
+            &self.audit,
+            ctx,
+            PROPOSAL_KIND,
+            table,
+            |p| &p.meta,
+            scope,
+            batch,
+        ))
     }
 }
 

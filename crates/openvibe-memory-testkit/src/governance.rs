@@ -648,11 +648,13 @@ where
     let raw_checks = raw_leak_check(&s, &mut rng, seed).await;
     let (proposal_checks, verdicts) = proposal_leak_check(&s, &mut rng, seed).await;
     let goal_checks = goal_leak_check(&s, &mut rng, seed).await;
+    let (belief_checks, belief_verdicts) = belief_leak_check(&s, &mut rng, seed).await;
     eprintln!(
         "governance leak check: {checks} reads and searches matched the model over {} records \
          ({refused_writes} writes refused); {allowed} changes allowed, {refused} refused as the rule says; \
-         {raw_checks} raw-log reads, {proposal_checks} proposal reads and {goal_checks} goal reads \
-         matched too; {verdicts} verdicts given or refused as the approve rule says",
+         {raw_checks} raw-log reads, {proposal_checks} proposal reads, {goal_checks} goal reads \
+         and {belief_checks} belief reads matched too; {verdicts} proposal and {belief_verdicts} \
+         belief verdicts given or refused as the approve rule says",
         stored.len()
     );
     assert!(
@@ -1595,6 +1597,111 @@ async fn goal_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> usize {
         checks += 1;
     }
     checks
+}
+
+/// Beliefs in the leak check: random roles propose beliefs (placed, owned
+/// and classified as facts are, in random domains); random gets and lists
+/// are compared with the read rule, and random verdicts with the approve
+/// rule: a refused verdict changes nothing. Returns (reads, verdicts).
+async fn belief_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, usize) {
+    use openvibe_protocols::{Belief, BeliefQuery, BeliefStatus};
+    let mut stored: Vec<Belief> = Vec::new();
+    for i in 0..60 {
+        let writer = random_caller(rng);
+        let ns = *rng.pick(NAMESPACES);
+        let mut b = Belief::new(format!("role{}", rng.below(2)), format!("belief {i}"), 0.7)
+            .id(format!("bl{i}"))
+            .domain(*rng.pick(DOMAINS))
+            .namespace(ns);
+        b.meta.classification = *rng.pick(&Classification::ALL);
+        match (
+            s.beliefs.propose(&writer, b).await,
+            writer.placement(ns, "propose"),
+        ) {
+            (Ok(b), Ok(place)) => {
+                assert_eq!(
+                    (&b.meta.namespace, &b.meta.owner),
+                    (&place.namespace, &writer.owner_key()),
+                    "seed {seed}: placement of bl{i}"
+                );
+                stored.push(b);
+            }
+            (Err(StoreError::Unauthorized { .. }), Err(_)) => {}
+            (got, want) => panic!("seed {seed}: propose bl{i}: got {got:?}, want {want:?}"),
+        }
+    }
+    assert!(!stored.is_empty(), "seed {seed}: no belief was proposed");
+    let readable = |reader: &CallerContext, b: &Belief| {
+        b.meta.tenant_id == reader.tenant_id() && reader.can_read(&b.meta, &b.domain)
+    };
+    let mut checks = 0;
+    for _ in 0..300 {
+        let reader = random_caller(rng);
+        if rng.chance(50) {
+            let b = rng.pick(&stored).clone();
+            let got = s.beliefs.get(&reader, &b.id).await.unwrap().map(|b| b.id);
+            let want = readable(&reader, &b).then(|| b.id.clone());
+            assert_eq!(got, want, "seed {seed}: belief get {} as {reader:?}", b.id);
+        } else {
+            let mut query = BeliefQuery::new().limit(MAX_GOALS);
+            if rng.chance(30) {
+                query.domain = Some((*rng.pick(DOMAINS)).to_owned());
+            }
+            let scope = reader.list_scope(&query.namespaces);
+            let mut want: Vec<&str> = stored
+                .iter()
+                .filter(|b| {
+                    readable(&reader, b) && scope.contains(&b.meta.namespace) && query.matches(b)
+                })
+                .map(|b| b.id.as_str())
+                .collect();
+            want.sort_unstable();
+            let page = s.beliefs.list(&reader, &query).await.unwrap();
+            let mut got: Vec<&str> = page.items.iter().map(|b| b.id.as_str()).collect();
+            got.sort_unstable();
+            assert_eq!(got, want, "seed {seed}: beliefs {query:?} as {reader:?}");
+        }
+        checks += 1;
+    }
+    let mut verdicts = 0;
+    for step in 0..100 {
+        let caller = random_caller(rng);
+        let idx = rng.below(stored.len());
+        let target = stored[idx].clone();
+        let verdict = if rng.chance(50) {
+            Verdict::approve(format!("ok {step}"))
+        } else {
+            Verdict::reject(format!("no {step}"))
+        };
+        let visible = readable(&caller, &target);
+        let may = visible && caller.may_approve(&target.meta, "decide").is_ok();
+        let proposed = target.status == BeliefStatus::Proposed;
+        match (
+            s.beliefs.decide(&caller, &target.id, &verdict).await,
+            visible,
+            may,
+        ) {
+            (Ok(decided), _, true) if proposed => stored[idx] = decided,
+            (Err(StoreError::Conflict { .. }), _, true) if !proposed => {}
+            (Err(StoreError::NotFound { .. }), false, _)
+            | (Err(StoreError::Unauthorized { .. }), true, false) => {
+                let admin = admin_of(&target.meta);
+                let still = s.beliefs.get(&admin, &target.id).await.unwrap();
+                assert_eq!(
+                    still.map(|b| b.status),
+                    Some(target.status),
+                    "seed {seed}: a refused verdict changed {}",
+                    target.id
+                );
+            }
+            (got, visible, may) => panic!(
+                "seed {seed}: verdict on {} ({}) as {caller:?}: got {got:?}, readable {visible}, may approve {may}",
+                target.id, target.status
+            ),
+        }
+        verdicts += 1;
+    }
+    (checks, verdicts)
 }
 
 /// More goals than the leak check puts: one page holds them all.

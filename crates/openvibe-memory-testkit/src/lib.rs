@@ -37,6 +37,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod access;
+pub mod beliefs;
 pub mod episodes;
 pub mod expiry;
 pub mod facts;
@@ -182,6 +183,11 @@ cases! {
     goals::goals_priorities_by_day;
     goals::goals_are_governed_and_audited;
     goals::goals_move_with_their_namespace;
+    beliefs::beliefs_are_proposed_idempotently;
+    beliefs::beliefs_are_approved_once_by_people;
+    beliefs::beliefs_supersede_atomically;
+    beliefs::beliefs_list_newest_first_by_page;
+    beliefs::beliefs_are_governed_and_audited;
 }
 
 /// The README's example, compiled and run as a doc test.

@@ -18,7 +18,7 @@ use crate::sql::Sql;
 use crate::tx::{INCLUDE_EXPIRED, begin, begin_then};
 
 /// The tables of the kinds that expire (`EXPIRING_KINDS`).
-const EXPIRING_TABLES: [&str; 8] = [
+const EXPIRING_TABLES: [&str; 9] = [
     "facts",
     "episodes",
     "insights",
@@ -27,10 +27,11 @@ const EXPIRING_TABLES: [&str; 8] = [
     "proposals",
     "goals",
     "goal_priorities",
+    "beliefs",
 ];
 
 /// Each record kind's table.
-const TABLES: [(&str, &str); 11] = [
+const TABLES: [(&str, &str); 12] = [
     ("fact", "facts"),
     ("episode", "episodes"),
     ("insight", "insights"),
@@ -42,6 +43,7 @@ const TABLES: [(&str, &str); 11] = [
     ("goal", "goals"),
     ("priorities", "goal_priorities"),
     ("metric", "metric_reports"),
+    ("belief", "beliefs"),
 ];
 
 /// [`NamespaceAdmin`] over a pool.

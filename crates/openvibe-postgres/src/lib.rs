@@ -42,6 +42,7 @@
 mod access;
 mod admin;
 mod audit;
+mod beliefs;
 mod contexts;
 mod episodes;
 mod error;
@@ -70,8 +71,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use openvibe_protocols::{
-    AuditLog, CallerContext, Embedder, EpisodicStore, FactStore, GoalStore, InsightStore,
-    KnowledgeStore, ProposalStore, RawLogStore, RecordVectors, StoreError, Stores, WorkingStore,
+    AuditLog, BeliefStore, CallerContext, Embedder, EpisodicStore, FactStore, GoalStore,
+    InsightStore, KnowledgeStore, ProposalStore, RawLogStore, RecordVectors, StoreError, Stores,
+    WorkingStore,
 };
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
@@ -79,6 +81,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub use admin::{PgNamespaceAdmin, purge_tenant};
 pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
+pub use beliefs::PgBeliefStore;
 pub use error::PgError;
 pub use goals::PgGoalStore;
 pub use kv::PgMemoryProvider;
@@ -150,6 +153,7 @@ pub struct PgStores {
     raw: Arc<PgRawLog>,
     proposals: Arc<PgProposalStore>,
     goals: Arc<PgGoalStore>,
+    beliefs: Arc<PgBeliefStore>,
     audit: Arc<PgAuditLog>,
     vectors: Arc<PgVectors>,
     writer: AuditWriter,
@@ -208,6 +212,7 @@ impl PgStores {
             raw: Arc::new(PgRawLog::new(pool.clone()).with_audit(writer.clone())),
             proposals: Arc::new(PgProposalStore::new(pool.clone()).with_audit(writer.clone())),
             goals: Arc::new(PgGoalStore::new(pool.clone()).with_audit(writer.clone())),
+            beliefs: Arc::new(PgBeliefStore::new(pool.clone()).with_audit(writer.clone())),
             audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
             vectors: Arc::new(PgVectors::new(
                 pool.clone(),
@@ -289,6 +294,7 @@ impl PgStores {
             vectors: self.vectors.clone() as Arc<dyn RecordVectors>,
             proposals: self.proposals.clone() as Arc<dyn ProposalStore>,
             goals: self.goals.clone() as Arc<dyn GoalStore>,
+            beliefs: self.beliefs.clone() as Arc<dyn BeliefStore>,
         }
     }
 

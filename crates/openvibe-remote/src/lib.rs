@@ -161,7 +161,8 @@ impl RemoteMemory {
             admin: me.clone(),
             vectors: me.clone(),
             proposals: me.clone(),
-            goals: me,
+            goals: me.clone(),
+            beliefs: me,
         }
     }
 }

@@ -6,19 +6,19 @@ use async_trait::async_trait;
 use chrono::NaiveDate;
 use openvibe_api::dto::{
     AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, EmbedPending,
-    ExpireProposals, FinishProposal, MoveNamespace, PrioritiesOf, PruneRaw, SetState,
+    ExpireProposals, FinishProposal, MoveNamespace, PrioritiesOf, PruneRaw, RetireBelief, SetState,
     SimilarInsight, Strengthen, Touch, VectorLookup,
 };
 use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
-    AuditEntry, AuditLog, AuditQuery, CallerContext, ContextStore, Expect, Goal, GoalProgress,
-    GoalQuery, GoalStore, Initiative, Insight, InsightStore, Knowledge, KnowledgeHit,
-    KnowledgeQuery, KnowledgeStore, MetricReport, NamespaceAdmin, NamespaceCount, NewKnowledge,
-    NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStateStore,
-    PlanStore, PlanUpdate, Priorities, Proposal, ProposalQuery, ProposalStore, RawCall,
-    RawCallQuery, RawLogStore, RawRetention, RecordStore, RecordVector, RecordVectors,
-    RevisableStore, Session, SessionDeleted, SessionQuery, SessionStore, StateEntry, StoreError,
-    TaskContext, VectorStatus, Verdict,
+    AuditEntry, AuditLog, AuditQuery, Belief, BeliefQuery, BeliefStore, CallerContext,
+    ContextStore, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, Insight,
+    InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, MetricReport,
+    NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext,
+    PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities, Proposal,
+    ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention, RecordStore,
+    RecordVector, RecordVectors, RevisableStore, Session, SessionDeleted, SessionQuery,
+    SessionStore, StateEntry, StoreError, TaskContext, VectorStatus, Verdict,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -169,6 +169,46 @@ impl RawLogStore for RemoteMemory {
             .call(ctx, &e::PRUNE_RAW_CALLS, &[], &body)
             .await?
             .deleted_count)
+    }
+}
+
+#[async_trait]
+impl BeliefStore for RemoteMemory {
+    async fn propose(&self, ctx: &CallerContext, belief: Belief) -> Result<Belief, StoreError> {
+        self.call(ctx, &e::PROPOSE_BELIEF, &[], &belief).await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Belief>, StoreError> {
+        self.find(ctx, &e::GET_BELIEF, &[id]).await
+    }
+
+    async fn list(
+        &self,
+        ctx: &CallerContext,
+        query: &BeliefQuery,
+    ) -> Result<Page<Belief>, StoreError> {
+        self.call(ctx, &e::QUERY_BELIEFS, &[], query).await
+    }
+
+    async fn decide(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        verdict: &Verdict,
+    ) -> Result<Belief, StoreError> {
+        self.call(ctx, &e::DECIDE_BELIEF, &[id], verdict).await
+    }
+
+    async fn retire(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        reason: &str,
+    ) -> Result<Belief, StoreError> {
+        let body = RetireBelief {
+            reason: reason.to_owned(),
+        };
+        self.call(ctx, &e::RETIRE_BELIEF, &[id], &body).await
     }
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{CallerContext, Change, NamespaceScope, StoreError};
 
 /// The record kinds that live in namespaces.
-pub const RECORD_KINDS: [&str; 11] = [
+pub const RECORD_KINDS: [&str; 12] = [
     "fact",
     "episode",
     "insight",
@@ -20,11 +20,12 @@ pub const RECORD_KINDS: [&str; 11] = [
     "goal",
     "priorities",
     "metric",
+    "belief",
 ];
 
 /// The record kinds that can expire ([`RecordMeta::expires_at`](crate::RecordMeta::expires_at)):
 /// the long-lived ones. Working memory ends with its plan or session.
-pub const EXPIRING_KINDS: [&str; 8] = [
+pub const EXPIRING_KINDS: [&str; 9] = [
     "fact",
     "episode",
     "insight",
@@ -33,6 +34,7 @@ pub const EXPIRING_KINDS: [&str; 8] = [
     "proposal",
     "goal",
     "priorities",
+    "belief",
 ];
 
 /// How many records of one kind one namespace holds.

@@ -19,6 +19,7 @@
 //! | what a ranked search reports: [`RetrievalMode`], [`Retriever`], [`RetrieverScore`] (the ranking itself is `openvibe-retrieval`'s) | `retrieval_types` |
 //! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
 //! | goals: objectives, their decomposition, daily priorities, metric reports and progress ([`GoalStore`]) | `goals` |
+//! | beliefs (L4): what a role holds true once a person approved it ([`BeliefStore`]) | `beliefs` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
 //! Everything here is re-exported at the crate root, its one import path.
@@ -26,6 +27,7 @@
 mod access;
 mod admin;
 mod audit;
+mod beliefs;
 mod context;
 mod error;
 mod goals;
@@ -48,6 +50,10 @@ pub use admin::{
     EXPIRING_KINDS, NamespaceAdmin, NamespaceCount, RECORD_KINDS, check_admin, cleanup_scope,
 };
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
+pub use beliefs::{
+    BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
+    MAX_BELIEF_PAGE, belief_page, validate_belief,
+};
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
 pub use goals::{
@@ -64,7 +70,7 @@ pub use governance::{
 pub use kv::{MemoryEntry, MemoryProvider};
 pub use proposals::{
     MAX_ERROR_CHARS, MAX_PROPOSAL_PAGE, PROPOSAL_KIND, Proposal, ProposalQuery, ProposalStatus,
-    ProposalStore, Verdict, proposal_page, validate_proposal,
+    ProposalStore, Verdict, newest_page, proposal_page, validate_proposal,
 };
 pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, text_terms};
 pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};

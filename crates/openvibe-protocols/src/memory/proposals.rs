@@ -638,19 +638,28 @@ impl ProposalQuery {
 
 /// The page of `proposals` (newest first, one more than `limit` fetched to
 /// know whether another page follows).
-pub fn proposal_page(mut proposals: Vec<Proposal>, limit: usize) -> Page<Proposal> {
-    let next_cursor = if proposals.len() > limit {
-        proposals.truncate(limit);
-        proposals
-            .last()
-            .map(|p| super::page_cursor(p.meta.created_at, &p.id))
+pub fn proposal_page(proposals: Vec<Proposal>, limit: usize) -> Page<Proposal> {
+    newest_page(proposals, limit, |p| (p.meta.created_at, &p.id))
+}
+
+/// The page of `items` listed newest first (one more than `limit` fetched
+/// to know whether another page follows): its cursor is the last item's
+/// creation time and id (`key`).
+pub fn newest_page<T>(
+    mut items: Vec<T>,
+    limit: usize,
+    key: impl Fn(&T) -> (DateTime<Utc>, &String),
+) -> Page<T> {
+    let next_cursor = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(|item| {
+            let (at, id) = key(item);
+            super::page_cursor(at, id)
+        })
     } else {
         None
     };
-    Page {
-        items: proposals,
-        next_cursor,
-    }
+    Page { items, next_cursor }
 }
 
 fn check_action(field: &str, action: &Action) -> Result<(), StoreError> {

@@ -192,6 +192,8 @@ pub struct Stores {
     pub proposals: Arc<dyn super::ProposalStore>,
     /// Goals, their decomposition, daily priorities and metric reports.
     pub goals: Arc<dyn super::GoalStore>,
+    /// Beliefs (L4): what roles hold true once a person approved it.
+    pub beliefs: Arc<dyn super::BeliefStore>,
 }
 
 impl Stores {

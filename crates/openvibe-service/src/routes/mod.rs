@@ -4,6 +4,7 @@
 //! that the router serves every row exactly once.
 
 mod api;
+mod beliefs;
 mod goals;
 mod proposals;
 mod records;
@@ -28,6 +29,7 @@ pub(crate) fn routes() -> Api {
     let api = records::routes(api);
     let api = proposals::routes(api);
     let api = goals::routes(api);
+    let api = beliefs::routes(api);
     working::routes(api)
 }
 
