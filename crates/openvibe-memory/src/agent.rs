@@ -8,10 +8,10 @@ use async_trait::async_trait;
 use openvibe_protocols::AuditLog;
 use openvibe_protocols::promotion::{AutoPromote, Promotion, promote_insight};
 use openvibe_protocols::{
-    CallerContext, Episode, EpisodeQuery, EpisodeSink, EpisodicStore, Fact, FactQuery, Insight,
-    InsightQuery, InsightStatus, InsightStore, LlmProvider, LlmRequest, MemoryEntry,
-    MemoryProvider, Page, RawCall, RawCallQuery, RawLogStore, RecordVectors, StoreError,
-    content_hash, truncate_chars,
+    Belief, BeliefQuery, BeliefStatus, BeliefStore, CallerContext, Episode, EpisodeQuery,
+    EpisodeSink, EpisodicStore, Fact, FactQuery, Insight, InsightQuery, InsightStatus,
+    InsightStore, LlmProvider, LlmRequest, MemoryEntry, MemoryProvider, Page, RawCall,
+    RawCallQuery, RawLogStore, RecordVectors, StoreError, content_hash, truncate_chars,
 };
 use serde_json::Value;
 use tracing::Instrument;
@@ -98,6 +98,8 @@ pub struct AgentMemory {
     raw_writer: Arc<OnceLock<RawLogWriter>>,
     /// The vectors the stores keep of their records, when known.
     vectors: Option<Arc<dyn RecordVectors>>,
+    /// Beliefs (L4).
+    beliefs: Arc<dyn BeliefStore>,
 }
 
 impl std::fmt::Debug for AgentMemory {
@@ -109,6 +111,9 @@ impl std::fmt::Debug for AgentMemory {
             .finish_non_exhaustive()
     }
 }
+
+/// The most active beliefs a prompt shows (and the decision engine weighs).
+pub const MAX_PROMPT_BELIEFS: usize = 100;
 
 impl AgentMemory {
     /// Memory of `agent_id` over fresh in-memory stores, without a workspace.
@@ -126,7 +131,38 @@ impl AgentMemory {
             raw_config: RawLogConfig::default(),
             raw_writer: Arc::default(),
             vectors: None,
+            beliefs: Arc::new(openvibe_in_memory::InMemoryBeliefStore::new()),
         }
+    }
+
+    /// Keep beliefs (L4) in `store` (e.g. a Postgres backend's).
+    #[must_use]
+    pub fn with_beliefs(mut self, store: Arc<dyn BeliefStore>) -> Self {
+        self.beliefs = store;
+        self
+    }
+
+    /// The belief store.
+    pub fn belief_store(&self) -> &Arc<dyn BeliefStore> {
+        &self.beliefs
+    }
+
+    /// Propose a belief of this agent (its `role_id` set to the agent's):
+    /// it waits for a person ([`BeliefStore::decide`]).
+    pub async fn propose_belief(&self, mut belief: Belief) -> Result<Belief, MemoryError> {
+        belief.role_id.clone_from(&self.agent_id);
+        Ok(self.beliefs.propose(&self.ctx, belief).await?)
+    }
+
+    /// This agent's active beliefs (of `domain` when given), newest first,
+    /// at most [`MAX_PROMPT_BELIEFS`].
+    pub async fn active_beliefs(&self, domain: Option<&str>) -> Result<Vec<Belief>, MemoryError> {
+        let mut query = BeliefQuery::new()
+            .status(BeliefStatus::Active)
+            .role(self.agent_id.clone())
+            .limit(MAX_PROMPT_BELIEFS);
+        query.domain = domain.map(str::to_owned);
+        Ok(self.beliefs.list(&self.ctx, &query).await?.items)
     }
 
     /// Keep the raw log (L1) in `store` (e.g. a Postgres backend's).

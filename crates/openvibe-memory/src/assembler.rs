@@ -74,6 +74,8 @@ impl Default for AssemblyLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RecallKind {
+    /// An active belief of the agent (`## Beliefs`).
+    Belief,
     /// An insight of the agent (`## Insights`).
     Insight,
     /// A workspace fact (`## Context`).
@@ -83,9 +85,10 @@ pub enum RecallKind {
 }
 
 impl RecallKind {
-    /// `insight`, `fact` or `episode`.
+    /// `belief`, `insight`, `fact` or `episode`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Belief => "belief",
             Self::Insight => "insight",
             Self::Fact => "fact",
             Self::Episode => "episode",
@@ -125,10 +128,12 @@ pub type RecallObserver = Arc<dyn Fn(&Assembly) + Send + Sync>;
 
 /// Builds the memory context of a prompt from an agent's memory:
 ///
-/// 1. `## Insights`: the agent's active insights for the scope;
-/// 2. `## Context`: workspace facts for the scope the agent's clearance can
+/// 1. `## Beliefs`: the agent's active beliefs (L4, approved by a person)
+///    of the scope's domain (all of them when the scope names none);
+/// 2. `## Insights`: the agent's active insights for the scope;
+/// 3. `## Context`: workspace facts for the scope the agent's clearance can
 ///    read (clearance applied in the store);
-/// 3. `## Recent Activity`: the agent's episodes for the scope, newest first.
+/// 4. `## Recent Activity`: the agent's episodes for the scope, newest first.
 ///
 /// Without a query in the scope, insights come most confident first and
 /// facts in fact order. With one, the scope's filters select a pool of
@@ -298,8 +303,34 @@ impl MemoryAssembler {
             })
             .await?;
 
+        let beliefs = self
+            .memory
+            .active_beliefs(facts_query.domain.as_deref())
+            .await?;
         let mut out = Builder::new(&*self.counter, token_budget);
         let mut recalled = Vec::new();
+        // Beliefs first: what a person approved outranks what was inferred.
+        let shown = out.section(
+            "## Beliefs",
+            beliefs.iter().map(|b| {
+                let constraint = if b.constraint { ", a constraint" } else { "" };
+                format!(
+                    "- {} (confidence: {:.1}{constraint})",
+                    b.statement, b.confidence
+                )
+            }),
+        );
+        recalled.extend(
+            shown
+                .iter()
+                .filter_map(|&n| beliefs.get(n))
+                .map(|b| Recalled {
+                    kind: RecallKind::Belief,
+                    id: b.id.clone(),
+                    content: b.statement.clone(),
+                    retrievers: Vec::new(),
+                }),
+        );
         let shown = out.section(
             "## Insights",
             insights

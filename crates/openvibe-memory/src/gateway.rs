@@ -185,7 +185,8 @@ impl MemoryGateway {
                 .with_stores(stores.episodes.clone(), stores.insights.clone())
                 .with_raw_log(stores.raw.clone())
                 .with_audit(stores.audit.clone())
-                .with_vectors(stores.vectors.clone());
+                .with_vectors(stores.vectors.clone())
+                .with_beliefs(stores.beliefs.clone());
         }
         if let Some(config) = &self.raw_config {
             memory = memory.with_raw_log_config(config.clone());

@@ -54,8 +54,8 @@ pub use access::{
     AccessFilter, CLASSIFICATION_RANK, ClassificationRanks, ClearanceProfile, Governed,
 };
 pub use agent::{
-    AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, InMemoryStore, PUBLISH_LIMIT, ReflectOptions,
-    ReflectionReport,
+    AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, InMemoryStore, MAX_PROMPT_BELIEFS, PUBLISH_LIMIT,
+    ReflectOptions, ReflectionReport,
 };
 pub use assembler::{
     ApproxTokenCounter, Assembly, AssemblyLimits, MemoryAssembler, RecallKind, RecallObserver,

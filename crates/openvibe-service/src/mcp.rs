@@ -21,6 +21,8 @@
 //! | `listGoals` | [`POST /v1/memory/goals/query`](openvibe_api::endpoints::QUERY_GOALS) | the goals (objectives with key results, initiatives) the caller may read, by role, in id order, a page at a time |
 //! | `goalProgress` | [`GET /v1/memory/goals/{id}/progress`](openvibe_api::endpoints::GOAL_PROGRESS) | where a goal stands: each key result's current value and progress, computed from its metric reports |
 //! | `reportMetric` | [`POST /v1/memory/metrics`](openvibe_api::endpoints::REPORT_METRIC) | report a role's metric (`add`, or `set`), placed where the key may write; the same `id` twice counts once |
+//! | `listBeliefs` | [`POST /v1/memory/beliefs/query`](openvibe_api::endpoints::QUERY_BELIEFS) | the beliefs (L4) the caller may read (proposed ones by default), newest first, each with the insights it came from |
+//! | `decideBelief` | [`POST /v1/memory/beliefs/{id}/decide`](openvibe_api::endpoints::DECIDE_BELIEF) | approve or reject a proposed belief; refused without the `approve` right (and to the role that proposed it); approving one that supersedes an active belief retires that one |
 //!
 //! A refusal or bad input is a tool result with `isError: true` and the
 //! service's [`ErrorBody`] as structured content, so the model sees why.
@@ -31,8 +33,8 @@ use openvibe_api::ErrorBody;
 use openvibe_governance::Projects;
 use openvibe_protocols::promotion::{PromoteMode, Promotion};
 use openvibe_protocols::{
-    CallerContext, Expect, Fact, FactQuery, GOAL_KIND, GoalQuery, MetricMode, MetricReport,
-    ProposalQuery, ProposalStatus, StoreError, Stores, Verdict,
+    BeliefQuery, BeliefStatus, CallerContext, Expect, Fact, FactQuery, GOAL_KIND, GoalQuery,
+    MetricMode, MetricReport, ProposalQuery, ProposalStatus, StoreError, Stores, Verdict,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -286,15 +288,40 @@ pub struct ReportMetric {
     pub project: Option<String>,
 }
 
-/// `decideProposal`'s arguments.
+/// `listBeliefs`' arguments.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListBeliefs {
+    /// Only those with this status: proposed (default), active, rejected,
+    /// retired, or `any`.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Only those of this role.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Only those of this domain.
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// At most this many (20 by default).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Continue after the page that returned this cursor.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// `decideProposal`'s and `decideBelief`'s arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecideProposal {
-    /// The proposal's id.
+    /// The proposal's (or belief's) id.
     pub id: String,
     /// Approve (true) or reject (false).
     pub approve: bool,
-    /// Why (required to reject; kept in the proposal and the audit trail).
+    /// Why (required to reject; kept in the record and the audit trail).
     #[serde(default)]
     pub reason: String,
     /// The project you work in.
@@ -305,7 +332,7 @@ pub struct DecideProposal {
 impl MemoryTools {
     /// Every tool: the memory tools and the proposal tools.
     fn router() -> ToolRouter<Self> {
-        Self::tool_router() + Self::proposal_router() + Self::goal_router()
+        Self::tool_router() + Self::proposal_router() + Self::goal_router() + Self::belief_router()
     }
 }
 
@@ -742,6 +769,77 @@ impl MemoryTools {
     }
 }
 
+#[tool_router(router = belief_router)]
+impl MemoryTools {
+    /// Mirrors [`QUERY_BELIEFS`](openvibe_api::endpoints::QUERY_BELIEFS).
+    #[tool(
+        name = "listBeliefs",
+        description = "The beliefs (what a role holds true once a person approves it) you may read, proposed ones by default, newest first; each with its statement, domain, confidence and the insights it came from."
+    )]
+    async fn list_beliefs(
+        &self,
+        Parameters(args): Parameters<ListBeliefs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "listBeliefs")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let status = match args.status.as_deref() {
+                    None => Some(BeliefStatus::Proposed),
+                    Some("any") => None,
+                    Some(s) => Some(BeliefStatus::parse(s).ok_or_else(|| {
+                        StoreError::invalid(
+                            "status",
+                            "one of proposed, active, rejected, retired, any",
+                        )
+                    })?),
+                };
+                let query = BeliefQuery {
+                    status,
+                    role_id: args.role,
+                    domain: args.domain,
+                    cursor: args.cursor,
+                    limit: args.limit.unwrap_or(PROPOSAL_PAGE),
+                    ..BeliefQuery::default()
+                };
+                to_value(self.stores.beliefs.list(&caller, &query).await?)
+            }
+            .await,
+        ))
+    }
+
+    /// Mirrors [`DECIDE_BELIEF`](openvibe_api::endpoints::DECIDE_BELIEF).
+    #[tool(
+        name = "decideBelief",
+        description = "Approve or reject a proposed belief (a reason is required to reject). Only callers with the approve right may, never the role that proposed it; an approved belief shapes the role's prompts and decisions, and one that supersedes an active belief retires it."
+    )]
+    async fn decide_belief(
+        &self,
+        Parameters(args): Parameters<DecideProposal>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "decideBelief")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let verdict = Verdict {
+                    approve: args.approve,
+                    reason: args.reason,
+                    action: None,
+                };
+                to_value(
+                    self.stores
+                        .beliefs
+                        .decide(&caller, &args.id, &verdict)
+                        .await?,
+                )
+            }
+            .await,
+        ))
+    }
+}
+
 #[tool_router(router = goal_router)]
 impl MemoryTools {
     /// Mirrors [`QUERY_GOALS`](openvibe_api::endpoints::QUERY_GOALS).
@@ -838,9 +936,9 @@ impl ServerHandler for MemoryTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
             "openvibe memory: save and search memories in the scopes your key may use, \
-             keep plan-scoped working memory, list and decide the proposals roles \
-             wait on (deciding needs the approve right), and read goals and their progress \
-             or report the metrics that move them.",
+             keep plan-scoped working memory, list and decide the proposals and beliefs \
+             roles wait on (deciding needs the approve right), and read goals and their \
+             progress or report the metrics that move them.",
         )
     }
 }

@@ -393,3 +393,51 @@ async fn mcp_goal_tools_read_goals_and_report_metrics() {
     let missing = call(&l, "goalProgress", json!({"id": "nope"})).await;
     assert_eq!(missing.is_error, Some(true));
 }
+
+/// The belief tools through a real MCP client: a proposed belief is
+/// listed; a key of no person may not approve it (the reason names the
+/// rule, nothing changes); `listBeliefs` filters by status.
+#[tokio::test]
+async fn mcp_belief_tools_list_and_guard_approval() {
+    use openvibe_protocols::{Belief, BeliefStatus};
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    let c = client(&url, "key-c").await;
+    stores
+        .beliefs
+        .propose(
+            &CallerContext::agent("cro").with_tenant("default"),
+            Belief::new("cro", "Webinar leads close faster", 0.8)
+                .id("b1")
+                .domain("revenue")
+                .namespace("global"),
+        )
+        .await
+        .unwrap();
+    let listed = call(&c, "listBeliefs", json!({})).await;
+    assert_ne!(listed.is_error, Some(true), "{listed:?}");
+    assert_eq!(structured(&listed)["items"][0]["id"], "b1");
+    let refused = call(
+        &c,
+        "decideBelief",
+        json!({"id": "b1", "approve": true, "reason": "ok"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let reason = structured(&refused)["error"]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reason.contains("approve"), "{reason}");
+    let still = stores
+        .beliefs
+        .get(&CallerContext::system().with_tenant("default"), "b1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(still.status, BeliefStatus::Proposed);
+    let active = call(&c, "listBeliefs", json!({"status": "active"})).await;
+    assert_eq!(structured(&active)["items"], json!([]));
+    let bad = call(&c, "listBeliefs", json!({"status": "maybe"})).await;
+    assert_eq!(bad.is_error, Some(true));
+}

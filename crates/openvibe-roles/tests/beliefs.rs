@@ -1,0 +1,133 @@
+//! Beliefs (L4) in a role's prompts (issue 40): a belief a person approved
+//! appears under `## Beliefs`, before the insights, in every prompt of the
+//! role about its domain; a proposed or rejected one never does; one
+//! superseded disappears when its successor is approved.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use openvibe_memory::{ClearanceProfile, in_memory_stores};
+use openvibe_operators::Operator;
+use openvibe_primitives::testing::ScriptedLlm;
+use openvibe_primitives::{LlmNode, ScopeSpec};
+use openvibe_protocols::{
+    Belief, CallerContext, Classification, Clearance, Insight, LlmResponse, State, Verdict,
+};
+use openvibe_roles::{Role, RoleRuntime};
+use serde_json::json;
+
+fn role() -> Role {
+    let op = Operator::new("revenue_ops")
+        .node(
+            LlmNode::new("qualify", "You qualify leads.", |s: &State| {
+                Ok(format!("Lead: {}", s.require_str("lead")?))
+            })
+            .memory_scope(ScopeSpec::new().domain("revenue"))
+            .output_key("score"),
+        )
+        .sequence("qualify", ["qualify"])
+        .unwrap();
+    Role::new("cro")
+        .soul("You are the CRO.")
+        .operator(op)
+        .clearance(
+            ClearanceProfile::new("cro").with_domain("revenue", Classification::Confidential),
+        )
+}
+
+fn ann() -> CallerContext {
+    CallerContext::user("ann").with_clearance(Clearance::unrestricted())
+}
+
+#[tokio::test]
+async fn approved_beliefs_lead_the_prompt_and_others_stay_out() {
+    let stores = in_memory_stores();
+    let llm = Arc::new(ScriptedLlm::always(LlmResponse::text(r#"{"score": 80}"#)));
+    let runtime = RoleRuntime::new(llm.clone())
+        .with_stores(stores.clone())
+        .role(role())
+        .unwrap();
+    let memory = runtime
+        .get_role("cro")
+        .unwrap()
+        .agent_memory()
+        .unwrap()
+        .clone();
+    memory
+        .store_insight(Insight::new("i1", "cro", "webinar leads reply fast", 0.7).domain("revenue"))
+        .await
+        .unwrap();
+    let propose = |id: &str, statement: &str| {
+        Belief::new("cro", statement, 0.9)
+            .id(id)
+            .domain("revenue")
+            .from_insights(["i1"], 4)
+    };
+    memory
+        .propose_belief(propose("b-webinar", "Webinar leads close faster"))
+        .await
+        .unwrap();
+    memory
+        .propose_belief(propose("b-cold", "Cold calls never work"))
+        .await
+        .unwrap();
+    memory
+        .propose_belief(propose("b-waiting", "Referrals close fastest"))
+        .await
+        .unwrap();
+    stores
+        .beliefs
+        .decide(&ann(), "b-webinar", &Verdict::approve("matches the data"))
+        .await
+        .unwrap();
+    stores
+        .beliefs
+        .decide(&ann(), "b-cold", &Verdict::reject("one bad week"))
+        .await
+        .unwrap();
+    let run = || async {
+        runtime
+            .activate(
+                "cro",
+                "revenue_ops",
+                "qualify",
+                State::from_value(json!({"lead": "Acme"})).unwrap(),
+            )
+            .await
+            .unwrap();
+        let request = llm.last_request().unwrap();
+        format!("{}\n{}", request.system, request.messages[0].text())
+    };
+    let prompt = run().await;
+    let beliefs = prompt.find("## Beliefs\n- Webinar leads close faster (confidence: 0.9)");
+    let insights = prompt.find("## Insights");
+    assert!(beliefs.is_some() && insights.is_some(), "{prompt}");
+    assert!(beliefs < insights, "beliefs come before insights: {prompt}");
+    assert!(
+        !prompt.contains("Cold calls"),
+        "a rejected belief: {prompt}"
+    );
+    assert!(!prompt.contains("Referrals"), "a proposed belief: {prompt}");
+    // A successor approved: the old belief leaves the prompt.
+    memory
+        .propose_belief(
+            propose(
+                "b-webinar-2",
+                "Webinar leads close faster when demoed within a day",
+            )
+            .supersedes("b-webinar"),
+        )
+        .await
+        .unwrap();
+    stores
+        .beliefs
+        .decide(&ann(), "b-webinar-2", &Verdict::approve("sharper"))
+        .await
+        .unwrap();
+    let prompt = run().await;
+    assert!(prompt.contains("demoed within a day"), "{prompt}");
+    assert!(
+        !prompt.contains("- Webinar leads close faster (confidence"),
+        "the superseded belief left: {prompt}"
+    );
+}
