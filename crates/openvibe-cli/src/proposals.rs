@@ -184,6 +184,7 @@ pub fn describe(p: &Proposal) -> String {
                 s.push_str(&format!(
                     "    {} {} (relevance {:.2}, value {:.2}): {}\n",
                     match e.kind {
+                        openvibe::protocols::EvidenceKind::Belief => "belief",
                         openvibe::protocols::EvidenceKind::Insight => "insight",
                         openvibe::protocols::EvidenceKind::Episode => "episode",
                     },

@@ -2,8 +2,8 @@
 //! one question, for a decision (seed 001, V3: "confidence assessment:
 //! query L3 insights + L2 similar episodes").
 
-use openvibe_protocols::{Episode, EpisodeQuery, Insight, InsightQuery, InsightStatus};
-use openvibe_retrieval::FUSION;
+use openvibe_protocols::{Belief, Episode, EpisodeQuery, Insight, InsightQuery, InsightStatus};
+use openvibe_retrieval::{FUSION, query_terms};
 
 use crate::{MemoryAssembler, MemoryError};
 
@@ -18,6 +18,9 @@ pub const DECISION_TAG: &str = "decision";
 /// shares nothing with the question is no evidence.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
+    /// Active L4 beliefs of the domain about the question (sharing at least
+    /// one analyzed term with it), most shared terms first.
+    pub beliefs: Vec<Belief>,
     /// Active L3 insights.
     pub insights: Vec<Insight>,
     /// L2 episodes (decision records left out).
@@ -86,6 +89,35 @@ impl MemoryAssembler {
                 .map(|(episode, _)| episode)
                 .collect()
         };
-        Ok(Evidence { insights, episodes })
+        let beliefs = self.matching_beliefs(query).await?;
+        Ok(Evidence {
+            beliefs,
+            insights,
+            episodes,
+        })
+    }
+
+    /// The agent's active beliefs of `query`'s domain that share analyzed
+    /// terms with its text, most shared terms first (then newest).
+    async fn matching_beliefs(&self, query: &EvidenceQuery) -> Result<Vec<Belief>, MemoryError> {
+        let domain = (!query.domain.is_empty()).then_some(query.domain.as_str());
+        let beliefs = self.memory().active_beliefs(domain).await?;
+        if beliefs.is_empty() {
+            return Ok(beliefs);
+        }
+        let asked = query_terms(&query.text);
+        let mut scored: Vec<(usize, Belief)> = beliefs
+            .into_iter()
+            .map(|b| {
+                let shared = query_terms(&b.statement)
+                    .iter()
+                    .filter(|t| asked.contains(t))
+                    .count();
+                (shared, b)
+            })
+            .filter(|(shared, _)| *shared > 0)
+            .collect();
+        scored.sort_by_key(|(shared, _)| std::cmp::Reverse(*shared));
+        Ok(scored.into_iter().map(|(_, b)| b).collect())
     }
 }

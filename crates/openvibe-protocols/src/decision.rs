@@ -317,6 +317,8 @@ pub struct AuthorityStep {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceKind {
+    /// An L4 belief of the role (a person approved it).
+    Belief,
     /// An L3 insight of the role.
     Insight,
     /// An L2 episode of the role.
@@ -334,11 +336,15 @@ pub struct Evidence {
     /// How relevant it is to the event, `0..=1` (from its rank in the
     /// role's hybrid retrieval).
     pub relevance: f64,
-    /// What it says: an insight's confidence, an episode's success (1) or
-    /// failure (0).
+    /// What it says: a belief's or an insight's confidence, an episode's
+    /// success (1) or failure (0).
     pub value: f64,
     /// Its text, shortened.
     pub summary: String,
+    /// A belief marked as a constraint: an action it bears on is proposed
+    /// to a person rather than taken.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub constraint: bool,
 }
 
 /// A confidence assessor's change to the computed score.

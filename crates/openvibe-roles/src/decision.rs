@@ -22,6 +22,11 @@
 //! so no evidence is no confidence (0), one strong insight (0.9, most
 //! relevant) alone is 0.9, ten good episodes alone about 0.74, and failures
 //! pull the score down whatever supports it.
+//!
+//! **Beliefs** (L4, approved by a person) of the event's domain that share
+//! analyzed terms with the question support it like insights of their
+//! confidence (ranked among themselves, most shared terms first). A belief
+//! marked as a constraint caps an `Act` at `Propose`, naming the belief.
 
 use std::sync::Arc;
 
@@ -371,6 +376,17 @@ impl DecisionEngine {
                 format!("{reason}, capped at propose: `{action}` needs approval"),
             );
         }
+        if cell == Outcome::Act
+            && let Some(constraint) = confidence.evidence.iter().find(|e| e.constraint)
+        {
+            return (
+                Outcome::Propose,
+                format!(
+                    "{reason}, capped at propose: belief `{}` is a constraint (\"{}\")",
+                    constraint.id, constraint.summary
+                ),
+            );
+        }
         (cell, reason)
     }
 }
@@ -434,6 +450,21 @@ fn confidence(recalled: &Recalled) -> Computed {
     let mut evidence = Vec::new();
     let mut unsupported = 1.0;
     let mut uncontradicted = 1.0;
+    // A belief a person approved weighs like an insight of its confidence,
+    // ranked among the beliefs.
+    for (k, belief) in recalled.beliefs.iter().enumerate() {
+        let r = relevance(k);
+        let c = belief.confidence.clamp(0.0, 1.0);
+        unsupported *= 1.0 - c * r;
+        evidence.push(Evidence {
+            kind: EvidenceKind::Belief,
+            id: belief.id.clone(),
+            relevance: r,
+            value: c,
+            summary: truncate_chars(&belief.statement, 200).to_owned(),
+            constraint: belief.constraint,
+        });
+    }
     for (k, insight) in recalled.insights.iter().enumerate() {
         let r = relevance(k);
         let c = insight.confidence.clamp(0.0, 1.0);
@@ -444,6 +475,7 @@ fn confidence(recalled: &Recalled) -> Computed {
             relevance: r,
             value: c,
             summary: truncate_chars(&insight.content, 200).to_owned(),
+            constraint: false,
         });
     }
     let (mut good, mut bad) = (0, 0);
@@ -467,6 +499,7 @@ fn confidence(recalled: &Recalled) -> Computed {
                 200,
             )
             .to_owned(),
+            constraint: false,
         });
     }
     let support = 1.0 - unsupported;
@@ -475,8 +508,13 @@ fn confidence(recalled: &Recalled) -> Computed {
     let reason = if evidence.is_empty() {
         "no relevant insight or episode in memory: no evidence, no confidence".to_owned()
     } else {
+        let beliefs = if recalled.beliefs.is_empty() {
+            String::new()
+        } else {
+            format!("{} belief(s), ", recalled.beliefs.len())
+        };
         format!(
-            "{} insight(s), {good} good and {bad} failed episode(s): support {support:.2} × (1 − contradiction {contradiction:.2})",
+            "{beliefs}{} insight(s), {good} good and {bad} failed episode(s): support {support:.2} × (1 − contradiction {contradiction:.2})",
             recalled.insights.len()
         )
     };
@@ -513,7 +551,12 @@ mod tests {
     }
 
     fn score(insights: Vec<Insight>, episodes: Vec<Episode>) -> f64 {
-        confidence(&Recalled { insights, episodes }).score
+        confidence(&Recalled {
+            beliefs: Vec::new(),
+            insights,
+            episodes,
+        })
+        .score
     }
 
     #[test]

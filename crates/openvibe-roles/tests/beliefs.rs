@@ -131,3 +131,83 @@ async fn approved_beliefs_lead_the_prompt_and_others_stay_out() {
         "the superseded belief left: {prompt}"
     );
 }
+
+/// A belief about the event weighs in the decision's confidence (on
+/// record as evidence of kind `belief`), and a belief marked as a
+/// constraint turns an `Act` into a `Propose` that names it.
+#[tokio::test]
+async fn beliefs_weigh_in_decisions_and_constraints_cap_them() {
+    use openvibe_primitives::FnTool;
+    use openvibe_protocols::{Action, DecisionEvent, EvidenceKind, Outcome};
+    use openvibe_roles::AuthorityConfig;
+    let stores = in_memory_stores();
+    let tool = FnTool::new(
+        "apply_discount",
+        "Apply a discount.",
+        |_: serde_json::Value| async move { Ok::<_, String>("applied".to_owned()) },
+    );
+    let role = role()
+        .domains(["revenue"])
+        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
+        .action_tool(tool);
+    let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::always(LlmResponse::text("{}"))))
+        .with_stores(stores.clone())
+        .role(role)
+        .unwrap();
+    let role = runtime.get_role("cro").unwrap();
+    let memory = role.agent_memory().unwrap().clone();
+    let event = |id: &str| {
+        DecisionEvent::new(id, "discount.requested", "revenue")
+            .summary("Acme asks an annual plan discount")
+            .action(Action::tool(
+                "give_discount",
+                "apply_discount",
+                json!({"pct": 5}),
+            ))
+    };
+    // No evidence: no confidence, so no acting.
+    let before = role.decide(&event("e0")).await.unwrap();
+    assert_eq!(before.confidence.score, 0.0);
+    assert_ne!(before.outcome, Outcome::Act);
+    memory
+        .propose_belief(
+            Belief::new("cro", "Annual plan discounts close deals", 0.9)
+                .id("b-discounts")
+                .domain("revenue"),
+        )
+        .await
+        .unwrap();
+    // Proposed only: still no confidence.
+    assert_eq!(
+        role.decide(&event("e1")).await.unwrap().confidence.score,
+        0.0
+    );
+    stores
+        .beliefs
+        .decide(&ann(), "b-discounts", &Verdict::approve("our data says so"))
+        .await
+        .unwrap();
+    let decided = role.decide(&event("e2")).await.unwrap();
+    assert_eq!(decided.outcome, Outcome::Act, "{:?}", decided.explain());
+    assert!((decided.confidence.score - 0.9).abs() < 1e-9);
+    assert_eq!(decided.confidence.evidence[0].kind, EvidenceKind::Belief);
+    assert_eq!(decided.confidence.evidence[0].id, "b-discounts");
+    // A constraint on discounts: the same event is proposed to a person.
+    memory
+        .propose_belief(
+            Belief::new("cro", "Every discount needs a second look", 0.8)
+                .id("b-constraint")
+                .domain("revenue")
+                .constraint(),
+        )
+        .await
+        .unwrap();
+    stores
+        .beliefs
+        .decide(&ann(), "b-constraint", &Verdict::approve("policy"))
+        .await
+        .unwrap();
+    let capped = role.decide(&event("e3")).await.unwrap();
+    assert_eq!(capped.outcome, Outcome::Propose, "{:?}", capped.explain());
+    assert!(capped.reason.contains("b-constraint"), "{}", capped.reason);
+}
