@@ -6,6 +6,7 @@
 //! - `openvibe serve`: the memory service (see [`serve`]).
 
 pub mod admin;
+pub mod beliefs;
 pub mod demo;
 pub mod full;
 pub mod goals;

@@ -288,6 +288,85 @@ Examples:
     },
 }
 
+/// A belief status on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+enum BeliefStatusArg {
+    Proposed,
+    Active,
+    Rejected,
+    Retired,
+    Any,
+}
+
+#[derive(Subcommand)]
+enum BeliefsCommand {
+    /// The beliefs you may read, newest first (proposed ones by default).
+    #[command(after_help = "Examples:
+  openvibe beliefs ls --service http://127.0.0.1:8077          (OPENVIBE_API_KEY says who you are)
+  openvibe beliefs ls --database-url $DATABASE_URL --status active --role cro")]
+    Ls {
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Only beliefs with this status.
+        #[arg(long, value_enum, default_value = "proposed")]
+        status: BeliefStatusArg,
+        /// Only this role's.
+        #[arg(long)]
+        role: Option<String>,
+        /// Only this domain's.
+        #[arg(long)]
+        domain: Option<String>,
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+        /// Continue after a page (the cursor `ls` printed).
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// One belief: what it holds, the insights it came from, where it stands.
+    Show {
+        /// The belief's id.
+        id: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a proposed belief: it then leads the role's prompts about its
+    /// domain and weighs in its decisions (one it supersedes is retired).
+    /// Needs the `approve` right (people, by default); never your own.
+    Approve {
+        /// The belief's id.
+        id: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (kept in the belief and the audit trail).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Reject a proposed belief, with a reason: it never reaches the role.
+    Reject {
+        /// The belief's id.
+        id: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Retire an active belief, with a reason: it no longer reaches the role.
+    Retire {
+        /// The belief's id.
+        id: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+}
+
 #[derive(Subcommand)]
 enum GoalsCommand {
     /// Where every goal stands: each key result's value against its target
@@ -638,6 +717,10 @@ Examples:
     /// What roles ask a person to decide: list, show, approve, reject.
     #[command(subcommand)]
     Proposals(ProposalsCommand),
+    /// Beliefs (L4) roles propose and people approve: list, show, approve,
+    /// reject, retire.
+    #[command(subcommand)]
+    Beliefs(BeliefsCommand),
     /// Goals people set the roles: where they stand, and metric reports.
     #[command(subcommand)]
     Goals(GoalsCommand),
@@ -919,6 +1002,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Proposals(command) => proposals(command, &mut stdout).await,
         Command::Goals(command) => goals(command, &mut stdout).await,
+        Command::Beliefs(command) => beliefs(command, &mut stdout).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "openvibe", &mut stdout);
             Ok(())
@@ -992,6 +1076,58 @@ async fn proposals(command: ProposalsCommand, out: &mut impl Write) -> Result<()
             p::decide(&desk, &id, &Verdict::reject(reason), out)
                 .await
                 .map(|_| ())
+        }
+    }
+}
+
+async fn beliefs(command: BeliefsCommand, out: &mut impl Write) -> Result<(), CliError> {
+    use openvibe::protocols::{BeliefQuery, BeliefStatus, Verdict};
+    use openvibe_cli::{beliefs as b, proposals as p};
+    match command {
+        BeliefsCommand::Ls {
+            desk,
+            status,
+            role,
+            domain,
+            limit,
+            after,
+        } => {
+            let desk = p::connect(&desk.connect()).await?;
+            let query = BeliefQuery {
+                status: match status {
+                    BeliefStatusArg::Proposed => Some(BeliefStatus::Proposed),
+                    BeliefStatusArg::Active => Some(BeliefStatus::Active),
+                    BeliefStatusArg::Rejected => Some(BeliefStatus::Rejected),
+                    BeliefStatusArg::Retired => Some(BeliefStatus::Retired),
+                    BeliefStatusArg::Any => None,
+                },
+                role_id: role,
+                domain,
+                cursor: after,
+                limit,
+                ..BeliefQuery::default()
+            };
+            b::ls(&desk, &query, out).await
+        }
+        BeliefsCommand::Show { id, desk, json } => {
+            let desk = p::connect(&desk.connect()).await?;
+            b::show(&desk, &id, json, out).await
+        }
+        BeliefsCommand::Approve { id, desk, reason } => {
+            let desk = p::connect(&desk.connect()).await?;
+            b::decide(&desk, &id, &Verdict::approve(reason), out)
+                .await
+                .map(|_| ())
+        }
+        BeliefsCommand::Reject { id, desk, reason } => {
+            let desk = p::connect(&desk.connect()).await?;
+            b::decide(&desk, &id, &Verdict::reject(reason), out)
+                .await
+                .map(|_| ())
+        }
+        BeliefsCommand::Retire { id, desk, reason } => {
+            let desk = p::connect(&desk.connect()).await?;
+            b::retire(&desk, &id, &reason, out).await
         }
     }
 }
