@@ -63,8 +63,8 @@ impl InMemoryBeliefStore {
         ctx.stamp(&mut b.meta);
         validate_belief(&b)?;
         let now = store_time();
-        let placement = ctx.placement(&b.meta.namespace, &format!("propose belief {}", b.id))?;
-        let expires_at = ctx.expiry(BELIEF_KIND, &placement.namespace, now, b.meta.expires_at)?;
+        let operation = format!("propose belief {}", b.id);
+        crate::governed::place_new(ctx, &operation, BELIEF_KIND, &mut b.meta, now, true)?;
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let table = tenants.entry(ctx.tenant_id().to_owned()).or_default();
         let superseded = match &b.supersedes {
@@ -90,14 +90,6 @@ impl InMemoryBeliefStore {
             };
         }
         b.prepare_new(superseded.as_ref());
-        let meta = &mut b.meta;
-        meta.expires_at = expires_at;
-        meta.owner = ctx.owner_key();
-        meta.tenant_id = ctx.tenant_id().to_owned();
-        meta.namespace = placement.namespace;
-        meta.project_id = placement.project_id;
-        meta.created_at = now;
-        meta.updated_at = now;
         self.audit.record(AuditEntry::change(
             ctx,
             AuditOp::Insert,

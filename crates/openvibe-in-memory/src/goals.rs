@@ -17,6 +17,7 @@ use openvibe_protocols::{
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::governed::place_new;
 use crate::span::store_span;
 
 /// One tenant's goals, priorities, reports and metric streams.
@@ -47,30 +48,6 @@ fn not_found(kind: &'static str, id: &str) -> StoreError {
         kind,
         id: id.to_owned(),
     }
-}
-
-/// Give a new record `ctx`'s identity at `now` in its placement.
-fn place(
-    ctx: &CallerContext,
-    kind: &str,
-    id: &str,
-    meta: &mut RecordMeta,
-    now: chrono::DateTime<Utc>,
-    expires: bool,
-) -> Result<(), StoreError> {
-    let placement = ctx.placement(&meta.namespace, &format!("create {kind} {id}"))?;
-    meta.expires_at = if expires {
-        ctx.expiry(kind, &placement.namespace, now, meta.expires_at)?
-    } else {
-        None
-    };
-    meta.owner = ctx.owner_key();
-    meta.tenant_id = ctx.tenant_id().to_owned();
-    meta.namespace = placement.namespace;
-    meta.project_id = placement.project_id;
-    meta.created_at = now;
-    meta.updated_at = now;
-    Ok(())
 }
 
 impl InMemoryGoalStore {
@@ -111,7 +88,14 @@ impl InMemoryGoalStore {
             *existing = next.clone();
             return Ok(next);
         }
-        place(ctx, GOAL_KIND, &id, &mut goal.meta, now, true)?;
+        place_new(
+            ctx,
+            &format!("create {GOAL_KIND} {id}"),
+            GOAL_KIND,
+            &mut goal.meta,
+            now,
+            true,
+        )?;
         goal.prepare_new();
         self.audit.record(AuditEntry::change(
             ctx,
@@ -182,7 +166,8 @@ impl InMemoryGoalStore {
             ));
             return Ok(existing.clone());
         }
-        place(ctx, PRIORITIES_KIND, &p.id.clone(), &mut p.meta, now, true)?;
+        let operation = format!("create {PRIORITIES_KIND} {}", p.id);
+        place_new(ctx, &operation, PRIORITIES_KIND, &mut p.meta, now, true)?;
         self.audit.record(AuditEntry::change(
             ctx,
             AuditOp::Insert,
@@ -206,7 +191,8 @@ impl InMemoryGoalStore {
         ctx.stamp(&mut r.meta);
         validate_metric_report(&r)?;
         let now = store_time();
-        place(ctx, METRIC_KIND, &r.id.clone(), &mut r.meta, now, false)?;
+        let operation = format!("create {METRIC_KIND} {}", r.id);
+        place_new(ctx, &operation, METRIC_KIND, &mut r.meta, now, false)?;
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let tenant = tenants.entry(ctx.tenant_id().to_owned()).or_default();
         if let Some(existing) = tenant.reports.get(&r.id) {

@@ -5,9 +5,38 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use openvibe_protocols::{AuditEntry, AuditOp, CallerContext, NamespaceScope, RecordMeta};
+use openvibe_protocols::{
+    AuditEntry, AuditOp, CallerContext, NamespaceScope, RecordMeta, StoreError,
+};
 
 use crate::audit::InMemoryAuditLog;
+
+/// Give a new record of `kind` `ctx`'s identity at `now` where `ctx` may
+/// place it (`operation` names the write in a refusal): owner, tenant,
+/// namespace and project from the caller, created and updated now, and its
+/// expiry capped by the caller's retention (`expires`), or none.
+pub(crate) fn place_new(
+    ctx: &CallerContext,
+    operation: &str,
+    kind: &str,
+    meta: &mut RecordMeta,
+    now: chrono::DateTime<Utc>,
+    expires: bool,
+) -> Result<(), StoreError> {
+    let placement = ctx.placement(&meta.namespace, operation)?;
+    meta.expires_at = if expires {
+        ctx.expiry(kind, &placement.namespace, now, meta.expires_at)?
+    } else {
+        None
+    };
+    meta.owner = ctx.owner_key();
+    meta.tenant_id = ctx.tenant_id().to_owned();
+    meta.namespace = placement.namespace;
+    meta.project_id = placement.project_id;
+    meta.created_at = now;
+    meta.updated_at = now;
+    Ok(())
+}
 
 /// How many of `records` (unexpired) each namespace holds.
 pub(crate) fn counts<'a, T: 'a>(

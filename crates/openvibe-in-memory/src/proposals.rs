@@ -157,20 +157,16 @@ impl ProposalStore for InMemoryProposalStore {
             ctx.stamp(&mut proposal.meta);
             validate_proposal(&proposal)?;
             let now = openvibe_protocols::store_time();
-            let placement = ctx.placement(
-                &proposal.meta.namespace,
-                &format!("create proposal {}", proposal.id),
+            let operation = format!("create proposal {}", proposal.id);
+            crate::governed::place_new(
+                ctx,
+                &operation,
+                PROPOSAL_KIND,
+                &mut proposal.meta,
+                now,
+                true,
             )?;
             proposal.prepare_new();
-            let given = proposal.meta.expires_at;
-            let meta = &mut proposal.meta;
-            meta.expires_at = ctx.expiry(PROPOSAL_KIND, &placement.namespace, now, given)?;
-            meta.owner = ctx.owner_key();
-            meta.tenant_id = ctx.tenant_id().to_owned();
-            meta.namespace = placement.namespace;
-            meta.project_id = placement.project_id;
-            meta.created_at = now;
-            meta.updated_at = now;
             let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
             let table = tenants.entry(ctx.tenant_id().to_owned()).or_default();
             if let Some(existing) = table.get(&proposal.id) {

@@ -7,11 +7,9 @@
 //! transition with its name.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore,
-    CallerContext, Page, StoreError, Verdict, belief_page, check_caller, parse_cursor, store_time,
-    validate_belief,
+    CallerContext, Page, StoreError, Verdict, check_caller, store_time, validate_belief,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -22,7 +20,7 @@ use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
 use crate::identity::{check_given_expiry, new_id, push_new_identity};
 use crate::records::{
-    GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, governed_cols, not_found,
+    GOVERNED_FIXED, Record, end_read, fetch_optional, fetch_page, governed_cols, not_found,
     select_readable,
 };
 use crate::rows::{col, columns, decode_meta};
@@ -253,7 +251,6 @@ impl PgBeliefStore {
         limit: usize,
     ) -> Result<Page<Belief>, StoreError> {
         check_caller(ctx)?;
-        let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
         let scope = ctx.list_scope(&query.namespaces);
         let mut sql = Sql::new(&format!(
             "SELECT {} FROM beliefs f WHERE f.tenant_id = ",
@@ -269,22 +266,12 @@ impl PgBeliefStore {
                 sql.push(&format!(" AND f.{column} = ")).bind(value.clone());
             }
         }
-        if let Some((micros, id)) = after {
-            let at = DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| {
-                StoreError::invalid("cursor", "not a cursor returned by a list call")
-            })?;
-            sql.push(" AND (f.created_at, f.id) < (")
-                .bind(at)
-                .push(", ")
-                .bind(id)
-                .push(")");
-        }
-        sql.push(" ORDER BY f.created_at DESC, f.id DESC LIMIT ")
-            .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX));
-        let mut tx = begin(&self.pool, ctx).await?;
-        let found = fetch_all::<Belief>(&mut tx, sql).await?;
-        end_read(tx);
-        Ok(belief_page(found, limit))
+        let page =
+            fetch_page::<Belief>(&self.pool, ctx, sql, limit, query.cursor.as_deref(), |p| {
+                (p.meta.created_at, p.id.as_str())
+            })
+            .await?;
+        Ok(page)
     }
 }
 

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     Action, AuditEntry, AuditOp, CallerContext, Change, Decision, PROPOSAL_KIND, Page, Proposal,
-    ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, parse_cursor,
-    proposal_page, store_time, validate_proposal,
+    ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, store_time,
+    validate_proposal,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -22,7 +22,7 @@ use crate::audit::AuditWriter;
 use crate::error::store_error;
 use crate::identity::{check_given_expiry, new_id, push_new_identity};
 use crate::records::{
-    GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, governed_cols, not_found,
+    GOVERNED_FIXED, Record, end_read, fetch_optional, fetch_page, governed_cols, not_found,
     select_readable,
 };
 use crate::rows::{col, columns, decode_meta};
@@ -246,7 +246,6 @@ impl PgProposalStore {
         limit: usize,
     ) -> Result<Page<Proposal>, StoreError> {
         check_caller(ctx)?;
-        let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
         let scope = ctx.list_scope(&query.namespaces);
         let now = store_time();
         let mut sql = Sql::new(&format!(
@@ -280,25 +279,15 @@ impl PgProposalStore {
                 sql.push(&format!(" AND f.{column} = ")).bind(value.clone());
             }
         }
-        if let Some((micros, id)) = after {
-            let at = DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| {
-                StoreError::invalid("cursor", "not a cursor returned by a list call")
-            })?;
-            sql.push(" AND (f.created_at, f.id) < (")
-                .bind(at)
-                .push(", ")
-                .bind(id)
-                .push(")");
-        }
-        sql.push(" ORDER BY f.created_at DESC, f.id DESC LIMIT ")
-            .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX));
-        let mut tx = begin(&self.pool, ctx).await?;
-        let found = fetch_all::<Proposal>(&mut tx, sql).await?;
-        end_read(tx);
-        Ok(proposal_page(
-            found.into_iter().map(|p| p.as_of(now)).collect(),
-            limit,
-        ))
+        let page =
+            fetch_page::<Proposal>(&self.pool, ctx, sql, limit, query.cursor.as_deref(), |p| {
+                (p.meta.created_at, p.id.as_str())
+            })
+            .await?;
+        Ok(Page {
+            items: page.items.into_iter().map(|p| p.as_of(now)).collect(),
+            next_cursor: page.next_cursor,
+        })
     }
 
     async fn expire_unaudited(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError> {

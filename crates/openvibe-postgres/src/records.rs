@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    AuditOp, CallerContext, Change, RecordMeta, StoreError, check_fixed_namespace,
+    AuditOp, CallerContext, Change, Page, RecordMeta, StoreError, check_fixed_namespace,
+    page_cursor, parse_cursor,
 };
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
@@ -123,6 +124,46 @@ pub(crate) async fn get<R: Record>(
     }
     .instrument(span(R::KIND, "get", ctx))
     .await
+}
+
+/// Run `sql` (a `SELECT` of `R` on alias `f.` whose `WHERE` is open) one
+/// page at a time, newest first: keyset `(f.created_at, f.id) < cursor`,
+/// `limit + 1` rows fetched to know whether another page follows; `key` is
+/// a record's `(created_at, id)`.
+pub(crate) async fn fetch_page<R: Record>(
+    pool: &PgPool,
+    ctx: &CallerContext,
+    mut sql: Sql,
+    limit: usize,
+    cursor: Option<&str>,
+    key: impl Fn(&R) -> (DateTime<Utc>, &str),
+) -> Result<Page<R>, StoreError> {
+    if let Some(cursor) = cursor {
+        let (micros, id) = parse_cursor(cursor)?;
+        let at = DateTime::<Utc>::from_timestamp_micros(micros)
+            .ok_or_else(|| StoreError::invalid("cursor", "its time is out of range"))?;
+        sql.push(" AND (f.created_at, f.id) < (")
+            .bind(at)
+            .push(", ")
+            .bind(id)
+            .push(")");
+    }
+    let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+    sql.push(" ORDER BY f.created_at DESC, f.id DESC LIMIT ")
+        .bind(fetch);
+    let mut tx = begin(pool, ctx).await?;
+    let mut items = fetch_all::<R>(&mut tx, sql).await?;
+    end_read(tx);
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let next_cursor = match items.last() {
+        Some(last) if more => {
+            let (at, id) = key(last);
+            Some(page_cursor(at, id))
+        }
+        _ => None,
+    };
+    Ok(Page { items, next_cursor })
 }
 
 /// `SELECT <cols> FROM <table> f WHERE` the caller's readable row `id` of

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Change, NewPlan, NewSession, Page, Plan, PlanDeleted, PlanQuery, PlanStatus,
     PlanStore, PlanUpdate, Session, SessionDeleted, SessionQuery, SessionStore, StoreError,
-    page_cursor, parse_cursor, store_time, validate_record_id,
+    store_time, validate_record_id,
 };
 use openvibe_protocols::{check_label, check_opt_label, json_object};
 use sqlx::postgres::PgRow;
@@ -23,7 +23,7 @@ use tracing::Instrument;
 use crate::access::{push_changeable, push_readable};
 use crate::error::store_error;
 use crate::identity::{delete_row, push_new_identity};
-use crate::records::{self, Mode, Record, end_read, fetch_all, fetch_optional, not_found};
+use crate::records::{self, Mode, Record, fetch_optional, fetch_page, not_found};
 use crate::rows::decode_meta;
 use crate::rows::{col, columns, count_col};
 use crate::span::span;
@@ -184,46 +184,6 @@ pub(crate) async fn require_readable<R: Record>(
         Some(_) => Ok(()),
         None => Err(not_found(R::KIND, id)),
     }
-}
-
-/// Run `sql` (a `SELECT` of `R` on alias `f.` whose `WHERE` is open) one
-/// page at a time, newest first: keyset `(f.created_at, f.id) < cursor`,
-/// `limit + 1` rows fetched to know whether another page follows; `key` is
-/// a record's `(created_at, id)`.
-async fn fetch_page<R: Record>(
-    pool: &PgPool,
-    ctx: &CallerContext,
-    mut sql: Sql,
-    limit: usize,
-    cursor: Option<&str>,
-    key: impl Fn(&R) -> (DateTime<Utc>, &str),
-) -> Result<Page<R>, StoreError> {
-    if let Some(cursor) = cursor {
-        let (micros, id) = parse_cursor(cursor)?;
-        let at = DateTime::<Utc>::from_timestamp_micros(micros)
-            .ok_or_else(|| StoreError::invalid("cursor", "its time is out of range"))?;
-        sql.push(" AND (f.created_at, f.id) < (")
-            .bind(at)
-            .push(", ")
-            .bind(id)
-            .push(")");
-    }
-    let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-    sql.push(" ORDER BY f.created_at DESC, f.id DESC LIMIT ")
-        .bind(fetch);
-    let mut tx = begin(pool, ctx).await?;
-    let mut items = fetch_all::<R>(&mut tx, sql).await?;
-    end_read(tx);
-    let more = items.len() > limit;
-    items.truncate(limit);
-    let next_cursor = match items.last() {
-        Some(last) if more => {
-            let (at, id) = key(last);
-            Some(page_cursor(at, id))
-        }
-        _ => None,
-    };
-    Ok(Page { items, next_cursor })
 }
 
 /// Record activity on a session (a plan of it changed), `plans` plans more.
