@@ -25,10 +25,10 @@ use std::marker::PhantomData;
 use openvibe_protocols::{
     AuditEntry, AuditQuery, Belief, BeliefQuery, Episode, EpisodeQuery, Fact, FactQuery, Goal,
     GoalProgress, GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery,
-    MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext,
-    PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery, RawCall, RawCallQuery,
-    RecordVector, RevisableRecord, Session, SessionDeleted, SessionQuery, StateEntry, StoreError,
-    StoredRecord, TaskContext, VectorStatus, Verdict,
+    MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
+    PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery, RawCall,
+    RawCallQuery, RecordVector, RevisableRecord, Session, SessionDeleted, SessionQuery, StateEntry,
+    StoreError, StoredRecord, TaskContext, VectorStatus, Verdict,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
@@ -411,6 +411,7 @@ pub fn all() -> Vec<Operation> {
         SIMILAR_INSIGHT.operation(),
         TOUCH_INSIGHTS.operation(),
         STRENGTHEN_INSIGHT.operation(),
+        OBSERVE_INSIGHT.operation(),
         STORE_KNOWLEDGE.operation(),
         QUERY_KNOWLEDGE.operation(),
         SEARCH_KNOWLEDGE.operation(),
@@ -869,6 +870,13 @@ pub const TOUCH_INSIGHTS: Endpoint<Touch, Touched> = Endpoint::post(
     "/v1/memory/insights/touch",
     "touchInsights",
     "Count insights as accessed",
+);
+
+/// `POST /v1/memory/insights/observe`: Create the pattern an insight names by its id, or strengthen it when it exists, atomically.
+pub const OBSERVE_INSIGHT: Endpoint<Insight, Observed> = Endpoint::post(
+    "/v1/memory/insights/observe",
+    "observeInsight",
+    "Create the pattern an insight names by its id, or strengthen it when it exists, atomically",
 );
 
 /// `POST /v1/memory/insights/{id}/strengthen`: Observe an insight again, atomically (confidence +0.1 up to 1, evidence +1).

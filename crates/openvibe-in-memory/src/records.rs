@@ -9,8 +9,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openvibe_protocols::{
     CallerContext, EmbeddingText, Episode, Fact, Insight, InsightStatus, InsightStore,
-    NamespaceScope, PendingText, RecordQuery, RecordStore, RecordVector, RevisableRecord,
-    RevisableStore, STRENGTHEN_STEP, StoreError, StoredRecord,
+    NamespaceScope, Observed, PendingText, RecordQuery, RecordStore, RecordVector, RevisableRecord,
+    RevisableStore, STRENGTHEN_STEP, StoreError, StoredRecord, observe_with,
 };
 
 use crate::audit::InMemoryAuditLog;
@@ -266,5 +266,15 @@ impl InsightStore for InMemoryRecords<Insight> {
                 }
             }
         })
+    }
+
+    async fn observe(&self, ctx: &CallerContext, insight: Insight) -> Result<Observed, StoreError> {
+        // Create and strengthen are each atomic under the write lock.
+        observe_with(
+            insight,
+            |insight| self.write(ctx, insight, Mode::Create),
+            |id, episodes| async move { self.strengthen(ctx, &id, &episodes).await },
+        )
+        .await
     }
 }

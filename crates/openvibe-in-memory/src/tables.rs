@@ -46,6 +46,8 @@ fn place_new<R: Indexed>(
 pub(crate) enum Mode {
     Upsert,
     Update,
+    /// Insert only: an existing record with the id is a conflict.
+    Create,
 }
 
 /// Per-tenant tables of one record type behind one lock.
@@ -214,7 +216,7 @@ impl<R: Indexed> Tables<R> {
         let _span = Self::span("write_record", ctx);
         let id = rec.id().to_owned();
         let op = match mode {
-            Mode::Upsert => AuditOp::Insert,
+            Mode::Upsert | Mode::Create => AuditOp::Insert,
             Mode::Update => AuditOp::Update,
         };
         let result = self.write_record_audited(ctx, rec, mode);
@@ -227,7 +229,7 @@ impl<R: Indexed> Tables<R> {
         mut rec: R,
         mode: Mode,
     ) -> Result<R, StoreError> {
-        if rec.id().is_empty() && mode == Mode::Upsert {
+        if rec.id().is_empty() && mode != Mode::Update {
             rec.set_id(uuid::Uuid::new_v4().simple().to_string());
         }
         check_caller(ctx)?;
@@ -268,15 +270,22 @@ impl<R: Indexed> Tables<R> {
                 if !ctx.can_read(old.meta(), old.domain()) {
                     return Err(match mode {
                         Mode::Update => Self::not_found(rec.id()),
-                        Mode::Upsert => ctx.unauthorized(
+                        Mode::Upsert | Mode::Create => ctx.unauthorized(
                             format!("store {} {}", R::KIND, rec.id()),
                             "a record with this id exists and belongs to someone else",
                         ),
                     });
                 }
+                if mode == Mode::Create {
+                    return Err(StoreError::conflict(format!(
+                        "{} {} already exists",
+                        R::KIND,
+                        rec.id()
+                    )));
+                }
                 let op = match mode {
                     Mode::Update => "change",
-                    Mode::Upsert => "store",
+                    Mode::Upsert | Mode::Create => "store",
                 };
                 ctx.require_change(
                     old.meta(),

@@ -441,3 +441,72 @@ where
         "refusals changed nothing"
     );
 }
+
+/// `observe` creates the pattern an insight names by id exactly once when
+/// 8 observers see it at once, and strengthens it once for each other
+/// observer (evidence 8, no insight twice); an empty id is invalid and
+/// another principal's insight under the id is refused; nothing changes on
+/// a refusal.
+pub async fn insight_observe_creates_each_pattern_once<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let id = Insight::pattern_id("cro", "VP sponsors close deals");
+    assert_eq!(id, Insight::pattern_id("cro", "deals close: vp sponsors"));
+    let created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let calls: Vec<_> = (0..8)
+        .map(|i| {
+            let insights = s.insights.clone();
+            let created = created.clone();
+            let insight = Insight {
+                source_episode_ids: vec![format!("e{i}")],
+                ..Insight::new(id.clone(), "cro", "VP sponsors close deals", 0.5)
+            };
+            async move {
+                if insights
+                    .observe(&agent("cro"), insight)
+                    .await
+                    .unwrap()
+                    .created
+                {
+                    created.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        })
+        .collect();
+    crate::support::futures_join_all(calls).await;
+    assert_eq!(
+        created.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one observer creates the pattern"
+    );
+    let got = s.insights.get(&agent("cro"), &id).await.unwrap().unwrap();
+    assert_eq!(got.evidence_count, 8, "each observation counted once");
+    assert!((got.confidence - 1.0).abs() < 1e-9, "{}", got.confidence);
+    let mut sources = got.source_episode_ids.clone();
+    sources.sort();
+    assert_eq!(sources, (0..8).map(|i| format!("e{i}")).collect::<Vec<_>>());
+    let all = s
+        .insights
+        .query(&agent("cro"), &InsightQuery::new().agent("cro"))
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 1, "no second insight for the same pattern");
+    assert!(is_invalid(
+        s.insights
+            .observe(&agent("cro"), Insight::new("", "cro", "anything new", 0.5))
+            .await
+    ));
+    assert!(is_unauthorized(
+        s.insights
+            .observe(
+                &agent("cmo"),
+                Insight::new(id.clone(), "cmo", "VP sponsors close deals", 0.5)
+            )
+            .await
+    ));
+    let again = s.insights.get(&agent("cro"), &id).await.unwrap().unwrap();
+    assert_eq!(again.evidence_count, 8, "refusals changed nothing");
+}

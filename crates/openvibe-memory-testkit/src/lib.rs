@@ -108,6 +108,7 @@ cases! {
     facts::fact_delete_then_not_found;
     facts::fact_queries_match_the_reference_model;
     insights::insight_strengthen_is_atomic;
+    insights::insight_observe_creates_each_pattern_once;
     facts::record_limits_hold_at_the_boundary;
     working::working_sessions;
     working::working_plans;

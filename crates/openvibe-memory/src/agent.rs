@@ -10,7 +10,7 @@ use openvibe_protocols::promotion::{AutoPromote, Promotion, promote_insight};
 use openvibe_protocols::{
     Belief, BeliefQuery, BeliefStatus, BeliefStore, CallerContext, Episode, EpisodeQuery,
     EpisodeSink, EpisodicStore, Fact, FactQuery, Insight, InsightQuery, InsightStatus,
-    InsightStore, LlmProvider, LlmRequest, MemoryEntry, MemoryProvider, Page, RawCall,
+    InsightStore, LlmProvider, LlmRequest, MemoryEntry, MemoryProvider, Observed, Page, RawCall,
     RawCallQuery, RawLogStore, RecordVectors, StoreError, content_hash, truncate_chars,
 };
 use serde_json::Value;
@@ -429,8 +429,15 @@ impl AgentMemory {
             insight.meta.namespace.clone_from(&self.agent_id);
         }
         let stored = self.insights.store(&self.ctx, insight).await?;
+        self.auto_promote(&stored).await;
+        Ok(stored)
+    }
+
+    /// Promote `stored` to the workspace when automatic promotion is on and
+    /// it is eligible; a refusal is logged, not an error.
+    async fn auto_promote(&self, stored: &Insight) {
         if let (Some(policy), Some(workspace)) = (&self.auto_promote, &self.workspace)
-            && policy.eligible_insight(&stored)
+            && policy.eligible_insight(stored)
         {
             let promotion = Promotion::automatic(policy.to.clone());
             if let Err(e) = promote_insight(
@@ -446,7 +453,22 @@ impl AgentMemory {
                 tracing::warn!(insight = %stored.id, error = %e, "automatic promotion refused");
             }
         }
-        Ok(stored)
+    }
+
+    /// Observe the pattern `insight` names by its id
+    /// ([`InsightStore::observe`]): create it (promoted like
+    /// [`AgentMemory::store_insight`] when automatic promotion is on) or
+    /// strengthen it.
+    pub async fn observe_insight(&self, mut insight: Insight) -> Result<Observed, MemoryError> {
+        insight.agent_id.clone_from(&self.agent_id);
+        if insight.meta.namespace.is_empty() {
+            insight.meta.namespace.clone_from(&self.agent_id);
+        }
+        let observed = self.insights.observe(&self.ctx, insight).await?;
+        if observed.created {
+            self.auto_promote(&observed.insight).await;
+        }
+        Ok(observed)
     }
 
     /// This agent's insights matching `query` (its `agent_id` is forced),
@@ -561,13 +583,20 @@ impl AgentMemory {
                     report.strengthened.push(updated);
                 }
                 None => {
+                    // A new pattern is stored under its pattern id: two
+                    // reflections that see it at once create it once, and
+                    // the later one strengthens it.
                     let insight = Insight {
-                        id: format!("ins_{}", uuid::Uuid::new_v4().simple()),
+                        id: Insight::pattern_id(&self.agent_id, &candidate.content),
                         source_episode_ids: source_ids.clone(),
                         ..candidate
                     };
-                    let stored = self.store_insight(insight).await?;
-                    report.created.push(stored);
+                    let observed = self.observe_insight(insight).await?;
+                    if observed.created {
+                        report.created.push(observed.insight);
+                    } else {
+                        report.strengthened.push(observed.insight);
+                    }
                 }
             }
         }

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use chrono::Utc;
 use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryError, WorkspaceMemory};
 use openvibe_protocols::{
-    Classification, Episode, EpisodeQuery, EpisodeSink, FactQuery, Insight, InsightQuery, LlmError,
-    LlmProvider, LlmRequest, LlmResponse, MemoryProvider,
+    CallerContext, Classification, Episode, EpisodeQuery, EpisodeSink, FactQuery, Insight,
+    InsightQuery, LlmError, LlmProvider, LlmRequest, LlmResponse, MemoryProvider, StoreError,
 };
 use serde_json::json;
 
@@ -460,4 +460,97 @@ async fn agents_sharing_stores_see_only_their_own() {
             .is_empty()
     );
     assert!(cmo.get_insight("ins1").await.unwrap().is_none());
+}
+
+/// An insight store whose `find_similar` answers only once two callers
+/// asked (and then "nothing similar"): two reflections that see the same
+/// new pattern at once, exactly.
+struct RacingInsights {
+    inner: Arc<dyn openvibe_protocols::InsightStore>,
+    barrier: tokio::sync::Barrier,
+}
+
+#[async_trait]
+impl openvibe_protocols::RecordStore<Insight> for RacingInsights {
+    async fn store(&self, ctx: &CallerContext, record: Insight) -> Result<Insight, StoreError> {
+        self.inner.store(ctx, record).await
+    }
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Insight>, StoreError> {
+        self.inner.get(ctx, id).await
+    }
+    async fn query(
+        &self,
+        ctx: &CallerContext,
+        query: &InsightQuery,
+    ) -> Result<Vec<Insight>, StoreError> {
+        self.inner.query(ctx, query).await
+    }
+    async fn delete(&self, ctx: &CallerContext, id: &str) -> Result<(), StoreError> {
+        self.inner.delete(ctx, id).await
+    }
+}
+
+#[async_trait]
+impl openvibe_protocols::RevisableStore<Insight> for RacingInsights {
+    async fn update(&self, ctx: &CallerContext, record: Insight) -> Result<Insight, StoreError> {
+        self.inner.update(ctx, record).await
+    }
+    async fn touch(&self, ctx: &CallerContext, ids: &[String]) -> Result<usize, StoreError> {
+        self.inner.touch(ctx, ids).await
+    }
+}
+
+#[async_trait]
+impl openvibe_protocols::InsightStore for RacingInsights {
+    async fn find_similar(
+        &self,
+        _ctx: &CallerContext,
+        _agent_id: &str,
+        _content: &str,
+    ) -> Result<Option<Insight>, StoreError> {
+        self.barrier.wait().await;
+        Ok(None)
+    }
+    async fn strengthen(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        episode_ids: &[String],
+    ) -> Result<Insight, StoreError> {
+        self.inner.strengthen(ctx, id, episode_ids).await
+    }
+    async fn observe(
+        &self,
+        ctx: &CallerContext,
+        insight: Insight,
+    ) -> Result<openvibe_protocols::Observed, StoreError> {
+        self.inner.observe(ctx, insight).await
+    }
+}
+
+#[tokio::test]
+async fn two_reflections_seeing_one_new_pattern_create_one_insight() {
+    let stores = openvibe_memory::in_memory_stores();
+    let racing = Arc::new(RacingInsights {
+        inner: stores.insights.clone(),
+        barrier: tokio::sync::Barrier::new(2),
+    });
+    let mem = AgentMemory::new("cro").with_stores(stores.episodes.clone(), racing);
+    mem.record_episode(make_episode("ep1", "revenue", "vp sponsor, closed"))
+        .await
+        .unwrap();
+    // Two wordings of one pattern: the same words.
+    let first = FakeLlm::answering(
+        json!([{"content": "VP sponsors close deals", "confidence": 0.6}]).to_string(),
+    );
+    let second = FakeLlm::answering(
+        json!([{"content": "deals close: VP sponsors", "confidence": 0.6}]).to_string(),
+    );
+    let (a, b) = tokio::join!(mem.reflect(&first), mem.reflect(&second));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.created.len() + b.created.len(), 1, "created once");
+    assert_eq!(a.strengthened.len() + b.strengthened.len(), 1);
+    let stored = mem.recall_insights(InsightQuery::new()).await.unwrap();
+    assert_eq!(stored.len(), 1, "one insight per pattern: {stored:?}");
+    assert_eq!(stored[0].evidence_count, 2, "each reflection counted once");
 }

@@ -90,7 +90,7 @@ pub struct Prepared {
 }
 
 fn prepare(ctx: &CallerContext, mut fact: Fact, mode: Mode) -> Result<Prepared, StoreError> {
-    if fact.id.is_empty() && mode == Mode::Upsert {
+    if fact.id.is_empty() && mode != Mode::Update {
         fact.id = new_id();
     }
     let terms = validate_fact(&fact)?;

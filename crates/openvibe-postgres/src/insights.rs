@@ -20,7 +20,7 @@ use crate::span::span;
 use crate::sql::Sql;
 use crate::text::{joined_terms, word_queries};
 use crate::tx::{Run, begin, write_replacing_expired};
-use openvibe_protocols::check_tags;
+use openvibe_protocols::{Observed, check_tags, observe_with};
 use openvibe_protocols::{at_index, check_caller};
 
 const COLS: &[&str] = &[
@@ -114,7 +114,7 @@ pub struct Prepared {
 }
 
 fn prepare(ctx: &CallerContext, mut insight: Insight, mode: Mode) -> Result<Prepared, StoreError> {
-    if insight.id.is_empty() && mode == Mode::Upsert {
+    if insight.id.is_empty() && mode != Mode::Update {
         insight.id = new_id();
     }
     let terms = validate_insight(&insight)?;
@@ -391,5 +391,17 @@ impl InsightStore for PgRecords<Insight> {
             id,
             result,
         )
+    }
+
+    async fn observe(&self, ctx: &CallerContext, insight: Insight) -> Result<Observed, StoreError> {
+        // `INSERT … ON CONFLICT DO NOTHING` waits for a concurrent insert of
+        // the same id to commit, then inserts nothing (a conflict): exactly
+        // one observer creates the pattern; the others strengthen it.
+        observe_with(
+            insight,
+            |insight| self.write(ctx, insight, Mode::Create),
+            |id, episodes| async move { self.strengthen(ctx, &id, &episodes).await },
+        )
+        .await
     }
 }

@@ -122,11 +122,17 @@ impl<R: PgRecord> PgRecords<R> {
     }
 
     /// Write `record` in one statement (see [`records::write`]), then embed it.
-    async fn write(&self, ctx: &CallerContext, mut record: R, mode: Mode) -> Result<R, StoreError> {
+    pub(crate) async fn write(
+        &self,
+        ctx: &CallerContext,
+        mut record: R,
+        mode: Mode,
+    ) -> Result<R, StoreError> {
         ctx.stamp(record.meta_mut());
         let op = match mode {
             Mode::Upsert => "store",
             Mode::Update => "update",
+            Mode::Create => "create",
         };
         let stored = async {
             let p = R::prepare(ctx, record, mode)?;

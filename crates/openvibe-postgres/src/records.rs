@@ -49,6 +49,9 @@ pub enum Mode {
     Upsert,
     /// `update`: replace an existing record only.
     Update,
+    /// Insert only: an existing record with the id is a conflict
+    /// (`InsightStore::observe`).
+    Create,
 }
 
 pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
@@ -218,7 +221,7 @@ pub(crate) async fn write<R: Record>(
     push_mutable: impl Fn(&mut Sql) + Send + Sync + 'static,
 ) -> Result<R, StoreError> {
     let audited = match mode {
-        Mode::Upsert => AuditOp::Insert,
+        Mode::Upsert | Mode::Create => AuditOp::Insert,
         Mode::Update => AuditOp::Update,
     };
     let id = target.id.clone();
@@ -293,9 +296,18 @@ async fn write_unaudited<R: Record>(
     });
     let tail_ctx = ctx.clone();
     let tail_namespace = namespace.to_owned();
-    let tail: RowFn = Arc::new(move |sql: &mut Sql| {
-        push_upsert_tail::<R>(sql, &tail_ctx, expires_at, &tail_namespace);
-    });
+    let tail: RowFn = if mode == Mode::Create {
+        Arc::new(|sql: &mut Sql| {
+            sql.push(&format!(
+                " ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
+                columns(R::COLS, "f.")
+            ));
+        })
+    } else {
+        Arc::new(move |sql: &mut Sql| {
+            push_upsert_tail::<R>(sql, &tail_ctx, expires_at, &tail_namespace);
+        })
+    };
     let upsert = || async {
         let mut sql = Sql::new(&upsert_head::<R>());
         row(&mut sql);
@@ -312,7 +324,13 @@ async fn write_unaudited<R: Record>(
         let stored = ran.row()?.as_ref().map(R::decode).transpose()?;
         finish(tx, stored, ctx, &id, mode, namespace).await
     };
-    let Some(key) = group_key::<R>(&tail, ctx) else {
+    // A create writes alone: a group's rows replace, not refuse.
+    let key = if mode == Mode::Create {
+        None
+    } else {
+        group_key::<R>(&tail, ctx)
+    };
+    let Some(key) = key else {
         return upsert().await;
     };
     let spec = || Spec {
@@ -415,7 +433,7 @@ async fn finish<R: Record>(
     namespace: &str,
 ) -> Result<R, StoreError> {
     let op = match mode {
-        Mode::Upsert => "store",
+        Mode::Upsert | Mode::Create => "store",
         Mode::Update => "change",
     };
     match stored {
@@ -483,7 +501,8 @@ pub(crate) async fn refusal<R: Record>(
     let operation = format!("{operation} {} {id}", R::KIND);
     match (readable, mode) {
         (false, Mode::Update) => not_found(R::KIND, id),
-        (false, Mode::Upsert) => ctx.unauthorized(
+        (true, Mode::Create) => StoreError::conflict(format!("{} {id} already exists", R::KIND)),
+        (false, Mode::Upsert | Mode::Create) => ctx.unauthorized(
             operation,
             "a record with this id exists and belongs to someone else",
         ),

@@ -14,11 +14,11 @@ use openvibe_protocols::{
     AuditEntry, AuditLog, AuditQuery, Belief, BeliefQuery, BeliefStore, CallerContext,
     ContextStore, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, Insight,
     InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, MetricReport,
-    NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Page, Plan, PlanContext,
-    PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities, Proposal,
-    ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention, RecordStore,
-    RecordVector, RecordVectors, RevisableStore, Session, SessionDeleted, SessionQuery,
-    SessionStore, StateEntry, StoreError, TaskContext, VectorStatus, Verdict,
+    NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
+    PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities,
+    Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention,
+    RecordStore, RecordVector, RecordVectors, RevisableStore, Session, SessionDeleted,
+    SessionQuery, SessionStore, StateEntry, StoreError, TaskContext, VectorStatus, Verdict,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -129,6 +129,10 @@ impl InsightStore for RemoteMemory {
             episode_ids: episode_ids.to_vec(),
         };
         self.call(ctx, &e::STRENGTHEN_INSIGHT, &[id], &body).await
+    }
+
+    async fn observe(&self, ctx: &CallerContext, insight: Insight) -> Result<Observed, StoreError> {
+        self.call(ctx, &e::OBSERVE_INSIGHT, &[], &insight).await
     }
 }
 

@@ -75,8 +75,8 @@ pub use proposals::{
 pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, text_terms};
 pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};
 pub use records::{
-    Classification, Episode, Fact, Insight, InsightStatus, ParseClassificationError, RawCall,
-    RecordMeta, RetrievalTrace, TraceAction, content_hash,
+    Classification, Episode, Fact, Insight, InsightStatus, Observed, ParseClassificationError,
+    RawCall, RecordMeta, RetrievalTrace, TraceAction, content_hash,
 };
 pub use retrieval_types::{RetrievalMode, Retriever, RetrieverScore};
 pub use semantic::{
@@ -86,7 +86,7 @@ pub use semantic::{
 };
 pub use store::{
     EpisodicStore, FactStore, InsightStore, RecordStore, RevisableRecord, RevisableStore,
-    STRENGTHEN_STEP, StoredRecord, Stores,
+    STRENGTHEN_STEP, StoredRecord, Stores, observe_with,
 };
 pub use validate::{
     MAX_BATCH_LEN, MAX_CONTENT_LEN, MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_LABEL_LEN,

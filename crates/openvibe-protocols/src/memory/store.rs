@@ -24,8 +24,8 @@ use async_trait::async_trait;
 
 use super::{
     AuditLog, CallerContext, EmbeddingText, Episode, EpisodeQuery, Fact, FactQuery, Governed,
-    Insight, InsightQuery, KnowledgeStore, RawLogStore, RecordMeta, RecordQuery, StoreError,
-    WorkingStore,
+    Insight, InsightQuery, KnowledgeStore, Observed, RawLogStore, RecordMeta, RecordQuery,
+    StoreError, WorkingStore,
 };
 
 /// A record kind kept by a [`RecordStore`]: [`Fact`], [`Episode`] and
@@ -161,6 +161,51 @@ pub trait InsightStore: RevisableStore<Insight> {
         id: &str,
         episode_ids: &[String],
     ) -> Result<Insight, StoreError>;
+
+    /// Observe the pattern `insight` names by its id (see
+    /// [`Insight::pattern_id`]): create it when no insight has that id, else
+    /// [`strengthen`](InsightStore::strengthen) the one that has with
+    /// `insight.source_episode_ids`. Atomic per call: reflections that see
+    /// the same new pattern at once create it exactly once and strengthen
+    /// it once each, so no evidence is counted twice or lost. An empty id is
+    /// [`StoreError::InvalidInput`]; other errors as [`RecordStore::store`] and
+    /// `strengthen`.
+    async fn observe(&self, ctx: &CallerContext, insight: Insight) -> Result<Observed, StoreError>;
+}
+
+/// [`InsightStore::observe`] from a backend's own insert-only `create` (a
+/// [`StoreError::Conflict`] when the id exists) and its atomic
+/// `strengthen`: the first observer creates the pattern, every later one
+/// strengthens it. Correct as long as each step is atomic and an insight
+/// disappears between them only by a delete (then the strengthen says
+/// [`StoreError::NotFound`]).
+pub async fn observe_with<C, S>(
+    insight: Insight,
+    create: impl FnOnce(Insight) -> C,
+    strengthen: impl FnOnce(String, Vec<String>) -> S,
+) -> Result<Observed, StoreError>
+where
+    C: Future<Output = Result<Insight, StoreError>>,
+    S: Future<Output = Result<Insight, StoreError>>,
+{
+    if insight.id.trim().is_empty() {
+        return Err(StoreError::invalid(
+            "id",
+            "an observed insight names its pattern by id (see Insight::pattern_id)",
+        ));
+    }
+    let (id, episodes) = (insight.id.clone(), insight.source_episode_ids.clone());
+    match create(insight).await {
+        Ok(insight) => Ok(Observed {
+            insight,
+            created: true,
+        }),
+        Err(StoreError::Conflict { .. }) => Ok(Observed {
+            insight: strengthen(id, episodes).await?,
+            created: false,
+        }),
+        Err(e) => Err(e),
+    }
 }
 
 /// How much [`InsightStore::strengthen`] adds to an insight's confidence.

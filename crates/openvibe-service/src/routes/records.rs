@@ -12,7 +12,7 @@ use openvibe_api::dto::{
 use openvibe_api::endpoints::{self as E, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
     EmbeddingText, Episode, Fact, Insight, Knowledge, KnowledgeHit, KnowledgeQuery, NewKnowledge,
-    Page, RawCall, RawCallQuery,
+    Observed, Page, RawCall, RawCallQuery,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -126,6 +126,7 @@ pub(super) fn routes(api: Api) -> Api {
         // the insight extension
         .route(&E::SIMILAR_INSIGHT, similar_insight)
         .route(&E::STRENGTHEN_INSIGHT, strengthen_insight)
+        .route(&E::OBSERVE_INSIGHT, observe_insight)
         // semantic knowledge
         .route(&E::STORE_KNOWLEDGE, store_knowledge)
         .route(&E::QUERY_KNOWLEDGE, query_knowledge)
@@ -194,6 +195,14 @@ async fn strengthen_insight(
             .strengthen(&ctx, &id, &b.episode_ids)
             .await?,
     ))
+}
+
+async fn observe_insight(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(insight): Body<Insight>,
+) -> Answer<Observed> {
+    Ok(Json(s.stores.insights.observe(&ctx, insight).await?))
 }
 
 async fn store_knowledge(

@@ -152,4 +152,42 @@ impl Insight {
     }
 
     record_builders!();
+
+    /// The id of the pattern `content` names for `agent_id`: the same for
+    /// every wording with the same words, whatever their order, case or
+    /// punctuation (`ins_p` and a hash of the agent and its sorted
+    /// [`text_terms`](crate::text_terms)). Reflection stores a new pattern
+    /// under it with [`InsightStore::observe`](crate::InsightStore::observe),
+    /// so two reflections that see it at once create one insight.
+    ///
+    /// ```
+    /// use openvibe_protocols::Insight;
+    /// let a = Insight::pattern_id("cro", "VP sponsor -> deals close");
+    /// assert_eq!(a, Insight::pattern_id("cro", "deals close (VP sponsor)"));
+    /// assert_ne!(a, Insight::pattern_id("cmo", "VP sponsor -> deals close"));
+    /// assert!(a.starts_with("ins_p"));
+    /// ```
+    pub fn pattern_id(agent_id: &str, content: &str) -> String {
+        let mut terms = crate::text_terms(content);
+        terms.sort_unstable();
+        let key = if terms.is_empty() {
+            content.trim().to_lowercase()
+        } else {
+            terms.join(" ")
+        };
+        let hash = super::content_hash(&format!("{agent_id}\u{0}{key}"));
+        format!("ins_p{}", hash.trim_start_matches("fnv1a64:"))
+    }
+}
+
+/// What [`InsightStore::observe`](crate::InsightStore::observe) did: the
+/// insight as stored, and whether this call created it (else it
+/// strengthened an existing one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Observed {
+    /// The insight after the observation.
+    pub insight: Insight,
+    /// `true` when the observation created it.
+    pub created: bool,
 }

@@ -260,7 +260,7 @@ mod trace;
 
 pub use episode::Episode;
 pub use fact::Fact;
-pub use insight::{Insight, InsightStatus};
+pub use insight::{Insight, InsightStatus, Observed};
 pub use raw::RawCall;
 pub use trace::{RetrievalTrace, TraceAction};
 
