@@ -116,7 +116,7 @@ pub async fn decide(
     verdict: &Verdict,
     out: &mut impl Write,
 ) -> Result<Belief, CliError> {
-    let b = desk.stores.beliefs.decide(&desk.ctx, id, verdict).await?;
+    let b = desk.stores.decide_belief(&desk.ctx, id, verdict).await?;
     let what = match (b.status, &b.supersedes) {
         (BeliefStatus::Active, Some(old)) => {
             format!("active: it shapes the role's prompts and decisions; {old} is retired")

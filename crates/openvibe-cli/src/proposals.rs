@@ -243,7 +243,7 @@ pub async fn decide(
     verdict: &Verdict,
     out: &mut impl Write,
 ) -> Result<Proposal, CliError> {
-    let p = desk.stores.proposals.decide(&desk.ctx, id, verdict).await?;
+    let p = desk.stores.decide_proposal(&desk.ctx, id, verdict).await?;
     let what = if p.status == ProposalStatus::Approved {
         "approved: the role's runtime runs its action once"
     } else {

@@ -191,9 +191,16 @@ pub fn describe(fired: &Fired) -> String {
             created,
             strengthened,
             published,
-        } => format!(
-            "reflected over {episodes} episode(s): {created} new insight(s), {strengthened} strengthened, {published} published"
-        ),
+            beliefs,
+        } => {
+            let mut line = format!(
+                "reflected over {episodes} episode(s): {created} new insight(s), {strengthened} strengthened, {published} published"
+            );
+            if *beliefs > 0 {
+                line.push_str(&format!(", {beliefs} belief(s) proposed"));
+            }
+            line
+        }
         Outcome::Prioritized(p) => format!(
             "prioritized {}: {}",
             p.day,

@@ -165,6 +165,39 @@ impl AgentMemory {
         Ok(self.beliefs.list(&self.ctx, &query).await?.items)
     }
 
+    /// Every belief of this agent, whatever its status, newest first (all
+    /// pages).
+    pub async fn all_beliefs(&self) -> Result<Vec<Belief>, MemoryError> {
+        let mut query = BeliefQuery::new()
+            .role(self.agent_id.clone())
+            .limit(openvibe_protocols::MAX_BELIEF_PAGE);
+        let mut all = Vec::new();
+        loop {
+            let page = self.beliefs.list(&self.ctx, &query).await?;
+            all.extend(page.items);
+            match page.next_cursor {
+                Some(cursor) => query.cursor = Some(cursor),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// This agent's active beliefs of `domain` about the same subject as
+    /// `statement` ([`same_subject`]), most shared terms first.
+    pub async fn beliefs_about(
+        &self,
+        statement: &str,
+        domain: &str,
+    ) -> Result<Vec<Belief>, MemoryError> {
+        let beliefs = self.active_beliefs(Some(domain)).await?;
+        let mut scored: Vec<(usize, Belief)> = beliefs
+            .into_iter()
+            .filter_map(|b| same_subject(statement, &b.statement).map(|shared| (shared, b)))
+            .collect();
+        scored.sort_by_key(|(shared, _)| std::cmp::Reverse(*shared));
+        Ok(scored.into_iter().map(|(_, b)| b).collect())
+    }
+
     /// Keep the raw log (L1) in `store` (e.g. a Postgres backend's).
     #[must_use]
     pub fn with_raw_log(mut self, store: Arc<dyn RawLogStore>) -> Self {
@@ -653,6 +686,25 @@ impl AgentMemory {
         }
         Ok(published)
     }
+}
+
+/// Whether two statements are about the same subject, by the analyzer's
+/// terms (stemmed, stop words dropped): they share at least two terms and
+/// at least a third of the shorter one's. `Some(shared terms)` when they are.
+///
+/// ```
+/// use openvibe_memory::same_subject;
+/// let old = "Deals with a VP sponsor close within 30 days";
+/// let new = "Since the pricing change, VP-sponsored deals stall in procurement";
+/// assert!(same_subject(old, new).is_some());
+/// assert!(same_subject(old, "Webinar leads convert poorly").is_none());
+/// ```
+pub fn same_subject(a: &str, b: &str) -> Option<usize> {
+    let a = openvibe_retrieval::query_terms(a);
+    let b = openvibe_retrieval::query_terms(b);
+    let shared = a.iter().filter(|t| b.contains(t)).count();
+    let shorter = a.len().min(b.len());
+    (shared >= 2 && shared * 3 >= shorter).then_some(shared)
 }
 
 /// Find the JSON list in a model's reflection output: the whole text, the

@@ -55,7 +55,7 @@ pub use access::{
 };
 pub use agent::{
     AgentMemory, DEFAULT_PUBLISH_CONFIDENCE, InMemoryStore, MAX_PROMPT_BELIEFS, PUBLISH_LIMIT,
-    ReflectOptions, ReflectionReport,
+    ReflectOptions, ReflectionReport, same_subject,
 };
 pub use assembler::{
     ApproxTokenCounter, Assembly, AssemblyLimits, MemoryAssembler, RecallKind, RecallObserver,

@@ -21,6 +21,9 @@
 //!   prioritized daily ([`Prioritization`]; the role's prompts show them
 //!   under `## Priorities`), and moved by the metrics its nodes and tools
 //!   report.
+//! - [`Learning`] ([`Role::learn`]): after reflection, the role proposes its
+//!   strongest insights as beliefs (L4) that wait for a person; approved
+//!   ones shape its prompts and decisions (seed 001, V4).
 
 mod authority;
 pub mod config;
@@ -28,6 +31,7 @@ mod decision;
 mod error;
 mod goal_hooks;
 pub mod goals;
+mod learn;
 mod proposals;
 mod pursuit;
 mod reflection;
@@ -47,6 +51,7 @@ pub use decision::{
 };
 pub use error::Error;
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
+pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
 pub use proposals::{EXPIRE_BATCH, INTERRUPTED, Resumed};
 pub use pursuit::{
     GOAL_MODEL, GoalSystem, PRIORITIZE_WORKFLOW, PRIORITY_EPISODES, PRIORITY_INSIGHTS,

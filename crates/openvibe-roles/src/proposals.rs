@@ -129,7 +129,11 @@ impl Role {
                 .map_err(store_error(id))?;
             return Ok(finished);
         };
-        let result = self.execute(&action, true).await;
+        let result = match claimed.belief_id() {
+            // A belief's proposal: the approval made the belief active.
+            Some(belief) => self.confirm_belief(belief).await,
+            None => self.execute(&action, true).await,
+        };
         if let Some(decision) = &claimed.decision {
             self.record_run(decision, &action, &result).await?;
         }
@@ -138,6 +142,35 @@ impl Role {
             .finish(&ctx, id, outcome)
             .await
             .map_err(store_error(id))
+    }
+
+    /// What running an approved belief's proposal does: confirm the
+    /// approval made the belief active (the person's decision did it,
+    /// exactly once); its result names the belief.
+    async fn confirm_belief(&self, id: &str) -> Result<serde_json::Value, Error> {
+        let refuse = |message: String| Error::Action {
+            role: self.role_id().to_owned(),
+            action: openvibe_protocols::ADOPT_BELIEF_ACTION.to_owned(),
+            message,
+        };
+        let memory = self
+            .agent_memory()
+            .ok_or_else(|| refuse("the role has no agent memory".into()))?;
+        let belief = memory
+            .belief_store()
+            .get(&self.proposal_context(), id)
+            .await
+            .map_err(|e| refuse(e.to_string()))?
+            .ok_or_else(|| refuse(format!("belief `{id}` not found")))?;
+        if belief.status != openvibe_protocols::BeliefStatus::Active {
+            return Err(refuse(format!(
+                "belief `{id}` is {}, not active",
+                belief.status
+            )));
+        }
+        Ok(
+            serde_json::json!({ "belief_id": belief.id, "status": belief.status, "version": belief.version }),
+        )
     }
 
     /// Record that the claimed proposal `id` was interrupted: its claim's

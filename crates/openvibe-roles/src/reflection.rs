@@ -4,6 +4,8 @@
 use openvibe_memory::DEFAULT_PUBLISH_CONFIDENCE;
 use openvibe_protocols::{TriggerConfig, TriggerKind};
 
+use crate::Learning;
+
 /// The workflow name a reflection trigger carries: a firing of it runs
 /// `reflect` and `publish_to_workspace` for its role instead of a workflow.
 pub const REFLECTION_WORKFLOW: &str = "openvibe.reflect";
@@ -20,6 +22,9 @@ pub struct Reflection {
     pub schedule: String,
     /// Insights at least this confident are published (default [`DEFAULT_PUBLISH_CONFIDENCE`]).
     pub min_confidence: f64,
+    /// After reflecting, propose the strong insights as beliefs (the learn
+    /// step; default off).
+    pub learning: Option<Learning>,
 }
 
 impl Reflection {
@@ -34,6 +39,7 @@ impl Reflection {
             kind: TriggerKind::Cron,
             schedule: expression.into(),
             min_confidence: DEFAULT_PUBLISH_CONFIDENCE,
+            learning: None,
         }
     }
 
@@ -43,6 +49,7 @@ impl Reflection {
             kind: TriggerKind::Interval,
             schedule: period.into(),
             min_confidence: DEFAULT_PUBLISH_CONFIDENCE,
+            learning: None,
         }
     }
 
@@ -50,6 +57,14 @@ impl Reflection {
     #[must_use]
     pub fn min_confidence(mut self, min_confidence: f64) -> Self {
         self.min_confidence = min_confidence;
+        self
+    }
+
+    /// After reflecting, learn: propose the insights `learning` names as
+    /// beliefs ([`Role::learn`](crate::Role::learn)).
+    #[must_use]
+    pub fn learn(mut self, learning: Learning) -> Self {
+        self.learning = Some(learning);
         self
     }
 
@@ -61,7 +76,13 @@ impl Reflection {
             schedule: Some(self.schedule.clone()),
             workflow: REFLECTION_WORKFLOW.into(),
             operator_id: None,
-            input: serde_json::json!({ "min_confidence": self.min_confidence }),
+            input: match &self.learning {
+                Some(learning) => serde_json::json!({
+                    "min_confidence": self.min_confidence,
+                    "learn": learning.to_value(),
+                }),
+                None => serde_json::json!({ "min_confidence": self.min_confidence }),
+            },
         }
     }
 }

@@ -30,6 +30,8 @@ pub enum Outcome {
         strengthened: usize,
         /// Facts published to the workspace.
         published: usize,
+        /// Beliefs proposed by the learn step.
+        beliefs: usize,
     },
     /// A prioritization ran: the role's priorities of the day, stored.
     Prioritized(openvibe_protocols::Priorities),
@@ -53,6 +55,9 @@ pub struct ReflectionSummary {
     pub strengthened: usize,
     /// Facts published to the workspace.
     pub published: usize,
+    /// Beliefs proposed by the learn step (when the reflection learns).
+    #[serde(default)]
+    pub beliefs: usize,
 }
 
 impl From<ReflectionSummary> for Outcome {
@@ -62,6 +67,7 @@ impl From<ReflectionSummary> for Outcome {
             created: s.created,
             strengthened: s.strengthened,
             published: s.published,
+            beliefs: s.beliefs,
         }
     }
 }
@@ -355,11 +361,20 @@ impl RoleRuntime {
             .distill(role.llm()?.as_ref(), min_confidence)
             .await?;
         let report = done.reflection;
+        let beliefs = match trigger.input.get("learn") {
+            Some(learning) => role
+                .learn(&crate::Learning::from_value(learning))
+                .await?
+                .proposed
+                .len(),
+            None => 0,
+        };
         Ok(ReflectionSummary {
             episodes: report.episodes_considered,
             created: report.created.len(),
             strengthened: report.strengthened.len(),
             published: done.published.len(),
+            beliefs,
         })
     }
 }

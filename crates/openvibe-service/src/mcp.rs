@@ -759,8 +759,7 @@ impl MemoryTools {
                 };
                 let decided = self
                     .stores
-                    .proposals
-                    .decide(&caller, &args.id, &verdict)
+                    .decide_proposal(&caller, &args.id, &verdict)
                     .await?;
                 to_value(decided)
             }
@@ -830,8 +829,7 @@ impl MemoryTools {
                 };
                 to_value(
                     self.stores
-                        .beliefs
-                        .decide(&caller, &args.id, &verdict)
+                        .decide_belief(&caller, &args.id, &verdict)
                         .await?,
                 )
             }

@@ -19,7 +19,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CallerContext, Page, RecordMeta, StoreError, Verdict};
+use super::{CallerContext, Page, Proposal, ProposalStore, RecordMeta, StoreError, Verdict};
+use crate::{Action, ActionTarget};
 
 /// The kind name of beliefs (audit entries, errors, retention).
 pub const BELIEF_KIND: &str = "belief";
@@ -505,6 +506,135 @@ pub trait BeliefStore: Send + Sync {
         id: &str,
         reason: &str,
     ) -> Result<Belief, StoreError>;
+}
+
+/// The tool a belief's proposal names: running it (once a person approved
+/// the proposal) confirms the belief is active.
+pub const ADOPT_BELIEF_TOOL: &str = "openvibe.adopt_belief";
+
+/// The action name of a belief's proposal.
+pub const ADOPT_BELIEF_ACTION: &str = "adopt_belief";
+
+/// The id of the proposal that asks a person to approve belief `belief_id`.
+pub fn belief_proposal_id(belief_id: &str) -> String {
+    format!("bp_{belief_id}")
+}
+
+impl Belief {
+    /// The proposal that puts this (proposed) belief in front of a person:
+    /// its id is [`belief_proposal_id`], its action [`ADOPT_BELIEF_TOOL`]
+    /// with the belief's id, in the belief's namespace and domain.
+    pub fn to_proposal(&self) -> Proposal {
+        let summary = match &self.supersedes {
+            Some(old) => format!("Adopt belief (superseding {old}): {}", self.statement),
+            None => format!("Adopt belief: {}", self.statement),
+        };
+        let mut proposal = Proposal::new(
+            self.role_id.clone(),
+            crate::truncate_chars(&summary, 400).to_owned(),
+            Action::tool(
+                ADOPT_BELIEF_ACTION,
+                ADOPT_BELIEF_TOOL,
+                serde_json::json!({ "belief_id": self.id }),
+            ),
+        )
+        .id(belief_proposal_id(&self.id))
+        .domain(self.domain.clone());
+        proposal.meta.namespace.clone_from(&self.meta.namespace);
+        proposal
+    }
+}
+
+impl Proposal {
+    /// The belief this proposal asks a person to approve, when it is a
+    /// belief's proposal ([`Belief::to_proposal`]).
+    pub fn belief_id(&self) -> Option<&str> {
+        let action = self.action.as_ref()?;
+        match &action.target {
+            ActionTarget::Tool { tool } if tool == ADOPT_BELIEF_TOOL => {
+                action.input.get("belief_id")?.as_str()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Decide proposal `id` as `ctx`; when it is a belief's proposal, decide
+/// the belief first with the same verdict (approving makes it active,
+/// exactly once). Every edge that decides a proposal calls this, so a
+/// person approves a belief in the inbox like any proposal. A belief that
+/// was already decided the same way (a retry after a crash between the two
+/// steps) is not an error; a second decision of the proposal is
+/// [`StoreError::Conflict`], as for any proposal.
+pub async fn decide_proposal(
+    proposals: &dyn ProposalStore,
+    beliefs: &dyn BeliefStore,
+    ctx: &CallerContext,
+    id: &str,
+    verdict: &Verdict,
+) -> Result<Proposal, StoreError> {
+    let belief = match proposals.get(ctx, id).await? {
+        Some(p) => p.belief_id().map(str::to_owned),
+        None => None,
+    };
+    let Some(belief) = belief else {
+        return proposals.decide(ctx, id, verdict).await;
+    };
+    let fresh = decide_belief_step(beliefs, ctx, &belief, verdict).await?;
+    match proposals.decide(ctx, id, verdict).await {
+        // The same call decided it on a server (a remote store's edge).
+        Err(StoreError::Conflict { .. }) if fresh => proposals
+            .get(ctx, id)
+            .await?
+            .filter(|p| p.decided_by.as_deref() == Some(ctx.owner_key().as_str()))
+            .ok_or_else(|| StoreError::conflict(format!("proposal `{id}` was decided already"))),
+        other => other,
+    }
+}
+
+/// Decide belief `id` as `ctx` ([`BeliefStore::decide`]), then its
+/// proposal ([`belief_proposal_id`]) with the same verdict when one is
+/// pending: approving a belief from the CLI or MCP clears it from the inbox.
+pub async fn decide_belief(
+    proposals: &dyn ProposalStore,
+    beliefs: &dyn BeliefStore,
+    ctx: &CallerContext,
+    id: &str,
+    verdict: &Verdict,
+) -> Result<Belief, StoreError> {
+    let decided = beliefs.decide(ctx, id, verdict).await?;
+    match proposals
+        .decide(ctx, &belief_proposal_id(id), verdict)
+        .await
+    {
+        Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => Ok(decided),
+        Err(e) => Err(e),
+    }
+}
+
+/// Decide the belief of a belief's proposal: `true` when this call decided
+/// it, `false` when it was decided the same way before.
+async fn decide_belief_step(
+    beliefs: &dyn BeliefStore,
+    ctx: &CallerContext,
+    id: &str,
+    verdict: &Verdict,
+) -> Result<bool, StoreError> {
+    match beliefs.decide(ctx, id, verdict).await {
+        Ok(_) => Ok(true),
+        Err(e @ StoreError::Conflict { .. }) => {
+            let wanted = if verdict.approve {
+                BeliefStatus::Active
+            } else {
+                BeliefStatus::Rejected
+            };
+            match beliefs.get(ctx, id).await? {
+                Some(b) if b.status == wanted => Ok(false),
+                _ => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

@@ -51,8 +51,9 @@ pub use admin::{
 };
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
 pub use beliefs::{
-    BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
-    MAX_BELIEF_PAGE, belief_page, validate_belief,
+    ADOPT_BELIEF_ACTION, ADOPT_BELIEF_TOOL, BELIEF_KIND, Belief, BeliefQuery, BeliefStatus,
+    BeliefStore, MAX_BELIEF_INSIGHTS, MAX_BELIEF_PAGE, belief_page, belief_proposal_id,
+    decide_belief, decide_proposal, validate_belief,
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};

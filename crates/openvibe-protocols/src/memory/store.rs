@@ -242,6 +242,28 @@ pub struct Stores {
 }
 
 impl Stores {
+    /// Decide a proposal, and the belief of a belief's proposal with it
+    /// ([`decide_proposal`](super::decide_proposal)).
+    pub async fn decide_proposal(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        verdict: &super::Verdict,
+    ) -> Result<super::Proposal, StoreError> {
+        super::decide_proposal(&*self.proposals, &*self.beliefs, ctx, id, verdict).await
+    }
+
+    /// Decide a belief, and its pending proposal with it
+    /// ([`decide_belief`](super::decide_belief)).
+    pub async fn decide_belief(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        verdict: &super::Verdict,
+    ) -> Result<super::Belief, StoreError> {
+        super::decide_belief(&*self.proposals, &*self.beliefs, ctx, id, verdict).await
+    }
+
     /// The store of record kind `R` (facts, episodes or insights), for code
     /// written once for every kind.
     pub fn records<R: StoredRecord>(&self) -> &dyn RecordStore<R> {

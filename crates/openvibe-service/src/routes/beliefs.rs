@@ -47,7 +47,7 @@ async fn decide(
     Path(id): Path<String>,
     Body(v): Body<Verdict>,
 ) -> Answer<Belief> {
-    Ok(Json(s.stores.beliefs.decide(&ctx, &id, &v).await?))
+    Ok(Json(s.stores.decide_belief(&ctx, &id, &v).await?))
 }
 
 async fn retire(

@@ -48,7 +48,7 @@ async fn decide(
     Path(id): Path<String>,
     Body(v): Body<Verdict>,
 ) -> Answer<Proposal> {
-    Ok(Json(s.stores.proposals.decide(&ctx, &id, &v).await?))
+    Ok(Json(s.stores.decide_proposal(&ctx, &id, &v).await?))
 }
 
 async fn claim(
