@@ -432,3 +432,79 @@ where
         "the refusal is audited"
     );
 }
+
+/// A belief's provenance round-trips to the raw calls: belief → its
+/// insights → their episodes → the raw calls made for them, each link read
+/// back from the store (L4 → L3 → L2 → L1).
+pub async fn belief_provenance_reaches_the_raw_calls<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let cro = cro();
+    s.raw
+        .append(
+            &cro,
+            vec![
+                crate::raw::raw("r1", "cro", 1, Some("e1")),
+                crate::raw::raw("r2", "cro", 2, Some("e2")),
+                crate::raw::raw("r-other", "cro", 3, Some("e-other")),
+            ],
+        )
+        .await
+        .unwrap();
+    for (id, minute) in [("e1", 1), ("e2", 2), ("e-other", 3)] {
+        s.episodes
+            .store(&cro, crate::support::episode(id, "cro", minute))
+            .await
+            .unwrap();
+    }
+    let insight = openvibe_protocols::Insight {
+        source_episode_ids: vec!["e1".into(), "e2".into()],
+        ..openvibe_protocols::Insight::new("i-vp", "cro", "VP sponsors close deals", 0.9)
+            .evidence(4)
+    };
+    s.insights.store(&cro, insight).await.unwrap();
+    let proposed = s
+        .beliefs
+        .propose(
+            &cro,
+            Belief::new("cro", "VP sponsors close deals", 0.9)
+                .id("b-vp")
+                .from_insights(["i-vp"], 4),
+        )
+        .await
+        .unwrap();
+    assert_eq!(proposed.insight_ids, vec!["i-vp"]);
+    s.beliefs
+        .decide(&person("ann"), "b-vp", &Verdict::approve("seen it"))
+        .await
+        .unwrap();
+
+    let belief = s.beliefs.get(&cro, "b-vp").await.unwrap().unwrap();
+    let mut raw_ids = Vec::new();
+    for insight_id in &belief.insight_ids {
+        let insight = s.insights.get(&cro, insight_id).await.unwrap().unwrap();
+        assert_eq!(insight.source_episode_ids, vec!["e1", "e2"]);
+        for episode_id in &insight.source_episode_ids {
+            assert!(s.episodes.get(&cro, episode_id).await.unwrap().is_some());
+        }
+        let calls = s
+            .raw
+            .query(
+                &cro,
+                &openvibe_protocols::RawCallQuery::new()
+                    .episodes(insight.source_episode_ids.iter().cloned()),
+            )
+            .await
+            .unwrap();
+        raw_ids.extend(calls.items.into_iter().map(|c| c.id));
+    }
+    raw_ids.sort();
+    assert_eq!(
+        raw_ids,
+        vec!["r1", "r2"],
+        "exactly the calls under the belief"
+    );
+}

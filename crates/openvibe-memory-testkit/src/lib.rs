@@ -189,6 +189,7 @@ cases! {
     beliefs::beliefs_supersede_atomically;
     beliefs::beliefs_list_newest_first_by_page;
     beliefs::beliefs_are_governed_and_audited;
+    beliefs::belief_provenance_reaches_the_raw_calls;
 }
 
 /// The README's example, compiled and run as a doc test.

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! /identity/soul.md                      the role's soul (read-only)
+//! /beliefs/<domain>/<id>                 the role's active beliefs, approved by a person (read-only)
 //! /knowledge/<domain>/[<tag>/...]<id>    the agent's insights ("_" = no domain)
 //! /experience/[<folder>/...]<id>         the agent's episodes (folders are labels)
 //! /references/<domain>/<id>              workspace facts the role's clearance can read (read-only)
@@ -22,8 +23,8 @@ use std::time::Instant;
 
 use chrono::Utc;
 use openvibe_protocols::{
-    Episode, EpisodeQuery, FactQuery, Insight, InsightQuery, MAX_RECORD_ID_LEN, RawCall,
-    RawCallQuery, RetrievalTrace, TraceAction, truncate_chars,
+    Belief, BeliefStatus, Episode, EpisodeQuery, FactQuery, Insight, InsightQuery,
+    MAX_RECORD_ID_LEN, RawCall, RawCallQuery, RetrievalTrace, TraceAction, truncate_chars,
 };
 use serde_json::json;
 
@@ -44,7 +45,14 @@ pub const SEARCH_LIMIT: usize = 10;
 /// Path segment standing for "no domain".
 const NO_DOMAIN: &str = "_";
 
-const ROOT_DIRS: [&str; 5] = ["identity", "knowledge", "experience", "references", "raw"];
+const ROOT_DIRS: [&str; 6] = [
+    "identity",
+    "beliefs",
+    "knowledge",
+    "experience",
+    "references",
+    "raw",
+];
 
 /// How many raw calls one page of `/raw/` lists.
 pub const RAW_PAGE: usize = 50;
@@ -236,6 +244,17 @@ impl MemoryFilesystem {
                     vec!["soul.md".to_owned()]
                 }
             }
+            ["beliefs"] => {
+                let beliefs = self.memory.active_beliefs(None).await?;
+                sorted_domains(beliefs.iter().map(|b| b.domain.as_str()))
+            }
+            ["beliefs", domain, ..] => self
+                .memory
+                .active_beliefs(Some(domain_from_segment(domain)))
+                .await?
+                .into_iter()
+                .map(|b| b.id)
+                .collect(),
             ["knowledge"] => {
                 let insights = self
                     .memory
@@ -325,6 +344,21 @@ impl MemoryFilesystem {
         let segs = parsed.segs();
         let content = match segs.as_slice() {
             ["identity", "soul.md"] => self.soul.clone(),
+            ["beliefs", domain, id] => match self
+                .memory
+                .belief_store()
+                .get(self.memory.context(), id)
+                .await?
+            {
+                Some(b)
+                    if b.status == BeliefStatus::Active
+                        && b.role_id == self.memory.agent_id()
+                        && b.domain == domain_from_segment(domain) =>
+                {
+                    belief_text(&b)
+                }
+                _ => String::new(),
+            },
             ["knowledge", domain, .., id] => match self.memory.get_insight(id).await? {
                 Some(i) if i.domain == domain_from_segment(domain) => format!(
                     "{}\n\nConfidence: {}\nEvidence: {}",
@@ -381,6 +415,25 @@ impl MemoryFilesystem {
         let segs = parsed.segs();
         let root = segs.first().copied();
         let mut hits = Vec::new();
+        if matches!(root, None | Some("beliefs")) {
+            let domain = segs.get(1).map(|d| domain_from_segment(d));
+            let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+            let beliefs = self.memory.active_beliefs(domain).await?;
+            hits.extend(
+                beliefs
+                    .into_iter()
+                    .filter(|b| {
+                        let text = b.statement.to_lowercase();
+                        terms.iter().all(|t| text.contains(t.as_str()))
+                    })
+                    .take(SEARCH_LIMIT)
+                    .map(|b| SearchHit {
+                        path: format!("/beliefs/{}/{}", domain_segment(&b.domain), b.id),
+                        content: b.statement,
+                        confidence: Some(b.confidence),
+                    }),
+            );
+        }
         if matches!(root, None | Some("knowledge")) {
             let insights = match segs.get(1) {
                 Some(domain) => self.insights_in(domain, SEARCH_LIMIT, Some(query)).await?,
@@ -511,13 +564,40 @@ impl MemoryFilesystem {
             _ => {
                 return Err(MemoryError::ReadOnlyPath {
                     path: shown,
-                    reason: "only /knowledge/ and /experience/ can be written (/raw/ is append-only, by the role's LLM)".to_owned(),
+                    reason: "only /knowledge/ and /experience/ can be written (/raw/ is append-only, by the role's LLM; /beliefs/ are proposed by the learn step and approved by a person)".to_owned(),
                 });
             }
         }
         self.trace(RetrievalTrace::new(TraceAction::Write, shown), start);
         Ok(())
     }
+}
+
+/// How `/beliefs/<domain>/<id>` reads: the statement, then who approved it
+/// and what it rests on.
+fn belief_text(b: &Belief) -> String {
+    let mut out = format!(
+        "{}\n\nConfidence: {}\nVersion: {}\nApproved by: {}",
+        b.statement,
+        b.confidence,
+        b.version,
+        b.decided_by.as_deref().unwrap_or("-"),
+    );
+    if b.constraint {
+        out.push_str("\nConstraint: actions it bears on are proposed to a person");
+    }
+    if let Some(old) = &b.supersedes {
+        out.push_str(&format!("\nSupersedes: {old}"));
+    }
+    if !b.insight_ids.is_empty() {
+        let insights: Vec<String> = b
+            .insight_ids
+            .iter()
+            .map(|i| format!("/knowledge/{}/{i}", domain_segment(&b.domain)))
+            .collect();
+        out.push_str(&format!("\nFrom insights: {}", insights.join(", ")));
+    }
+    out
 }
 
 /// How `/raw/<id>` reads: the call's facts, then the request and the answer.

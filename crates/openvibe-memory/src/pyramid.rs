@@ -5,15 +5,18 @@
 //! | L1 raw log | every LLM call, as sent and answered ([`RawCall`]) | the role-aware LLM, automatically |
 //! | L2 episodes | one structured record per node run ([`Episode`]) | the nodes, at every completion (real time) |
 //! | L3 insights | patterns distilled from episodes ([`Insight`]) | [`MemoryPyramid::reflect`] (daily, on the reflection schedule) |
+//! | L4 beliefs | what the role holds true once a person approved it ([`Belief`]) | the learn step proposes, a person approves |
 //! | workspace | facts shared with other roles ([`Fact`]) | [`MemoryPyramid::publish`] |
 //!
-//! Each level links to the one below: an insight names its source
-//! episodes, a raw call the episode its node run became, so
-//! [`MemoryPyramid::trace`] walks an insight back to the calls it rests on.
+//! Each level links to the one below: a belief names its insights, an
+//! insight its source episodes, a raw call the episode its node run
+//! became, so [`MemoryPyramid::trace`] walks an insight back to the calls
+//! it rests on and [`MemoryPyramid::trace_belief`] a belief through its
+//! insights to them.
 
 use openvibe_protocols::{
-    Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery, LlmProvider, Page, RawCall,
-    RawCallQuery,
+    Belief, BeliefQuery, Episode, EpisodeQuery, Fact, FactQuery, Insight, InsightQuery,
+    LlmProvider, Page, RawCall, RawCallQuery,
 };
 
 use crate::agent::{AgentMemory, ReflectOptions, ReflectionReport};
@@ -40,7 +43,34 @@ pub struct Lineage {
     pub raw_calls: Vec<RawCall>,
 }
 
-/// One role's memory pyramid (L1 raw log, L2 episodes, L3 insights) and
+/// A belief with what it rests on: the lineage of each of its insights
+/// that the caller can still read (L3 → L2 → L1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeliefLineage {
+    /// The belief.
+    pub belief: Belief,
+    /// Its insights, each with its episodes and raw calls, in the order
+    /// the belief names them.
+    pub insights: Vec<Lineage>,
+}
+
+impl BeliefLineage {
+    /// Every raw call under the belief, newest first, each once.
+    pub fn raw_calls(&self) -> Vec<&RawCall> {
+        let mut calls: Vec<&RawCall> = Vec::new();
+        for lineage in &self.insights {
+            for call in &lineage.raw_calls {
+                if !calls.iter().any(|c| c.id == call.id) {
+                    calls.push(call);
+                }
+            }
+        }
+        calls.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| a.id.cmp(&b.id)));
+        calls
+    }
+}
+
+/// One role's memory pyramid (L1 raw log, L2 episodes, L3 insights, L4 beliefs) and
 /// its workspace, over an [`AgentMemory`]. Cheap to clone.
 ///
 /// ```
@@ -143,6 +173,18 @@ impl MemoryPyramid {
         self.memory.reflect_with(llm, options).await
     }
 
+    // --- L4 ---
+
+    /// The role's beliefs matching `query` (its role is forced), newest first.
+    pub async fn beliefs(&self, query: BeliefQuery) -> Result<Page<Belief>, MemoryError> {
+        let query = query.role(self.memory.agent_id().to_owned());
+        Ok(self
+            .memory
+            .belief_store()
+            .list(self.memory.context(), &query)
+            .await?)
+    }
+
     // --- the workspace ---
 
     /// Publish insights at least `min_confidence` confident to the workspace.
@@ -181,6 +223,34 @@ impl MemoryPyramid {
             reflection,
             published,
         })
+    }
+
+    /// L4 → L3 → L2 → L1: belief `belief_id` with the lineage of each of
+    /// its insights. [`MemoryError::Store`] `NotFound` when the belief is
+    /// not the role's or not readable; an insight deleted since is left out.
+    pub async fn trace_belief(&self, belief_id: &str) -> Result<BeliefLineage, MemoryError> {
+        let not_found = || {
+            MemoryError::Store(openvibe_protocols::StoreError::NotFound {
+                kind: openvibe_protocols::BELIEF_KIND,
+                id: belief_id.to_owned(),
+            })
+        };
+        let belief = self
+            .memory
+            .belief_store()
+            .get(self.memory.context(), belief_id)
+            .await?
+            .filter(|b| b.role_id == self.memory.agent_id())
+            .ok_or_else(not_found)?;
+        let mut insights = Vec::with_capacity(belief.insight_ids.len());
+        for id in &belief.insight_ids {
+            match self.trace(id).await {
+                Ok(lineage) => insights.push(lineage),
+                Err(MemoryError::Store(openvibe_protocols::StoreError::NotFound { .. })) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(BeliefLineage { belief, insights })
     }
 
     /// L3 → L2 → L1: insight `insight_id` with its source episodes and their

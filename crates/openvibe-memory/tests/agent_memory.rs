@@ -554,3 +554,61 @@ async fn two_reflections_seeing_one_new_pattern_create_one_insight() {
     assert_eq!(stored.len(), 1, "one insight per pattern: {stored:?}");
     assert_eq!(stored[0].evidence_count, 2, "each reflection counted once");
 }
+
+#[tokio::test]
+async fn a_belief_traces_back_to_the_raw_calls() {
+    use openvibe_memory::MemoryPyramid;
+    use openvibe_protocols::{Belief, CallOrigin, RawCall};
+    let pyramid = MemoryPyramid::new(AgentMemory::new("cro"));
+    let episode = pyramid
+        .record_episode(make_episode("ep1", "revenue", "vp sponsor, closed"))
+        .await
+        .unwrap();
+    let mut request = LlmRequest::new("sonnet", "Score Acme");
+    request.origin = Some(CallOrigin {
+        episode_id: episode.id.clone(),
+        ..CallOrigin::default()
+    });
+    pyramid
+        .log_call(RawCall::new(
+            "cro",
+            Utc::now(),
+            900,
+            request,
+            Ok(LlmResponse::text("85")),
+        ))
+        .await;
+    let llm = FakeLlm::answering(
+        json!([{"content": "VP sponsors close deals", "confidence": 0.9}]).to_string(),
+    );
+    let reflected = pyramid
+        .reflect(&llm, &openvibe_memory::ReflectOptions::default())
+        .await
+        .unwrap();
+    let insight = &reflected.created[0];
+    let belief = pyramid
+        .memory()
+        .propose_belief(
+            Belief::new("cro", "VP sponsors close deals", 0.9)
+                .from_insights([insight.id.clone()], 1),
+        )
+        .await
+        .unwrap();
+    let lineage = pyramid.trace_belief(&belief.id).await.unwrap();
+    assert_eq!(lineage.belief.id, belief.id);
+    assert_eq!(lineage.insights.len(), 1);
+    assert_eq!(lineage.insights[0].insight.id, insight.id);
+    assert_eq!(lineage.insights[0].episodes[0].id, "ep1");
+    let calls = lineage.raw_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].episode_id.as_deref(), Some("ep1"));
+    let listed = pyramid
+        .beliefs(openvibe_protocols::BeliefQuery::new())
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert!(matches!(
+        pyramid.trace_belief("nope").await,
+        Err(MemoryError::Store(StoreError::NotFound { .. }))
+    ));
+}

@@ -21,7 +21,14 @@ async fn test_browse_root() {
     let mem = AgentMemory::new("cro");
     let fs = MemoryFilesystem::new("cro", mem).with_soul("You are the CRO.");
     let entries = fs.browse("/").await.unwrap();
-    for dir in ["identity", "knowledge", "experience", "references", "raw"] {
+    for dir in [
+        "identity",
+        "beliefs",
+        "knowledge",
+        "experience",
+        "references",
+        "raw",
+    ] {
         assert!(entries.contains(&dir.to_owned()), "{dir}");
     }
 }
@@ -481,5 +488,60 @@ async fn test_raw_is_paged_newest_first_and_read_only() {
     assert!(matches!(
         fs.write("/raw/x", "forged").await,
         Err(openvibe_memory::MemoryError::ReadOnlyPath { .. })
+    ));
+}
+
+#[tokio::test]
+async fn beliefs_are_browsed_read_and_searched_once_approved() {
+    use openvibe_protocols::{Belief, CallerContext, Clearance};
+    let mem = AgentMemory::new("cro");
+    let ann = CallerContext::user("ann").with_clearance(Clearance::unrestricted());
+    for (id, statement) in [
+        ("b-vp", "Deals with a VP sponsor close within 30 days"),
+        ("b-waiting", "Referrals close fastest"),
+    ] {
+        mem.propose_belief(
+            Belief::new("cro", statement, 0.9)
+                .id(id)
+                .domain("revenue")
+                .from_insights(["ins1"], 4),
+        )
+        .await
+        .unwrap();
+    }
+    mem.belief_store()
+        .decide(
+            &ann,
+            "b-vp",
+            &openvibe_protocols::Verdict::approve("seen it"),
+        )
+        .await
+        .unwrap();
+    let fs = MemoryFilesystem::new("cro", mem);
+    assert_eq!(fs.browse("/beliefs/").await.unwrap(), vec!["revenue"]);
+    assert_eq!(
+        fs.browse("/beliefs/revenue/").await.unwrap(),
+        vec!["b-vp"],
+        "a proposed belief is not listed"
+    );
+    let text = fs.read("/beliefs/revenue/b-vp").await.unwrap();
+    assert!(
+        text.starts_with("Deals with a VP sponsor close within 30 days"),
+        "{text}"
+    );
+    assert!(text.contains("Approved by: user:ann"), "{text}");
+    assert!(
+        text.contains("From insights: /knowledge/revenue/ins1"),
+        "{text}"
+    );
+    assert_eq!(fs.read("/beliefs/revenue/b-waiting").await.unwrap(), "");
+    assert_eq!(fs.read("/beliefs/marketing/b-vp").await.unwrap(), "");
+    let hits = fs.search("vp sponsor", "/beliefs/").await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].path, "/beliefs/revenue/b-vp");
+    assert!(fs.search("referrals", "/").await.unwrap().is_empty());
+    assert!(matches!(
+        fs.write("/beliefs/revenue/b-new", "I decide").await,
+        Err(MemoryError::ReadOnlyPath { .. })
     ));
 }
