@@ -397,7 +397,7 @@ pub fn decision_id(role_id: &str, event_id: &str) -> String {
     format!("dec-{}", hash.get(..20).unwrap_or(&hash))
 }
 
-fn check_event(event: &DecisionEvent) -> Result<(), Error> {
+pub(crate) fn check_event(event: &DecisionEvent) -> Result<(), Error> {
     let invalid = |field: &str, message: &str| {
         Err(Error::InvalidEvent {
             field: field.to_owned(),

@@ -178,6 +178,23 @@ pub enum Error {
         #[source]
         source: openvibe_protocols::LlmError,
     },
+    /// The role's loop queue is full: the event was refused and nothing was
+    /// journaled (push it again later).
+    #[error(
+        "the loop of role `{role}` has {capacity} events waiting: this one was refused (nothing recorded); push it again later"
+    )]
+    LoopFull {
+        /// The role.
+        role: String,
+        /// The queue's capacity.
+        capacity: usize,
+    },
+    /// The role's loop is not running any more (or runs elsewhere).
+    #[error("the loop of role `{role}` has stopped or is already running")]
+    LoopStopped {
+        /// The role.
+        role: String,
+    },
     /// The scheduler refused a trigger.
     #[error("scheduling role `{role}`: {source}")]
     Schedule {

@@ -24,8 +24,12 @@
 //! - [`Learning`] ([`Role::learn`]): after reflection, the role proposes its
 //!   strongest insights as beliefs (L4) that wait for a person; approved
 //!   ones shape its prompts and decisions (seed 001, V4).
+//! - [`CognitiveLoop`]: an event-driven runtime per role, perceive → decide
+//!   → act → observe → reflect → learn, journaled stage by stage (resumes
+//!   after a kill without repeating a finished stage), with a bounded queue.
 
 mod authority;
+mod cognitive;
 pub mod config;
 mod decision;
 mod error;
@@ -44,6 +48,10 @@ mod soul;
 pub use authority::{
     ApprovalDecision, ApprovalHook, ApprovalRequest, ApproveAll, Authority, AuthorityConfig,
     DenyAll,
+};
+pub use cognitive::{
+    Accepted, ActOutcome, CognitiveLoop, DEFAULT_LOOP_CAPACITY, EventSource, LoopConfig,
+    LoopReport, LoopTrace, REFLECT_EVENT, Stage, StageRecord, run_id as loop_run_id, trace_in,
 };
 pub use decision::{
     ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,

@@ -266,7 +266,12 @@ impl RoleRuntime {
         Ok(put)
     }
 
-    /// A role by id.
+    /// The ids of the runtime's roles, sorted.
+    pub fn role_ids(&self) -> Vec<String> {
+        self.roles.keys().cloned().collect()
+    }
+
+    /// The role `role_id`.
     pub fn get_role(&self, role_id: &str) -> Result<&Role, Error> {
         self.roles.get(role_id).ok_or_else(|| Error::UnknownRole {
             role: role_id.to_owned(),

@@ -1,0 +1,849 @@
+//! The cognitive loop (seed 001, V4): an event-driven runtime per role.
+//!
+//! ```text
+//! perceive ─▶ decide ─▶ act ─▶ observe ─▶ reflect ─▶ learn
+//! ```
+//!
+//! - **perceive**: an event is accepted ([`CognitiveLoop::push`]: in code,
+//!   from a trigger firing, or over the wire) and journaled before anything
+//!   else happens; an event id seen before is not run again.
+//! - **decide**: the role's decision engine ([`Role::decide`]).
+//! - **act**: the decided action runs (a tool or an operator's workflow), or
+//!   a proposal is filed for a person, or nothing (refused).
+//! - **observe**: the run becomes an episode linked to its decision (the
+//!   track record later decisions weigh).
+//! - **reflect**: on the role's reflection schedule: a reflection firing is
+//!   an event whose path reflects (L2 → L3) and publishes.
+//! - **learn**: after a reflection, strong insights are proposed as beliefs
+//!   ([`Role::learn`]).
+//!
+//! Each stage runs in a `loop_stage` span and is journaled when it ends
+//! (a [`Checkpointer`]: in memory, or a file that outlives the process), so
+//! each event's path is queryable ([`CognitiveLoop::trace`],
+//! `openvibe loop trace EVENT_ID`), and a process killed mid-event resumes
+//! it at the first unfinished stage: a finished stage never runs again.
+//!
+//! Back-pressure: each role has a bounded queue ([`LoopConfig::capacity`]);
+//! when it is full, [`CognitiveLoop::push`] refuses the event with
+//! [`Error::LoopFull`] and journals nothing: an event is never dropped
+//! silently. Events of one role run one at a time, in the order accepted;
+//! roles run side by side.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use openvibe_operators::{Checkpoint, Checkpointer, END};
+use openvibe_protocols::{Action, Decision, DecisionEvent, Outcome, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::{Error, Learning, RoleRuntime};
+
+/// The kind of the event a reflection firing becomes.
+pub const REFLECT_EVENT: &str = "openvibe.reflect";
+
+/// How many events a role's queue holds by default.
+pub const DEFAULT_LOOP_CAPACITY: usize = 256;
+
+/// One stage of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// The event was accepted and journaled.
+    Perceive,
+    /// The decision engine decided.
+    Decide,
+    /// The action ran, or a proposal was filed.
+    Act,
+    /// The outcome became an episode.
+    Observe,
+    /// Reflection (reflection events only).
+    Reflect,
+    /// Belief proposals (after a reflection).
+    Learn,
+}
+
+impl Stage {
+    /// Every stage, in order.
+    pub const ALL: [Self; 6] = [
+        Self::Perceive,
+        Self::Decide,
+        Self::Act,
+        Self::Observe,
+        Self::Reflect,
+        Self::Learn,
+    ];
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Perceive => "perceive",
+            Self::Decide => "decide",
+            Self::Act => "act",
+            Self::Observe => "observe",
+            Self::Reflect => "reflect",
+            Self::Learn => "learn",
+        }
+    }
+
+    /// The stage named `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// The stage after this one (`None` after `learn`).
+    pub fn next(self) -> Option<Self> {
+        let i = Self::ALL.iter().position(|s| *s == self)?;
+        Self::ALL.get(i + 1).copied()
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an event came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventSource {
+    /// Pushed in code.
+    #[default]
+    Code,
+    /// A trigger firing.
+    Trigger,
+    /// The HTTP API.
+    Http,
+    /// An MCP tool.
+    Mcp,
+}
+
+/// One stage as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageRecord {
+    /// The stage.
+    pub stage: Stage,
+    /// When it started.
+    pub at: DateTime<Utc>,
+    /// How long it took, in microseconds.
+    pub took_us: u64,
+    /// What it did, in a line (`failed: …` when it failed).
+    pub outcome: String,
+}
+
+/// What the act stage did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ActOutcome {
+    /// The action ran: its result.
+    Ran {
+        /// The action.
+        action: Action,
+        /// The tool's output or the workflow's final state.
+        output: Value,
+    },
+    /// The action ran and failed.
+    Failed {
+        /// The action.
+        action: Action,
+        /// Why.
+        error: String,
+    },
+    /// A proposal waits for a person.
+    Proposed {
+        /// The proposal's id.
+        proposal_id: String,
+    },
+    /// Nothing ran.
+    Nothing {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// An event's path through the loop: what the journal keeps, and what
+/// `openvibe loop trace` shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopTrace {
+    /// The role.
+    pub role_id: String,
+    /// The event.
+    pub event: DecisionEvent,
+    /// Where it came from.
+    pub source: EventSource,
+    /// When it was accepted.
+    pub received_at: DateTime<Utc>,
+    /// The decision (after `decide`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// What `act` did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<ActOutcome>,
+    /// The stages that ran, in order.
+    pub stages: Vec<StageRecord>,
+    /// The stage to run next (`None`: the event is done).
+    pub next: Option<Stage>,
+    /// Why the event ended early (a stage failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+impl LoopTrace {
+    /// A perceived event (its `perceive` stage recorded).
+    pub fn perceived(role_id: &str, event: DecisionEvent, source: EventSource) -> Self {
+        let now = Utc::now();
+        let outcome = format!("accepted from {}", source_name(source));
+        Self {
+            role_id: role_id.to_owned(),
+            event,
+            source,
+            received_at: now,
+            decision: None,
+            act: None,
+            stages: vec![StageRecord {
+                stage: Stage::Perceive,
+                at: now,
+                took_us: 0,
+                outcome,
+            }],
+            next: Some(Stage::Decide),
+            failed: None,
+        }
+    }
+
+    /// Whether the event went through every stage (or ended on a failure).
+    pub fn is_done(&self) -> bool {
+        self.next.is_none()
+    }
+
+    /// Whether this is a reflection event.
+    pub fn is_reflection(&self) -> bool {
+        self.event.kind == REFLECT_EVENT
+    }
+
+    fn to_checkpoint(&self) -> Result<Checkpoint, Error> {
+        let state = State::from_value(serde_json::json!({ "loop": self }))
+            .map_err(|e| journal_error(&run_id(&self.role_id, &self.event.id), e.to_string()))?;
+        let completed = self
+            .stages
+            .last()
+            .map_or(Stage::Perceive, |s| s.stage)
+            .as_str()
+            .to_owned();
+        Ok(Checkpoint {
+            run_id: run_id(&self.role_id, &self.event.id),
+            step: u32::try_from(self.stages.len()).unwrap_or(u32::MAX),
+            completed,
+            next: self.next.map_or(END, Stage::as_str).to_owned(),
+            state,
+            origin: serde_json::json!({
+                "kind": "loop",
+                "role_id": self.role_id,
+                "event_id": self.event.id,
+            }),
+        })
+    }
+
+    /// The trace a loop checkpoint holds (`None` for other checkpoints).
+    pub fn from_checkpoint(checkpoint: &Checkpoint) -> Option<Self> {
+        if checkpoint.origin.get("kind")?.as_str()? != "loop" {
+            return None;
+        }
+        serde_json::from_value(checkpoint.state.get("loop")?.clone()).ok()
+    }
+
+    /// The trace as lines of text (what `openvibe loop trace` prints).
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "event {} of role {} ({}, from {}, received {})\n",
+            self.event.id,
+            self.role_id,
+            self.event.kind,
+            source_name(self.source),
+            self.received_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        );
+        for s in &self.stages {
+            out.push_str(&format!(
+                "  {:<8} {:>9.3} ms  {}\n",
+                s.stage.as_str(),
+                s.took_us as f64 / 1000.0,
+                s.outcome
+            ));
+        }
+        match (&self.failed, self.next) {
+            (Some(why), _) => out.push_str(&format!("  ended early: {why}\n")),
+            (None, Some(next)) => out.push_str(&format!("  unfinished: next stage is {next}\n")),
+            (None, None) => out.push_str("  done\n"),
+        }
+        out
+    }
+}
+
+fn source_name(source: EventSource) -> &'static str {
+    match source {
+        EventSource::Code => "code",
+        EventSource::Trigger => "a trigger",
+        EventSource::Http => "HTTP",
+        EventSource::Mcp => "MCP",
+    }
+}
+
+/// The journal's run id of event `event_id` of `role_id`.
+pub fn run_id(role_id: &str, event_id: &str) -> String {
+    format!("loop/{role_id}/{event_id}")
+}
+
+fn journal_error(run_id: &str, message: String) -> Error {
+    Error::Operator(openvibe_operators::Error::Checkpoint {
+        run_id: run_id.to_owned(),
+        source: openvibe_protocols::StoreError::backend(message),
+    })
+}
+
+fn journal_store_error(run_id: &str, source: openvibe_protocols::StoreError) -> Error {
+    Error::Operator(openvibe_operators::Error::Checkpoint {
+        run_id: run_id.to_owned(),
+        source,
+    })
+}
+
+/// How a [`CognitiveLoop`] runs.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LoopConfig {
+    /// How many accepted events wait per role before pushes are refused
+    /// ([`Error::LoopFull`]); default [`DEFAULT_LOOP_CAPACITY`].
+    pub capacity: usize,
+    /// What the learn stage proposes (default [`Learning::default`]).
+    pub learning: Learning,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        Self {
+            capacity: DEFAULT_LOOP_CAPACITY,
+            learning: Learning::default(),
+        }
+    }
+}
+
+impl LoopConfig {
+    /// At most `capacity` waiting events per role (at least 1).
+    #[must_use]
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity.max(1);
+        self
+    }
+
+    /// What the learn stage proposes.
+    #[must_use]
+    pub fn learning(mut self, learning: Learning) -> Self {
+        self.learning = learning;
+        self
+    }
+}
+
+/// What [`CognitiveLoop::push`] did with an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Accepted {
+    /// The event's journal id ([`run_id`]).
+    pub run_id: String,
+    /// `true` when the event was seen before: it is not run again.
+    pub duplicate: bool,
+}
+
+/// What [`CognitiveLoop::run`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoopReport {
+    /// Events that went through the loop.
+    pub events: u64,
+    /// Of them, events an earlier process left unfinished.
+    pub resumed: u64,
+    /// Events that ended on a failed stage.
+    pub failed: u64,
+}
+
+struct Queue {
+    sender: mpsc::Sender<String>,
+    receiver: Mutex<Option<mpsc::Receiver<String>>>,
+}
+
+/// The cognitive loop of a [`RoleRuntime`]'s roles: see the module
+/// documentation. Cheap to share (`Arc`); push from anywhere, run once.
+pub struct CognitiveLoop {
+    runtime: Arc<RoleRuntime>,
+    journal: Arc<dyn Checkpointer>,
+    config: LoopConfig,
+    queues: BTreeMap<String, Queue>,
+    /// Accepted events not yet done in this process (no double accept).
+    inflight: Mutex<HashSet<String>>,
+}
+
+impl CognitiveLoop {
+    /// A loop over `runtime`'s roles, journaling in `journal`.
+    pub fn new(runtime: Arc<RoleRuntime>, journal: Arc<dyn Checkpointer>) -> Self {
+        Self::with_config(runtime, journal, LoopConfig::default())
+    }
+
+    /// [`CognitiveLoop::new`] with a configuration.
+    pub fn with_config(
+        runtime: Arc<RoleRuntime>,
+        journal: Arc<dyn Checkpointer>,
+        config: LoopConfig,
+    ) -> Self {
+        let queues = runtime
+            .role_ids()
+            .into_iter()
+            .map(|role| {
+                let (sender, receiver) = mpsc::channel(config.capacity);
+                (
+                    role,
+                    Queue {
+                        sender,
+                        receiver: Mutex::new(Some(receiver)),
+                    },
+                )
+            })
+            .collect();
+        Self {
+            runtime,
+            journal,
+            config,
+            queues,
+            inflight: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The runtime underneath.
+    pub fn runtime(&self) -> &Arc<RoleRuntime> {
+        &self.runtime
+    }
+
+    /// Accept `event` for `role_id`: checked, journaled (its `perceive`
+    /// stage), then queued. An event id seen before (journaled, or
+    /// accepted and not yet done) is a [duplicate](Accepted::duplicate) and
+    /// runs once. Refused, journaling nothing: an unknown role
+    /// ([`Error::UnknownRole`]), a malformed event ([`Error::InvalidEvent`]),
+    /// a full queue ([`Error::LoopFull`]).
+    pub async fn push(
+        &self,
+        role_id: &str,
+        event: DecisionEvent,
+        source: EventSource,
+    ) -> Result<Accepted, Error> {
+        self.runtime.get_role(role_id)?;
+        if event.kind != REFLECT_EVENT {
+            crate::decision::check_event(&event)?;
+        } else if event.id.trim().is_empty() {
+            return Err(Error::InvalidEvent {
+                field: "id".into(),
+                message: "must not be empty".into(),
+            });
+        }
+        let queue = self.queue(role_id)?;
+        let id = run_id(role_id, &event.id);
+        if !self.claim(&id)? {
+            return Ok(Accepted {
+                run_id: id,
+                duplicate: true,
+            });
+        }
+        let accepted = self.accept(queue, role_id, &id, event, source).await;
+        if accepted.as_ref().map_or(true, |a| a.duplicate) {
+            self.release(&id);
+        }
+        accepted
+    }
+
+    async fn accept(
+        &self,
+        queue: &Queue,
+        role_id: &str,
+        id: &str,
+        event: DecisionEvent,
+        source: EventSource,
+    ) -> Result<Accepted, Error> {
+        let seen = self
+            .journal
+            .load(id)
+            .await
+            .map_err(|e| journal_store_error(id, e))?;
+        if seen.is_some() {
+            return Ok(Accepted {
+                run_id: id.to_owned(),
+                duplicate: true,
+            });
+        }
+        let permit = queue.sender.try_reserve().map_err(|e| match e {
+            mpsc::error::TrySendError::Full(()) => Error::LoopFull {
+                role: role_id.to_owned(),
+                capacity: self.config.capacity,
+            },
+            mpsc::error::TrySendError::Closed(()) => Error::LoopStopped {
+                role: role_id.to_owned(),
+            },
+        })?;
+        let trace = LoopTrace::perceived(role_id, event, source);
+        self.journal
+            .save(&trace.to_checkpoint()?)
+            .await
+            .map_err(|e| journal_store_error(id, e))?;
+        tracing::debug!(role = %role_id, event = %trace.event.id, "event perceived");
+        permit.send(id.to_owned());
+        Ok(Accepted {
+            run_id: id.to_owned(),
+            duplicate: false,
+        })
+    }
+
+    /// Push a reflection event for `role_id` (what a reflection firing does
+    /// in loop mode): its path reflects, publishes and learns.
+    pub async fn push_reflection(
+        &self,
+        role_id: &str,
+        id: impl Into<String>,
+        source: EventSource,
+    ) -> Result<Accepted, Error> {
+        let event = DecisionEvent::new(id, REFLECT_EVENT, "").summary("the reflection schedule");
+        self.push(role_id, event, source).await
+    }
+
+    fn queue(&self, role_id: &str) -> Result<&Queue, Error> {
+        self.queues.get(role_id).ok_or_else(|| Error::UnknownRole {
+            role: role_id.to_owned(),
+            known: self.queues.keys().cloned().collect(),
+        })
+    }
+
+    fn claim(&self, id: &str) -> Result<bool, Error> {
+        let mut inflight = self
+            .inflight
+            .lock()
+            .map_err(|_| journal_error(id, "the loop's lock is poisoned".into()))?;
+        Ok(inflight.insert(id.to_owned()))
+    }
+
+    fn release(&self, id: &str) {
+        if let Ok(mut inflight) = self.inflight.lock() {
+            inflight.remove(id);
+        }
+    }
+
+    /// The path of event `event_id` of `role_id` so far, from the journal.
+    pub async fn trace(&self, role_id: &str, event_id: &str) -> Result<Option<LoopTrace>, Error> {
+        trace_in(self.journal.as_ref(), role_id, event_id).await
+    }
+
+    /// Run the loop until `stop` resolves: first the events an earlier
+    /// process left unfinished (from their first unfinished stage), then
+    /// each role's queue, one event at a time per role, roles side by side.
+    /// Stopping is graceful: the event in progress finishes its stages;
+    /// events still queued stay journaled and run on the next start. Once.
+    pub async fn run<S>(&self, stop: S) -> Result<LoopReport, Error>
+    where
+        S: std::future::Future<Output = ()>,
+    {
+        let unfinished = self
+            .journal
+            .unfinished()
+            .await
+            .map_err(|e| journal_store_error("(unfinished events)", e))?;
+        let mut resume: BTreeMap<String, Vec<(DateTime<Utc>, String)>> = BTreeMap::new();
+        for trace in unfinished.iter().filter_map(LoopTrace::from_checkpoint) {
+            if self.queues.contains_key(&trace.role_id) {
+                let id = run_id(&trace.role_id, &trace.event.id);
+                if self.claim(&id)? {
+                    resume
+                        .entry(trace.role_id.clone())
+                        .or_default()
+                        .push((trace.received_at, id));
+                }
+            }
+        }
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut workers = Vec::new();
+        for (role, queue) in &self.queues {
+            let receiver = queue
+                .receiver
+                .lock()
+                .map_err(|_| journal_error(role, "the loop's lock is poisoned".into()))?
+                .take()
+                .ok_or_else(|| Error::LoopStopped { role: role.clone() })?;
+            let mut earlier = resume.remove(role).unwrap_or_default();
+            earlier.sort();
+            workers.push(self.worker(
+                earlier.into_iter().map(|(_, id)| id).collect(),
+                receiver,
+                stop_rx.clone(),
+            ));
+        }
+        let all = futures::future::join_all(workers);
+        tokio::pin!(all);
+        tokio::pin!(stop);
+        let reports = tokio::select! {
+            reports = &mut all => reports,
+            () = &mut stop => {
+                let _ = stop_tx.send(true);
+                all.await
+            }
+        };
+        let mut report = LoopReport::default();
+        for r in reports {
+            report.events += r.events;
+            report.resumed += r.resumed;
+            report.failed += r.failed;
+        }
+        Ok(report)
+    }
+
+    async fn worker(
+        &self,
+        resume: Vec<String>,
+        mut receiver: mpsc::Receiver<String>,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) -> LoopReport {
+        let mut report = LoopReport::default();
+        for id in resume {
+            if *stop.borrow() {
+                return report;
+            }
+            report.resumed += 1;
+            self.finish_event(&id, &mut report).await;
+        }
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.changed() => return report,
+                next = receiver.recv() => match next {
+                    Some(id) => self.finish_event(&id, &mut report).await,
+                    None => return report,
+                },
+            }
+        }
+    }
+
+    async fn finish_event(&self, id: &str, report: &mut LoopReport) {
+        report.events += 1;
+        match self.process(id).await {
+            Ok(trace) if trace.failed.is_some() => report.failed += 1,
+            Ok(_) => {}
+            Err(e) => {
+                report.failed += 1;
+                tracing::warn!(event = %id, error = %e, "the loop could not journal an event");
+            }
+        }
+        self.release(id);
+    }
+
+    /// Run event `id`'s remaining stages, journaling each.
+    async fn process(&self, id: &str) -> Result<LoopTrace, Error> {
+        let checkpoint = self
+            .journal
+            .load(id)
+            .await
+            .map_err(|e| journal_store_error(id, e))?
+            .ok_or_else(|| journal_error(id, "accepted but not journaled".into()))?;
+        let mut trace = LoopTrace::from_checkpoint(&checkpoint)
+            .ok_or_else(|| journal_error(id, "not a loop event".into()))?;
+        let span = tracing::info_span!(
+            "loop_event",
+            role = %trace.role_id,
+            event = %trace.event.id,
+            kind = %trace.event.kind
+        );
+        async {
+            while let Some(stage) = trace.next {
+                self.runtime
+                    .run_loop_stage(&mut trace, stage, &self.config.learning)
+                    .await;
+                self.journal
+                    .save(&trace.to_checkpoint()?)
+                    .await
+                    .map_err(|e| journal_store_error(id, e))?;
+            }
+            Ok(trace)
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// The path of event `event_id` of `role_id` in `journal` (what
+/// `openvibe loop trace` reads, from another process).
+pub async fn trace_in(
+    journal: &dyn Checkpointer,
+    role_id: &str,
+    event_id: &str,
+) -> Result<Option<LoopTrace>, Error> {
+    let id = run_id(role_id, event_id);
+    let checkpoint = journal
+        .load(&id)
+        .await
+        .map_err(|e| journal_store_error(&id, e))?;
+    Ok(checkpoint.as_ref().and_then(LoopTrace::from_checkpoint))
+}
+
+impl RoleRuntime {
+    /// Run `stage` of `trace`'s event and record it (in `trace.stages`, with
+    /// `trace.next` moved on): what the in-process loop and a Temporal
+    /// activity both run. A failing stage is recorded `failed: …` and ends
+    /// the event (`trace.failed`); it does not return an error.
+    pub async fn run_loop_stage(&self, trace: &mut LoopTrace, stage: Stage, learning: &Learning) {
+        let at = Utc::now();
+        let started = Instant::now();
+        let span = tracing::info_span!(
+            "loop_stage",
+            role = %trace.role_id,
+            event = %trace.event.id,
+            stage = stage.as_str(),
+            outcome = tracing::field::Empty,
+        );
+        let result = self
+            .stage(trace, stage, learning)
+            .instrument(span.clone())
+            .await;
+        let outcome = match result {
+            Ok(outcome) => {
+                trace.next = stage.next();
+                outcome
+            }
+            Err(e) => {
+                let why = format!("{stage} failed: {e}");
+                trace.failed = Some(why.clone());
+                trace.next = None;
+                why
+            }
+        };
+        span.record("outcome", outcome.as_str());
+        trace.stages.push(StageRecord {
+            stage,
+            at,
+            took_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            outcome,
+        });
+    }
+
+    async fn stage(
+        &self,
+        trace: &mut LoopTrace,
+        stage: Stage,
+        learning: &Learning,
+    ) -> Result<String, Error> {
+        let role = self.get_role(&trace.role_id)?;
+        let reflection = trace.is_reflection();
+        match stage {
+            Stage::Perceive => Ok("accepted".into()),
+            Stage::Decide if reflection => Ok("skipped: a reflection event".into()),
+            Stage::Decide => {
+                let decision = role.decide(&trace.event).await?;
+                let line = format!("{}: {}", decision.outcome, decision.reason);
+                trace.decision = Some(decision);
+                Ok(line)
+            }
+            Stage::Act => {
+                let Some(decision) = &trace.decision else {
+                    trace.act = None;
+                    return Ok("skipped: nothing decided".into());
+                };
+                let act = match (decision.outcome, &trace.event.action) {
+                    (Outcome::Act, Some(action)) => match role.execute(action, false).await {
+                        Ok(output) => ActOutcome::Ran {
+                            action: action.clone(),
+                            output,
+                        },
+                        Err(e) => ActOutcome::Failed {
+                            action: action.clone(),
+                            error: e.to_string(),
+                        },
+                    },
+                    (Outcome::Act, None) => ActOutcome::Nothing {
+                        reason: "the event names no action".into(),
+                    },
+                    (Outcome::Propose | Outcome::Escalate, _) if role.proposals().is_some() => {
+                        ActOutcome::Proposed {
+                            proposal_id: role.propose(decision).await?.id,
+                        }
+                    }
+                    (Outcome::Propose | Outcome::Escalate, _) => ActOutcome::Nothing {
+                        reason: "no proposal store to file it in".into(),
+                    },
+                    (Outcome::Refuse, _) => ActOutcome::Nothing {
+                        reason: "refused".into(),
+                    },
+                };
+                let line = match &act {
+                    ActOutcome::Ran { action, .. } => format!("ran {}", action.action),
+                    ActOutcome::Failed { action, error } => {
+                        format!("{} failed: {error}", action.action)
+                    }
+                    ActOutcome::Proposed { proposal_id } => format!("proposed {proposal_id}"),
+                    ActOutcome::Nothing { reason } => format!("nothing: {reason}"),
+                };
+                trace.act = Some(act);
+                Ok(line)
+            }
+            Stage::Observe => match (&trace.decision, &trace.act) {
+                (Some(decision), Some(ActOutcome::Ran { action, output })) => {
+                    role.record_run(decision, action, &Ok(output.clone()))
+                        .await?;
+                    Ok(format!("episode {}-run", decision.id))
+                }
+                (Some(decision), Some(ActOutcome::Failed { action, error })) => {
+                    let failed = Err(Error::Action {
+                        role: trace.role_id.clone(),
+                        action: action.action.clone(),
+                        message: error.clone(),
+                    });
+                    role.record_run(decision, action, &failed).await?;
+                    Ok(format!("episode {}-run (failed)", decision.id))
+                }
+                (Some(decision), _) => Ok(format!(
+                    "the decision's episode records it ({})",
+                    decision.id
+                )),
+                (None, _) => Ok("skipped: nothing decided".into()),
+            },
+            Stage::Reflect if !reflection => {
+                Ok("not due (on the role's reflection schedule)".into())
+            }
+            Stage::Reflect => {
+                let trigger = self.reflection_trigger();
+                let summary = self.reflect_and_publish(&trace.role_id, &trigger).await?;
+                Ok(format!(
+                    "{} episode(s): {} new insight(s), {} strengthened, {} published",
+                    summary.episodes, summary.created, summary.strengthened, summary.published
+                ))
+            }
+            Stage::Learn if !reflection => Ok("not due (after a reflection)".into()),
+            Stage::Learn if role.proposals().is_none() => {
+                Ok("skipped: no proposal store to file beliefs in".into())
+            }
+            Stage::Learn => {
+                let learned = role.learn(learning).await?;
+                Ok(format!(
+                    "{} belief(s) proposed ({} eligible, {} held)",
+                    learned.proposed.len(),
+                    learned.eligible,
+                    learned.held
+                ))
+            }
+        }
+    }
+
+    /// The reflection trigger of this runtime (its
+    /// [reflection](Self::with_reflection) schedule's, else the default's)
+    /// without learning: the loop's learn stage learns.
+    fn reflection_trigger(&self) -> openvibe_protocols::TriggerConfig {
+        let mut reflection = self.reflection.clone().unwrap_or_default();
+        reflection.learning = None;
+        reflection.trigger()
+    }
+}
