@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod beliefs;
+pub mod cognitive;
 pub mod demo;
 pub mod full;
 pub mod goals;

@@ -299,6 +299,28 @@ enum BeliefStatusArg {
 }
 
 #[derive(Subcommand)]
+enum LoopCommand {
+    /// The path of one event through perceive → decide → act → observe →
+    /// reflect → learn: when each stage ran, how long it took, what it did.
+    #[command(after_help = "Examples:
+  openvibe loop trace e-42 --journal .openvibe/loop
+  openvibe loop trace e-42 --journal .openvibe/loop --role cro --json")]
+    Trace {
+        /// The event's id.
+        event_id: String,
+        /// The journal directory `openvibe run --loop --journal` wrote.
+        #[arg(long, value_name = "DIR")]
+        journal: PathBuf,
+        /// The role (default: whichever role has the event).
+        #[arg(long)]
+        role: Option<String>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum BeliefsCommand {
     /// The beliefs you may read, newest first (proposed ones by default).
     #[command(after_help = "Examples:
@@ -648,6 +670,8 @@ Examples:
   openvibe -vv run role.yaml --llm standin --log-format json 2> log.jsonl
   openvibe run role.yaml --schedule --llm anthropic --reflection \"0 3 * * *\"
   openvibe run role.yaml --schedule --llm standin --for 10m
+  openvibe run role.yaml --loop --events events.jsonl --journal .openvibe/loop --llm standin
+                        the cognitive loop; `openvibe loop trace EVENT_ID --journal .openvibe/loop`
   openvibe run role.yaml --schedule --temporal http://127.0.0.1:7233   register the
                         triggers as Temporal schedules and exit (`openvibe worker` runs them)")]
     Run {
@@ -660,16 +684,35 @@ Examples:
         /// instead of the file's runs.
         #[arg(long)]
         schedule: bool,
-        /// With --schedule: stop after this long (e.g. 90s, 10m, 2h).
-        #[arg(long = "for", value_name = "DURATION", requires = "schedule", value_parser = humantime::parse_duration)]
+        /// With --schedule or --loop: stop after this long (e.g. 90s, 10m, 2h).
+        #[arg(long = "for", value_name = "DURATION", value_parser = humantime::parse_duration)]
         run_for: Option<std::time::Duration>,
         /// With --schedule: stop after this many firings.
         #[arg(long, value_name = "N", requires = "schedule")]
         firings: Option<u64>,
-        /// With --schedule: reflect and publish insights on this schedule
-        /// (a cron expression such as \"0 3 * * *\", or a period such as 6h).
-        #[arg(long, value_name = "SCHEDULE", requires = "schedule")]
+        /// With --schedule or --loop: reflect and publish insights on this
+        /// schedule (a cron expression such as \"0 3 * * *\", or a period
+        /// such as 6h); in the loop, reflection events also learn.
+        #[arg(long, value_name = "SCHEDULE")]
         reflection: Option<String>,
+        /// Run the role in the cognitive loop: each event (a trigger firing,
+        /// a reflection, an event of --events) goes perceive → decide → act
+        /// → observe → reflect → learn, printed when done.
+        #[arg(long = "loop", conflicts_with_all = ["schedule", "reflect"])]
+        cognitive: bool,
+        /// With --loop: journal each event's stages in this directory, so a
+        /// killed openvibe resumes unfinished events (without repeating a
+        /// finished stage) and `openvibe loop trace` can read them.
+        #[arg(long, value_name = "DIR", requires = "cognitive")]
+        journal: Option<PathBuf>,
+        /// With --loop: push the events of this JSON-lines file at start (one
+        /// decision event per line: {"id", "kind", "domain", "summary",
+        /// "data", "action"}); an id seen before is not run again.
+        #[arg(long, value_name = "FILE", requires = "cognitive")]
+        events: Option<PathBuf>,
+        /// With --loop: stop once this many events are done.
+        #[arg(long, value_name = "N", requires = "cognitive")]
+        until_events: Option<u64>,
         /// With --schedule: keep each run's checkpoints in this directory,
         /// so runs a killed openvibe left unfinished resume (without
         /// repeating finished nodes) when it starts again.
@@ -724,6 +767,9 @@ Examples:
     /// Goals people set the roles: where they stand, and metric reports.
     #[command(subcommand)]
     Goals(GoalsCommand),
+    /// The cognitive loop's journal: an event's path through its stages.
+    #[command(subcommand)]
+    Loop(LoopCommand),
     /// Print a completion script for a shell.
     #[command(after_help = "\
 Examples:
@@ -820,10 +866,38 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             firings,
             reflection,
             checkpoints,
+            cognitive,
+            journal,
+            events,
+            until_events,
             temporal: temporal_args,
             llm,
         } => {
             let (file, files) = RoleFile::load(&role_file)?;
+            if (run_for.is_some() || reflection.is_some()) && !schedule && !cognitive {
+                return Err(CliError::Usage(
+                    "--for and --reflection go with --schedule or --loop".into(),
+                ));
+            }
+            if cognitive {
+                let (options, label) = options(&llm, Llm::Anthropic, false);
+                let loop_options = openvibe_cli::cognitive::LoopOptions {
+                    journal,
+                    events,
+                    reflection,
+                    run_for,
+                    events_done: until_events,
+                };
+                return openvibe_cli::cognitive::run(
+                    &file,
+                    &files,
+                    &options,
+                    &loop_options,
+                    &label,
+                    &mut stdout,
+                )
+                .await;
+            }
             let (options, label) = options(&llm, Llm::Anthropic, reflect);
             if schedule && let Some(temporal) = temporal_args.options(reflection.clone()) {
                 if run_for.is_some() || firings.is_some() {
@@ -1003,6 +1077,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Proposals(command) => proposals(command, &mut stdout).await,
         Command::Goals(command) => goals(command, &mut stdout).await,
         Command::Beliefs(command) => beliefs(command, &mut stdout).await,
+        Command::Loop(LoopCommand::Trace {
+            event_id,
+            journal,
+            role,
+            json,
+        }) => {
+            openvibe_cli::cognitive::trace(&journal, role.as_deref(), &event_id, json, &mut stdout)
+                .await
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "openvibe", &mut stdout);
             Ok(())

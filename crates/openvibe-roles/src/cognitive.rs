@@ -551,6 +551,16 @@ impl CognitiveLoop {
     where
         S: std::future::Future<Output = ()>,
     {
+        self.run_with(stop, |_| {}).await
+    }
+
+    /// [`CognitiveLoop::run`], telling `observe` each event's trace when it
+    /// is done.
+    pub async fn run_with<S, O>(&self, stop: S, observe: O) -> Result<LoopReport, Error>
+    where
+        S: std::future::Future<Output = ()>,
+        O: Fn(&LoopTrace) + Send + Sync,
+    {
         let unfinished = self
             .journal
             .unfinished()
@@ -583,6 +593,7 @@ impl CognitiveLoop {
                 earlier.into_iter().map(|(_, id)| id).collect(),
                 receiver,
                 stop_rx.clone(),
+                &observe,
             ));
         }
         let all = futures::future::join_all(workers);
@@ -609,6 +620,7 @@ impl CognitiveLoop {
         resume: Vec<String>,
         mut receiver: mpsc::Receiver<String>,
         mut stop: tokio::sync::watch::Receiver<bool>,
+        observe: &(dyn Fn(&LoopTrace) + Send + Sync),
     ) -> LoopReport {
         let mut report = LoopReport::default();
         for id in resume {
@@ -616,25 +628,34 @@ impl CognitiveLoop {
                 return report;
             }
             report.resumed += 1;
-            self.finish_event(&id, &mut report).await;
+            self.finish_event(&id, &mut report, observe).await;
         }
         loop {
             tokio::select! {
                 biased;
                 _ = stop.changed() => return report,
                 next = receiver.recv() => match next {
-                    Some(id) => self.finish_event(&id, &mut report).await,
+                    Some(id) => self.finish_event(&id, &mut report, observe).await,
                     None => return report,
                 },
             }
         }
     }
 
-    async fn finish_event(&self, id: &str, report: &mut LoopReport) {
+    async fn finish_event(
+        &self,
+        id: &str,
+        report: &mut LoopReport,
+        observe: &(dyn Fn(&LoopTrace) + Send + Sync),
+    ) {
         report.events += 1;
         match self.process(id).await {
-            Ok(trace) if trace.failed.is_some() => report.failed += 1,
-            Ok(_) => {}
+            Ok(trace) => {
+                if trace.failed.is_some() {
+                    report.failed += 1;
+                }
+                observe(&trace);
+            }
             Err(e) => {
                 report.failed += 1;
                 tracing::warn!(event = %id, error = %e, "the loop could not journal an event");
@@ -674,6 +695,130 @@ impl CognitiveLoop {
         .instrument(span)
         .await
     }
+}
+
+impl CognitiveLoop {
+    /// Run the loop on the runtime's schedules until `stop` resolves: its
+    /// timed triggers (and reflection schedule) register with the
+    /// in-process scheduler, and each firing becomes an event of the loop
+    /// ([`firing_event`]; a reflection firing a reflection event); proposals
+    /// a person approved run as in [`RoleRuntime::serve`]. `observe` sees
+    /// each event when it is done. Stopping is graceful (see
+    /// [`CognitiveLoop::run`]); the schedules are cancelled.
+    pub async fn serve<S, O>(&self, stop: S, observe: O) -> Result<LoopReport, Error>
+    where
+        S: std::future::Future<Output = ()>,
+        O: Fn(&LoopTrace) + Send + Sync,
+    {
+        let runtime = &self.runtime;
+        let scheduler = runtime.scheduler.as_ref().ok_or(Error::NoScheduler)?;
+        let ids = runtime.start().await?;
+        let Some(mut firings) = scheduler.take_firings() else {
+            for id in &ids {
+                let _ = scheduler.cancel(id).await;
+            }
+            return Err(Error::NoFirings);
+        };
+        let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+        let mut loop_stop = stop_rx.clone();
+        let feed = async {
+            let watch_proposals = runtime.has_proposals();
+            let mut poll = tokio::time::interval(runtime.proposal_poll);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = stop_rx.changed() => return,
+                    _ = poll.tick(), if watch_proposals => {
+                        if let Err(e) = runtime.resume_proposals().await {
+                            tracing::warn!(error = %e, "looking for approved proposals failed");
+                        }
+                    }
+                    firing = firings.next() => {
+                        let Some(firing) = firing else { return };
+                        let pushed = if firing.trigger.workflow == crate::REFLECTION_WORKFLOW {
+                            self.push_reflection(&firing.role_id, firing_event_id(&firing), EventSource::Trigger).await
+                        } else {
+                            match runtime.get_role(&firing.role_id).and_then(|role| firing_event(role, &firing)) {
+                                Ok(event) => self.push(&firing.role_id, event, EventSource::Trigger).await,
+                                Err(e) => Err(e),
+                            }
+                        };
+                        if let Err(e) = pushed {
+                            tracing::warn!(role = %firing.role_id, trigger = %firing.trigger.id, error = %e, "a firing was not taken into the loop");
+                        }
+                    }
+                }
+            }
+        };
+        let looping = self.run_with(
+            async move {
+                let _ = loop_stop.wait_for(|stopped| *stopped).await;
+            },
+            observe,
+        );
+        tokio::pin!(stop);
+        tokio::pin!(looping);
+        tokio::pin!(feed);
+        let mut fed = false;
+        let report = loop {
+            tokio::select! {
+                () = &mut stop, if !*stop_tx.borrow() => { let _ = stop_tx.send(true); }
+                () = &mut feed, if !fed => { fed = true; }
+                report = &mut looping => break report,
+            }
+        };
+        for id in &ids {
+            let _ = scheduler.cancel(id).await;
+        }
+        report
+    }
+}
+
+/// The id of the event a firing becomes: its trigger and due time (the
+/// same in every process, so a firing is one event).
+pub fn firing_event_id(firing: &openvibe_protocols::Firing) -> String {
+    format!(
+        "{}@{}",
+        firing.trigger.id,
+        firing
+            .scheduled_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    )
+}
+
+/// The event a trigger firing becomes in the loop: kind `trigger.<id>`, in
+/// the trigger input's `domain` (else the role's first owned domain, else
+/// `general`), asking to run the trigger's workflow as the action named
+/// after the workflow: the role's authority and decision engine decide
+/// whether it runs, is proposed, or escalated.
+pub fn firing_event(
+    role: &crate::Role,
+    firing: &openvibe_protocols::Firing,
+) -> Result<DecisionEvent, Error> {
+    let trigger = &firing.trigger;
+    let (operator, state) = crate::trigger_target(trigger)?;
+    let domain = trigger
+        .input
+        .get("domain")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| role.owned_domains().first().cloned())
+        .unwrap_or_else(|| "general".to_owned());
+    Ok(DecisionEvent::new(
+        firing_event_id(firing),
+        format!("trigger.{}", trigger.id),
+        domain,
+    )
+    .summary(format!(
+        "{} fired ({operator}/{})",
+        trigger.id, trigger.workflow
+    ))
+    .action(Action::workflow(
+        trigger.workflow.clone(),
+        operator,
+        trigger.workflow.clone(),
+        state.into_value(),
+    )))
 }
 
 /// The path of event `event_id` of `role_id` in `journal` (what

@@ -51,7 +51,8 @@ pub use authority::{
 };
 pub use cognitive::{
     Accepted, ActOutcome, CognitiveLoop, DEFAULT_LOOP_CAPACITY, EventSource, LoopConfig,
-    LoopReport, LoopTrace, REFLECT_EVENT, Stage, StageRecord, run_id as loop_run_id, trace_in,
+    LoopReport, LoopTrace, REFLECT_EVENT, Stage, StageRecord, firing_event, firing_event_id,
+    run_id as loop_run_id, trace_in,
 };
 pub use decision::{
     ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,

@@ -1,0 +1,246 @@
+//! `openvibe run role.yaml --loop` (the cognitive loop in the foreground)
+//! and `openvibe loop trace EVENT_ID` (an event's path through its stages).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openvibe::operators::{Checkpointer, FileCheckpointer, InMemoryCheckpointer};
+use openvibe::protocols::DecisionEvent;
+use openvibe::roles::{CognitiveLoop, EventSource, LoopTrace};
+use openvibe::schedule::InProcessScheduler;
+
+use crate::CliError;
+use crate::demo::{Options, Setup, with_setup};
+use crate::scheduled::{reflection_of, trigger_line};
+use crate::spec::{Files, RoleFile};
+
+/// What `run --loop` runs and for how long.
+#[derive(Debug, Clone, Default)]
+pub struct LoopOptions {
+    /// Journal each event's stages in this directory: a killed process
+    /// resumes unfinished events there (default: in memory).
+    pub journal: Option<PathBuf>,
+    /// Push the events of this JSON-lines file at start (one
+    /// `DecisionEvent` per line).
+    pub events: Option<PathBuf>,
+    /// Reflect on this schedule (reflection events reflect and learn).
+    pub reflection: Option<String>,
+    /// Stop after this long (default: until Ctrl-C or SIGTERM).
+    pub run_for: Option<Duration>,
+    /// Stop once this many events are done.
+    pub events_done: Option<u64>,
+}
+
+/// The events of a JSON-lines file, each checked by its line number.
+pub fn read_events(path: &Path) -> Result<Vec<DecisionEvent>, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    let mut events = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let event: DecisionEvent = serde_json::from_str(line).map_err(|e| {
+            CliError::Usage(format!("{}:{}: not an event: {e}", path.display(), i + 1))
+        })?;
+        events.push(event);
+    }
+    Ok(events)
+}
+
+/// The journal `dir` names (a directory of files), or one in memory.
+pub fn journal(dir: Option<&Path>) -> Result<Arc<dyn Checkpointer>, CliError> {
+    Ok(match dir {
+        Some(dir) => Arc::new(FileCheckpointer::new(dir)?),
+        None => Arc::new(InMemoryCheckpointer::new()),
+    })
+}
+
+/// Run `file`'s role in the cognitive loop until stopped; print each event
+/// as it is done.
+pub async fn run(
+    file: &RoleFile,
+    files: &Files,
+    options: &Options,
+    loop_options: &LoopOptions,
+    llm_label: &str,
+    out: &mut (dyn Write + Send),
+) -> Result<(), CliError> {
+    let events = match &loop_options.events {
+        Some(path) => read_events(path)?,
+        None => Vec::new(),
+    };
+    with_setup(options, async |setup| {
+        serve(file, files, setup, loop_options, events, llm_label, out).await
+    })
+    .await
+}
+
+async fn serve(
+    file: &RoleFile,
+    files: &Files,
+    setup: &Setup,
+    loop_options: &LoopOptions,
+    events: Vec<DecisionEvent>,
+    llm_label: &str,
+    out: &mut (dyn Write + Send),
+) -> Result<(), CliError> {
+    let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
+    let mut runtime = runtime.with_scheduler(Arc::new(InProcessScheduler::new()));
+    if let Some(spec) = &loop_options.reflection {
+        runtime = runtime.with_reflection(reflection_of(spec));
+    }
+    let runtime = Arc::new(runtime);
+    let journal = journal(loop_options.journal.as_deref())?;
+    let cognitive = CognitiveLoop::new(runtime.clone(), journal);
+    writeln!(
+        out,
+        "== role `{role_id}` in the cognitive loop · model: {llm_label} · memory backend: {} · journal: {}",
+        setup.backend,
+        loop_options
+            .journal
+            .as_ref()
+            .map_or("in memory".to_owned(), |d| d.display().to_string())
+    )?;
+    let now = chrono::Utc::now();
+    for (role, trigger) in runtime.scheduled_triggers() {
+        let line = trigger_line(&trigger, now)
+            .map_err(|e| CliError::Usage(format!("role `{role}`: {e}")))?;
+        writeln!(out, "   {} {line}", trigger.id)?;
+    }
+    let mut duplicates = 0;
+    for event in events {
+        let id = event.id.clone();
+        if cognitive
+            .push(&role_id, event, EventSource::Code)
+            .await?
+            .duplicate
+        {
+            duplicates += 1;
+            writeln!(out, "   event {id}: seen before, not run again")?;
+        }
+    }
+    out.flush()?;
+
+    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0_u64);
+    let limit = loop_options.events_done;
+    let run_for = loop_options.run_for;
+    let stop = async move {
+        let enough = async {
+            match limit {
+                Some(limit) => {
+                    let _ = count_rx.wait_for(|n| *n >= limit).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let elapsed = async {
+            match run_for {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = crate::serve::shutdown_signal() => {},
+            () = enough => {},
+            () = elapsed => {},
+        }
+    };
+    // Each event is printed as it is done.
+    let printed = std::sync::Mutex::new((0_u64, &mut *out, None::<std::io::Error>));
+    let report = cognitive
+        .serve(stop, |trace: &LoopTrace| {
+            if let Ok(mut printed) = printed.lock() {
+                printed.0 += 1;
+                let done = printed.0;
+                if let Err(e) =
+                    write!(printed.1, "{}", trace.render()).and_then(|()| printed.1.flush())
+                {
+                    printed.2.get_or_insert(e);
+                }
+                let _ = count_tx.send(done);
+            }
+        })
+        .await?;
+    if let Some(e) = printed.into_inner().ok().and_then(|p| p.2) {
+        return Err(e.into());
+    }
+    writeln!(
+        out,
+        "== stopped: {} event(s) done ({} resumed from an earlier process, {} ended on a failed stage){}",
+        report.events,
+        report.resumed,
+        report.failed,
+        if duplicates > 0 {
+            format!(", {duplicates} duplicate(s) not run")
+        } else {
+            String::new()
+        }
+    )?;
+    Ok(())
+}
+
+/// Print event `event_id`'s path from the journal in `dir` (of `role`, or
+/// of whichever role has it).
+pub async fn trace(
+    dir: &Path,
+    role: Option<&str>,
+    event_id: &str,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    if !dir.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{}: no journal here (run `openvibe run role.yaml --loop --journal {}` first)",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    let journal = FileCheckpointer::new(dir)?;
+    let found = match role {
+        Some(role) => openvibe::roles::trace_in(&journal, role, event_id).await?,
+        None => {
+            let mut found = None;
+            for checkpoint in all_loop_checkpoints(dir)? {
+                if let Some(trace) = LoopTrace::from_checkpoint(&checkpoint)
+                    && trace.event.id == event_id
+                {
+                    found = Some(trace);
+                    break;
+                }
+            }
+            found
+        }
+    };
+    let Some(trace) = found else {
+        return Err(CliError::Usage(format!(
+            "no event `{event_id}` in the journal at {}",
+            dir.display()
+        )));
+    };
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&trace)?)?;
+    } else {
+        write!(out, "{}", trace.render())?;
+    }
+    Ok(())
+}
+
+/// Every checkpoint file of the journal in `dir`.
+fn all_loop_checkpoints(dir: &Path) -> Result<Vec<openvibe::operators::Checkpoint>, CliError> {
+    let mut found = Vec::new();
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| CliError::Usage(format!("{}: {e}", dir.display())))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "json")
+            && let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(checkpoint) = serde_json::from_str(&text)
+        {
+            found.push(checkpoint);
+        }
+    }
+    Ok(found)
+}

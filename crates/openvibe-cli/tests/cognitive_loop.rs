@@ -1,0 +1,263 @@
+//! `openvibe run role.yaml --loop` and `openvibe loop trace` (issue 40): the
+//! events of a file go through the loop's stages, duplicates run once, and
+//! a process killed with SIGKILL leaves its unfinished events to the next
+//! one, which finishes them without repeating a finished stage.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn dir(name: &str) -> PathBuf {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/cro");
+    let dir = std::env::temp_dir().join(format!("openvibe-loop-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["soul.md", "crm.json"] {
+        std::fs::copy(demo.join(file), dir.join(file)).unwrap();
+    }
+    // The CRO owns revenue and qualifies leads on its own, even before its
+    // memory holds evidence.
+    let role = std::fs::read_to_string(demo.join("role.yaml")).unwrap();
+    let old = "  id: cro\n";
+    assert!(role.contains(old));
+    let role = role.replace(
+        old,
+        "  id: cro\n  domains: [revenue]\n  decision_matrix:\n    outcomes:\n      low: { low: act, medium: propose, high: escalate }\n",
+    );
+    std::fs::write(dir.join("role.yaml"), role).unwrap();
+    dir
+}
+
+fn event(id: &str) -> String {
+    serde_json::json!({
+        "id": id,
+        "kind": "lead.arrived",
+        "domain": "revenue",
+        "summary": format!("lead {id}"),
+        "action": {
+            "action": "qualify_lead",
+            "target": {"kind": "workflow", "operator": "revenue_ops", "workflow": "qualify"},
+            "input": {"company": "acme_corp", "lead": "Acme Corp, 200 employees, logistics."}
+        }
+    })
+    .to_string()
+}
+
+fn events_file(dir: &Path, ids: &[String]) -> PathBuf {
+    let path = dir.join("events.jsonl");
+    let lines: Vec<String> = ids.iter().map(|id| event(id)).collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+fn openvibe(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openvibe"));
+    command
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("OPENVIBE_DATABASE_URL")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+    command
+}
+
+fn looped(dir: &Path, journal: &Path, events: &Path, until: usize) -> Output {
+    let until = until.to_string();
+    openvibe(&[
+        "run",
+        dir.join("role.yaml").to_str().unwrap(),
+        "--loop",
+        "--llm",
+        "standin",
+        "--embedder",
+        "none",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+        "--until-events",
+        &until,
+        "--for",
+        "120s",
+    ])
+    .output()
+    .unwrap()
+}
+
+/// The journal's traces: (event id, stages run, next stage).
+fn journal(dir: &Path) -> Vec<serde_json::Value> {
+    let mut traces = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return traces;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "json")
+            && let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(cp) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            traces.push(cp["state"]["loop"].clone());
+        }
+    }
+    traces
+}
+
+fn stage_names(trace: &serde_json::Value) -> Vec<String> {
+    trace["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const ALL: [&str; 6] = ["perceive", "decide", "act", "observe", "reflect", "learn"];
+
+#[test]
+fn events_of_a_file_go_through_the_loop_once_and_are_traced() {
+    let dir = dir("file");
+    let journal_dir = dir.join("journal");
+    let ids: Vec<String> = vec!["e-1".into(), "e-2".into(), "e-1".into()];
+    let events = events_file(&dir, &ids);
+    let out = looped(&dir, &journal_dir, &events, 2);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("event e-1: seen before, not run again"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("== stopped: 2 event(s) done"), "{stdout}");
+    let traces = journal(&journal_dir);
+    assert_eq!(traces.len(), 2);
+    for trace in &traces {
+        assert_eq!(stage_names(trace), ALL, "{trace}");
+        assert_eq!(trace["act"]["kind"], "ran", "{trace}");
+    }
+    let shown = openvibe(&[
+        "loop",
+        "trace",
+        "e-2",
+        "--journal",
+        journal_dir.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{text}");
+    for stage in ALL {
+        assert!(text.contains(stage), "{text}");
+    }
+    assert!(text.contains("ran qualify_lead"), "{text}");
+    assert!(text.trim_end().ends_with("done"), "{text}");
+    let missing = openvibe(&[
+        "loop",
+        "trace",
+        "nope",
+        "--journal",
+        journal_dir.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no event `nope`"));
+}
+
+#[test]
+fn a_killed_loop_leaves_its_unfinished_events_to_the_next_process() {
+    let dir = dir("kill");
+    let journal_dir = dir.join("journal");
+    let ids: Vec<String> = (0..150).map(|i| format!("e-{i:03}")).collect();
+    let events = events_file(&dir, &ids);
+    let mut child = openvibe(&[
+        "run",
+        dir.join("role.yaml").to_str().unwrap(),
+        "--loop",
+        "--llm",
+        "standin",
+        "--embedder",
+        "none",
+        "--journal",
+        journal_dir.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+        "--for",
+        "120s",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    // Kill it (SIGKILL) as soon as some events are done.
+    let started = Instant::now();
+    loop {
+        let traces = journal(&journal_dir);
+        if traces.iter().filter(|t| t["next"].is_null()).count() >= 3 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no event finished"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = journal(&journal_dir);
+    assert_eq!(
+        before.len(),
+        ids.len(),
+        "every event was journaled when accepted"
+    );
+    let unfinished = before.iter().filter(|t| !t["next"].is_null()).count();
+    eprintln!(
+        "{unfinished} of {} events unfinished at the kill",
+        ids.len()
+    );
+    assert!(
+        unfinished > 0,
+        "killed after everything finished: nothing to resume"
+    );
+    let finished_before: Vec<(String, Vec<String>)> = before
+        .iter()
+        .filter(|t| t["next"].is_null())
+        .map(|t| {
+            (
+                t["event"]["id"].as_str().unwrap().to_owned(),
+                stage_names(t),
+            )
+        })
+        .collect();
+
+    // The next process: the same file again (all duplicates) and the journal.
+    let out = looped(&dir, &journal_dir, &events, unfinished);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "== stopped: {unfinished} event(s) done ({unfinished} resumed"
+        )),
+        "{unfinished} unfinished: {stdout}"
+    );
+    let after = journal(&journal_dir);
+    assert_eq!(after.len(), ids.len());
+    for trace in &after {
+        assert_eq!(stage_names(trace), ALL, "each stage once: {trace}");
+        assert!(trace["next"].is_null());
+    }
+    // Finished events were not touched again.
+    for (id, stages) in finished_before {
+        let now = after
+            .iter()
+            .find(|t| t["event"]["id"] == id.as_str())
+            .unwrap();
+        assert_eq!(stage_names(now), stages);
+    }
+}
