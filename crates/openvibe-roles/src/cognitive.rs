@@ -294,6 +294,25 @@ fn source_name(source: EventSource) -> &'static str {
     }
 }
 
+fn micros_since(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Check an event before the loop accepts it: a decision event
+/// ([`check_event`](crate::check_event)), or a reflection event with an id.
+pub fn check_loop_event(event: &DecisionEvent) -> Result<(), Error> {
+    if event.kind != REFLECT_EVENT {
+        return crate::decision::check_event(event);
+    }
+    if event.id.trim().is_empty() {
+        return Err(Error::InvalidEvent {
+            field: "id".into(),
+            message: "must not be empty".into(),
+        });
+    }
+    Ok(())
+}
+
 /// The journal's run id of event `event_id` of `role_id`.
 pub fn run_id(role_id: &str, event_id: &str) -> String {
     format!("loop/{role_id}/{event_id}")
@@ -357,6 +376,16 @@ pub struct Accepted {
     pub run_id: String,
     /// `true` when the event was seen before: it is not run again.
     pub duplicate: bool,
+}
+
+impl Accepted {
+    /// An accepted event (`duplicate`: seen before).
+    pub fn new(run_id: impl Into<String>, duplicate: bool) -> Self {
+        Self {
+            run_id: run_id.into(),
+            duplicate,
+        }
+    }
 }
 
 /// What [`CognitiveLoop::run`] did.
@@ -440,14 +469,7 @@ impl CognitiveLoop {
         source: EventSource,
     ) -> Result<Accepted, Error> {
         self.runtime.get_role(role_id)?;
-        if event.kind != REFLECT_EVENT {
-            crate::decision::check_event(&event)?;
-        } else if event.id.trim().is_empty() {
-            return Err(Error::InvalidEvent {
-                field: "id".into(),
-                message: "must not be empty".into(),
-            });
-        }
+        check_loop_event(&event)?;
         let queue = self.queue(role_id)?;
         let id = run_id(role_id, &event.id);
         if !self.claim(&id)? {
@@ -838,10 +860,34 @@ pub async fn trace_in(
 
 impl RoleRuntime {
     /// Run `stage` of `trace`'s event and record it (in `trace.stages`, with
-    /// `trace.next` moved on): what the in-process loop and a Temporal
-    /// activity both run. A failing stage is recorded `failed: …` and ends
-    /// the event (`trace.failed`); it does not return an error.
+    /// `trace.next` moved on): what the in-process loop runs. A failing
+    /// stage is recorded `failed: …` and ends the event (`trace.failed`);
+    /// it does not return an error.
     pub async fn run_loop_stage(&self, trace: &mut LoopTrace, stage: Stage, learning: &Learning) {
+        let at = Utc::now();
+        let started = Instant::now();
+        if let Err(e) = self.try_loop_stage(trace, stage, learning).await {
+            let why = format!("{stage} failed: {e}");
+            trace.failed = Some(why.clone());
+            trace.next = None;
+            trace.stages.push(StageRecord {
+                stage,
+                at,
+                took_us: micros_since(started),
+                outcome: why,
+            });
+        }
+    }
+
+    /// Run `stage` of `trace`'s event; on success record it and move
+    /// `trace.next` on. On failure the trace is unchanged and the error
+    /// returned: what a durable engine (Temporal) runs, retrying the stage.
+    pub async fn try_loop_stage(
+        &self,
+        trace: &mut LoopTrace,
+        stage: Stage,
+        learning: &Learning,
+    ) -> Result<(), Error> {
         let at = Utc::now();
         let started = Instant::now();
         let span = tracing::info_span!(
@@ -851,29 +897,21 @@ impl RoleRuntime {
             stage = stage.as_str(),
             outcome = tracing::field::Empty,
         );
-        let result = self
-            .stage(trace, stage, learning)
+        let mut next = trace.clone();
+        let outcome = self
+            .stage(&mut next, stage, learning)
             .instrument(span.clone())
-            .await;
-        let outcome = match result {
-            Ok(outcome) => {
-                trace.next = stage.next();
-                outcome
-            }
-            Err(e) => {
-                let why = format!("{stage} failed: {e}");
-                trace.failed = Some(why.clone());
-                trace.next = None;
-                why
-            }
-        };
+            .await?;
         span.record("outcome", outcome.as_str());
-        trace.stages.push(StageRecord {
+        next.next = stage.next();
+        next.stages.push(StageRecord {
             stage,
             at,
-            took_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            took_us: micros_since(started),
             outcome,
         });
+        *trace = next;
+        Ok(())
     }
 
     async fn stage(

@@ -397,7 +397,10 @@ pub fn decision_id(role_id: &str, event_id: &str) -> String {
     format!("dec-{}", hash.get(..20).unwrap_or(&hash))
 }
 
-pub(crate) fn check_event(event: &DecisionEvent) -> Result<(), Error> {
+/// Check a decision event before anything is decided: an id, a kind and a
+/// domain; `data` and an action's input are JSON objects. [`Error::InvalidEvent`]
+/// names the field.
+pub fn check_event(event: &DecisionEvent) -> Result<(), Error> {
     let invalid = |field: &str, message: &str| {
         Err(Error::InvalidEvent {
             field: field.to_owned(),

@@ -51,12 +51,12 @@ pub use authority::{
 };
 pub use cognitive::{
     Accepted, ActOutcome, CognitiveLoop, DEFAULT_LOOP_CAPACITY, EventSource, LoopConfig,
-    LoopReport, LoopTrace, REFLECT_EVENT, Stage, StageRecord, firing_event, firing_event_id,
-    run_id as loop_run_id, trace_in,
+    LoopReport, LoopTrace, REFLECT_EVENT, Stage, StageRecord, check_loop_event, firing_event,
+    firing_event_id, run_id as loop_run_id, trace_in,
 };
 pub use decision::{
     ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,
-    EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, decision_id, failed,
+    EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, check_event, decision_id, failed,
 };
 pub use error::Error;
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};

@@ -15,6 +15,12 @@
 //!   when it died runs again: at-least-once per node); a reflection is one
 //!   activity (`openvibe.reflect`: reflect, then publish to the workspace).
 //!
+//! * The cognitive loop on Temporal: [`TemporalScheduler::push_event`]
+//!   starts one `openvibe.loop.event` workflow per event (its id is the
+//!   event's, never reused: an event pushed twice runs once), one activity
+//!   per stage (`openvibe.loop.stage`): a worker killed mid-stage leaves the
+//!   event to another, which runs no finished stage again.
+//!
 //! The workflow's own code only sequences activities: every decision (the
 //! next node, the step limit) is made in an activity and replayed from the
 //! history, so the workflow is deterministic whatever the graph does.
@@ -31,11 +37,12 @@ mod workflow;
 use std::time::Duration;
 
 pub use error::Error;
-pub use scheduler::TemporalScheduler;
+pub use scheduler::{TemporalScheduler, loop_workflow_id};
 pub use worker::{TemporalWorker, proposal_workflow_id};
 pub use workflow::NodeRan;
 pub use workflow::{
-    ACTIVATION_WORKFLOW, Activation, ActivationOutcome, PROPOSAL_WORKFLOW, ProposalRun,
+    ACTIVATION_WORKFLOW, Activation, ActivationOutcome, LOOP_WORKFLOW, LoopEventRun,
+    PROPOSAL_WORKFLOW, ProposalRun,
 };
 
 /// Where the Temporal server is and how openvibe uses it.

@@ -5,10 +5,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::StreamExt as _;
+use openvibe_protocols::DecisionEvent;
 use openvibe_protocols::{
     ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind,
 };
+use openvibe_roles::{Accepted, EventSource, Learning, LoopTrace};
 use openvibe_schedule::{Plan, split_zone};
+use temporalio_client::errors::WorkflowStartError;
 use temporalio_client::schedules::{
     CreateScheduleOptions, DeleteScheduleOptions, ListSchedulesOptions, ScheduleAction,
     ScheduleDescriptionAction, ScheduleError as TemporalScheduleError, ScheduleOverlapPolicy,
@@ -16,11 +19,20 @@ use temporalio_client::schedules::{
 };
 use temporalio_client::tonic::Code;
 use temporalio_client::{
-    Client, WorkflowGetResultOptions, WorkflowIdConflictPolicy, WorkflowStartOptions,
+    Client, WorkflowGetResultOptions, WorkflowIdConflictPolicy, WorkflowIdReusePolicy,
+    WorkflowStartOptions,
 };
 use tracing::Instrument;
 
-use crate::workflow::{Activation, ActivationOutcome, ActivationWorkflow};
+use crate::workflow::{
+    Activation, ActivationOutcome, ActivationWorkflow, LOOP_WORKFLOW, LoopEventRun,
+    LoopEventWorkflow,
+};
+
+/// The workflow id of an event of the cognitive loop on Temporal.
+pub fn loop_workflow_id(role_id: &str, event_id: &str) -> String {
+    format!("{LOOP_WORKFLOW}/{role_id}/{event_id}")
+}
 use crate::{Error, TemporalConfig};
 
 /// Every schedule id this scheduler makes starts with this.
@@ -108,6 +120,62 @@ impl TemporalScheduler {
             .get_result(WorkflowGetResultOptions::default())
             .await
             .map_err(|e| failed(with_causes(&e)))
+    }
+
+    /// Push `event` into `role_id`'s cognitive loop on Temporal: one
+    /// `openvibe.loop.event` workflow per event, one activity per stage,
+    /// run by the workers of the task queue. Its workflow id is
+    /// [`loop_workflow_id`], never reused: an event pushed again (while it
+    /// runs or after) is a duplicate and runs once. A malformed event is
+    /// refused before the server is asked.
+    pub async fn push_event(
+        &self,
+        role_id: &str,
+        event: DecisionEvent,
+        source: EventSource,
+        learning: &Learning,
+    ) -> Result<Accepted, Error> {
+        openvibe_roles::check_loop_event(&event).map_err(|e| Error::Workflow {
+            workflow_id: loop_workflow_id(role_id, &event.id),
+            message: e.to_string(),
+        })?;
+        let workflow_id = loop_workflow_id(role_id, &event.id);
+        let options =
+            WorkflowStartOptions::new(self.config.task_queue.clone(), workflow_id.clone())
+                .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+                .id_conflict_policy(WorkflowIdConflictPolicy::Fail)
+                .build();
+        let run = LoopEventRun::new(
+            LoopTrace::perceived(role_id, event, source),
+            learning,
+            &self.config,
+        );
+        match self
+            .client
+            .start_workflow(LoopEventWorkflow::run, run, options)
+            .await
+        {
+            Ok(_) => Ok(Accepted::new(workflow_id, false)),
+            Err(WorkflowStartError::AlreadyStarted { .. }) => Ok(Accepted::new(workflow_id, true)),
+            Err(e) => Err(Error::Workflow {
+                workflow_id,
+                message: format!("cannot start: {}", with_causes(&e)),
+            }),
+        }
+    }
+
+    /// Wait for event `event_id` of `role_id` to go through the loop on
+    /// Temporal, and return its trace.
+    pub async fn event_trace(&self, role_id: &str, event_id: &str) -> Result<LoopTrace, Error> {
+        let workflow_id = loop_workflow_id(role_id, event_id);
+        self.client
+            .get_workflow_handle::<LoopEventWorkflow>(workflow_id.clone())
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .map_err(|e| Error::Workflow {
+                workflow_id,
+                message: with_causes(&e),
+            })
     }
 
     /// Temporal's timetable for `trigger`, checked first by the in-process

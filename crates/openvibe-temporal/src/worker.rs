@@ -12,8 +12,8 @@ use temporalio_client::{
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use crate::workflow::{
-    ActivationWorkflow, NodeRan, Observer, PROPOSAL_WORKFLOW, ProposalActivities, ProposalRun,
-    ProposalWorkflow, RoleActivities,
+    ActivationWorkflow, LoopActivities, LoopEventWorkflow, NodeRan, Observer, PROPOSAL_WORKFLOW,
+    ProposalActivities, ProposalRun, ProposalWorkflow, RoleActivities,
 };
 use crate::{Error, TemporalConfig};
 
@@ -66,11 +66,16 @@ impl TemporalWorker {
             .map_err(|e| Error::Worker(e.to_string()))?
             .register_workflow::<ProposalWorkflow>()
             .map_err(|e| Error::Worker(e.to_string()))?
+            .register_workflow::<LoopEventWorkflow>()
+            .map_err(|e| Error::Worker(e.to_string()))?
             .register_activities(RoleActivities {
                 runtime: self.runtime.clone(),
                 observer: self.observer,
             })
             .register_activities(ProposalActivities {
+                runtime: self.runtime.clone(),
+            })
+            .register_activities(LoopActivities {
                 runtime: self.runtime.clone(),
             })
             .build();

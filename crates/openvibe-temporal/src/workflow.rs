@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use openvibe_operators::END;
 use openvibe_protocols::{Priorities, Proposal, State, TriggerConfig};
-use openvibe_roles::{PRIORITIZE_WORKFLOW, REFLECTION_WORKFLOW, ReflectionSummary, RoleRuntime};
+use openvibe_roles::{
+    Learning, LoopTrace, PRIORITIZE_WORKFLOW, REFLECTION_WORKFLOW, ReflectionSummary, RoleRuntime,
+    Stage,
+};
 use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{activities, workflow, workflow_methods};
@@ -257,6 +260,114 @@ impl ProposalWorkflow {
         Ok(ctx
             .execute_activity(ProposalActivities::run_proposal, run, options)
             .await?)
+    }
+}
+
+/// The Temporal workflow type an event of the cognitive loop runs as.
+pub const LOOP_WORKFLOW: &str = "openvibe.loop.event";
+
+/// An event of the cognitive loop to run: the workflow's input (its
+/// perceived trace, and what the learn stage proposes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LoopEventRun {
+    /// The event as perceived (its `perceive` stage recorded).
+    pub trace: LoopTrace,
+    /// What the learn stage proposes ([`Learning::to_value`]).
+    pub learning: serde_json::Value,
+    /// How long one stage may run, in milliseconds.
+    pub stage_timeout_ms: u64,
+    /// How many times a failing stage is tried.
+    pub stage_attempts: u32,
+}
+
+impl LoopEventRun {
+    /// Run `trace`'s event with `config`'s node timeout and attempts.
+    pub fn new(trace: LoopTrace, learning: &Learning, config: &crate::TemporalConfig) -> Self {
+        Self {
+            trace,
+            learning: learning.to_value(),
+            stage_timeout_ms: u64::try_from(config.node_timeout.as_millis()).unwrap_or(u64::MAX),
+            stage_attempts: config.node_attempts,
+        }
+    }
+}
+
+/// One stage to run: the activity's input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct StageInput {
+    trace: LoopTrace,
+    learning: serde_json::Value,
+}
+
+/// Runs one event of the cognitive loop: one activity per stage, so a
+/// worker that dies mid-stage leaves the event to another worker, which
+/// runs that stage again and no finished one.
+#[workflow]
+#[derive(Default)]
+pub(crate) struct LoopEventWorkflow;
+
+#[workflow_methods]
+impl LoopEventWorkflow {
+    #[run(name = "openvibe.loop.event")]
+    pub(crate) async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        run: LoopEventRun,
+    ) -> WorkflowResult<LoopTrace> {
+        let options = ActivityOptions::with_start_to_close_timeout(Duration::from_millis(
+            run.stage_timeout_ms.max(1000),
+        ))
+        .retry_policy(
+            RetryPolicy::builder()
+                .maximum_attempts(run.stage_attempts.max(1))
+                .build(),
+        )
+        .build();
+        let mut trace = run.trace;
+        // Each stage moves `next` on; six stages at most.
+        for _ in 0..Stage::ALL.len() {
+            if trace.next.is_none() {
+                break;
+            }
+            trace = ctx
+                .execute_activity(
+                    LoopActivities::run_stage,
+                    StageInput {
+                        trace,
+                        learning: run.learning.clone(),
+                    },
+                    options.clone(),
+                )
+                .await?;
+        }
+        Ok(trace)
+    }
+}
+
+/// The loop's stage activity: it runs the roles of the worker's runtime.
+pub(crate) struct LoopActivities {
+    pub(crate) runtime: Arc<RoleRuntime>,
+}
+
+#[activities]
+impl LoopActivities {
+    /// Run the event's next stage (`RoleRuntime::try_loop_stage`); a
+    /// failure is retried as Temporal's policy says.
+    #[activity(name = "openvibe.loop.stage")]
+    pub(crate) async fn run_stage(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StageInput,
+    ) -> Result<LoopTrace, ActivityError> {
+        let mut trace = input.trace;
+        let Some(stage) = trace.next else {
+            return Ok(trace);
+        };
+        self.runtime
+            .try_loop_stage(&mut trace, stage, &Learning::from_value(&input.learning))
+            .await
+            .map_err(activity_error)?;
+        Ok(trace)
     }
 }
 

@@ -654,3 +654,232 @@ async fn an_approved_proposal_runs_once_as_a_temporal_activity_whatever_the_work
         )
     );
 }
+
+/// An assessor and a tool that append to `executions` (fsynced): `decide`
+/// and `act` of the loop, as a process saw them; the tool hangs the first
+/// time, until its process is killed.
+struct RecordedAssessor(PathBuf);
+
+#[async_trait]
+impl openvibe_roles::ConfidenceAssessor for RecordedAssessor {
+    fn name(&self) -> &str {
+        "recorded"
+    }
+    async fn assess(
+        &self,
+        _event: &openvibe_protocols::DecisionEvent,
+        _computed: &openvibe_protocols::ConfidenceStep,
+    ) -> Result<Option<(f64, String)>, String> {
+        record(&self.0, "decide");
+        Ok(None)
+    }
+}
+
+fn record(dir: &Path, what: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("executions"))
+        .expect("the executions file");
+    writeln!(file, "{what}").unwrap();
+    file.sync_all().unwrap();
+}
+
+/// The CRO of the loop tests: acts on small discounts (its assessor and
+/// tool record themselves in `dir`; the tool hangs the first time when
+/// `hang`).
+fn looping_runtime(dir: &Path, hang: bool) -> RoleRuntime {
+    use openvibe_primitives::FnTool;
+    let tool_dir = dir.to_owned();
+    let tool = FnTool::new(
+        "apply_discount",
+        "Apply a discount.",
+        move |d: serde_json::Value| {
+            let dir = tool_dir.clone();
+            async move {
+                let first = !executions(&dir).iter().any(|n| n == "act");
+                record(&dir, "act");
+                if hang && first {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, String>(format!("{}% applied", d["pct"]))
+            }
+        },
+    );
+    let role = Role::new("cro")
+        .domains(["revenue"])
+        .authority(openvibe_roles::AuthorityConfig::new().autonomous(["give_discount"]))
+        .decision_matrix(
+            serde_json::from_value(json!({"outcomes": {"low": {"low": "act"}}})).unwrap(),
+        )
+        .confidence_assessor(RecordedAssessor(dir.to_owned()))
+        .clearance(ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted))
+        .action_tool(tool);
+    RoleRuntime::new(Arc::new(ScriptedLlm::default()))
+        .role(role)
+        .unwrap()
+}
+
+fn discount_event(id: &str) -> openvibe_protocols::DecisionEvent {
+    openvibe_protocols::DecisionEvent::new(id, "discount.requested", "revenue")
+        .summary("Acme asks 10% off")
+        .data(json!({"amount": 500}))
+        .action(openvibe_protocols::Action::tool(
+            "give_discount",
+            "apply_discount",
+            json!({"pct": 10}),
+        ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_goes_through_the_loop_once_on_a_worker() {
+    use openvibe_roles::{ActOutcome, EventSource, Learning, Stage};
+    let Some(url) = url() else { return };
+    let dir = std::env::temp_dir().join(format!(
+        "openvibe-temporal-loop-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_micros()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = config(&url, "loop");
+    let scheduler = TemporalScheduler::connect(config.clone()).await.unwrap();
+    let event_id = format!("evt-{}", chrono::Utc::now().timestamp_micros());
+    let learning = Learning::default();
+    let first = scheduler
+        .push_event(
+            "cro",
+            discount_event(&event_id),
+            EventSource::Code,
+            &learning,
+        )
+        .await
+        .unwrap();
+    assert!(!first.duplicate);
+    let again = scheduler
+        .push_event(
+            "cro",
+            discount_event(&event_id),
+            EventSource::Http,
+            &learning,
+        )
+        .await
+        .unwrap();
+    assert!(again.duplicate, "one workflow per event id");
+    let bad = scheduler
+        .push_event(
+            "cro",
+            openvibe_protocols::DecisionEvent::new("x", "", "revenue"),
+            EventSource::Code,
+            &learning,
+        )
+        .await;
+    assert!(bad.is_err(), "a malformed event is refused before Temporal");
+
+    let worker = TemporalWorker::new(Arc::new(looping_runtime(&dir, false)), config);
+    let trace = with_worker(worker, scheduler.event_trace("cro", &event_id))
+        .await
+        .unwrap();
+    let stages: Vec<Stage> = trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, Stage::ALL.to_vec(), "{}", trace.render());
+    assert!(
+        matches!(trace.act, Some(ActOutcome::Ran { .. })),
+        "{}",
+        trace.render()
+    );
+    // Pushed again after it finished: still a duplicate, nothing runs.
+    assert!(
+        scheduler
+            .push_event(
+                "cro",
+                discount_event(&event_id),
+                EventSource::Code,
+                &learning
+            )
+            .await
+            .unwrap()
+            .duplicate
+    );
+    assert_eq!(executions(&dir), ["decide", "act"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Not a test of its own: the loop's kill test starts this test binary
+/// with `--ignored --exact` to get a worker process it can kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a worker process for an_event_survives_a_killed_worker_without_repeating_a_finished_stage"]
+async fn loop_worker_process() {
+    let dir = PathBuf::from(std::env::var(DIR_ENV).expect("started by the loop test"));
+    let queue = std::env::var(QUEUE_ENV).expect("started by the loop test");
+    let url = std::env::var(openvibe_memory_testkit::skip::TEMPORAL_URL_ENV).unwrap();
+    let config = TemporalConfig::new(url)
+        .task_queue(queue)
+        .node_timeout(Duration::from_secs(3));
+    TemporalWorker::new(Arc::new(looping_runtime(&dir, true)), config)
+        .run(std::future::pending())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_survives_a_killed_worker_without_repeating_a_finished_stage() {
+    use openvibe_roles::{EventSource, Learning, Stage};
+    let Some(url) = url() else { return };
+    let dir = std::env::temp_dir().join(format!(
+        "openvibe-temporal-loop-kill-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_micros()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = config(&url, "loopkill").node_timeout(Duration::from_secs(3));
+    let queue = config.task_queue.clone();
+    let scheduler = TemporalScheduler::connect(config).await.unwrap();
+    let event_id = format!("evt-kill-{}", chrono::Utc::now().timestamp_micros());
+    scheduler
+        .push_event(
+            "cro",
+            discount_event(&event_id),
+            EventSource::Code,
+            &Learning::default(),
+        )
+        .await
+        .unwrap();
+    let spawn = |dir: &Path| {
+        Reaped(
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--ignored", "--exact", "loop_worker_process", "--nocapture"])
+                .env(DIR_ENV, dir)
+                .env(QUEUE_ENV, &queue)
+                .env(openvibe_memory_testkit::skip::TEMPORAL_URL_ENV, &url)
+                .spawn()
+                .expect("the worker process starts"),
+        )
+    };
+    // The first worker decides, then dies inside `act`.
+    let first = spawn(&dir);
+    let started = std::time::Instant::now();
+    while !executions(&dir).contains(&"act".to_owned()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first worker never reached `act`: {:?}",
+            executions(&dir)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(first); // SIGKILL
+    assert_eq!(executions(&dir), ["decide", "act"]);
+    let second = spawn(&dir);
+    let trace = tokio::time::timeout(
+        Duration::from_secs(90),
+        scheduler.event_trace("cro", &event_id),
+    )
+    .await
+    .expect("the event finishes on the second worker")
+    .unwrap();
+    drop(second);
+    let stages: Vec<Stage> = trace.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, Stage::ALL.to_vec(), "{}", trace.render());
+    // `decide` ran once (the second worker took its result from the
+    // history); `act` ran again (it was cut off); nothing else repeated.
+    assert_eq!(executions(&dir), ["decide", "act", "act"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
