@@ -1,5 +1,6 @@
 //! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
 
+mod cognitive;
 mod decision;
 mod embed;
 mod goals;
@@ -33,6 +34,7 @@ const GROUPS: &[Group] = &[
     ("decision", || Box::pin(decision::run_memory())),
     ("pg_decision", || Box::pin(decision::run_pg())),
     ("pg_goals", || Box::pin(goals::run_pg())),
+    ("loop", || Box::pin(cognitive::run())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use openvibe::operators::{Checkpointer, FileCheckpointer, InMemoryCheckpointer};
+use openvibe::operators::FileCheckpointer;
 use openvibe::protocols::DecisionEvent;
-use openvibe::roles::{CognitiveLoop, EventSource, LoopTrace};
+use openvibe::roles::{
+    CheckpointJournal, CognitiveLoop, EventSource, InMemoryJournal, LoopJournal, LoopTrace,
+};
 use openvibe::schedule::InProcessScheduler;
 
 use crate::CliError;
@@ -51,10 +53,10 @@ pub fn read_events(path: &Path) -> Result<Vec<DecisionEvent>, CliError> {
 }
 
 /// The journal `dir` names (a directory of files), or one in memory.
-pub fn journal(dir: Option<&Path>) -> Result<Arc<dyn Checkpointer>, CliError> {
+pub fn journal(dir: Option<&Path>) -> Result<Arc<dyn LoopJournal>, CliError> {
     Ok(match dir {
-        Some(dir) => Arc::new(FileCheckpointer::new(dir)?),
-        None => Arc::new(InMemoryCheckpointer::new()),
+        Some(dir) => Arc::new(CheckpointJournal(Arc::new(FileCheckpointer::new(dir)?))),
+        None => Arc::new(InMemoryJournal::new()),
     })
 }
 
@@ -198,9 +200,9 @@ pub async fn trace(
             dir.display()
         )));
     }
-    let journal = FileCheckpointer::new(dir)?;
+    let journal = CheckpointJournal(Arc::new(FileCheckpointer::new(dir)?));
     let found = match role {
-        Some(role) => openvibe::roles::trace_in(&journal, role, event_id).await?,
+        Some(role) => journal.load(role, event_id).await?,
         None => {
             let mut found = None;
             for checkpoint in all_loop_checkpoints(dir)? {

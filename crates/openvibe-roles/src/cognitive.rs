@@ -221,6 +221,16 @@ impl LoopTrace {
         self.next.is_none()
     }
 
+    /// Whether `stage` does nothing for this event: decide, act and observe
+    /// for a reflection event; reflect and learn for any other.
+    pub fn is_noop(&self, stage: Stage) -> bool {
+        match stage {
+            Stage::Decide | Stage::Act | Stage::Observe => self.is_reflection(),
+            Stage::Reflect | Stage::Learn => !self.is_reflection(),
+            Stage::Perceive => false,
+        }
+    }
+
     /// Whether this is a reflection event.
     pub fn is_reflection(&self) -> bool {
         self.event.kind == REFLECT_EVENT
@@ -332,6 +342,107 @@ fn journal_store_error(run_id: &str, source: openvibe_protocols::StoreError) -> 
     })
 }
 
+/// Where the loop journals each event's trace: after each stage that did
+/// something, so a process that restarts resumes unfinished events and
+/// anyone can read an event's path.
+#[async_trait::async_trait]
+pub trait LoopJournal: Send + Sync {
+    /// Save `trace` (replacing the event's previous one).
+    async fn save(&self, trace: &LoopTrace) -> Result<(), Error>;
+    /// Event `event_id` of `role_id`, when journaled.
+    async fn load(&self, role_id: &str, event_id: &str) -> Result<Option<LoopTrace>, Error>;
+    /// Every event not done yet (what a restarted process resumes).
+    async fn unfinished(&self) -> Result<Vec<LoopTrace>, Error>;
+}
+
+/// A journal in this process (lost when it ends): traces kept as they
+/// are, without serializing them.
+#[derive(Debug, Default)]
+pub struct InMemoryJournal {
+    traces: Mutex<std::collections::HashMap<String, LoopTrace>>,
+}
+
+impl InMemoryJournal {
+    /// An empty journal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn traces(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, std::collections::HashMap<String, LoopTrace>>, Error>
+    {
+        self.traces
+            .lock()
+            .map_err(|_| journal_error("(journal)", "the journal's lock is poisoned".into()))
+    }
+}
+
+#[async_trait::async_trait]
+impl LoopJournal for InMemoryJournal {
+    async fn save(&self, trace: &LoopTrace) -> Result<(), Error> {
+        let id = run_id(&trace.role_id, &trace.event.id);
+        let mut traces = self.traces()?;
+        match traces.get_mut(&id) {
+            Some(old) => old.clone_from(trace),
+            None => {
+                traces.insert(id, trace.clone());
+            }
+        }
+        Ok(())
+    }
+
+    async fn load(&self, role_id: &str, event_id: &str) -> Result<Option<LoopTrace>, Error> {
+        Ok(self.traces()?.get(&run_id(role_id, event_id)).cloned())
+    }
+
+    async fn unfinished(&self) -> Result<Vec<LoopTrace>, Error> {
+        Ok(self
+            .traces()?
+            .values()
+            .filter(|t| !t.is_done())
+            .cloned()
+            .collect())
+    }
+}
+
+/// A journal in a [`Checkpointer`] (a `FileCheckpointer` outlives the
+/// process): each trace a checkpoint whose run id is [`run_id`].
+pub struct CheckpointJournal(pub Arc<dyn Checkpointer>);
+
+#[async_trait::async_trait]
+impl LoopJournal for CheckpointJournal {
+    async fn save(&self, trace: &LoopTrace) -> Result<(), Error> {
+        let checkpoint = trace.to_checkpoint()?;
+        self.0
+            .save(&checkpoint)
+            .await
+            .map_err(|e| journal_store_error(&checkpoint.run_id, e))
+    }
+
+    async fn load(&self, role_id: &str, event_id: &str) -> Result<Option<LoopTrace>, Error> {
+        let id = run_id(role_id, event_id);
+        let checkpoint = self
+            .0
+            .load(&id)
+            .await
+            .map_err(|e| journal_store_error(&id, e))?;
+        Ok(checkpoint.as_ref().and_then(LoopTrace::from_checkpoint))
+    }
+
+    async fn unfinished(&self) -> Result<Vec<LoopTrace>, Error> {
+        let unfinished = self
+            .0
+            .unfinished()
+            .await
+            .map_err(|e| journal_store_error("(unfinished events)", e))?;
+        Ok(unfinished
+            .iter()
+            .filter_map(LoopTrace::from_checkpoint)
+            .collect())
+    }
+}
+
 /// How a [`CognitiveLoop`] runs.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -400,16 +511,19 @@ pub struct LoopReport {
     pub failed: u64,
 }
 
+/// An accepted event on its way: its journal id and its perceived trace.
+type Queued = (String, Box<LoopTrace>);
+
 struct Queue {
-    sender: mpsc::Sender<String>,
-    receiver: Mutex<Option<mpsc::Receiver<String>>>,
+    sender: mpsc::Sender<Queued>,
+    receiver: Mutex<Option<mpsc::Receiver<Queued>>>,
 }
 
 /// The cognitive loop of a [`RoleRuntime`]'s roles: see the module
 /// documentation. Cheap to share (`Arc`); push from anywhere, run once.
 pub struct CognitiveLoop {
     runtime: Arc<RoleRuntime>,
-    journal: Arc<dyn Checkpointer>,
+    journal: Arc<dyn LoopJournal>,
     config: LoopConfig,
     queues: BTreeMap<String, Queue>,
     /// Accepted events not yet done in this process (no double accept).
@@ -418,14 +532,14 @@ pub struct CognitiveLoop {
 
 impl CognitiveLoop {
     /// A loop over `runtime`'s roles, journaling in `journal`.
-    pub fn new(runtime: Arc<RoleRuntime>, journal: Arc<dyn Checkpointer>) -> Self {
+    pub fn new(runtime: Arc<RoleRuntime>, journal: Arc<dyn LoopJournal>) -> Self {
         Self::with_config(runtime, journal, LoopConfig::default())
     }
 
     /// [`CognitiveLoop::new`] with a configuration.
     pub fn with_config(
         runtime: Arc<RoleRuntime>,
-        journal: Arc<dyn Checkpointer>,
+        journal: Arc<dyn LoopJournal>,
         config: LoopConfig,
     ) -> Self {
         let queues = runtime
@@ -493,11 +607,7 @@ impl CognitiveLoop {
         event: DecisionEvent,
         source: EventSource,
     ) -> Result<Accepted, Error> {
-        let seen = self
-            .journal
-            .load(id)
-            .await
-            .map_err(|e| journal_store_error(id, e))?;
+        let seen = self.journal.load(role_id, &event.id).await?;
         if seen.is_some() {
             return Ok(Accepted {
                 run_id: id.to_owned(),
@@ -514,12 +624,9 @@ impl CognitiveLoop {
             },
         })?;
         let trace = LoopTrace::perceived(role_id, event, source);
-        self.journal
-            .save(&trace.to_checkpoint()?)
-            .await
-            .map_err(|e| journal_store_error(id, e))?;
+        self.journal.save(&trace).await?;
         tracing::debug!(role = %role_id, event = %trace.event.id, "event perceived");
-        permit.send(id.to_owned());
+        permit.send((id.to_owned(), Box::new(trace)));
         Ok(Accepted {
             run_id: id.to_owned(),
             duplicate: false,
@@ -561,7 +668,7 @@ impl CognitiveLoop {
 
     /// The path of event `event_id` of `role_id` so far, from the journal.
     pub async fn trace(&self, role_id: &str, event_id: &str) -> Result<Option<LoopTrace>, Error> {
-        trace_in(self.journal.as_ref(), role_id, event_id).await
+        self.journal.load(role_id, event_id).await
     }
 
     /// Run the loop until `stop` resolves: first the events an earlier
@@ -583,13 +690,9 @@ impl CognitiveLoop {
         S: std::future::Future<Output = ()>,
         O: Fn(&LoopTrace) + Send + Sync,
     {
-        let unfinished = self
-            .journal
-            .unfinished()
-            .await
-            .map_err(|e| journal_store_error("(unfinished events)", e))?;
+        let unfinished = self.journal.unfinished().await?;
         let mut resume: BTreeMap<String, Vec<(DateTime<Utc>, String)>> = BTreeMap::new();
-        for trace in unfinished.iter().filter_map(LoopTrace::from_checkpoint) {
+        for trace in unfinished {
             if self.queues.contains_key(&trace.role_id) {
                 let id = run_id(&trace.role_id, &trace.event.id);
                 if self.claim(&id)? {
@@ -640,7 +743,7 @@ impl CognitiveLoop {
     async fn worker(
         &self,
         resume: Vec<String>,
-        mut receiver: mpsc::Receiver<String>,
+        mut receiver: mpsc::Receiver<Queued>,
         mut stop: tokio::sync::watch::Receiver<bool>,
         observe: &(dyn Fn(&LoopTrace) + Send + Sync),
     ) -> LoopReport {
@@ -650,14 +753,14 @@ impl CognitiveLoop {
                 return report;
             }
             report.resumed += 1;
-            self.finish_event(&id, &mut report, observe).await;
+            self.finish_event(&id, None, &mut report, observe).await;
         }
         loop {
             tokio::select! {
                 biased;
                 _ = stop.changed() => return report,
                 next = receiver.recv() => match next {
-                    Some(id) => self.finish_event(&id, &mut report, observe).await,
+                    Some((id, trace)) => self.finish_event(&id, Some(*trace), &mut report, observe).await,
                     None => return report,
                 },
             }
@@ -667,11 +770,12 @@ impl CognitiveLoop {
     async fn finish_event(
         &self,
         id: &str,
+        trace: Option<LoopTrace>,
         report: &mut LoopReport,
         observe: &(dyn Fn(&LoopTrace) + Send + Sync),
     ) {
         report.events += 1;
-        match self.process(id).await {
+        match self.process(id, trace).await {
             Ok(trace) => {
                 if trace.failed.is_some() {
                     report.failed += 1;
@@ -686,16 +790,24 @@ impl CognitiveLoop {
         self.release(id);
     }
 
-    /// Run event `id`'s remaining stages, journaling each.
-    async fn process(&self, id: &str) -> Result<LoopTrace, Error> {
-        let checkpoint = self
-            .journal
-            .load(id)
-            .await
-            .map_err(|e| journal_store_error(id, e))?
-            .ok_or_else(|| journal_error(id, "accepted but not journaled".into()))?;
-        let mut trace = LoopTrace::from_checkpoint(&checkpoint)
-            .ok_or_else(|| journal_error(id, "not a loop event".into()))?;
+    /// Run event `id`'s remaining stages (from `trace` as accepted, else
+    /// from the journal), journaling after each stage that does something
+    /// for the event: a stage that is a no-op for it ([`LoopTrace::is_noop`])
+    /// is journaled with the stage before it.
+    async fn process(&self, id: &str, trace: Option<LoopTrace>) -> Result<LoopTrace, Error> {
+        let mut trace = match trace {
+            Some(trace) => trace,
+            None => {
+                let (role, event) = id
+                    .strip_prefix("loop/")
+                    .and_then(|rest| rest.split_once('/'))
+                    .ok_or_else(|| journal_error(id, "not a loop event".into()))?;
+                self.journal
+                    .load(role, event)
+                    .await?
+                    .ok_or_else(|| journal_error(id, "accepted but not journaled".into()))?
+            }
+        };
         let span = tracing::info_span!(
             "loop_event",
             role = %trace.role_id,
@@ -707,10 +819,10 @@ impl CognitiveLoop {
                 self.runtime
                     .run_loop_stage(&mut trace, stage, &self.config.learning)
                     .await;
-                self.journal
-                    .save(&trace.to_checkpoint()?)
-                    .await
-                    .map_err(|e| journal_store_error(id, e))?;
+                if trace.next.is_some_and(|next| trace.is_noop(next)) {
+                    continue;
+                }
+                self.journal.save(&trace).await?;
             }
             Ok(trace)
         }
@@ -843,21 +955,6 @@ pub fn firing_event(
     )))
 }
 
-/// The path of event `event_id` of `role_id` in `journal` (what
-/// `openvibe loop trace` reads, from another process).
-pub async fn trace_in(
-    journal: &dyn Checkpointer,
-    role_id: &str,
-    event_id: &str,
-) -> Result<Option<LoopTrace>, Error> {
-    let id = run_id(role_id, event_id);
-    let checkpoint = journal
-        .load(&id)
-        .await
-        .map_err(|e| journal_store_error(&id, e))?;
-    Ok(checkpoint.as_ref().and_then(LoopTrace::from_checkpoint))
-}
-
 impl RoleRuntime {
     /// Run `stage` of `trace`'s event and record it (in `trace.stages`, with
     /// `trace.next` moved on): what the in-process loop runs. A failing
@@ -897,20 +994,19 @@ impl RoleRuntime {
             stage = stage.as_str(),
             outcome = tracing::field::Empty,
         );
-        let mut next = trace.clone();
+        // A stage changes the trace only once it succeeded.
         let outcome = self
-            .stage(&mut next, stage, learning)
+            .stage(trace, stage, learning)
             .instrument(span.clone())
             .await?;
         span.record("outcome", outcome.as_str());
-        next.next = stage.next();
-        next.stages.push(StageRecord {
+        trace.next = stage.next();
+        trace.stages.push(StageRecord {
             stage,
             at,
             took_us: micros_since(started),
             outcome,
         });
-        *trace = next;
         Ok(())
     }
 

@@ -50,9 +50,9 @@ pub use authority::{
     DenyAll,
 };
 pub use cognitive::{
-    Accepted, ActOutcome, CognitiveLoop, DEFAULT_LOOP_CAPACITY, EventSource, LoopConfig,
-    LoopReport, LoopTrace, REFLECT_EVENT, Stage, StageRecord, check_loop_event, firing_event,
-    firing_event_id, run_id as loop_run_id, trace_in,
+    Accepted, ActOutcome, CheckpointJournal, CognitiveLoop, DEFAULT_LOOP_CAPACITY, EventSource,
+    InMemoryJournal, LoopConfig, LoopJournal, LoopReport, LoopTrace, REFLECT_EVENT, Stage,
+    StageRecord, check_loop_event, firing_event, firing_event_id, run_id as loop_run_id,
 };
 pub use decision::{
     ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,

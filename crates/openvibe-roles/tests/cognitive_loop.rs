@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use openvibe_memory::{ClearanceProfile, MemoryGateway, in_memory_stores};
-use openvibe_operators::{Checkpointer, InMemoryCheckpointer};
 use openvibe_primitives::FnTool;
 use openvibe_primitives::testing::ScriptedLlm;
 use openvibe_protocols::{
@@ -19,8 +18,8 @@ use openvibe_protocols::{
     LlmResponse, Stores,
 };
 use openvibe_roles::{
-    ActOutcome, AuthorityConfig, CognitiveLoop, Error, EventSource, ImpactRules, Learning,
-    LoopConfig, LoopTrace, Role, RoleRuntime, Stage,
+    ActOutcome, AuthorityConfig, CognitiveLoop, Error, EventSource, ImpactRules, InMemoryJournal,
+    Learning, LoopConfig, LoopJournal, LoopTrace, Role, RoleRuntime, Stage,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -97,9 +96,9 @@ fn discount(id: &str, amount: u64) -> DecisionEvent {
 }
 
 /// Wait until event `id` of the CRO is done in `journal`.
-async fn done(journal: &dyn Checkpointer, id: &str) -> LoopTrace {
+async fn done(journal: &dyn LoopJournal, id: &str) -> LoopTrace {
     for _ in 0..500 {
-        if let Some(trace) = openvibe_roles::trace_in(journal, "cro", id).await.unwrap()
+        if let Some(trace) = journal.load("cro", id).await.unwrap()
             && trace.is_done()
         {
             return trace;
@@ -118,7 +117,7 @@ async fn events_run_every_stage_once_even_when_pushed_twice() {
     let stores = in_memory_stores();
     let runs = Arc::new(AtomicUsize::new(0));
     let runtime = runtime(&stores, runs.clone(), None, "[]").await;
-    let journal: Arc<dyn Checkpointer> = Arc::new(InMemoryCheckpointer::new());
+    let journal: Arc<dyn LoopJournal> = Arc::new(InMemoryJournal::new());
     let cognitive = Arc::new(CognitiveLoop::new(runtime.clone(), journal.clone()));
     let first = cognitive
         .push("cro", discount("e-small", 500), EventSource::Code)
@@ -206,7 +205,7 @@ async fn events_run_every_stage_once_even_when_pushed_twice() {
 async fn a_full_queue_refuses_with_a_typed_error_and_records_nothing() {
     let stores = in_memory_stores();
     let runtime = runtime(&stores, Arc::new(AtomicUsize::new(0)), None, "[]").await;
-    let journal: Arc<dyn Checkpointer> = Arc::new(InMemoryCheckpointer::new());
+    let journal: Arc<dyn LoopJournal> = Arc::new(InMemoryJournal::new());
     let cognitive =
         CognitiveLoop::with_config(runtime, journal.clone(), LoopConfig::default().capacity(2));
     for id in ["e1", "e2"] {
@@ -245,7 +244,7 @@ async fn a_full_queue_refuses_with_a_typed_error_and_records_nothing() {
 #[tokio::test]
 async fn a_loop_killed_mid_stage_resumes_there_without_repeating_finished_stages() {
     let stores = in_memory_stores();
-    let journal: Arc<dyn Checkpointer> = Arc::new(InMemoryCheckpointer::new());
+    let journal: Arc<dyn LoopJournal> = Arc::new(InMemoryJournal::new());
     let held = Arc::new(AtomicUsize::new(0));
     let gate = Arc::new(tokio::sync::Notify::new());
     let first = runtime(&stores, held.clone(), Some(gate), "[]").await;
@@ -300,7 +299,7 @@ async fn a_reflection_event_reflects_and_learns() {
     let stores = in_memory_stores();
     let reflection = json!([{"content": "annual plan discounts close deals", "confidence": 0.9, "domain": "revenue"}]).to_string();
     let runtime = runtime(&stores, Arc::new(AtomicUsize::new(0)), None, &reflection).await;
-    let journal: Arc<dyn Checkpointer> = Arc::new(InMemoryCheckpointer::new());
+    let journal: Arc<dyn LoopJournal> = Arc::new(InMemoryJournal::new());
     let config = LoopConfig::default().learning(Learning::default().min_evidence(2));
     let cognitive = Arc::new(CognitiveLoop::with_config(
         runtime.clone(),
