@@ -23,12 +23,12 @@
 use std::marker::PhantomData;
 
 use openvibe_protocols::{
-    AuditEntry, AuditQuery, Belief, BeliefQuery, Episode, EpisodeQuery, Fact, FactQuery, Goal,
-    GoalProgress, GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery,
-    MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
-    PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery, RawCall,
-    RawCallQuery, RecordVector, RevisableRecord, Session, SessionDeleted, SessionQuery, StateEntry,
-    StoreError, StoredRecord, TaskContext, VectorStatus, Verdict,
+    Accepted, AuditEntry, AuditQuery, Belief, BeliefQuery, DecisionEvent, Episode, EpisodeQuery,
+    Fact, FactQuery, Goal, GoalProgress, GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit,
+    KnowledgeQuery, LoopTrace, MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession,
+    Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal,
+    ProposalQuery, RawCall, RawCallQuery, RecordVector, RevisableRecord, Session, SessionDeleted,
+    SessionQuery, StateEntry, StoreError, StoredRecord, TaskContext, VectorStatus, Verdict,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
@@ -412,6 +412,8 @@ pub fn all() -> Vec<Operation> {
         TOUCH_INSIGHTS.operation(),
         STRENGTHEN_INSIGHT.operation(),
         OBSERVE_INSIGHT.operation(),
+        PUSH_EVENT.operation(),
+        EVENT_TRACE.operation(),
         STORE_KNOWLEDGE.operation(),
         QUERY_KNOWLEDGE.operation(),
         SEARCH_KNOWLEDGE.operation(),
@@ -871,6 +873,21 @@ pub const TOUCH_INSIGHTS: Endpoint<Touch, Touched> = Endpoint::post(
     "touchInsights",
     "Count insights as accessed",
 );
+
+/// `POST /v1/loop/{role}/events`: Push an event into a role's cognitive loop (an event id seen before runs once; a full queue is 503, retry later).
+pub const PUSH_EVENT: Endpoint<DecisionEvent, Accepted> = Endpoint::post(
+    "/v1/loop/{role}/events",
+    "pushEvent",
+    "Push an event into a role's cognitive loop (an event id seen before runs once; a full queue is 503, retry later)",
+);
+
+/// `GET /v1/loop/{role}/events/{id}`: An event's path through the loop's stages so far.
+pub const EVENT_TRACE: Endpoint<(), LoopTrace> = Endpoint::get(
+    "/v1/loop/{role}/events/{id}",
+    "eventTrace",
+    "An event's path through the loop's stages so far",
+)
+.or_none("event");
 
 /// `POST /v1/memory/insights/observe`: Create the pattern an insight names by its id, or strengthen it when it exists, atomically.
 pub const OBSERVE_INSIGHT: Endpoint<Insight, Observed> = Endpoint::post(

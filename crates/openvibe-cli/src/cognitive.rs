@@ -33,6 +33,12 @@ pub struct LoopOptions {
     pub run_for: Option<Duration>,
     /// Stop once this many events are done.
     pub events_done: Option<u64>,
+    /// Also serve the memory and the loop over HTTP and MCP here
+    /// (`/v1/loop/{role}/events`, the `pushEvent` tool).
+    pub listen: Option<std::net::SocketAddr>,
+    /// The governance file for `listen` (API keys); without one, only a
+    /// loopback address, in development mode.
+    pub governance: Option<PathBuf>,
 }
 
 /// The events of a JSON-lines file, each checked by its line number.
@@ -96,7 +102,42 @@ async fn serve(
     }
     let runtime = Arc::new(runtime);
     let journal = journal(loop_options.journal.as_deref())?;
-    let cognitive = CognitiveLoop::new(runtime.clone(), journal);
+    let cognitive = Arc::new(CognitiveLoop::new(runtime.clone(), journal));
+    // Over the wire too: the memory service with this loop as its inbox.
+    let (server_stop, server_stopped) = tokio::sync::watch::channel(false);
+    let server = match loop_options.listen {
+        Some(addr) => {
+            let access = match &loop_options.governance {
+                Some(path) => openvibe::service::Access::Governed(Arc::new(
+                    crate::serve::read_governance(path)?,
+                )),
+                None if addr.ip().is_loopback() => {
+                    openvibe::service::Access::open(setup.tenant.clone())
+                }
+                None => {
+                    return Err(CliError::Usage(format!(
+                        "without --governance the loop's endpoint takes no API keys (development \
+                         mode), so it only listens on a loopback address, not {addr}"
+                    )));
+                }
+            };
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| CliError::Usage(format!("cannot listen on {addr}: {e}")))?;
+            let local = listener.local_addr()?;
+            writeln!(
+                out,
+                "   events over HTTP: POST http://{local}/v1/loop/{role_id}/events · MCP: http://{local}/mcp (pushEvent)"
+            )?;
+            let service = openvibe::service::Service::new(setup.stores.clone(), access)
+                .with_inbox(cognitive.clone());
+            let mut stopped = server_stopped.clone();
+            Some(tokio::spawn(service.serve(listener, async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })))
+        }
+        None => None,
+    };
     writeln!(
         out,
         "== role `{role_id}` in the cognitive loop · model: {llm_label} · memory backend: {} · journal: {}",
@@ -165,7 +206,14 @@ async fn serve(
                 let _ = count_tx.send(done);
             }
         })
-        .await?;
+        .await;
+    let _ = server_stop.send(true);
+    if let Some(server) = server {
+        server
+            .await
+            .map_err(|e| CliError::Usage(format!("the loop's endpoint stopped: {e}")))??;
+    }
+    let report = report?;
     if let Some(e) = printed.into_inner().ok().and_then(|p| p.2) {
         return Err(e.into());
     }
@@ -206,7 +254,7 @@ pub async fn trace(
         None => {
             let mut found = None;
             for checkpoint in all_loop_checkpoints(dir)? {
-                if let Some(trace) = LoopTrace::from_checkpoint(&checkpoint)
+                if let Some(trace) = openvibe::roles::trace_of_checkpoint(&checkpoint)
                     && trace.event.id == event_id
                 {
                     found = Some(trace);

@@ -273,7 +273,7 @@ pub(crate) struct Setup {
     embedder: Option<Arc<dyn Embedder>>,
     /// What ranks recalled memory, for people.
     pub(crate) retrieval: String,
-    stores: Stores,
+    pub(crate) stores: Stores,
     /// The tenant the run acts in.
     pub(crate) tenant: String,
     /// Where memory lives, for people.

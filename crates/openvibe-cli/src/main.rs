@@ -566,6 +566,8 @@ fn mcp_help() -> String {
     help
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// The memory tools over MCP on stdio (for an MCP client that starts
@@ -674,6 +676,7 @@ Examples:
                         the cognitive loop; `openvibe loop trace EVENT_ID --journal .openvibe/loop`
   openvibe run role.yaml --schedule --temporal http://127.0.0.1:7233   register the
                         triggers as Temporal schedules and exit (`openvibe worker` runs them)")]
+    #[command(group = clap::ArgGroup::new("mode").args(["schedule", "cognitive"]).multiple(false))]
     Run {
         /// The role file (YAML).
         role_file: PathBuf,
@@ -685,7 +688,7 @@ Examples:
         #[arg(long)]
         schedule: bool,
         /// With --schedule or --loop: stop after this long (e.g. 90s, 10m, 2h).
-        #[arg(long = "for", value_name = "DURATION", value_parser = humantime::parse_duration)]
+        #[arg(long = "for", value_name = "DURATION", requires = "mode", value_parser = humantime::parse_duration)]
         run_for: Option<std::time::Duration>,
         /// With --schedule: stop after this many firings.
         #[arg(long, value_name = "N", requires = "schedule")]
@@ -693,7 +696,7 @@ Examples:
         /// With --schedule or --loop: reflect and publish insights on this
         /// schedule (a cron expression such as \"0 3 * * *\", or a period
         /// such as 6h); in the loop, reflection events also learn.
-        #[arg(long, value_name = "SCHEDULE")]
+        #[arg(long, value_name = "SCHEDULE", requires = "mode")]
         reflection: Option<String>,
         /// Run the role in the cognitive loop: each event (a trigger firing,
         /// a reflection, an event of --events) goes perceive → decide → act
@@ -713,6 +716,15 @@ Examples:
         /// With --loop: stop once this many events are done.
         #[arg(long, value_name = "N", requires = "cognitive")]
         until_events: Option<u64>,
+        /// With --loop: also serve this process's memory and loop over HTTP
+        /// and MCP on this address (POST /v1/loop/{role}/events, the MCP
+        /// tool pushEvent at /mcp).
+        #[arg(long, value_name = "ADDR", requires = "cognitive")]
+        listen: Option<std::net::SocketAddr>,
+        /// With --listen: the governance file (API keys, namespace
+        /// policies); without it, a loopback address only, no keys.
+        #[arg(long, value_name = "FILE", requires = "listen")]
+        governance: Option<PathBuf>,
         /// With --schedule: keep each run's checkpoints in this directory,
         /// so runs a killed openvibe left unfinished resume (without
         /// repeating finished nodes) when it starts again.
@@ -870,15 +882,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             journal,
             events,
             until_events,
+            listen,
+            governance,
             temporal: temporal_args,
             llm,
         } => {
             let (file, files) = RoleFile::load(&role_file)?;
-            if (run_for.is_some() || reflection.is_some()) && !schedule && !cognitive {
-                return Err(CliError::Usage(
-                    "--for and --reflection go with --schedule or --loop".into(),
-                ));
-            }
             if cognitive {
                 let (options, label) = options(&llm, Llm::Anthropic, false);
                 let loop_options = openvibe_cli::cognitive::LoopOptions {
@@ -887,6 +896,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     reflection,
                     run_for,
                     events_done: until_events,
+                    listen,
+                    governance,
                 };
                 return openvibe_cli::cognitive::run(
                     &file,

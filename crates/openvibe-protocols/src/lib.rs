@@ -21,6 +21,7 @@
 //!
 //! Every trait is `Send + Sync` and meant to be used as `Arc<dyn Trait>`.
 
+mod cognitive;
 mod decision;
 mod embed;
 mod goal;
@@ -32,6 +33,9 @@ mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use cognitive::{
+    Accepted, ActOutcome, EventInbox, EventSource, LoopTrace, REFLECT_EVENT, Stage, StageRecord,
+};
 pub use decision::{
     Action, ActionTarget, Authority, AuthorityStep, ConfidenceAdjustment, ConfidenceBand,
     ConfidenceStep, Decision, DecisionEvent, DecisionMatrix, DomainStep, Evidence, EvidenceKind,

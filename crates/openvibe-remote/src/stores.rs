@@ -102,6 +102,29 @@ impl<R: RevisableEndpoints + Serialize + DeserializeOwned> RevisableStore<R> for
 }
 
 #[async_trait]
+impl openvibe_protocols::EventInbox for RemoteMemory {
+    async fn push(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        event: openvibe_protocols::DecisionEvent,
+        _source: openvibe_protocols::EventSource,
+    ) -> Result<openvibe_protocols::Accepted, StoreError> {
+        // The server records it as coming over HTTP: the edge says, not the body.
+        self.call(ctx, &e::PUSH_EVENT, &[role_id], &event).await
+    }
+
+    async fn trace(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        event_id: &str,
+    ) -> Result<Option<openvibe_protocols::LoopTrace>, StoreError> {
+        self.find(ctx, &e::EVENT_TRACE, &[role_id, event_id]).await
+    }
+}
+
+#[async_trait]
 impl InsightStore for RemoteMemory {
     async fn find_similar(
         &self,

@@ -35,274 +35,18 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use openvibe_operators::{Checkpoint, Checkpointer, END};
-use openvibe_protocols::{Action, Decision, DecisionEvent, Outcome, State};
-use serde::{Deserialize, Serialize};
+use openvibe_protocols::{
+    Accepted, ActOutcome, Action, DecisionEvent, EventSource, LoopTrace, Outcome, REFLECT_EVENT,
+    Stage, StageRecord, State,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::{Error, Learning, RoleRuntime};
 
-/// The kind of the event a reflection firing becomes.
-pub const REFLECT_EVENT: &str = "openvibe.reflect";
-
 /// How many events a role's queue holds by default.
 pub const DEFAULT_LOOP_CAPACITY: usize = 256;
-
-/// One stage of the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    /// The event was accepted and journaled.
-    Perceive,
-    /// The decision engine decided.
-    Decide,
-    /// The action ran, or a proposal was filed.
-    Act,
-    /// The outcome became an episode.
-    Observe,
-    /// Reflection (reflection events only).
-    Reflect,
-    /// Belief proposals (after a reflection).
-    Learn,
-}
-
-impl Stage {
-    /// Every stage, in order.
-    pub const ALL: [Self; 6] = [
-        Self::Perceive,
-        Self::Decide,
-        Self::Act,
-        Self::Observe,
-        Self::Reflect,
-        Self::Learn,
-    ];
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Perceive => "perceive",
-            Self::Decide => "decide",
-            Self::Act => "act",
-            Self::Observe => "observe",
-            Self::Reflect => "reflect",
-            Self::Learn => "learn",
-        }
-    }
-
-    /// The stage named `s`.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-
-    /// The stage after this one (`None` after `learn`).
-    pub fn next(self) -> Option<Self> {
-        let i = Self::ALL.iter().position(|s| *s == self)?;
-        Self::ALL.get(i + 1).copied()
-    }
-}
-
-impl std::fmt::Display for Stage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Where an event came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventSource {
-    /// Pushed in code.
-    #[default]
-    Code,
-    /// A trigger firing.
-    Trigger,
-    /// The HTTP API.
-    Http,
-    /// An MCP tool.
-    Mcp,
-}
-
-/// One stage as it ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StageRecord {
-    /// The stage.
-    pub stage: Stage,
-    /// When it started.
-    pub at: DateTime<Utc>,
-    /// How long it took, in microseconds.
-    pub took_us: u64,
-    /// What it did, in a line (`failed: …` when it failed).
-    pub outcome: String,
-}
-
-/// What the act stage did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ActOutcome {
-    /// The action ran: its result.
-    Ran {
-        /// The action.
-        action: Action,
-        /// The tool's output or the workflow's final state.
-        output: Value,
-    },
-    /// The action ran and failed.
-    Failed {
-        /// The action.
-        action: Action,
-        /// Why.
-        error: String,
-    },
-    /// A proposal waits for a person.
-    Proposed {
-        /// The proposal's id.
-        proposal_id: String,
-    },
-    /// Nothing ran.
-    Nothing {
-        /// Why.
-        reason: String,
-    },
-}
-
-/// An event's path through the loop: what the journal keeps, and what
-/// `openvibe loop trace` shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoopTrace {
-    /// The role.
-    pub role_id: String,
-    /// The event.
-    pub event: DecisionEvent,
-    /// Where it came from.
-    pub source: EventSource,
-    /// When it was accepted.
-    pub received_at: DateTime<Utc>,
-    /// The decision (after `decide`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Decision>,
-    /// What `act` did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub act: Option<ActOutcome>,
-    /// The stages that ran, in order.
-    pub stages: Vec<StageRecord>,
-    /// The stage to run next (`None`: the event is done).
-    pub next: Option<Stage>,
-    /// Why the event ended early (a stage failed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
-}
-
-impl LoopTrace {
-    /// A perceived event (its `perceive` stage recorded).
-    pub fn perceived(role_id: &str, event: DecisionEvent, source: EventSource) -> Self {
-        let now = Utc::now();
-        let outcome = format!("accepted from {}", source_name(source));
-        Self {
-            role_id: role_id.to_owned(),
-            event,
-            source,
-            received_at: now,
-            decision: None,
-            act: None,
-            stages: vec![StageRecord {
-                stage: Stage::Perceive,
-                at: now,
-                took_us: 0,
-                outcome,
-            }],
-            next: Some(Stage::Decide),
-            failed: None,
-        }
-    }
-
-    /// Whether the event went through every stage (or ended on a failure).
-    pub fn is_done(&self) -> bool {
-        self.next.is_none()
-    }
-
-    /// Whether `stage` does nothing for this event: decide, act and observe
-    /// for a reflection event; reflect and learn for any other.
-    pub fn is_noop(&self, stage: Stage) -> bool {
-        match stage {
-            Stage::Decide | Stage::Act | Stage::Observe => self.is_reflection(),
-            Stage::Reflect | Stage::Learn => !self.is_reflection(),
-            Stage::Perceive => false,
-        }
-    }
-
-    /// Whether this is a reflection event.
-    pub fn is_reflection(&self) -> bool {
-        self.event.kind == REFLECT_EVENT
-    }
-
-    fn to_checkpoint(&self) -> Result<Checkpoint, Error> {
-        let state = State::from_value(serde_json::json!({ "loop": self }))
-            .map_err(|e| journal_error(&run_id(&self.role_id, &self.event.id), e.to_string()))?;
-        let completed = self
-            .stages
-            .last()
-            .map_or(Stage::Perceive, |s| s.stage)
-            .as_str()
-            .to_owned();
-        Ok(Checkpoint {
-            run_id: run_id(&self.role_id, &self.event.id),
-            step: u32::try_from(self.stages.len()).unwrap_or(u32::MAX),
-            completed,
-            next: self.next.map_or(END, Stage::as_str).to_owned(),
-            state,
-            origin: serde_json::json!({
-                "kind": "loop",
-                "role_id": self.role_id,
-                "event_id": self.event.id,
-            }),
-        })
-    }
-
-    /// The trace a loop checkpoint holds (`None` for other checkpoints).
-    pub fn from_checkpoint(checkpoint: &Checkpoint) -> Option<Self> {
-        if checkpoint.origin.get("kind")?.as_str()? != "loop" {
-            return None;
-        }
-        serde_json::from_value(checkpoint.state.get("loop")?.clone()).ok()
-    }
-
-    /// The trace as lines of text (what `openvibe loop trace` prints).
-    pub fn render(&self) -> String {
-        let mut out = format!(
-            "event {} of role {} ({}, from {}, received {})\n",
-            self.event.id,
-            self.role_id,
-            self.event.kind,
-            source_name(self.source),
-            self.received_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-        );
-        for s in &self.stages {
-            out.push_str(&format!(
-                "  {:<8} {:>9.3} ms  {}\n",
-                s.stage.as_str(),
-                s.took_us as f64 / 1000.0,
-                s.outcome
-            ));
-        }
-        match (&self.failed, self.next) {
-            (Some(why), _) => out.push_str(&format!("  ended early: {why}\n")),
-            (None, Some(next)) => out.push_str(&format!("  unfinished: next stage is {next}\n")),
-            (None, None) => out.push_str("  done\n"),
-        }
-        out
-    }
-}
-
-fn source_name(source: EventSource) -> &'static str {
-    match source {
-        EventSource::Code => "code",
-        EventSource::Trigger => "a trigger",
-        EventSource::Http => "HTTP",
-        EventSource::Mcp => "MCP",
-    }
-}
 
 fn micros_since(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
@@ -413,7 +157,7 @@ pub struct CheckpointJournal(pub Arc<dyn Checkpointer>);
 #[async_trait::async_trait]
 impl LoopJournal for CheckpointJournal {
     async fn save(&self, trace: &LoopTrace) -> Result<(), Error> {
-        let checkpoint = trace.to_checkpoint()?;
+        let checkpoint = to_checkpoint(trace)?;
         self.0
             .save(&checkpoint)
             .await
@@ -427,7 +171,7 @@ impl LoopJournal for CheckpointJournal {
             .load(&id)
             .await
             .map_err(|e| journal_store_error(&id, e))?;
-        Ok(checkpoint.as_ref().and_then(LoopTrace::from_checkpoint))
+        Ok(checkpoint.as_ref().and_then(trace_of_checkpoint))
     }
 
     async fn unfinished(&self) -> Result<Vec<LoopTrace>, Error> {
@@ -436,11 +180,39 @@ impl LoopJournal for CheckpointJournal {
             .unfinished()
             .await
             .map_err(|e| journal_store_error("(unfinished events)", e))?;
-        Ok(unfinished
-            .iter()
-            .filter_map(LoopTrace::from_checkpoint)
-            .collect())
+        Ok(unfinished.iter().filter_map(trace_of_checkpoint).collect())
     }
+}
+
+fn to_checkpoint(trace: &LoopTrace) -> Result<Checkpoint, Error> {
+    let state = State::from_value(serde_json::json!({ "loop": trace }))
+        .map_err(|e| journal_error(&run_id(&trace.role_id, &trace.event.id), e.to_string()))?;
+    let completed = trace
+        .stages
+        .last()
+        .map_or(Stage::Perceive, |s| s.stage)
+        .as_str()
+        .to_owned();
+    Ok(Checkpoint {
+        run_id: run_id(&trace.role_id, &trace.event.id),
+        step: u32::try_from(trace.stages.len()).unwrap_or(u32::MAX),
+        completed,
+        next: trace.next.map_or(END, Stage::as_str).to_owned(),
+        state,
+        origin: serde_json::json!({
+            "kind": "loop",
+            "role_id": trace.role_id,
+            "event_id": trace.event.id,
+        }),
+    })
+}
+
+/// The trace a loop checkpoint holds (what [`CheckpointJournal`] wrote) (`None` for other checkpoints).
+pub fn trace_of_checkpoint(checkpoint: &Checkpoint) -> Option<LoopTrace> {
+    if checkpoint.origin.get("kind")?.as_str()? != "loop" {
+        return None;
+    }
+    serde_json::from_value(checkpoint.state.get("loop")?.clone()).ok()
 }
 
 /// How a [`CognitiveLoop`] runs.
@@ -476,26 +248,6 @@ impl LoopConfig {
     pub fn learning(mut self, learning: Learning) -> Self {
         self.learning = learning;
         self
-    }
-}
-
-/// What [`CognitiveLoop::push`] did with an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Accepted {
-    /// The event's journal id ([`run_id`]).
-    pub run_id: String,
-    /// `true` when the event was seen before: it is not run again.
-    pub duplicate: bool,
-}
-
-impl Accepted {
-    /// An accepted event (`duplicate`: seen before).
-    pub fn new(run_id: impl Into<String>, duplicate: bool) -> Self {
-        Self {
-            run_id: run_id.into(),
-            duplicate,
-        }
     }
 }
 
@@ -587,10 +339,7 @@ impl CognitiveLoop {
         let queue = self.queue(role_id)?;
         let id = run_id(role_id, &event.id);
         if !self.claim(&id)? {
-            return Ok(Accepted {
-                run_id: id,
-                duplicate: true,
-            });
+            return Ok(Accepted::new(id, true));
         }
         let accepted = self.accept(queue, role_id, &id, event, source).await;
         if accepted.as_ref().map_or(true, |a| a.duplicate) {
@@ -609,10 +358,7 @@ impl CognitiveLoop {
     ) -> Result<Accepted, Error> {
         let seen = self.journal.load(role_id, &event.id).await?;
         if seen.is_some() {
-            return Ok(Accepted {
-                run_id: id.to_owned(),
-                duplicate: true,
-            });
+            return Ok(Accepted::new(id.to_owned(), true));
         }
         let permit = queue.sender.try_reserve().map_err(|e| match e {
             mpsc::error::TrySendError::Full(()) => Error::LoopFull {
@@ -627,10 +373,7 @@ impl CognitiveLoop {
         self.journal.save(&trace).await?;
         tracing::debug!(role = %role_id, event = %trace.event.id, "event perceived");
         permit.send((id.to_owned(), Box::new(trace)));
-        Ok(Accepted {
-            run_id: id.to_owned(),
-            duplicate: false,
-        })
+        Ok(Accepted::new(id.to_owned(), false))
     }
 
     /// Push a reflection event for `role_id` (what a reflection firing does
@@ -828,6 +571,80 @@ impl CognitiveLoop {
         }
         .instrument(span)
         .await
+    }
+}
+
+/// The loop as an [`EventInbox`](openvibe_protocols::EventInbox): what the
+/// service's `/v1/loop` endpoints and MCP tools push into. The caller must
+/// be allowed to write in the role's namespace (its id) in the role's
+/// tenant; loop errors become store errors (a full queue a transient
+/// backend error: retry later).
+#[async_trait::async_trait]
+impl openvibe_protocols::EventInbox for CognitiveLoop {
+    async fn push(
+        &self,
+        ctx: &openvibe_protocols::CallerContext,
+        role_id: &str,
+        event: DecisionEvent,
+        source: EventSource,
+    ) -> Result<Accepted, openvibe_protocols::StoreError> {
+        self.inbox_check(ctx, role_id, "push an event into the loop of")?;
+        CognitiveLoop::push(self, role_id, event, source)
+            .await
+            .map_err(inbox_error)
+    }
+
+    async fn trace(
+        &self,
+        ctx: &openvibe_protocols::CallerContext,
+        role_id: &str,
+        event_id: &str,
+    ) -> Result<Option<LoopTrace>, openvibe_protocols::StoreError> {
+        self.inbox_check(ctx, role_id, "read the loop of")?;
+        CognitiveLoop::trace(self, role_id, event_id)
+            .await
+            .map_err(inbox_error)
+    }
+}
+
+impl CognitiveLoop {
+    /// The role exists in `ctx`'s tenant and `ctx` may write in its
+    /// namespace.
+    fn inbox_check(
+        &self,
+        ctx: &openvibe_protocols::CallerContext,
+        role_id: &str,
+        what: &str,
+    ) -> Result<(), openvibe_protocols::StoreError> {
+        let unknown = || openvibe_protocols::StoreError::NotFound {
+            kind: "role",
+            id: role_id.to_owned(),
+        };
+        let role = self.runtime.get_role(role_id).map_err(|_| unknown())?;
+        if role.proposal_context().tenant_id() != ctx.tenant_id() {
+            return Err(unknown());
+        }
+        ctx.placement(role_id, &format!("{what} role {role_id}"))
+            .map(|_| ())
+    }
+}
+
+/// A loop error as a store error (what crosses the wire).
+fn inbox_error(error: Error) -> openvibe_protocols::StoreError {
+    use openvibe_protocols::StoreError;
+    match error {
+        Error::InvalidEvent { field, message } => StoreError::invalid(field, message),
+        Error::UnknownRole { role, .. } => StoreError::NotFound {
+            kind: "role",
+            id: role,
+        },
+        Error::LoopFull { .. } | Error::LoopStopped { .. } => StoreError::Backend {
+            message: error.to_string(),
+            transient: true,
+            source: None,
+        },
+        Error::Operator(openvibe_operators::Error::Checkpoint { source, .. }) => source,
+        other => StoreError::backend(other.to_string()),
     }
 }
 

@@ -50,9 +50,9 @@ pub use authority::{
     DenyAll,
 };
 pub use cognitive::{
-    Accepted, ActOutcome, CheckpointJournal, CognitiveLoop, DEFAULT_LOOP_CAPACITY, EventSource,
-    InMemoryJournal, LoopConfig, LoopJournal, LoopReport, LoopTrace, REFLECT_EVENT, Stage,
-    StageRecord, check_loop_event, firing_event, firing_event_id, run_id as loop_run_id,
+    CheckpointJournal, CognitiveLoop, DEFAULT_LOOP_CAPACITY, InMemoryJournal, LoopConfig,
+    LoopJournal, LoopReport, check_loop_event, firing_event, firing_event_id,
+    run_id as loop_run_id, trace_of_checkpoint,
 };
 pub use decision::{
     ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,
@@ -61,6 +61,9 @@ pub use decision::{
 pub use error::Error;
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
+pub use openvibe_protocols::{
+    Accepted, ActOutcome, EventSource, LoopTrace, REFLECT_EVENT, Stage, StageRecord,
+};
 pub use proposals::{EXPIRE_BATCH, INTERRUPTED, Resumed};
 pub use pursuit::{
     GOAL_MODEL, GoalSystem, PRIORITIZE_WORKFLOW, PRIORITY_EPISODES, PRIORITY_INSIGHTS,

@@ -94,6 +94,7 @@ pub struct Service {
     access: Access,
     ready: Readiness,
     config: ServiceConfig,
+    inbox: Option<Arc<dyn openvibe_protocols::EventInbox>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -114,12 +115,23 @@ impl Service {
             access,
             ready: Arc::new(|| Box::pin(async { Ok(()) })),
             config: ServiceConfig::default(),
+            inbox: None,
         }
     }
 
     /// Governed by `governance`: every request needs an API key it lists.
     pub fn governed(stores: Stores, governance: Governance) -> Self {
         Self::new(stores, Access::Governed(Arc::new(governance)))
+    }
+
+    /// Serve the cognitive loop of this process too: `/v1/loop` and the
+    /// MCP tools `pushEvent` and `eventTrace` push events into `inbox`
+    /// (e.g. an `openvibe_roles::CognitiveLoop`) and read their traces.
+    /// Without one they answer 404.
+    #[must_use]
+    pub fn with_inbox(mut self, inbox: Arc<dyn openvibe_protocols::EventInbox>) -> Self {
+        self.inbox = Some(inbox);
+        self
     }
 
     /// How `/readyz` checks the database.

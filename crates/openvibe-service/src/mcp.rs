@@ -22,6 +22,8 @@
 //! | `goalProgress` | [`GET /v1/memory/goals/{id}/progress`](openvibe_api::endpoints::GOAL_PROGRESS) | where a goal stands: each key result's current value and progress, computed from its metric reports |
 //! | `reportMetric` | [`POST /v1/memory/metrics`](openvibe_api::endpoints::REPORT_METRIC) | report a role's metric (`add`, or `set`), placed where the key may write; the same `id` twice counts once |
 //! | `listBeliefs` | [`POST /v1/memory/beliefs/query`](openvibe_api::endpoints::QUERY_BELIEFS) | the beliefs (L4) the caller may read (proposed ones by default), newest first, each with the insights it came from |
+//! | `pushEvent` | [`POST /v1/loop/{role}/events`](openvibe_api::endpoints::PUSH_EVENT) | push an event into a role's cognitive loop (a service that runs one: `openvibe run role.yaml --loop --listen`); an id seen before runs once; needs the write right in the role's namespace |
+//! | `eventTrace` | [`GET /v1/loop/{role}/events/{id}`](openvibe_api::endpoints::EVENT_TRACE) | an event's path through the loop's stages so far |
 //! | `decideBelief` | [`POST /v1/memory/beliefs/{id}/decide`](openvibe_api::endpoints::DECIDE_BELIEF) | approve or reject a proposed belief; refused without the `approve` right (and to the role that proposed it); approving one that supersedes an active belief retires that one |
 //!
 //! A refusal or bad input is a tool result with `isError: true` and the
@@ -62,6 +64,8 @@ enum Caller {
 #[derive(Clone)]
 pub struct MemoryTools {
     stores: Stores,
+    /// The cognitive loop of the process, when it runs one.
+    inbox: Option<Arc<dyn openvibe_protocols::EventInbox>>,
     caller: Caller,
     tool_router: ToolRouter<Self>,
 }
@@ -332,7 +336,11 @@ pub struct DecideProposal {
 impl MemoryTools {
     /// Every tool: the memory tools and the proposal tools.
     fn router() -> ToolRouter<Self> {
-        Self::tool_router() + Self::proposal_router() + Self::goal_router() + Self::belief_router()
+        Self::tool_router()
+            + Self::proposal_router()
+            + Self::goal_router()
+            + Self::belief_router()
+            + Self::loop_router()
     }
 }
 
@@ -345,9 +353,18 @@ impl MemoryTools {
     pub fn for_caller(stores: Stores, caller: CallerContext) -> Self {
         Self {
             stores,
+            inbox: None,
             caller: Caller::Fixed(Arc::new(caller), Projects::All),
             tool_router: Self::router(),
         }
+    }
+
+    /// Push events into (and read traces of) this cognitive loop with
+    /// `pushEvent` and `eventTrace`.
+    #[must_use]
+    pub fn with_inbox(mut self, inbox: Arc<dyn openvibe_protocols::EventInbox>) -> Self {
+        self.inbox = Some(inbox);
+        self
     }
 
     /// The projects the fixed caller's tool calls may name: its API key's
@@ -363,9 +380,13 @@ impl MemoryTools {
 
     /// Tools whose caller comes from each HTTP request (the service's
     /// streamable HTTP endpoint authenticates it first).
-    pub(crate) fn per_request(stores: Stores) -> Self {
+    pub(crate) fn per_request(
+        stores: Stores,
+        inbox: Option<Arc<dyn openvibe_protocols::EventInbox>>,
+    ) -> Self {
         Self {
             stores,
+            inbox,
             caller: Caller::PerRequest,
             tool_router: Self::router(),
         }
@@ -838,6 +859,101 @@ impl MemoryTools {
     }
 }
 
+/// `pushEvent`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PushEvent {
+    /// The role whose loop perceives it.
+    pub role: String,
+    /// The event: its id (an id seen before runs once), kind, domain,
+    /// summary, data and the action it asks for.
+    pub event: openvibe_protocols::DecisionEvent,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// `eventTrace`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventTrace {
+    /// The role.
+    pub role: String,
+    /// The event's id.
+    pub id: String,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+#[tool_router(router = loop_router)]
+impl MemoryTools {
+    /// The loop, or why there is none.
+    fn inbox(&self, role: &str) -> Result<Arc<dyn openvibe_protocols::EventInbox>, StoreError> {
+        self.inbox.clone().ok_or_else(|| StoreError::NotFound {
+            kind: "loop",
+            id: role.to_owned(),
+        })
+    }
+
+    /// Mirrors [`PUSH_EVENT`](openvibe_api::endpoints::PUSH_EVENT).
+    #[tool(
+        name = "pushEvent",
+        description = "Push an event into a role's cognitive loop: the role perceives it, decides (act, propose, escalate or refuse, within its authority), acts, and records the outcome. An event id seen before runs once. Needs the write right in the role's namespace; a full queue is refused (retry later)."
+    )]
+    async fn push_event(
+        &self,
+        Parameters(args): Parameters<PushEvent>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "pushEvent")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let inbox = self.inbox(&args.role)?;
+                to_value(
+                    inbox
+                        .push(
+                            &caller,
+                            &args.role,
+                            args.event,
+                            openvibe_protocols::EventSource::Mcp,
+                        )
+                        .await?,
+                )
+            }
+            .await,
+        ))
+    }
+
+    /// Mirrors [`EVENT_TRACE`](openvibe_api::endpoints::EVENT_TRACE).
+    #[tool(
+        name = "eventTrace",
+        description = "An event's path through a role's cognitive loop so far: each stage (perceive, decide, act, observe, reflect, learn) with when it ran, how long it took and what it did; the decision and what the action returned."
+    )]
+    async fn event_trace(
+        &self,
+        Parameters(args): Parameters<EventTrace>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "eventTrace")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let inbox = self.inbox(&args.role)?;
+                match inbox.trace(&caller, &args.role, &args.id).await? {
+                    Some(trace) => to_value(trace),
+                    None => Err(StoreError::NotFound {
+                        kind: "event",
+                        id: args.id.clone(),
+                    }),
+                }
+            }
+            .await,
+        ))
+    }
+}
+
 #[tool_router(router = goal_router)]
 impl MemoryTools {
     /// Mirrors [`QUERY_GOALS`](openvibe_api::endpoints::QUERY_GOALS).
@@ -946,6 +1062,7 @@ impl ServerHandler for MemoryTools {
 /// JSON responses.
 pub(crate) fn streamable_http(
     stores: Stores,
+    inbox: Option<Arc<dyn openvibe_protocols::EventInbox>>,
     config: &crate::ServiceConfig,
 ) -> rmcp::transport::streamable_http_server::StreamableHttpService<
     MemoryTools,
@@ -960,7 +1077,7 @@ pub(crate) fn streamable_http(
     http.json_response = true;
     http.max_request_body_bytes = config.body_limit;
     StreamableHttpService::new(
-        move || Ok(MemoryTools::per_request(stores.clone())),
+        move || Ok(MemoryTools::per_request(stores.clone(), inbox.clone())),
         Default::default(),
         http,
     )

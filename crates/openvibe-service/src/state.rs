@@ -12,4 +12,6 @@ pub(crate) struct AppState {
     pub(crate) stores: Stores,
     pub(crate) access: Access,
     pub(crate) ready: Readiness,
+    /// The cognitive loop of this process, when it runs one.
+    pub(crate) inbox: Option<std::sync::Arc<dyn openvibe_protocols::EventInbox>>,
 }

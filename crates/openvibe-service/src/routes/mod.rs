@@ -5,6 +5,7 @@
 
 mod api;
 mod beliefs;
+pub(crate) mod cognitive;
 mod goals;
 mod proposals;
 mod records;
@@ -30,6 +31,7 @@ pub(crate) fn routes() -> Api {
     let api = proposals::routes(api);
     let api = goals::routes(api);
     let api = beliefs::routes(api);
+    let api = cognitive::routes(api);
     working::routes(api)
 }
 
@@ -40,14 +42,16 @@ pub(crate) fn router(service: Service) -> Router {
         access,
         ready,
         config,
+        inbox,
     } = service;
     let state = AppState {
         stores,
         access,
         ready,
+        inbox,
     };
     let limit = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
-    let mcp = crate::mcp::streamable_http(state.stores.clone(), &config);
+    let mcp = crate::mcp::streamable_http(state.stores.clone(), state.inbox.clone(), &config);
     let mcp = Router::<AppState>::new().nest_service(MCP_PATH, mcp).layer(
         axum::middleware::from_fn_with_state(state.clone(), crate::auth::mcp_caller),
     );
