@@ -515,7 +515,7 @@ async fn report_memory(role: &Role, out: &mut dyn Write) -> Result<(), CliError>
 pub(crate) async fn tree(fs: &MemoryFilesystem, out: &mut dyn Write) -> Result<(), CliError> {
     for top in fs.browse("/").await? {
         writeln!(out, "/{top}/")?;
-        let nested = matches!(top.as_str(), "knowledge" | "references");
+        let nested = matches!(top.as_str(), "beliefs" | "knowledge" | "references");
         for entry in fs.browse(&format!("/{top}/")).await? {
             if nested {
                 writeln!(out, "  {entry}/")?;

@@ -70,6 +70,7 @@ pub async fn execute(
         report(&run, out).await?;
         goals(&run, out)?;
         decisions(&run, &tenant, out).await?;
+        two_weeks(&run, &tenant, out).await?;
         writeln!(out, "\n== memory tree")?;
         tree(&run.filesystem, out).await
     }
@@ -254,6 +255,136 @@ async fn decisions(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
                 Err(e) => format!("failed: {e}"),
                 Ok(p) => format!("ran twice ({})", p.status),
             }
+        )?;
+    }
+    Ok(())
+}
+
+/// The CRO's cognitive loop over [`full_example::two_weeks`]: leads come
+/// in, reflections grow an insight until the learn step proposes it as a
+/// belief, a person approves it from the CLI (`openvibe beliefs approve`),
+/// the next decisions cite it; then a contradicting insight proposes a
+/// belief that supersedes it.
+async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(), CliError> {
+    use openvibe::protocols::EvidenceKind;
+    use openvibe::roles::{ActOutcome, Stage};
+    writeln!(
+        out,
+        "\n== two weeks of leads, compressed: the CRO's cognitive loop (perceive → decide → act → observe → reflect → learn)"
+    )?;
+    let desk = Desk {
+        stores: run
+            .runtime
+            .stores()
+            .cloned()
+            .ok_or_else(|| CliError::Usage("the runtime has no stores".into()))?,
+        ctx: crate::proposals::person(tenant, DEMO_APPROVER),
+    };
+    let desk = &desk;
+    let days = full_example::run_two_weeks(run, |belief| async move {
+        let reason = if belief.supersedes.is_some() {
+            "the price change moved deals"
+        } else {
+            "matches the Q3 pipeline"
+        };
+        let mut said = format!(
+            "\n$ openvibe beliefs approve {} --reason \"{reason}\"   (as user:{DEMO_APPROVER})\n",
+            belief.id
+        )
+        .into_bytes();
+        crate::beliefs::decide(desk, &belief.id, &Verdict::approve(reason), &mut said)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(&said).into_owned())
+    })
+    .await?;
+    let mut last = None;
+    for day in &days {
+        let trace = &day.trace;
+        if trace.is_reflection() {
+            writeln!(out, "\n  day {:>2} · reflection", day.day)?;
+            for stage in trace
+                .stages
+                .iter()
+                .filter(|s| matches!(s.stage, Stage::Reflect | Stage::Learn))
+            {
+                writeln!(out, "    {}: {}", stage.stage, stage.outcome)?;
+            }
+            for i in day.insights.iter().filter(|i| i.id.starts_with("ins_p")) {
+                writeln!(
+                    out,
+                    "    insight ({:.2}, evidence {}): {}",
+                    i.confidence, i.evidence_count, i.content
+                )?;
+            }
+            for (belief, said) in &day.proposed {
+                let superseding = belief
+                    .supersedes
+                    .as_ref()
+                    .map(|old| format!(", superseding {old}"))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "    belief proposed{superseding}: \"{}\" (from {}, in the inbox as {})",
+                    belief.statement,
+                    belief.insight_ids.join(", "),
+                    openvibe::protocols::belief_proposal_id(&belief.id)
+                )?;
+                write!(out, "{said}")?;
+                last = Some(belief.id.clone());
+            }
+            continue;
+        }
+        let Some(decision) = &trace.decision else {
+            writeln!(
+                out,
+                "  day {:>2} · {}: {}",
+                day.day,
+                trace.event.id,
+                trace.failed.clone().unwrap_or_default()
+            )?;
+            continue;
+        };
+        let act = match &trace.act {
+            Some(ActOutcome::Ran { output, .. }) => {
+                format!("ran: {}", output.as_str().unwrap_or_default())
+            }
+            Some(ActOutcome::Failed { error, .. }) => format!("failed: {error}"),
+            Some(ActOutcome::Proposed { proposal_id }) => format!("proposed {proposal_id}"),
+            Some(ActOutcome::Nothing { reason }) => reason.clone(),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "  day {:>2} · {}: {} ({:.2} confidence) · {act}",
+            day.day, decision.event.summary, decision.outcome, decision.confidence.score
+        )?;
+        for e in decision
+            .confidence
+            .evidence
+            .iter()
+            .filter(|e| e.kind == EvidenceKind::Belief)
+        {
+            writeln!(
+                out,
+                "    cites belief {} ({:.2}): {}",
+                e.id, e.value, e.summary
+            )?;
+        }
+    }
+    if let Some(id) = last
+        && let Some(b) = desk.stores.beliefs.get(&desk.ctx, &id).await?
+    {
+        writeln!(
+            out,
+            "\n  beliefs now: {} v{} {}{}",
+            b.id,
+            b.version,
+            b.status,
+            b.supersedes
+                .as_ref()
+                .map(|old| format!("; {old} retired, superseded by it"))
+                .unwrap_or_default()
         )?;
     }
     Ok(())

@@ -376,6 +376,40 @@ impl CognitiveLoop {
         Ok(Accepted::new(id.to_owned(), false))
     }
 
+    /// Take `event` through the whole loop now, in this task (not through
+    /// the role's queue): perceived and journaled as [`push`](Self::push)
+    /// does, then every stage; its trace. An event seen before is not run
+    /// again: its journaled trace is returned. For code that wants the
+    /// outcome at once (a test, a script, a demo).
+    pub async fn run_event(
+        &self,
+        role_id: &str,
+        event: DecisionEvent,
+        source: EventSource,
+    ) -> Result<LoopTrace, Error> {
+        self.runtime.get_role(role_id)?;
+        check_loop_event(&event)?;
+        let id = run_id(role_id, &event.id);
+        let event_id = event.id.clone();
+        if !self.claim(&id)? {
+            return Err(Error::InvalidEvent {
+                field: "id".into(),
+                message: format!("event `{event_id}` is being run already"),
+            });
+        }
+        let result = async {
+            if let Some(seen) = self.journal.load(role_id, &event_id).await? {
+                return Ok(seen);
+            }
+            let trace = LoopTrace::perceived(role_id, event, source);
+            self.journal.save(&trace).await?;
+            self.process(&id, Some(trace)).await
+        }
+        .await;
+        self.release(&id);
+        result
+    }
+
     /// Push a reflection event for `role_id` (what a reflection firing does
     /// in loop mode): its path reflects, publishes and learns.
     pub async fn push_reflection(

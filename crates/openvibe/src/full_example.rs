@@ -213,8 +213,9 @@ pub struct FullRun {
     /// CRO: what it decided (and why), what ran, what waits for a person.
     pub decisions: Vec<Handled>,
     /// The runtime, to run what a person approves
-    /// ([`RoleRuntime::run_approved`]).
-    pub runtime: RoleRuntime,
+    /// ([`RoleRuntime::run_approved`]) and to run the CRO's cognitive loop
+    /// ([`two_weeks`]).
+    pub runtime: std::sync::Arc<RoleRuntime>,
     /// Where the CRO's goals stood when `goals.yaml` was loaded.
     pub goals_before: Vec<GoalProgress>,
     /// Where they stand after the lead was qualified (its node reported
@@ -266,6 +267,151 @@ pub fn discount_events() -> Vec<DecisionEvent> {
     ]
 }
 
+/// Two weeks of leads, compressed (seed 001, V4): day by day, what the
+/// CRO's cognitive loop perceives. Week 1: logistics leads whose VP
+/// attended the webinar, each followed up; week 2, after a price change,
+/// such deals stall in procurement. A reflection event ends days 3, 10
+/// and 14.
+pub fn two_weeks() -> Vec<(u32, DecisionEvent)> {
+    let lead = |day: u32, company: &str, note: &str| {
+        (
+            day,
+            DecisionEvent::new(
+                format!("lead-day{day:02}-{company}"),
+                "lead.arrived",
+                "revenue",
+            )
+            .summary(format!(
+                "Day {day}: webinar lead {company}, logistics, its VP attended"
+            ))
+            .entity(company.to_owned())
+            .data(serde_json::json!({"amount": 0}))
+            .action(Action::tool(
+                "follow_up_lead",
+                "schedule_follow_up",
+                serde_json::json!({"company": company, "note": note}),
+            )),
+        )
+    };
+    let reflect = |day: u32| {
+        (
+            day,
+            DecisionEvent::new(
+                format!("reflect-day{day:02}"),
+                openvibe_protocols::REFLECT_EVENT,
+                "",
+            )
+            .summary(format!("Day {day}: the reflection schedule")),
+        )
+    };
+    vec![
+        lead(1, "northwind_freight", "VP Operations booked a demo"),
+        lead(2, "contoso_cargo", "VP Supply Chain asked for pricing"),
+        lead(3, "fabrikam_haulage", "VP Operations scored 88"),
+        reflect(3),
+        lead(4, "tailspin_trucking", "VP Logistics booked a demo"),
+        lead(6, "adatum_shipping", "VP Operations asked for a pilot"),
+        lead(7, "litware_lines", "VP Fleet scored 84"),
+        lead(
+            8,
+            "wingtip_transport",
+            "stalled in procurement since the price change",
+        ),
+        lead(
+            9,
+            "proseware_logistics",
+            "stalled in procurement since the price change",
+        ),
+        reflect(10),
+        lead(
+            11,
+            "lucerne_freight",
+            "stalled in procurement since the price change",
+        ),
+        lead(
+            13,
+            "woodgrove_carriers",
+            "stalled in procurement since the price change",
+        ),
+        reflect(14),
+    ]
+}
+
+/// One day of [`run_two_weeks`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Day {
+    /// The day (1 to 14).
+    pub day: u32,
+    /// The event's path through the CRO's loop.
+    pub trace: openvibe_protocols::LoopTrace,
+    /// After a reflection: the CRO's revenue insights.
+    pub insights: Vec<openvibe_protocols::Insight>,
+    /// After a reflection: the beliefs the learn step proposed, each with
+    /// what its approver said.
+    pub proposed: Vec<(openvibe_protocols::Belief, String)>,
+}
+
+/// The CRO's cognitive loop over [`two_weeks`] (learning insights observed
+/// at least twice): each proposed belief is handed to `approve` (a person,
+/// e.g. `openvibe beliefs approve`), which says what happened.
+pub async fn run_two_weeks<F, Fut>(run: &FullRun, mut approve: F) -> Result<Vec<Day>, Error>
+where
+    F: FnMut(openvibe_protocols::Belief) -> Fut,
+    Fut: std::future::Future<Output = Result<String, String>>,
+{
+    use openvibe_roles::{CognitiveLoop, InMemoryJournal, Learning, LoopConfig};
+    let config = LoopConfig::default().learning(Learning::default().min_evidence(2));
+    let cognitive = CognitiveLoop::with_config(
+        run.runtime.clone(),
+        std::sync::Arc::new(InMemoryJournal::new()),
+        config,
+    );
+    let memory = run.pyramid.memory();
+    let mut days = Vec::new();
+    for (day, event) in two_weeks() {
+        let trace = cognitive
+            .run_event("cro", event, openvibe_protocols::EventSource::Code)
+            .await?;
+        let mut step = Day {
+            day,
+            trace,
+            insights: Vec::new(),
+            proposed: Vec::new(),
+        };
+        if step.trace.is_reflection() {
+            step.insights = memory
+                .recall_insights(
+                    openvibe_protocols::InsightQuery::new()
+                        .domain("revenue")
+                        .limit(10),
+                )
+                .await?;
+            for belief in memory.all_beliefs().await? {
+                if belief.status == openvibe_protocols::BeliefStatus::Proposed {
+                    let said = approve(belief.clone()).await.map_err(Error::Approval)?;
+                    step.proposed.push((belief, said));
+                }
+            }
+        }
+        days.push(step);
+    }
+    Ok(days)
+}
+
+/// The CRO's follow-up tool (a stand-in for the CRM's task list).
+fn schedule_follow_up() -> impl openvibe_primitives::Tool + use<> {
+    FnTool::new(
+        "schedule_follow_up",
+        "Schedule a follow-up with a lead.",
+        |input: serde_json::Value| async move {
+            let company = input["company"].as_str().unwrap_or("?").to_owned();
+            let note = input["note"].as_str().unwrap_or("").to_owned();
+            Ok::<_, String>(format!("follow-up scheduled with {company}: {note}"))
+        },
+    )
+}
+
 /// The CRO's discount tool (a stand-in for the billing system).
 fn apply_discount() -> impl openvibe_primitives::Tool + use<> {
     FnTool::new(
@@ -297,6 +443,9 @@ pub enum Error {
     /// The configuration's `cro` role has no clearance, so no memory.
     #[error("role `cro` has no clearance in roles.yaml, so it has no memory pyramid to show")]
     NoMemory,
+    /// A person's approval in [`run_two_weeks`] failed.
+    #[error("approving a belief failed: {0}")]
+    Approval(String),
     /// The scheduler's prioritization did not run (or failed).
     #[error("the scheduled prioritization of the CRO did not run: {0}")]
     Prioritization(String),
@@ -337,6 +486,7 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         .map(|role| {
             if role.role_id() == "cro" {
                 role.action_tool(apply_discount())
+                    .action_tool(schedule_follow_up())
             } else {
                 role
             }
@@ -411,7 +561,7 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         episodes,
         filesystem,
         decisions,
-        runtime,
+        runtime: std::sync::Arc::new(runtime),
         goals_before,
         goals,
         priorities,
@@ -489,6 +639,33 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
                         .to_string(),
                     )
                 })
+        })
+        .rule(|request| {
+            // Reflections during the two weeks: what the episodes show.
+            if !request.system.contains("reflecting on recent work experiences") {
+                return None;
+            }
+            let episodes = request
+                .messages
+                .first()
+                .map(openvibe_protocols::Message::text)
+                .unwrap_or_default();
+            if episodes.contains("stalled in procurement") {
+                return Some(LlmResponse::text(
+                    json!([
+                        {"content": "Since the price change, webinar-attending VPs' logistic deals stall in procurement", "confidence": 0.85, "domain": "revenue", "tags": ["pricing"]}
+                    ])
+                    .to_string(),
+                ));
+            }
+            episodes.contains("follow-up scheduled").then(|| {
+                LlmResponse::text(
+                    json!([
+                        {"content": "Logistics leads whose VP attended a webinar score above 80", "confidence": 0.8, "domain": "revenue", "tags": ["webinar"]}
+                    ])
+                    .to_string(),
+                )
+            })
         })
         .rule(|request| {
             request

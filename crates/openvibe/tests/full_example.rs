@@ -23,29 +23,6 @@ async fn the_raw_log_holds_every_call_the_cassette_answered() {
     let runtime = RoleRuntime::new(Arc::new(llm)).with_stores(in_memory_stores());
     let run = full_example::run(&config(), runtime).await.unwrap();
 
-    // The cassette: one answer per distinct request.
-    let mut cassette: BTreeMap<String, LlmResponse> = BTreeMap::new();
-    for line in CASSETTE.lines().filter(|l| !l.trim().is_empty()) {
-        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
-        let response = serde_json::from_value(entry["response"].clone()).unwrap();
-        cassette.insert(entry["key"].as_str().unwrap().to_owned(), response);
-    }
-    assert_eq!(
-        cassette.len(),
-        CASSETTE.lines().filter(|l| !l.trim().is_empty()).count()
-    );
-    let mut logged: BTreeMap<String, LlmResponse> = BTreeMap::new();
-    for call in &run.raw_calls {
-        assert_eq!(call.agent_id, "cro");
-        let key = request_key(&call.request);
-        let response = call.response.clone().expect("every call was answered");
-        assert!(logged.insert(key, response).is_none(), "each request once");
-    }
-    assert_eq!(
-        logged, cassette,
-        "the raw log holds exactly the cassette's calls"
-    );
-
     // L2 → L1 and L3 → L1.
     for episode in &run.episodes {
         let calls = run
@@ -67,6 +44,97 @@ async fn the_raw_log_holds_every_call_the_cassette_answered() {
     let lineage = run.pyramid.trace(&first.id).await.unwrap();
     assert_eq!(lineage.episodes.len(), 3);
     assert_eq!(lineage.raw_calls.len(), node_calls);
+    // The two weeks in the CRO's loop: reflections learn beliefs a person
+    // approves; the first is superseded by the second.
+    let stores = run.runtime.stores().cloned().unwrap();
+    let ann = openvibe::protocols::CallerContext::user("ann")
+        .with_clearance(openvibe::protocols::Clearance::unrestricted());
+    // As in `openvibe demo --full`: the large discount is approved and runs.
+    for proposal in run.decisions.iter().filter_map(|h| h.proposal.as_ref()) {
+        stores
+            .decide_proposal(
+                &ann,
+                &proposal.id,
+                &openvibe::protocols::Verdict::approve("strategic account"),
+            )
+            .await
+            .unwrap();
+        run.runtime.run_approved(&proposal.id).await.unwrap();
+    }
+    let days = full_example::run_two_weeks(&run, |belief| {
+        let stores = stores.clone();
+        let ann = ann.clone();
+        async move {
+            stores
+                .decide_belief(
+                    &ann,
+                    &belief.id,
+                    &openvibe::protocols::Verdict::approve("seen it"),
+                )
+                .await
+                .map(|b| b.status.to_string())
+                .map_err(|e| e.to_string())
+        }
+    })
+    .await
+    .unwrap();
+    let proposed: Vec<_> = days.iter().flat_map(|d| &d.proposed).collect();
+    assert_eq!(
+        proposed.len(),
+        2,
+        "one belief, then the one that supersedes it"
+    );
+    assert_eq!(
+        proposed[1].0.supersedes.as_deref(),
+        Some(proposed[0].0.id.as_str())
+    );
+    let cited = days
+        .iter()
+        .filter_map(|d| d.trace.decision.as_ref())
+        .filter(|d| {
+            d.confidence
+                .evidence
+                .iter()
+                .any(|e| e.id == proposed[0].0.id)
+        })
+        .count();
+    assert!(
+        cited >= 3,
+        "the decisions after the approval cite the belief"
+    );
+    let mut all_calls = Vec::new();
+    let mut query = openvibe::protocols::RawCallQuery::new().limit(100);
+    loop {
+        let page = run.pyramid.raw(query.clone()).await.unwrap();
+        all_calls.extend(page.items);
+        match page.next_cursor {
+            Some(cursor) => query = query.cursor(cursor),
+            None => break,
+        }
+    }
+
+    // The cassette: one answer per distinct request.
+    let mut cassette: BTreeMap<String, LlmResponse> = BTreeMap::new();
+    for line in CASSETTE.lines().filter(|l| !l.trim().is_empty()) {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let response = serde_json::from_value(entry["response"].clone()).unwrap();
+        cassette.insert(entry["key"].as_str().unwrap().to_owned(), response);
+    }
+    assert_eq!(
+        cassette.len(),
+        CASSETTE.lines().filter(|l| !l.trim().is_empty()).count()
+    );
+    let mut logged: BTreeMap<String, LlmResponse> = BTreeMap::new();
+    for call in &all_calls {
+        assert_eq!(call.agent_id, "cro");
+        let key = request_key(&call.request);
+        let response = call.response.clone().expect("every call was answered");
+        assert!(logged.insert(key, response).is_none(), "each request once");
+    }
+    assert_eq!(
+        logged, cassette,
+        "the raw log holds exactly the cassette's calls"
+    );
 }
 
 #[tokio::test]
