@@ -167,30 +167,9 @@ async fn serve(
     }
     out.flush()?;
 
-    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0_u64);
-    let limit = loop_options.events_done;
-    let run_for = loop_options.run_for;
-    let stop = async move {
-        let enough = async {
-            match limit {
-                Some(limit) => {
-                    let _ = count_rx.wait_for(|n| *n >= limit).await;
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let elapsed = async {
-            match run_for {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = crate::serve::shutdown_signal() => {},
-            () = enough => {},
-            () = elapsed => {},
-        }
-    };
+    let (count_tx, count_rx) = tokio::sync::watch::channel(0_u64);
+    let stop =
+        crate::scheduled::stop_when(count_rx, loop_options.events_done, loop_options.run_for);
     // Each event is printed as it is done.
     let printed = std::sync::Mutex::new((0_u64, &mut *out, None::<std::io::Error>));
     let report = cognitive

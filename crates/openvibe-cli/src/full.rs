@@ -180,6 +180,18 @@ fn goals(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
 /// key of whoever runs `openvibe proposals approve`).
 pub const DEMO_APPROVER: &str = "ann";
 
+/// [`DEMO_APPROVER`] at the run's stores.
+fn approver(run: &FullRun, tenant: &str) -> Result<Desk, CliError> {
+    Ok(Desk {
+        stores: run
+            .runtime
+            .stores()
+            .cloned()
+            .ok_or_else(|| CliError::Usage("the runtime has no stores".into()))?,
+        ctx: crate::proposals::person(tenant, DEMO_APPROVER),
+    })
+}
+
 /// The discount requests, decided three ways: each decision's four steps;
 /// what ran; the proposal a person approves (as `openvibe proposals
 /// approve` does), which then runs once.
@@ -214,14 +226,7 @@ async fn decisions(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
         .filter_map(|h| h.proposal.as_ref())
         .collect();
     for p in pending {
-        let desk = Desk {
-            stores: run
-                .runtime
-                .stores()
-                .cloned()
-                .ok_or_else(|| CliError::Usage("the runtime has no stores".into()))?,
-            ctx: crate::proposals::person(tenant, DEMO_APPROVER),
-        };
+        let desk = approver(run, tenant)?;
         writeln!(
             out,
             "\n$ openvibe proposals approve {} --reason \"strategic account\"   (as user:{DEMO_APPROVER})",
@@ -272,14 +277,7 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
         out,
         "\n== two weeks of leads, compressed: the CRO's cognitive loop (perceive → decide → act → observe → reflect → learn)"
     )?;
-    let desk = Desk {
-        stores: run
-            .runtime
-            .stores()
-            .cloned()
-            .ok_or_else(|| CliError::Usage("the runtime has no stores".into()))?,
-        ctx: crate::proposals::person(tenant, DEMO_APPROVER),
-    };
+    let desk = approver(run, tenant)?;
     let desk = &desk;
     let days = full_example::run_two_weeks(run, |belief| async move {
         let reason = if belief.supersedes.is_some() {

@@ -65,6 +65,34 @@ pub(crate) fn trigger_line(
     ))
 }
 
+/// What stops a foreground run: Ctrl-C or SIGTERM, `run_for` elapsed, or
+/// the count `done` reports reaching `limit`.
+pub(crate) async fn stop_when(
+    mut done: tokio::sync::watch::Receiver<u64>,
+    limit: Option<u64>,
+    run_for: Option<Duration>,
+) {
+    let enough = async {
+        match limit {
+            Some(limit) => {
+                let _ = done.wait_for(|n| *n >= limit).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let elapsed = async {
+        match run_for {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = crate::serve::shutdown_signal() => {},
+        () = enough => {},
+        () = elapsed => {},
+    }
+}
+
 /// Run `file`'s role on its schedules until stopped; print each firing.
 pub async fn run(
     file: &RoleFile,
@@ -104,30 +132,8 @@ async fn serve(
     )?;
 
     // Stop on Ctrl-C / SIGTERM, after --for, or after --firings.
-    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0_u64);
-    let limit = schedule.firings;
-    let run_for = schedule.run_for;
-    let stop = async move {
-        let enough = async {
-            match limit {
-                Some(limit) => {
-                    let _ = count_rx.wait_for(|n| *n >= limit).await;
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let elapsed = async {
-            match run_for {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = crate::serve::shutdown_signal() => {},
-            () = enough => {},
-            () = elapsed => {},
-        }
-    };
+    let (count_tx, count_rx) = tokio::sync::watch::channel(0_u64);
+    let stop = stop_when(count_rx, schedule.firings, schedule.run_for);
 
     let now = chrono::Utc::now();
     for (role, trigger) in runtime.scheduled_triggers() {

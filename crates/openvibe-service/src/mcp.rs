@@ -890,10 +890,7 @@ pub struct EventTrace {
 impl MemoryTools {
     /// The loop, or why there is none.
     fn inbox(&self, role: &str) -> Result<Arc<dyn openvibe_protocols::EventInbox>, StoreError> {
-        self.inbox.clone().ok_or_else(|| StoreError::NotFound {
-            kind: "loop",
-            id: role.to_owned(),
-        })
+        crate::routes::cognitive::inbox(self.inbox.as_ref(), role)
     }
 
     /// Mirrors [`PUSH_EVENT`](openvibe_api::endpoints::PUSH_EVENT).

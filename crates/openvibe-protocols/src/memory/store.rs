@@ -23,9 +23,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AuditLog, CallerContext, EmbeddingText, Episode, EpisodeQuery, Fact, FactQuery, Governed,
-    Insight, InsightQuery, KnowledgeStore, Observed, RawLogStore, RecordMeta, RecordQuery,
-    StoreError, WorkingStore,
+    AuditLog, Belief, CallerContext, EmbeddingText, Episode, EpisodeQuery, Fact, FactQuery,
+    Governed, Insight, InsightQuery, KnowledgeStore, Observed, Proposal, RawLogStore, RecordMeta,
+    RecordQuery, StoreError, Verdict, WorkingStore,
 };
 
 /// A record kind kept by a [`RecordStore`]: [`Fact`], [`Episode`] and
@@ -248,8 +248,8 @@ impl Stores {
         &self,
         ctx: &CallerContext,
         id: &str,
-        verdict: &super::Verdict,
-    ) -> Result<super::Proposal, StoreError> {
+        verdict: &Verdict,
+    ) -> Result<Proposal, StoreError> {
         super::decide_proposal(&*self.proposals, &*self.beliefs, ctx, id, verdict).await
     }
 
@@ -259,8 +259,8 @@ impl Stores {
         &self,
         ctx: &CallerContext,
         id: &str,
-        verdict: &super::Verdict,
-    ) -> Result<super::Belief, StoreError> {
+        verdict: &Verdict,
+    ) -> Result<Belief, StoreError> {
         super::decide_belief(&*self.proposals, &*self.beliefs, ctx, id, verdict).await
     }
 

@@ -17,12 +17,13 @@ pub(super) fn routes(api: Api) -> Api {
         .route(&E::EVENT_TRACE, trace)
 }
 
-/// The loop, or why there is none.
+/// The loop of a service that has one, or why there is none (the routes
+/// and the MCP tools alike).
 pub(crate) fn inbox(
-    s: &AppState,
+    inbox: Option<&std::sync::Arc<dyn EventInbox>>,
     role: &str,
 ) -> Result<std::sync::Arc<dyn EventInbox>, StoreError> {
-    s.inbox.clone().ok_or_else(|| StoreError::NotFound {
+    inbox.cloned().ok_or_else(|| StoreError::NotFound {
         kind: "loop",
         id: role.to_owned(),
     })
@@ -34,7 +35,7 @@ async fn push(
     Path(role): Path<String>,
     Body(event): Body<DecisionEvent>,
 ) -> Answer<Accepted> {
-    let inbox = inbox(&s, &role)?;
+    let inbox = inbox(s.inbox.as_ref(), &role)?;
     Ok(Json(
         inbox.push(&ctx, &role, event, EventSource::Http).await?,
     ))
@@ -45,7 +46,7 @@ async fn trace(
     Ctx(ctx): Ctx,
     Path((role, id)): Path<(String, String)>,
 ) -> Answer<LoopTrace> {
-    let inbox = inbox(&s, &role)?;
+    let inbox = inbox(s.inbox.as_ref(), &role)?;
     let found = inbox.trace(&ctx, &role, &id).await?;
     Ok(Json(found.ok_or_else(|| not_found("event", &id))?))
 }
