@@ -41,8 +41,13 @@ pub struct LoopOptions {
     pub governance: Option<PathBuf>,
 }
 
-/// The events of a JSON-lines file, each checked by its line number.
-pub fn read_events(path: &Path) -> Result<Vec<DecisionEvent>, CliError> {
+/// The events of a JSON-lines file, each with the role it is for (its
+/// `role` field; it may be left out when `roles` has one role), each
+/// checked by its line number.
+pub fn read_events(
+    path: &Path,
+    roles: &[String],
+) -> Result<Vec<(String, DecisionEvent)>, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     let mut events = Vec::new();
@@ -50,10 +55,32 @@ pub fn read_events(path: &Path) -> Result<Vec<DecisionEvent>, CliError> {
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
             continue;
         }
-        let event: DecisionEvent = serde_json::from_str(line).map_err(|e| {
-            CliError::Usage(format!("{}:{}: not an event: {e}", path.display(), i + 1))
-        })?;
-        events.push(event);
+        let at = || format!("{}:{}", path.display(), i + 1);
+        let mut value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| CliError::Usage(format!("{}: not JSON: {e}", at())))?;
+        let role = match value.as_object_mut().and_then(|o| o.remove("role")) {
+            Some(serde_json::Value::String(role)) if roles.contains(&role) => role,
+            Some(other) => {
+                return Err(CliError::Usage(format!(
+                    "{}: `role` {other} is none of the roles run here ({})",
+                    at(),
+                    roles.join(", ")
+                )));
+            }
+            None => match roles {
+                [only] => only.clone(),
+                _ => {
+                    return Err(CliError::Usage(format!(
+                        "{}: several roles run here ({}): name the event's `role`",
+                        at(),
+                        roles.join(", ")
+                    )));
+                }
+            },
+        };
+        let event: DecisionEvent = serde_json::from_value(value)
+            .map_err(|e| CliError::Usage(format!("{}: not an event: {e}", at())))?;
+        events.push((role, event));
     }
     Ok(events)
 }
@@ -66,36 +93,36 @@ pub fn journal(dir: Option<&Path>) -> Result<Arc<dyn LoopJournal>, CliError> {
     })
 }
 
-/// Run `file`'s role in the cognitive loop until stopped; print each event
-/// as it is done.
+/// Run the roles of `files` (one role file, or a directory of them) in the
+/// cognitive loop until stopped; print each event as it is done.
 pub async fn run(
-    file: &RoleFile,
-    files: &Files,
+    files: &[(RoleFile, Files)],
     options: &Options,
     loop_options: &LoopOptions,
     llm_label: &str,
     out: &mut (dyn Write + Send),
 ) -> Result<(), CliError> {
+    let roles: Vec<String> = files.iter().map(|(f, _)| f.role.id.clone()).collect();
     let events = match &loop_options.events {
-        Some(path) => read_events(path)?,
+        Some(path) => read_events(path, &roles)?,
         None => Vec::new(),
     };
     with_setup(options, async |setup| {
-        serve(file, files, setup, loop_options, events, llm_label, out).await
+        serve(files, setup, loop_options, events, llm_label, out).await
     })
     .await
 }
 
 async fn serve(
-    file: &RoleFile,
-    files: &Files,
+    files: &[(RoleFile, Files)],
     setup: &Setup,
     loop_options: &LoopOptions,
-    events: Vec<DecisionEvent>,
+    events: Vec<(String, DecisionEvent)>,
     llm_label: &str,
     out: &mut (dyn Write + Send),
 ) -> Result<(), CliError> {
-    let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
+    let (runtime, role_ids) = setup.runtime_of_all(files).await?;
+    let role_id = role_ids.join(", ");
     let mut runtime = runtime.with_scheduler(Arc::new(InProcessScheduler::new()));
     if let Some(spec) = &loop_options.reflection {
         runtime = runtime.with_reflection(reflection_of(spec));
@@ -127,7 +154,7 @@ async fn serve(
             let local = listener.local_addr()?;
             writeln!(
                 out,
-                "   events over HTTP: POST http://{local}/v1/loop/{role_id}/events · MCP: http://{local}/mcp (pushEvent)"
+                "   events over HTTP: POST http://{local}/v1/loop/{{role}}/events ({role_id}) · MCP: http://{local}/mcp (pushEvent)"
             )?;
             let service = openvibe::service::Service::new(setup.stores.clone(), access)
                 .with_inbox(cognitive.clone());
@@ -140,7 +167,7 @@ async fn serve(
     };
     writeln!(
         out,
-        "== role `{role_id}` in the cognitive loop · model: {llm_label} · memory backend: {} · journal: {}",
+        "== role(s) `{role_id}` in the cognitive loop · model: {llm_label} · memory backend: {} · journal: {}",
         setup.backend,
         loop_options
             .journal
@@ -154,10 +181,10 @@ async fn serve(
         writeln!(out, "   {} {line}", trigger.id)?;
     }
     let mut duplicates = 0;
-    for event in events {
+    for (role, event) in events {
         let id = event.id.clone();
         if cognitive
-            .push(&role_id, event, EventSource::Code)
+            .push(&role, event, EventSource::Code)
             .await?
             .duplicate
         {

@@ -328,6 +328,32 @@ impl Setup {
         Ok((runtime, role_id))
     }
 
+    /// A runtime with the roles of `files` (each role file's role, its
+    /// workspace facts seeded); their ids, in order.
+    pub(crate) async fn runtime_of_all(
+        &self,
+        files: &[(RoleFile, Files)],
+    ) -> Result<(RoleRuntime, Vec<String>), CliError> {
+        let mut runtime = RoleRuntime::new(self.transcript.clone())
+            .with_tenant(self.tenant.clone())
+            .with_stores(self.stores.clone());
+        let mut ids = Vec::with_capacity(files.len());
+        for (file, base) in files {
+            let mut role = file.build_role(base)?;
+            if let Some(embedder) = &self.embedder {
+                role = role.with_embedder(embedder.clone());
+            }
+            ids.push(role.role_id().to_owned());
+            runtime = runtime.role(role)?;
+        }
+        if let Some(workspace) = runtime.workspace() {
+            for (file, _) in files {
+                file.seed_workspace(workspace).await?;
+            }
+        }
+        Ok((runtime, ids))
+    }
+
     /// Where the run's tenant is purged when it ends (PostgreSQL without
     /// `--keep-memory`).
     pub(crate) fn purge(&self) -> Option<openvibe::postgres::PgStores> {

@@ -657,7 +657,8 @@ Examples:
         llm: LlmArgs,
     },
     /// Run every activation of a role file, or (with --schedule) its cron
-    /// and interval triggers until stopped.
+    /// and interval triggers until stopped, or (with --loop) a role file or
+    /// a directory of them in the cognitive loop.
     #[command(after_help = "\
 With --schedule, the role's cron and interval triggers (type: cron, schedule:
 \"CRON_TZ=Europe/Berlin 0 9 * * 1-5\"; type: interval, schedule: 15m) run in this
@@ -674,11 +675,13 @@ Examples:
   openvibe run role.yaml --schedule --llm standin --for 10m
   openvibe run role.yaml --loop --events events.jsonl --journal .openvibe/loop --llm standin
                         the cognitive loop; `openvibe loop trace EVENT_ID --journal .openvibe/loop`
+  openvibe run roles/ --loop --journal .openvibe/loop --listen 127.0.0.1:8078
+                        every role file of roles/ in its loop; events over HTTP and MCP too
   openvibe run role.yaml --schedule --temporal http://127.0.0.1:7233   register the
                         triggers as Temporal schedules and exit (`openvibe worker` runs them)")]
     #[command(group = clap::ArgGroup::new("mode").args(["schedule", "cognitive"]).multiple(false))]
     Run {
-        /// The role file (YAML).
+        /// The role file (YAML); with --loop, also a directory of role files.
         role_file: PathBuf,
         /// Reflect and publish insights after every run but the last.
         #[arg(long, conflicts_with = "schedule")]
@@ -709,8 +712,9 @@ Examples:
         #[arg(long, value_name = "DIR", requires = "cognitive")]
         journal: Option<PathBuf>,
         /// With --loop: push the events of this JSON-lines file at start (one
-        /// decision event per line: {"id", "kind", "domain", "summary",
-        /// "data", "action"}); an id seen before is not run again.
+        /// decision event per line: {"role", "id", "kind", "domain",
+        /// "summary", "data", "action"}; "role" may be left out when one
+        /// role runs); an id seen before is not run again.
         #[arg(long, value_name = "FILE", requires = "cognitive")]
         events: Option<PathBuf>,
         /// With --loop: stop once this many events are done.
@@ -887,8 +891,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             temporal: temporal_args,
             llm,
         } => {
-            let (file, files) = RoleFile::load(&role_file)?;
             if cognitive {
+                let all = RoleFile::load_all(&role_file)?;
                 let (options, label) = options(&llm, Llm::Anthropic, false);
                 let loop_options = openvibe_cli::cognitive::LoopOptions {
                     journal,
@@ -900,8 +904,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     governance,
                 };
                 return openvibe_cli::cognitive::run(
-                    &file,
-                    &files,
+                    &all,
                     &options,
                     &loop_options,
                     &label,
@@ -909,6 +912,13 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 )
                 .await;
             }
+            if role_file.is_dir() {
+                return Err(CliError::Usage(format!(
+                    "{} is a directory: a directory of role files runs with --loop (one role file otherwise)",
+                    role_file.display()
+                )));
+            }
+            let (file, files) = RoleFile::load(&role_file)?;
             let (options, label) = options(&llm, Llm::Anthropic, reflect);
             if schedule && let Some(temporal) = temporal_args.options(reflection.clone()) {
                 if run_for.is_some() || firings.is_some() {

@@ -236,6 +236,49 @@ impl Files {
 }
 
 impl RoleFile {
+    /// The role files `path` names: the file itself, or every `*.yaml` and
+    /// `*.yml` file of a directory (sorted by name; at least one, and no two
+    /// with the same role id).
+    pub fn load_all(path: &Path) -> Result<Vec<(Self, Files)>, CliError> {
+        if !path.is_dir() {
+            return Ok(vec![Self::load(path)?]);
+        }
+        let io = |e: std::io::Error| CliError::Io {
+            path: path.to_owned(),
+            message: e.to_string(),
+        };
+        let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+            .map_err(io)?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        paths.sort();
+        if paths.is_empty() {
+            return Err(CliError::Usage(format!(
+                "{}: no role files (*.yaml) in this directory",
+                path.display()
+            )));
+        }
+        let mut loaded: Vec<(Self, Files)> = Vec::with_capacity(paths.len());
+        for (i, p) in paths.iter().enumerate() {
+            let (file, files) = Self::load(p)?;
+            if let Some(twin) = loaded.iter().position(|(f, _)| f.role.id == file.role.id) {
+                return Err(CliError::Spec {
+                    path: p.clone(),
+                    message: format!(
+                        "role `{}` is declared in {} too: one file per role",
+                        file.role.id,
+                        paths[twin].display()
+                    ),
+                });
+            }
+            debug_assert_eq!(loaded.len(), i);
+            loaded.push((file, files));
+        }
+        Ok(loaded)
+    }
+
     /// Parse a role file; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, CliError> {
         let file: Self = parse_yaml(text, path)?;

@@ -261,3 +261,122 @@ fn a_killed_loop_leaves_its_unfinished_events_to_the_next_process() {
         assert_eq!(stage_names(now), stages);
     }
 }
+
+#[test]
+fn a_directory_of_role_files_runs_in_the_loop_and_takes_events_over_http() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = dir("roles");
+    let roles = dir.join("roles");
+    std::fs::create_dir_all(&roles).unwrap();
+    for file in ["soul.md", "crm.json"] {
+        std::fs::copy(dir.join(file), roles.join(file)).unwrap();
+    }
+    let cro = std::fs::read_to_string(dir.join("role.yaml")).unwrap();
+    std::fs::write(roles.join("cro.yaml"), &cro).unwrap();
+    std::fs::write(
+        roles.join("cso.yaml"),
+        cro.replace("  id: cro\n", "  id: cso\n"),
+    )
+    .unwrap();
+    let journal_dir = dir.join("journal");
+    // Several roles: an event names its role.
+    let events = dir.join("events.jsonl");
+    let with_role = |role: &str, id: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(&event(id)).unwrap();
+        v["role"] = role.into();
+        v.to_string()
+    };
+    std::fs::write(
+        &events,
+        format!(
+            "{}\n{}\n",
+            with_role("cro", "e-cro"),
+            with_role("cso", "e-cso")
+        ),
+    )
+    .unwrap();
+    let nameless = dir.join("nameless.jsonl");
+    std::fs::write(&nameless, event("e-who") + "\n").unwrap();
+    let refused = openvibe(&[
+        "run",
+        roles.to_str().unwrap(),
+        "--loop",
+        "--llm",
+        "standin",
+        "--events",
+        nameless.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("name the event's `role`"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    let mut child = openvibe(&[
+        "run",
+        roles.to_str().unwrap(),
+        "--loop",
+        "--llm",
+        "standin",
+        "--embedder",
+        "none",
+        "--journal",
+        journal_dir.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--until-events",
+        "3",
+        "--for",
+        "60s",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut addr = None;
+    let mut seen = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+        if let Some(rest) = line.split("POST http://").nth(1) {
+            addr = rest.split('/').next().map(str::to_owned);
+            break;
+        }
+    }
+    let addr = addr.unwrap_or_else(|| panic!("no address printed: {seen}"));
+    // A plain HTTP/1.1 request, as any client sends it.
+    let body = event("e-http");
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/loop/cso/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"duplicate\":false"), "{answer}");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "{seen}{rest}");
+    assert!(rest.contains("== stopped: 3 event(s) done"), "{seen}{rest}");
+    let traces = journal(&journal_dir);
+    assert_eq!(traces.len(), 3);
+    let http = traces
+        .iter()
+        .find(|t| t["event"]["id"] == "e-http")
+        .unwrap();
+    assert_eq!(http["source"], "http");
+    assert_eq!(http["role_id"], "cso");
+    assert_eq!(stage_names(http), ALL);
+}
