@@ -677,6 +677,9 @@ Examples:
                         the cognitive loop; `openvibe loop trace EVENT_ID --journal .openvibe/loop`
   openvibe run roles/ --loop --journal .openvibe/loop --listen 127.0.0.1:8078
                         every role file of roles/ in its loop; events over HTTP and MCP too
+  openvibe run roles/ --loop --events events.jsonl --temporal http://127.0.0.1:7233
+                        one Temporal workflow per event, one activity per stage
+                        (`openvibe worker roles/ --temporal ...` runs them)
   openvibe run role.yaml --schedule --temporal http://127.0.0.1:7233   register the
                         triggers as Temporal schedules and exit (`openvibe worker` runs them)")]
     #[command(group = clap::ArgGroup::new("mode").args(["schedule", "cognitive"]).multiple(false))]
@@ -757,7 +760,8 @@ Examples:
   cargo xtask temporal up        a local Temporal dev server (prints its URL)
   openvibe worker role.yaml --temporal http://127.0.0.1:57233 --llm anthropic")]
     Worker {
-        /// The role file (YAML): the same as the schedules were registered from.
+        /// The role file (YAML), or a directory of them: the same as the
+        /// schedules were registered from (or the loop's events name).
         role_file: PathBuf,
         #[command(flatten)]
         temporal: TemporalArgs,
@@ -891,6 +895,25 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             temporal: temporal_args,
             llm,
         } => {
+            if cognitive && let Some(temporal) = temporal_args.options(None) {
+                if journal.is_some() || listen.is_some() || run_for.is_some() {
+                    return Err(CliError::Usage(
+                        "with --temporal the events run on Temporal's workers: --journal, \
+                         --listen and --for belong to a loop in this process"
+                            .into(),
+                    ));
+                }
+                let all = RoleFile::load_all(&role_file)?;
+                let roles: Vec<String> = all.iter().map(|(f, _)| f.role.id.clone()).collect();
+                let Some(path) = &events else {
+                    return Err(CliError::Usage(
+                        "with --temporal, --loop pushes the events of --events FILE to Temporal"
+                            .into(),
+                    ));
+                };
+                let events = openvibe_cli::cognitive::read_events(path, &roles)?;
+                return temporal::push_events(events, &temporal, &mut stdout).await;
+            }
             if cognitive {
                 let all = RoleFile::load_all(&role_file)?;
                 let (options, label) = options(&llm, Llm::Anthropic, false);
@@ -950,12 +973,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             temporal: temporal_args,
             llm,
         } => {
-            let (file, files) = RoleFile::load(&role_file)?;
+            let all = RoleFile::load_all(&role_file)?;
             let (options, label) = options(&llm, Llm::Anthropic, false);
             let Some(temporal) = temporal_args.options(None) else {
                 return Err(CliError::Usage("a worker needs --temporal URL".into()));
             };
-            temporal::worker(&file, &files, &options, &temporal, &label, &mut stdout).await
+            temporal::worker(&all, &options, &temporal, &label, &mut stdout).await
         }
         Command::Namespaces(NamespacesCommand::Ls {
             backend,

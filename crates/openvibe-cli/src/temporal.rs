@@ -48,12 +48,11 @@ pub async fn register(
     Err(unsupported())
 }
 
-/// Run a worker for `file`'s role until Ctrl-C / SIGTERM; print each node
-/// it runs.
+/// Run a worker for the roles of `files` until Ctrl-C / SIGTERM; print
+/// each node it runs.
 #[cfg(not(feature = "temporal"))]
 pub async fn worker(
-    _file: &RoleFile,
-    _files: &Files,
+    _files: &[(RoleFile, Files)],
     _options: &Options,
     _temporal: &TemporalOptions,
     _llm_label: &str,
@@ -62,8 +61,20 @@ pub async fn worker(
     Err(unsupported())
 }
 
+/// Push `events` into their roles' cognitive loops on Temporal (one
+/// workflow per event, run by `openvibe worker`), then print each event's
+/// trace as it finishes.
+#[cfg(not(feature = "temporal"))]
+pub async fn push_events(
+    _events: Vec<(String, openvibe::protocols::DecisionEvent)>,
+    _temporal: &TemporalOptions,
+    _out: &mut (dyn Write + Send),
+) -> Result<(), CliError> {
+    Err(unsupported())
+}
+
 #[cfg(feature = "temporal")]
-pub use enabled::{register, worker};
+pub use enabled::{push_events, register, worker};
 
 #[cfg(feature = "temporal")]
 mod enabled {
@@ -140,21 +151,60 @@ mod enabled {
         .await
     }
 
-    /// Run a worker for `file`'s role until Ctrl-C / SIGTERM; print each
-    /// node it runs.
+    /// Push `events` into their roles' cognitive loops on Temporal (one
+    /// `openvibe.loop.event` workflow per event, run by `openvibe worker`),
+    /// then print each event's trace as it finishes.
+    pub async fn push_events(
+        events: Vec<(String, openvibe::protocols::DecisionEvent)>,
+        temporal: &TemporalOptions,
+        out: &mut (dyn Write + Send),
+    ) -> Result<(), CliError> {
+        let scheduler = TemporalScheduler::connect(config(temporal))
+            .await
+            .map_err(failed)?;
+        let learning = openvibe::roles::Learning::default();
+        let mut pushed = Vec::with_capacity(events.len());
+        for (role, event) in events {
+            let id = event.id.clone();
+            let accepted = scheduler
+                .push_event(&role, event, openvibe::roles::EventSource::Code, &learning)
+                .await
+                .map_err(failed)?;
+            writeln!(
+                out,
+                "   event {id} of role {role}: {}",
+                if accepted.duplicate {
+                    "seen before, not run again"
+                } else {
+                    "started on Temporal"
+                }
+            )?;
+            pushed.push((role, id));
+        }
+        out.flush()?;
+        for (role, id) in pushed {
+            let trace = scheduler.event_trace(&role, &id).await.map_err(failed)?;
+            write!(out, "{}", trace.render())?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Run a worker for the roles of `files` until Ctrl-C / SIGTERM; print
+    /// each node it runs.
     pub async fn worker(
-        file: &RoleFile,
-        files: &Files,
+        files: &[(RoleFile, Files)],
         options: &Options,
         temporal: &TemporalOptions,
         llm_label: &str,
         out: &mut (dyn Write + Send),
     ) -> Result<(), CliError> {
         with_setup(options, async |setup| {
-            let (runtime, role_id) = setup.runtime(file, files, Arc::default()).await?;
+            let (runtime, role_ids) = setup.runtime_of_all(files).await?;
+            let role_id = role_ids.join(", ");
             writeln!(
                 out,
-                "== worker for role `{role_id}` · Temporal at {} (namespace {}, task queue {}) · model: {llm_label} · memory backend: {}",
+                "== worker for role(s) `{role_id}` · Temporal at {} (namespace {}, task queue {}) · model: {llm_label} · memory backend: {}",
                 temporal.url, temporal.namespace, temporal.task_queue, setup.backend
             )?;
             out.flush()?;

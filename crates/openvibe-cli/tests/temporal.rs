@@ -169,3 +169,111 @@ fn a_worker_needs_temporal_and_temporal_needs_schedule() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("use it with --schedule"));
 }
+
+#[test]
+fn events_of_a_file_run_in_the_loop_on_a_temporal_worker() {
+    let Some(url) = openvibe_memory_testkit::skip::temporal_url() else {
+        return;
+    };
+    // A directory of role files: the CRO acts on leads on its own.
+    let dir = role_dir("loop");
+    let roles = dir.join("roles");
+    std::fs::create_dir_all(&roles).unwrap();
+    for file in ["soul.md", "crm.json"] {
+        std::fs::copy(dir.join(file), roles.join(file)).unwrap();
+    }
+    let role = std::fs::read_to_string(dir.join("role.yaml")).unwrap().replace(
+        "  id: cro\n",
+        "  id: cro\n  domains: [revenue]\n  decision_matrix:\n    outcomes:\n      low: { low: act, medium: propose, high: escalate }\n",
+    );
+    std::fs::write(roles.join("cro.yaml"), role).unwrap();
+    let stamp = chrono::Utc::now().timestamp_micros();
+    let event = |id: &str| {
+        serde_json::json!({
+            "role": "cro",
+            "id": id,
+            "kind": "lead.arrived",
+            "domain": "revenue",
+            "summary": format!("lead {id}"),
+            "action": {
+                "action": "qualify_lead",
+                "target": {"kind": "workflow", "operator": "revenue_ops", "workflow": "qualify"},
+                "input": {"company": "acme_corp", "lead": "Acme Corp, 200 employees, logistics."}
+            }
+        })
+        .to_string()
+    };
+    let (first, second) = (format!("t-{stamp}-1"), format!("t-{stamp}-2"));
+    let events = dir.join("events.jsonl");
+    std::fs::write(&events, format!("{}\n{}\n", event(&first), event(&second))).unwrap();
+    let queue = format!("openvibe-cli-loop-{}-{stamp}", std::process::id());
+    let _worker = Reaped(
+        openvibe()
+            .args([
+                "worker",
+                roles.to_str().unwrap(),
+                "--temporal",
+                &url,
+                "--task-queue",
+                &queue,
+                "--llm",
+                "standin",
+                "--embedder",
+                "none",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pushed = openvibe()
+        .args([
+            "run",
+            roles.to_str().unwrap(),
+            "--loop",
+            "--events",
+            events.to_str().unwrap(),
+            "--temporal",
+            &url,
+            "--task-queue",
+            &queue,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&pushed.stdout);
+    assert!(
+        pushed.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    for id in [&first, &second] {
+        assert!(
+            stdout.contains(&format!("event {id} of role cro: started on Temporal")),
+            "{stdout}"
+        );
+    }
+    assert_eq!(stdout.matches("  done\n").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("ran qualify_lead").count(), 2, "{stdout}");
+    // The same file again: both are duplicates; their traces come back.
+    let again = openvibe()
+        .args([
+            "run",
+            roles.to_str().unwrap(),
+            "--loop",
+            "--events",
+            events.to_str().unwrap(),
+            "--temporal",
+            &url,
+            "--task-queue",
+            &queue,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(
+        stdout.matches("seen before, not run again").count(),
+        2,
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
