@@ -104,7 +104,10 @@ async fn run_registers_the_schedules_and_a_worker_runs_them_until_sigterm() {
     );
     let mut lines = BufReader::new(worker.0.stdout.take().unwrap()).lines();
     let header = lines.next().unwrap().unwrap();
-    assert!(header.starts_with("== worker for role(s) `cro`"), "{header}");
+    assert!(
+        header.starts_with("== worker for role(s) `cro`"),
+        "{header}"
+    );
     let started = Instant::now();
     // The workflow's nodes, each printed as it ends, the last one `done`.
     let mut ran = Vec::new();
