@@ -180,39 +180,60 @@ async fn serve(
             .map_err(|e| CliError::Usage(format!("role `{role}`: {e}")))?;
         writeln!(out, "   {} {line}", trigger.id)?;
     }
-    let mut duplicates = 0;
-    for (role, event) in events {
-        let id = event.id.clone();
-        if cognitive
-            .push(&role, event, EventSource::Code)
-            .await?
-            .duplicate
-        {
-            duplicates += 1;
-            writeln!(out, "   event {id}: seen before, not run again")?;
-        }
-    }
     out.flush()?;
-
     let (count_tx, count_rx) = tokio::sync::watch::channel(0_u64);
     let stop =
         crate::scheduled::stop_when(count_rx, loop_options.events_done, loop_options.run_for);
     // Each event is printed as it is done.
     let printed = std::sync::Mutex::new((0_u64, &mut *out, None::<std::io::Error>));
-    let report = cognitive
-        .serve(stop, |trace: &LoopTrace| {
-            if let Ok(mut printed) = printed.lock() {
-                printed.0 += 1;
-                let done = printed.0;
-                if let Err(e) =
-                    write!(printed.1, "{}", trace.render()).and_then(|()| printed.1.flush())
+    // The file's events are pushed while the loop runs: a file longer than
+    // the queue waits for room instead of failing.
+    let feed = async {
+        let mut seen = Vec::new();
+        let total = events.len();
+        for (pushed, (role, event)) in events.into_iter().enumerate() {
+            let id = event.id.clone();
+            loop {
+                match cognitive
+                    .push(&role, event.clone(), EventSource::Code)
+                    .await
                 {
-                    printed.2.get_or_insert(e);
+                    Ok(accepted) => {
+                        if accepted.duplicate {
+                            seen.push(id);
+                        }
+                        break;
+                    }
+                    Err(openvibe::roles::Error::LoopFull { .. }) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                    // Stopped (Ctrl-C, --for, --until-events) before the
+                    // file was through: the rest was never accepted.
+                    Err(openvibe::roles::Error::LoopStopped { .. }) => {
+                        tracing::warn!(
+                            left = total - pushed,
+                            "the loop stopped before the rest of the events file was pushed"
+                        );
+                        return Ok(seen);
+                    }
+                    Err(e) => return Err(e),
                 }
-                let _ = count_tx.send(done);
             }
-        })
-        .await;
+        }
+        Ok(seen)
+    };
+    let serving = cognitive.serve(stop, |trace: &LoopTrace| {
+        if let Ok(mut printed) = printed.lock() {
+            printed.0 += 1;
+            let done = printed.0;
+            if let Err(e) = write!(printed.1, "{}", trace.render()).and_then(|()| printed.1.flush())
+            {
+                printed.2.get_or_insert(e);
+            }
+            let _ = count_tx.send(done);
+        }
+    });
+    let (report, fed) = tokio::join!(serving, feed);
     let _ = server_stop.send(true);
     if let Some(server) = server {
         server
@@ -220,9 +241,14 @@ async fn serve(
             .map_err(|e| CliError::Usage(format!("the loop's endpoint stopped: {e}")))??;
     }
     let report = report?;
+    let seen = fed?;
     if let Some(e) = printed.into_inner().ok().and_then(|p| p.2) {
         return Err(e.into());
     }
+    for id in &seen {
+        writeln!(out, "   event {id}: seen before, not run again")?;
+    }
+    let duplicates = seen.len();
     writeln!(
         out,
         "== stopped: {} event(s) done ({} resumed from an earlier process, {} ended on a failed stage){}",

@@ -171,7 +171,10 @@ impl LoopJournal for CheckpointJournal {
             .load(&id)
             .await
             .map_err(|e| journal_store_error(&id, e))?;
-        Ok(checkpoint.as_ref().and_then(trace_of_checkpoint))
+        match &checkpoint {
+            Some(checkpoint) => decode_checkpoint(checkpoint),
+            None => Ok(None),
+        }
     }
 
     async fn unfinished(&self) -> Result<Vec<LoopTrace>, Error> {
@@ -180,7 +183,11 @@ impl LoopJournal for CheckpointJournal {
             .unfinished()
             .await
             .map_err(|e| journal_store_error("(unfinished events)", e))?;
-        Ok(unfinished.iter().filter_map(trace_of_checkpoint).collect())
+        let mut traces = Vec::with_capacity(unfinished.len());
+        for checkpoint in &unfinished {
+            traces.extend(decode_checkpoint(checkpoint)?);
+        }
+        Ok(traces)
     }
 }
 
@@ -209,10 +216,32 @@ fn to_checkpoint(trace: &LoopTrace) -> Result<Checkpoint, Error> {
 
 /// The trace a loop checkpoint holds (what [`CheckpointJournal`] wrote) (`None` for other checkpoints).
 pub fn trace_of_checkpoint(checkpoint: &Checkpoint) -> Option<LoopTrace> {
-    if checkpoint.origin.get("kind")?.as_str()? != "loop" {
-        return None;
+    decode_checkpoint(checkpoint).ok().flatten()
+}
+
+/// The trace of a loop checkpoint; `None` for another kind of checkpoint,
+/// and an error for a loop checkpoint that does not decode (written by
+/// another version: taking it for "no such event" would run it again).
+fn decode_checkpoint(checkpoint: &Checkpoint) -> Result<Option<LoopTrace>, Error> {
+    if checkpoint.origin.get("kind").and_then(Value::as_str) != Some("loop") {
+        return Ok(None);
     }
-    serde_json::from_value(checkpoint.state.get("loop")?.clone()).ok()
+    let trace = checkpoint.state.get("loop").ok_or_else(|| {
+        journal_error(
+            &checkpoint.run_id,
+            "a loop checkpoint without its trace".into(),
+        )
+    })?;
+    serde_json::from_value(trace.clone())
+        .map(Some)
+        .map_err(|e| {
+            journal_error(
+                &checkpoint.run_id,
+                format!(
+                    "a loop checkpoint that does not decode ({e}): written by another version?"
+                ),
+            )
+        })
 }
 
 /// How a [`CognitiveLoop`] runs.
@@ -271,6 +300,28 @@ struct Queue {
     receiver: Mutex<Option<mpsc::Receiver<Queued>>>,
 }
 
+/// An event claimed by this process; released on drop unless handed over.
+struct Claim<'a> {
+    owner: &'a CognitiveLoop,
+    id: String,
+    held: bool,
+}
+
+impl Claim<'_> {
+    /// The worker that runs the event releases it when done.
+    fn hand_over(mut self) {
+        self.held = false;
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            self.owner.release(&self.id);
+        }
+    }
+}
+
 /// The cognitive loop of a [`RoleRuntime`]'s roles: see the module
 /// documentation. Cheap to share (`Arc`); push from anywhere, run once.
 pub struct CognitiveLoop {
@@ -280,6 +331,10 @@ pub struct CognitiveLoop {
     queues: BTreeMap<String, Queue>,
     /// Accepted events not yet done in this process (no double accept).
     inflight: Mutex<HashSet<String>>,
+    /// Set once `run` has taken on the unfinished events of the journal:
+    /// an unfinished, unclaimed event a push finds after that was cut off
+    /// half-way, and the push queues it again.
+    running: std::sync::atomic::AtomicBool,
 }
 
 impl CognitiveLoop {
@@ -298,7 +353,7 @@ impl CognitiveLoop {
             .role_ids()
             .into_iter()
             .map(|role| {
-                let (sender, receiver) = mpsc::channel(config.capacity);
+                let (sender, receiver) = mpsc::channel(config.capacity.max(1));
                 (
                     role,
                     Queue {
@@ -314,6 +369,7 @@ impl CognitiveLoop {
             config,
             queues,
             inflight: Mutex::new(HashSet::new()),
+            running: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -338,28 +394,10 @@ impl CognitiveLoop {
         check_loop_event(&event)?;
         let queue = self.queue(role_id)?;
         let id = run_id(role_id, &event.id);
-        if !self.claim(&id)? {
+        let Some(claim) = self.claim(&id)? else {
             return Ok(Accepted::new(id, true));
-        }
-        let accepted = self.accept(queue, role_id, &id, event, source).await;
-        if accepted.as_ref().map_or(true, |a| a.duplicate) {
-            self.release(&id);
-        }
-        accepted
-    }
-
-    async fn accept(
-        &self,
-        queue: &Queue,
-        role_id: &str,
-        id: &str,
-        event: DecisionEvent,
-        source: EventSource,
-    ) -> Result<Accepted, Error> {
-        let seen = self.journal.load(role_id, &event.id).await?;
-        if seen.is_some() {
-            return Ok(Accepted::new(id.to_owned(), true));
-        }
+        };
+        // Reserve the queue's slot first: a full queue journals nothing.
         let permit = queue.sender.try_reserve().map_err(|e| match e {
             mpsc::error::TrySendError::Full(()) => Error::LoopFull {
                 role: role_id.to_owned(),
@@ -369,18 +407,33 @@ impl CognitiveLoop {
                 role: role_id.to_owned(),
             },
         })?;
-        let trace = LoopTrace::perceived(role_id, event, source);
-        self.journal.save(&trace).await?;
-        tracing::debug!(role = %role_id, event = %trace.event.id, "event perceived");
-        permit.send((id.to_owned(), Box::new(trace)));
-        Ok(Accepted::new(id.to_owned(), false))
+        let (trace, duplicate) = match self.journal.load(role_id, &event.id).await? {
+            Some(seen) if seen.is_done() => return Ok(Accepted::new(id, true)),
+            // Unfinished and run by no one here: before `run` starts, an
+            // event an earlier process left (`run` resumes it); once it
+            // runs, a push cut off before it queued the event: queue it
+            // again, from where it stands.
+            Some(seen) if self.running.load(std::sync::atomic::Ordering::SeqCst) => (seen, true),
+            Some(_) => return Ok(Accepted::new(id, true)),
+            None => {
+                let trace = LoopTrace::perceived(role_id, event, source);
+                self.journal.save(&trace).await?;
+                tracing::debug!(role = %role_id, event = %trace.event.id, "event perceived");
+                (trace, false)
+            }
+        };
+        permit.send((id.clone(), Box::new(trace)));
+        // The worker releases the claim once the event is done.
+        claim.hand_over();
+        Ok(Accepted::new(id, duplicate))
     }
 
     /// Take `event` through the whole loop now, in this task (not through
-    /// the role's queue): perceived and journaled as [`push`](Self::push)
-    /// does, then every stage; its trace. An event seen before is not run
-    /// again: its journaled trace is returned. For code that wants the
-    /// outcome at once (a test, a script, a demo).
+    /// the role's queue, so beside the role's queued events): perceived and
+    /// journaled as [`push`](Self::push) does, then every stage; its trace.
+    /// An event seen before is not run again: a finished one's trace is
+    /// returned, an unfinished one is taken on from where it stands. For
+    /// code that wants the outcome at once (a test, a script, a demo).
     pub async fn run_event(
         &self,
         role_id: &str,
@@ -391,23 +444,22 @@ impl CognitiveLoop {
         check_loop_event(&event)?;
         let id = run_id(role_id, &event.id);
         let event_id = event.id.clone();
-        if !self.claim(&id)? {
+        let Some(_claim) = self.claim(&id)? else {
             return Err(Error::InvalidEvent {
                 field: "id".into(),
                 message: format!("event `{event_id}` is being run already"),
             });
-        }
-        let result = async {
-            if let Some(seen) = self.journal.load(role_id, &event_id).await? {
-                return Ok(seen);
+        };
+        let trace = match self.journal.load(role_id, &event_id).await? {
+            Some(seen) if seen.is_done() => return Ok(seen),
+            Some(seen) => seen,
+            None => {
+                let trace = LoopTrace::perceived(role_id, event, source);
+                self.journal.save(&trace).await?;
+                trace
             }
-            let trace = LoopTrace::perceived(role_id, event, source);
-            self.journal.save(&trace).await?;
-            self.process(&id, Some(trace)).await
-        }
-        .await;
-        self.release(&id);
-        result
+        };
+        self.process(&id, Some(trace)).await
     }
 
     /// Push a reflection event for `role_id` (what a reflection firing does
@@ -429,12 +481,20 @@ impl CognitiveLoop {
         })
     }
 
-    fn claim(&self, id: &str) -> Result<bool, Error> {
+    /// Claim event `id` for this process (`None`: someone here has it).
+    /// The claim is released when dropped, unless handed over to the
+    /// worker ([`Claim::hand_over`]): a push cut off half-way (a client
+    /// gone, a timeout) never leaves an event claimed by no one.
+    fn claim(&self, id: &str) -> Result<Option<Claim<'_>>, Error> {
         let mut inflight = self
             .inflight
             .lock()
             .map_err(|_| journal_error(id, "the loop's lock is poisoned".into()))?;
-        Ok(inflight.insert(id.to_owned()))
+        Ok(inflight.insert(id.to_owned()).then(|| Claim {
+            owner: self,
+            id: id.to_owned(),
+            held: true,
+        }))
     }
 
     fn release(&self, id: &str) {
@@ -472,7 +532,9 @@ impl CognitiveLoop {
         for trace in unfinished {
             if self.queues.contains_key(&trace.role_id) {
                 let id = run_id(&trace.role_id, &trace.event.id);
-                if self.claim(&id)? {
+                // Claimed already: a push took it on (and queued it).
+                if let Some(claim) = self.claim(&id)? {
+                    claim.hand_over();
                     resume
                         .entry(trace.role_id.clone())
                         .or_default()
@@ -480,6 +542,8 @@ impl CognitiveLoop {
                 }
             }
         }
+        self.running
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut workers = Vec::new();
         for (role, queue) in &self.queues {
@@ -623,6 +687,12 @@ impl openvibe_protocols::EventInbox for CognitiveLoop {
         source: EventSource,
     ) -> Result<Accepted, openvibe_protocols::StoreError> {
         self.inbox_check(ctx, role_id, "push an event into the loop of")?;
+        if event.kind == REFLECT_EVENT && matches!(source, EventSource::Http | EventSource::Mcp) {
+            return Err(openvibe_protocols::StoreError::invalid(
+                "kind",
+                "reflection events come from the role's reflection schedule, not from a caller",
+            ));
+        }
         CognitiveLoop::push(self, role_id, event, source)
             .await
             .map_err(inbox_error)

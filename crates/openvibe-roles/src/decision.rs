@@ -426,6 +426,13 @@ pub fn check_event(event: &DecisionEvent) -> Result<(), Error> {
         if !action.input.is_object() {
             return invalid("action.input", "must be a JSON object");
         }
+        if matches!(&action.target, openvibe_protocols::ActionTarget::Tool { tool } if tool == openvibe_protocols::ADOPT_BELIEF_TOOL)
+        {
+            return invalid(
+                "action.target",
+                "`openvibe.adopt_belief` is reserved: beliefs are proposed by the learn step",
+            );
+        }
     }
     Ok(())
 }

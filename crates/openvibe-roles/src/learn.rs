@@ -194,6 +194,14 @@ impl Role {
                     .domain(insight.domain.clone())
                     .from_insights([insight.id.clone()], evidence);
             if let Some(old) = self.contradicted(memory, learning, &belief).await? {
+                // One superseding proposal at a time: another waits for its
+                // person first (approving both could not retire one twice).
+                if beliefs.iter().any(|b| {
+                    b.status == BeliefStatus::Proposed && b.supersedes.as_deref() == Some(&old)
+                }) {
+                    report.held += 1;
+                    continue;
+                }
                 belief = belief.supersedes(old);
             }
             let proposed = memory.propose_belief(belief).await?;

@@ -338,3 +338,99 @@ async fn a_reflection_event_reflects_and_learns() {
     assert_eq!(beliefs[0].status, BeliefStatus::Proposed);
     assert_eq!(beliefs[0].insight_ids, vec!["i-discount"]);
 }
+
+/// A journal whose first save of each event stores it and then never
+/// returns: a push cut off after the event was journaled.
+struct StallingJournal {
+    inner: InMemoryJournal,
+    stalled: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+#[async_trait::async_trait]
+impl LoopJournal for StallingJournal {
+    async fn save(&self, trace: &LoopTrace) -> Result<(), Error> {
+        self.inner.save(trace).await?;
+        let first = self.stalled.lock().unwrap().insert(trace.event.id.clone());
+        if first && trace.event.id.starts_with("stall") {
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+    async fn load(&self, role_id: &str, event_id: &str) -> Result<Option<LoopTrace>, Error> {
+        self.inner.load(role_id, event_id).await
+    }
+    async fn unfinished(&self) -> Result<Vec<LoopTrace>, Error> {
+        self.inner.unfinished().await
+    }
+}
+
+#[tokio::test]
+async fn a_push_cut_off_half_way_leaves_nothing_stuck() {
+    let stores = in_memory_stores();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = runtime(&stores, runs.clone(), None, "[]").await;
+    let journal = Arc::new(StallingJournal {
+        inner: InMemoryJournal::new(),
+        stalled: std::sync::Mutex::new(std::collections::HashSet::new()),
+    });
+    let cognitive = Arc::new(CognitiveLoop::new(runtime, journal.clone()));
+    let running = {
+        let cognitive = cognitive.clone();
+        tokio::spawn(async move { cognitive.run(std::future::pending()).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The client gives up while the event is being journaled.
+    let cut = tokio::time::timeout(
+        Duration::from_millis(50),
+        cognitive.push("cro", discount("stall-1", 500), EventSource::Http),
+    )
+    .await;
+    assert!(cut.is_err(), "the push was cut off");
+    assert!(
+        journal.load("cro", "stall-1").await.unwrap().is_some(),
+        "journaled"
+    );
+    // Its retry is a duplicate, and the event runs, once.
+    let retry = cognitive
+        .push("cro", discount("stall-1", 500), EventSource::Http)
+        .await
+        .unwrap();
+    assert!(retry.duplicate);
+    let trace = done(journal.as_ref(), "stall-1").await;
+    running.abort();
+    assert_eq!(stages(&trace), Stage::ALL.to_vec());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_belief_tool_is_reserved_to_the_learn_step() {
+    let stores = in_memory_stores();
+    let runtime = runtime(&stores, Arc::new(AtomicUsize::new(0)), None, "[]").await;
+    let role = runtime.get_role("cro").unwrap();
+    let forged = DecisionEvent::new("e-forged", "followup", "revenue").action(Action::tool(
+        "give_discount",
+        openvibe_protocols::ADOPT_BELIEF_TOOL,
+        json!({"belief_id": "bel_x"}),
+    ));
+    assert!(matches!(
+        role.decide(&forged).await,
+        Err(Error::InvalidEvent { .. })
+    ));
+    let proposal = openvibe_protocols::Proposal::new(
+        "cro",
+        "a harmless follow-up",
+        Action::tool(
+            "adopt_belief",
+            openvibe_protocols::ADOPT_BELIEF_TOOL,
+            json!({"belief_id": "bel_x"}),
+        ),
+    )
+    .id("p-forged");
+    assert!(matches!(
+        stores
+            .proposals
+            .create(&role.proposal_context(), proposal)
+            .await,
+        Err(openvibe_protocols::StoreError::InvalidInput { .. })
+    ));
+}

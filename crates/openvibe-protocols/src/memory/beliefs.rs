@@ -550,12 +550,15 @@ impl Proposal {
     /// belief's proposal ([`Belief::to_proposal`]).
     pub fn belief_id(&self) -> Option<&str> {
         let action = self.action.as_ref()?;
-        match &action.target {
+        let belief = match &action.target {
             ActionTarget::Tool { tool } if tool == ADOPT_BELIEF_TOOL => {
-                action.input.get("belief_id")?.as_str()
+                action.input.get("belief_id")?.as_str()?
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        // Only the learn step's own proposal (`Belief::to_proposal`), never
+        // a decision's that happens to name the tool.
+        (self.decision.is_none() && self.id == belief_proposal_id(belief)).then_some(belief)
     }
 }
 
@@ -574,8 +577,9 @@ pub async fn decide_proposal(
     verdict: &Verdict,
 ) -> Result<Proposal, StoreError> {
     let belief = match proposals.get(ctx, id).await? {
-        Some(p) => p.belief_id().map(str::to_owned),
-        None => None,
+        // A proposal decided already: its conflict, the belief untouched.
+        Some(p) if p.status == super::ProposalStatus::Pending => p.belief_id().map(str::to_owned),
+        _ => None,
     };
     let Some(belief) = belief else {
         return proposals.decide(ctx, id, verdict).await;

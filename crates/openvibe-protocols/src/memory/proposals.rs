@@ -712,6 +712,14 @@ pub fn validate_proposal(p: &Proposal) -> Result<(), StoreError> {
     }
     if let Some(action) = &p.action {
         check_action("action", action)?;
+        if matches!(&action.target, crate::ActionTarget::Tool { tool } if tool == super::ADOPT_BELIEF_TOOL)
+            && p.belief_id().is_none()
+        {
+            return Err(StoreError::invalid(
+                "action",
+                "`openvibe.adopt_belief` is reserved to a belief's own proposal (bp_<belief id>, from the learn step)",
+            ));
+        }
     }
     if let Some(assignee) = &p.assignee {
         super::check_label("assignee", assignee)?;
