@@ -19,8 +19,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::proposals::{ADOPT_BELIEF_ACTION, ADOPT_BELIEF_TOOL, belief_proposal_id};
 use super::{CallerContext, Page, Proposal, ProposalStore, RecordMeta, StoreError, Verdict};
-use crate::{Action, ActionTarget};
+use crate::Action;
 
 /// The kind name of beliefs (audit entries, errors, retention).
 pub const BELIEF_KIND: &str = "belief";
@@ -508,18 +509,6 @@ pub trait BeliefStore: Send + Sync {
     ) -> Result<Belief, StoreError>;
 }
 
-/// The tool a belief's proposal names: running it (once a person approved
-/// the proposal) confirms the belief is active.
-pub const ADOPT_BELIEF_TOOL: &str = "openvibe.adopt_belief";
-
-/// The action name of a belief's proposal.
-pub const ADOPT_BELIEF_ACTION: &str = "adopt_belief";
-
-/// The id of the proposal that asks a person to approve belief `belief_id`.
-pub fn belief_proposal_id(belief_id: &str) -> String {
-    format!("bp_{belief_id}")
-}
-
 impl Belief {
     /// The proposal that puts this (proposed) belief in front of a person:
     /// its id is [`belief_proposal_id`], its action [`ADOPT_BELIEF_TOOL`]
@@ -542,23 +531,6 @@ impl Belief {
         .domain(self.domain.clone());
         proposal.meta.namespace.clone_from(&self.meta.namespace);
         proposal
-    }
-}
-
-impl Proposal {
-    /// The belief this proposal asks a person to approve, when it is a
-    /// belief's proposal ([`Belief::to_proposal`]).
-    pub fn belief_id(&self) -> Option<&str> {
-        let action = self.action.as_ref()?;
-        let belief = match &action.target {
-            ActionTarget::Tool { tool } if tool == ADOPT_BELIEF_TOOL => {
-                action.input.get("belief_id")?.as_str()?
-            }
-            _ => return None,
-        };
-        // Only the learn step's own proposal (`Belief::to_proposal`), never
-        // a decision's that happens to name the tool.
-        (self.decision.is_none() && self.id == belief_proposal_id(belief)).then_some(belief)
     }
 }
 

@@ -51,9 +51,8 @@ pub use admin::{
 };
 pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
 pub use beliefs::{
-    ADOPT_BELIEF_ACTION, ADOPT_BELIEF_TOOL, BELIEF_KIND, Belief, BeliefQuery, BeliefStatus,
-    BeliefStore, MAX_BELIEF_INSIGHTS, MAX_BELIEF_PAGE, belief_page, belief_proposal_id,
-    decide_belief, decide_proposal, validate_belief,
+    BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
+    MAX_BELIEF_PAGE, belief_page, decide_belief, decide_proposal, validate_belief,
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
@@ -70,8 +69,9 @@ pub use governance::{
 };
 pub use kv::{MemoryEntry, MemoryProvider};
 pub use proposals::{
-    MAX_ERROR_CHARS, MAX_PROPOSAL_PAGE, PROPOSAL_KIND, Proposal, ProposalQuery, ProposalStatus,
-    ProposalStore, Verdict, newest_page, proposal_page, validate_proposal,
+    ADOPT_BELIEF_ACTION, ADOPT_BELIEF_TOOL, MAX_ERROR_CHARS, MAX_PROPOSAL_PAGE, PROPOSAL_KIND,
+    Proposal, ProposalQuery, ProposalStatus, ProposalStore, Verdict, belief_proposal_id,
+    newest_page, proposal_page, validate_proposal,
 };
 pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, text_terms};
 pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};

@@ -712,7 +712,7 @@ pub fn validate_proposal(p: &Proposal) -> Result<(), StoreError> {
     }
     if let Some(action) = &p.action {
         check_action("action", action)?;
-        if matches!(&action.target, crate::ActionTarget::Tool { tool } if tool == super::ADOPT_BELIEF_TOOL)
+        if matches!(&action.target, crate::ActionTarget::Tool { tool } if tool == ADOPT_BELIEF_TOOL)
             && p.belief_id().is_none()
         {
             return Err(StoreError::invalid(
@@ -734,6 +734,35 @@ pub fn validate_proposal(p: &Proposal) -> Result<(), StoreError> {
     }
     super::check_meta(&p.meta, "", &p.domain, &[])?;
     Ok(())
+}
+
+/// The tool a belief's proposal names: running it (once a person approved
+/// the proposal) confirms the belief is active.
+pub const ADOPT_BELIEF_TOOL: &str = "openvibe.adopt_belief";
+
+/// The action name of a belief's proposal.
+pub const ADOPT_BELIEF_ACTION: &str = "adopt_belief";
+
+/// The id of the proposal that asks a person to approve belief `belief_id`.
+pub fn belief_proposal_id(belief_id: &str) -> String {
+    format!("bp_{belief_id}")
+}
+
+impl Proposal {
+    /// The belief this proposal asks a person to approve, when it is a
+    /// belief's proposal ([`Belief::to_proposal`]).
+    pub fn belief_id(&self) -> Option<&str> {
+        let action = self.action.as_ref()?;
+        let belief = match &action.target {
+            crate::ActionTarget::Tool { tool } if tool == ADOPT_BELIEF_TOOL => {
+                action.input.get("belief_id")?.as_str()?
+            }
+            _ => return None,
+        };
+        // Only the learn step's own proposal (`Belief::to_proposal`), never
+        // a decision's that happens to name the tool.
+        (self.decision.is_none() && self.id == belief_proposal_id(belief)).then_some(belief)
+    }
 }
 
 /// Proposals: created by roles, decided by people, claimed once by the
