@@ -750,7 +750,7 @@ pub fn belief_proposal_id(belief_id: &str) -> String {
 
 impl Proposal {
     /// The belief this proposal asks a person to approve, when it is a
-    /// belief's proposal ([`Belief::to_proposal`]).
+    /// belief's proposal ([`Belief::to_proposal`](crate::Belief::to_proposal)).
     pub fn belief_id(&self) -> Option<&str> {
         let action = self.action.as_ref()?;
         let belief = match &action.target {
