@@ -168,18 +168,15 @@ impl AgentMemory {
     /// Every belief of this agent, whatever its status, newest first (all
     /// pages).
     pub async fn all_beliefs(&self) -> Result<Vec<Belief>, MemoryError> {
-        let mut query = BeliefQuery::new()
+        let query = BeliefQuery::new()
             .role(self.agent_id.clone())
             .limit(openvibe_protocols::MAX_BELIEF_PAGE);
-        let mut all = Vec::new();
-        loop {
-            let page = self.beliefs.list(&self.ctx, &query).await?;
-            all.extend(page.items);
-            match page.next_cursor {
-                Some(cursor) => query.cursor = Some(cursor),
-                None => return Ok(all),
-            }
-        }
+        Ok(Page::all(|cursor| {
+            let mut query = query.clone();
+            query.cursor = cursor;
+            async move { self.beliefs.list(&self.ctx, &query).await }
+        })
+        .await?)
     }
 
     /// This agent's active beliefs of `domain` about the same subject as
@@ -411,18 +408,17 @@ impl AgentMemory {
         if episode_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut query = RawCallQuery::new()
+        let query = RawCallQuery::new()
             .episodes(episode_ids.iter().cloned())
             .limit(openvibe_protocols::MAX_RAW_PAGE);
-        let mut out = Vec::new();
-        loop {
-            let page = self.recall_raw(query.clone()).await?;
-            out.extend(page.items);
-            match page.next_cursor {
-                Some(cursor) => query = query.cursor(cursor),
-                None => return Ok(out),
-            }
-        }
+        Page::all(|cursor| {
+            let query = match cursor {
+                Some(cursor) => query.clone().cursor(cursor),
+                None => query.clone(),
+            };
+            self.recall_raw(query)
+        })
+        .await
     }
 
     // --- L2: episodes ---

@@ -199,22 +199,18 @@ impl Role {
     pub async fn approved_proposals(&self) -> Result<Vec<Proposal>, Error> {
         let store = self.proposal_store()?;
         let ctx = self.proposal_context();
-        let mut query = ProposalQuery::new()
+        let query = ProposalQuery::new()
             .role(self.role_id())
             .status(ProposalStatus::Approved)
             .limit(100);
-        let mut approved = Vec::new();
-        loop {
-            let page = store
-                .list(&ctx, &query)
-                .await
-                .map_err(store_error("(list)"))?;
-            approved.extend(page.items);
-            match page.next_cursor {
-                Some(cursor) => query.cursor = Some(cursor),
-                None => break,
-            }
-        }
+        let mut approved = openvibe_protocols::Page::all(|cursor| {
+            let mut query = query.clone();
+            query.cursor = cursor;
+            let (store, ctx) = (store, &ctx);
+            async move { store.list(ctx, &query).await }
+        })
+        .await
+        .map_err(store_error("(list)"))?;
         approved.reverse();
         Ok(approved)
     }

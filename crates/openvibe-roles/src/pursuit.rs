@@ -170,20 +170,14 @@ impl GoalSystem<'_> {
 
     /// The role's goals the store holds, in id order.
     pub async fn list(&self) -> Result<Vec<Goal>, Error> {
-        let mut query = GoalQuery::new().role(self.role.role_id());
-        let mut out = Vec::new();
-        loop {
-            let page = self
-                .store
-                .list(&self.ctx, &query)
-                .await
-                .map_err(goal_error(self.role.role_id()))?;
-            out.extend(page.items);
-            match page.next_cursor {
-                Some(cursor) => query.after = Some(cursor),
-                None => return Ok(out),
-            }
-        }
+        let query = GoalQuery::new().role(self.role.role_id());
+        openvibe_protocols::Page::all(|cursor| {
+            let mut query = query.clone();
+            query.after = cursor;
+            async move { self.store.list(&self.ctx, &query).await }
+        })
+        .await
+        .map_err(goal_error(self.role.role_id()))
     }
 
     /// Where each of the role's goals stands.

@@ -532,16 +532,15 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
     let pyramid = role.pyramid().ok_or(Error::NoMemory)?;
     let filesystem = role.filesystem()?.ok_or(Error::NoMemory)?;
     let distillation = pyramid.distill(role.llm()?.as_ref(), 0.5).await?;
-    let mut raw_calls = Vec::new();
-    let mut query = RawCallQuery::new().limit(100);
-    loop {
-        let page = pyramid.raw(query.clone()).await?;
-        raw_calls.extend(page.items);
-        match page.next_cursor {
-            Some(cursor) => query = query.cursor(cursor),
-            None => break,
-        }
-    }
+    let query = RawCallQuery::new().limit(100);
+    let raw_calls = openvibe_protocols::Page::all(|cursor| {
+        let query = match cursor {
+            Some(cursor) => query.clone().cursor(cursor),
+            None => query.clone(),
+        };
+        pyramid.raw(query)
+    })
+    .await?;
     let episodes = pyramid.episodes(EpisodeQuery::new().limit(100)).await?;
     let memory = role.agent_memory().ok_or(Error::NoMemory)?;
     memory

@@ -102,16 +102,16 @@ async fn the_raw_log_holds_every_call_the_cassette_answered() {
         cited >= 3,
         "the decisions after the approval cite the belief"
     );
-    let mut all_calls = Vec::new();
-    let mut query = openvibe::protocols::RawCallQuery::new().limit(100);
-    loop {
-        let page = run.pyramid.raw(query.clone()).await.unwrap();
-        all_calls.extend(page.items);
-        match page.next_cursor {
-            Some(cursor) => query = query.cursor(cursor),
-            None => break,
-        }
-    }
+    let query = openvibe::protocols::RawCallQuery::new().limit(100);
+    let all_calls = openvibe::protocols::Page::all(|cursor| {
+        let query = match cursor {
+            Some(cursor) => query.clone().cursor(cursor),
+            None => query.clone(),
+        };
+        run.pyramid.raw(query)
+    })
+    .await
+    .unwrap();
 
     // The cassette: one answer per distinct request.
     let mut cassette: BTreeMap<String, LlmResponse> = BTreeMap::new();

@@ -229,6 +229,28 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+impl<T> Page<T> {
+    /// Every item of every page, in order: `fetch` is asked for the first
+    /// page (cursor `None`), then for the page after each `next_cursor`,
+    /// until a page has none.
+    pub async fn all<E, F, Fut>(mut fetch: F) -> Result<Vec<T>, E>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: Future<Output = Result<Page<T>, E>>,
+    {
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = fetch(cursor).await?;
+            out.extend(page.items);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+}
+
 /// The check of a plan-state key: not empty, a short label.
 pub fn check_state_key(key: &str) -> Result<(), StoreError> {
     if key.is_empty() {
