@@ -331,3 +331,27 @@ pub struct PruneRaw {
     /// What stays.
     pub retention: RawRetention,
 }
+
+/// Messages to append to a space, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostMessages {
+    /// The messages (each id unique in the tenant: the same id again
+    /// returns the stored message).
+    pub messages: Vec<openvibe_protocols::SpaceMessage>,
+}
+
+/// Move the caller's cursor in a space forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ack {
+    /// The last `seq` the caller handled.
+    pub seq: u64,
+}
+
+/// A member's cursor in a space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Cursor {
+    /// The last `seq` it acknowledged (0: none).
+    pub cursor: u64,
+}

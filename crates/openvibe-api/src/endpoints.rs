@@ -28,16 +28,18 @@ use openvibe_protocols::{
     KnowledgeQuery, LoopTrace, MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession,
     Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal,
     ProposalQuery, RawCall, RawCallQuery, RecordVector, RevisableRecord, Session, SessionDeleted,
-    SessionQuery, StateEntry, StoreError, StoredRecord, TaskContext, VectorStatus, Verdict,
+    SessionQuery, Space, SpaceMessage, SpaceQuery, StateEntry, StoreError, StoredRecord,
+    TaskContext, VectorStatus, Verdict,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::Caller;
 use crate::dto::{
-    AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, Deleted, DeletedCount,
-    EmbedPending, Embedded, EmbeddingModel, ExpireProposals, ExpiredCount, FinishProposal, Health,
-    MaybeInsight, MoveNamespace, Moved, PrioritiesOf, Promote, PruneRaw, RetireBelief,
-    SearchMemory, SetState, SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
+    Ack, AppendRaw, AtomicAppend, AtomicIncrement, Cursor, Decompose, DeleteExpired, Deleted,
+    DeletedCount, EmbedPending, Embedded, EmbeddingModel, ExpireProposals, ExpiredCount,
+    FinishProposal, Health, MaybeInsight, MoveNamespace, Moved, PostMessages, PrioritiesOf,
+    Promote, PruneRaw, RetireBelief, SearchMemory, SetState, SimilarInsight, Strengthen, Touch,
+    Touched, VectorLookup,
 };
 
 /// An HTTP method of the table.
@@ -376,6 +378,15 @@ pub fn all() -> Vec<Operation> {
         CLAIM_PROPOSAL.operation(),
         FINISH_PROPOSAL.operation(),
         EXPIRE_PROPOSALS.operation(),
+        CREATE_SPACE.operation(),
+        GET_SPACE.operation(),
+        QUERY_SPACES.operation(),
+        ADD_SPACE_MEMBER.operation(),
+        REMOVE_SPACE_MEMBER.operation(),
+        POST_MESSAGES.operation(),
+        READ_MESSAGES.operation(),
+        ACK_MESSAGES.operation(),
+        SPACE_CURSOR.operation(),
         PUT_GOAL.operation(),
         GET_GOAL.operation(),
         QUERY_GOALS.operation(),
@@ -616,6 +627,79 @@ pub const EXPIRE_PROPOSALS: Endpoint<ExpireProposals, ExpiredCount> = Endpoint::
     "Mark pending proposals past their deadline expired",
 )
 .idempotent();
+
+// --- Spaces: members, ordered message logs, cursors ---
+
+/// `POST /v1/memory/spaces`: Create a space, the caller an admin member (the same id and title again: the existing one).
+pub const CREATE_SPACE: Endpoint<Space, Space> = Endpoint::post(
+    "/v1/memory/spaces",
+    "createSpace",
+    "Create a space, the caller an admin member (the same id and title again: the existing one)",
+)
+.idempotent();
+
+/// `GET /v1/memory/spaces/{id}`: A space the caller is a member of.
+pub const GET_SPACE: Endpoint<(), Space> = Endpoint::get(
+    "/v1/memory/spaces/{id}",
+    "getSpace",
+    "A space the caller is a member of",
+)
+.or_none("space");
+
+/// `POST /v1/memory/spaces/query`: A page of the caller's spaces, newest first.
+pub const QUERY_SPACES: Endpoint<SpaceQuery, Page<Space>> = Endpoint::post(
+    "/v1/memory/spaces/query",
+    "querySpaces",
+    "A page of the caller's spaces, newest first",
+)
+.idempotent();
+
+/// `POST /v1/memory/spaces/{id}/members`: Add a member (or replace its admin flag and domains; needs a space admin or the manage right).
+pub const ADD_SPACE_MEMBER: Endpoint<openvibe_protocols::Member, Space> = Endpoint::post(
+    "/v1/memory/spaces/{id}/members",
+    "addSpaceMember",
+    "Add a member (or replace its admin flag and domains; needs a space admin or the manage right)",
+)
+.idempotent();
+
+/// `DELETE /v1/memory/spaces/{id}/members/{principal}`: Remove a member (the last admin stays).
+pub const REMOVE_SPACE_MEMBER: Endpoint<(), Space> = Endpoint::delete(
+    "/v1/memory/spaces/{id}/members/{principal}",
+    "removeSpaceMember",
+    "Remove a member (the last admin stays)",
+);
+
+/// `POST /v1/memory/spaces/{id}/messages`: Append messages in order, as the caller (a member with the write right); an id already posted returns the stored message.
+pub const POST_MESSAGES: Endpoint<PostMessages, Vec<SpaceMessage>> = Endpoint::post(
+    "/v1/memory/spaces/{id}/messages",
+    "postMessages",
+    "Append messages in order, as the caller (a member with the write right); an id already posted returns the stored message",
+)
+.idempotent();
+
+/// `POST /v1/memory/spaces/{id}/messages/query`: Messages after a seq, in order; waits up to `wait_ms` for the next one when none follows.
+pub const READ_MESSAGES: Endpoint<openvibe_protocols::MessageQuery, Vec<SpaceMessage>> =
+    Endpoint::post(
+        "/v1/memory/spaces/{id}/messages/query",
+        "readMessages",
+        "Messages after a seq, in order; waits up to `wait_ms` for the next one when none follows",
+    )
+    .idempotent();
+
+/// `POST /v1/memory/spaces/{id}/ack`: Move the caller's cursor forward (never back, never past the head).
+pub const ACK_MESSAGES: Endpoint<Ack, Cursor> = Endpoint::post(
+    "/v1/memory/spaces/{id}/ack",
+    "ackMessages",
+    "Move the caller's cursor forward (never back, never past the head)",
+)
+.idempotent();
+
+/// `GET /v1/memory/spaces/{id}/cursor`: The caller's cursor in the space.
+pub const SPACE_CURSOR: Endpoint<(), Cursor> = Endpoint::get(
+    "/v1/memory/spaces/{id}/cursor",
+    "spaceCursor",
+    "The caller's cursor in the space",
+);
 
 // --- Goals: objectives, decomposition, priorities, metric reports ---
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditOp, BELIEF_KIND, CallerContext, Episode, Fact, GOAL_KIND, Insight, KnowledgeStore,
-    METRIC_KIND, NamespaceAdmin, NamespaceCount, NamespaceScope, PRIORITIES_KIND, RecordMeta,
-    RecordVector, RecordVectors, StoreError, Stores, VectorStatus, store_time,
+    MESSAGE_KIND, METRIC_KIND, NamespaceAdmin, NamespaceCount, NamespaceScope, PRIORITIES_KIND,
+    RecordMeta, RecordVector, RecordVectors, SPACE_KIND, StoreError, Stores, VectorStatus,
+    store_time,
 };
 use openvibe_protocols::{
     EMBEDDED_KINDS, EXPIRING_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
@@ -22,6 +23,7 @@ use crate::goals::InMemoryGoalStore;
 use crate::proposals::InMemoryProposalStore;
 use crate::raw::InMemoryRawLog;
 use crate::records::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
+use crate::spaces::InMemorySpaceStore;
 use crate::span::{store_span, store_span_of};
 use crate::vectors::VectorTable;
 use crate::working::InMemoryWorkingStore;
@@ -66,6 +68,7 @@ impl InMemoryAdmin {
             proposals: Arc::new(InMemoryProposalStore::new().with_audit(audit.clone())),
             goals: Arc::new(InMemoryGoalStore::new().with_audit(audit.clone())),
             beliefs: Arc::new(InMemoryBeliefStore::new().with_audit(audit.clone())),
+            spaces: Arc::new(InMemorySpaceStore::new().with_audit(audit.clone())),
             audit,
             vectors,
         }
@@ -91,6 +94,7 @@ impl InMemoryAdmin {
             proposals: admin.proposals.clone(),
             goals: admin.goals.clone(),
             beliefs: admin.beliefs.clone(),
+            spaces: admin.spaces.clone(),
             admin,
         }
     }
@@ -106,6 +110,7 @@ pub struct InMemoryAdmin {
     proposals: Arc<InMemoryProposalStore>,
     goals: Arc<InMemoryGoalStore>,
     beliefs: Arc<InMemoryBeliefStore>,
+    spaces: Arc<InMemorySpaceStore>,
     audit: Arc<InMemoryAuditLog>,
     vectors: Option<Arc<VectorTable>>,
 }
@@ -205,6 +210,9 @@ impl NamespaceAdmin for InMemoryAdmin {
         out.extend(self.working.namespace_counts(ctx)?);
         out.extend(counts_of("proposal", self.proposals.namespace_counts(ctx)?));
         out.extend(counts_of(BELIEF_KIND, self.beliefs.namespace_counts(ctx)?));
+        for kind in [SPACE_KIND, MESSAGE_KIND] {
+            out.extend(counts_of(kind, self.spaces.namespace_counts(ctx, kind)?));
+        }
         for kind in [GOAL_KIND, PRIORITIES_KIND, METRIC_KIND] {
             out.extend(counts_of(kind, self.goals.namespace_counts(ctx, kind)?));
         }
@@ -229,6 +237,7 @@ impl NamespaceAdmin for InMemoryAdmin {
             "insight" => self.insights.move_namespace(ctx, from, to, batch),
             "proposal" => self.proposals.move_namespace(ctx, from, to, batch),
             BELIEF_KIND => self.beliefs.move_namespace(ctx, from, to, batch),
+            SPACE_KIND | MESSAGE_KIND => self.spaces.move_namespace(ctx, kind, from, to, batch),
             GOAL_KIND => self.goals.move_namespace(ctx, GOAL_KIND, from, to, batch),
             PRIORITIES_KIND => self
                 .goals
@@ -261,6 +270,7 @@ impl NamespaceAdmin for InMemoryAdmin {
                 "raw_call" => self.raw.delete_expired(ctx, &scope, left)?,
                 "proposal" => self.proposals.delete_expired(ctx, &scope, left)?,
                 BELIEF_KIND => self.beliefs.delete_expired(ctx, &scope, left)?,
+                SPACE_KIND | MESSAGE_KIND => self.spaces.delete_expired(ctx, kind, &scope, left)?,
                 GOAL_KIND => self.goals.delete_expired(ctx, GOAL_KIND, &scope, left)?,
                 PRIORITIES_KIND => self
                     .goals

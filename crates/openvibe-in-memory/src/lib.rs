@@ -16,6 +16,7 @@
 //! | the L1 raw log | [`InMemoryRawLog`] |
 //! | the audit trail | [`InMemoryAuditLog`] |
 //! | proposals | [`InMemoryProposalStore`] |
+//! | spaces | [`InMemorySpaceStore`] |
 //! | namespaces, vectors, snapshot files | [`InMemoryAdmin`], [`MemorySnapshot`] |
 //! | all of them, as one [`Stores`] set | [`in_memory_stores`], [`in_memory_stores_with_embedder`] |
 //!
@@ -47,6 +48,7 @@ mod ranked;
 mod raw;
 mod records;
 mod semantic;
+mod spaces;
 mod span;
 mod tables;
 mod vectors;
@@ -65,6 +67,7 @@ pub use raw::{InMemoryRawLog, new_raw_id};
 pub use records::{
     InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, InMemoryRecord, InMemoryRecords,
 };
+pub use spaces::InMemorySpaceStore;
 pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 
 /// Fresh, empty in-memory stores: the embedded default backend as a

@@ -649,12 +649,14 @@ where
     let (proposal_checks, verdicts) = proposal_leak_check(&s, &mut rng, seed).await;
     let goal_checks = goal_leak_check(&s, &mut rng, seed).await;
     let (belief_checks, belief_verdicts) = belief_leak_check(&s, &mut rng, seed).await;
+    let (space_checks, space_changes) = space_leak_check(&s, &mut rng, seed).await;
     eprintln!(
         "governance leak check: {checks} reads and searches matched the model over {} records \
          ({refused_writes} writes refused); {allowed} changes allowed, {refused} refused as the rule says; \
          {raw_checks} raw-log reads, {proposal_checks} proposal reads, {goal_checks} goal reads \
-         and {belief_checks} belief reads matched too; {verdicts} proposal and {belief_verdicts} \
-         belief verdicts given or refused as the approve rule says",
+         {belief_checks} belief reads and {space_checks} space reads matched too; {verdicts} proposal \
+         and {belief_verdicts} belief verdicts given or refused as the approve rule says, and \
+         {space_changes} posts and member changes as the space rules say",
         stored.len()
     );
     assert!(
@@ -1702,6 +1704,194 @@ async fn belief_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, usiz
         verdicts += 1;
     }
     (checks, verdicts)
+}
+
+/// Spaces in the leak check: random callers create spaces (placed, owned
+/// and classified as facts are) with random members; random posts and
+/// member changes are allowed or refused exactly as the rules say
+/// (members with the write right post; admins with it, or managers, change
+/// members), and random gets, lists and message reads are compared with
+/// the read rule (the tenant, the namespace, the clearance on the space's
+/// domain, and membership). Returns (reads checked, changes checked).
+async fn space_leak_check(s: &Stores, rng: &mut Rng, seed: u64) -> (usize, usize) {
+    use openvibe_protocols::{Change, Member, MessageQuery, Space, SpaceMessage, SpaceQuery};
+    let keys: Vec<String> = PRINCIPALS
+        .iter()
+        .map(|(id, kind)| format!("{}:{id}", kind.as_str()))
+        .collect();
+    let mut stored: Vec<Space> = Vec::new();
+    for i in 0..60 {
+        let writer = random_caller(rng);
+        let ns = *rng.pick(NAMESPACES);
+        let mut space = Space::new(format!("space {i}"))
+            .id(format!("sp{i}"))
+            .domain(*rng.pick(DOMAINS))
+            .namespace(ns);
+        for key in &keys {
+            if rng.chance(40) {
+                let mut m = Member::new(key.clone());
+                m.admin = rng.chance(30);
+                space = space.member(m);
+            }
+        }
+        space.meta.classification = *rng.pick(&Classification::ALL);
+        match (
+            s.spaces.create(&writer, space).await,
+            writer.placement(ns, "create"),
+        ) {
+            (Ok(created), Ok(place)) => {
+                assert_eq!(
+                    (
+                        &created.meta.namespace,
+                        &created.meta.project_id,
+                        &created.meta.owner
+                    ),
+                    (&place.namespace, &place.project_id, &writer.owner_key()),
+                    "seed {seed}: placement of sp{i}"
+                );
+                stored.push(created);
+            }
+            (Err(StoreError::Unauthorized { .. }), Err(_)) => {}
+            (got, want) => panic!("seed {seed}: create sp{i}: got {got:?}, want {want:?}"),
+        }
+    }
+    assert!(!stored.is_empty(), "seed {seed}: no space was created");
+    let visible = |reader: &CallerContext, sp: &Space| {
+        sp.meta.tenant_id == reader.tenant_id()
+            && reader.can_read(&sp.meta, &sp.domain)
+            && (reader.is_privileged()
+                || sp.members.iter().any(|m| m.principal == reader.owner_key()))
+    };
+    let member = |reader: &CallerContext, sp: &Space| {
+        sp.members
+            .iter()
+            .find(|m| m.principal == reader.owner_key())
+            .cloned()
+    };
+    // Posts and member changes, each allowed or refused as the rules say.
+    let mut posted: HashMap<String, usize> = HashMap::new();
+    let mut changes = 0;
+    for step in 0..300 {
+        let caller = random_caller(rng);
+        let idx = rng.below(stored.len());
+        let target = stored[idx].clone();
+        let seen = visible(&caller, &target);
+        let writes = caller.rights(&target.meta.namespace).allows(Change::Write);
+        if rng.chance(70) {
+            let may = seen && member(&caller, &target).is_some() && writes;
+            let text = SpaceMessage::text(format!("post {step}"));
+            match (s.spaces.post(&caller, &target.id, text).await, seen, may) {
+                (Ok(m), _, true) => {
+                    assert_eq!(m.meta.owner, caller.owner_key(), "seed {seed}");
+                    *posted.entry(target.id.clone()).or_default() += 1;
+                }
+                (Err(StoreError::NotFound { .. }), false, _)
+                | (Err(StoreError::Unauthorized { .. }), true, false) => {}
+                (got, seen, may) => panic!(
+                    "seed {seed}: post to {} as {caller:?}: got {got:?}, visible {seen}, may {may}",
+                    target.id
+                ),
+            }
+        } else {
+            let rights = caller.rights(&target.meta.namespace);
+            let may = seen
+                && ((rights.manage && rights.write)
+                    || (member(&caller, &target).is_some_and(|m| m.admin) && writes));
+            let who = rng.pick(&keys).clone();
+            match (
+                s.spaces
+                    .add_member(&caller, &target.id, Member::new(who.clone()))
+                    .await,
+                seen,
+                may,
+            ) {
+                (Ok(updated), _, true) => {
+                    assert!(updated.find_member(&who).is_some(), "seed {seed}");
+                    stored[idx] = updated;
+                }
+                // Demoting the last admin is refused whoever asks.
+                (Err(StoreError::Conflict { .. }), _, true) => {}
+                (Err(StoreError::NotFound { .. }), false, _)
+                | (Err(StoreError::Unauthorized { .. }), true, false) => {
+                    let admin = admin_of(&target.meta);
+                    let still = s.spaces.get(&admin, &target.id).await.unwrap();
+                    assert_eq!(
+                        still.map(|sp| sp.members),
+                        Some(target.members.clone()),
+                        "seed {seed}: a refused member change changed {}",
+                        target.id
+                    );
+                }
+                (got, seen, may) => panic!(
+                    "seed {seed}: add {who} to {} as {caller:?}: got {got:?}, visible {seen}, may {may}",
+                    target.id
+                ),
+            }
+        }
+        changes += 1;
+    }
+    assert!(
+        posted.values().sum::<usize>() > 0,
+        "seed {seed}: no post was allowed"
+    );
+    // Reads.
+    let mut checks = 0;
+    for _ in 0..500 {
+        let reader = random_caller(rng);
+        let sp = rng.pick(&stored).clone();
+        match rng.below(3) {
+            0 => {
+                let got = s.spaces.get(&reader, &sp.id).await.unwrap().map(|x| x.id);
+                let want = visible(&reader, &sp).then(|| sp.id.clone());
+                assert_eq!(got, want, "seed {seed}: space get {} as {reader:?}", sp.id);
+            }
+            1 => {
+                let got = s
+                    .spaces
+                    .messages(&reader, &sp.id, &MessageQuery::after(0).limit(1000))
+                    .await;
+                match (got, visible(&reader, &sp)) {
+                    (Ok(messages), true) => assert_eq!(
+                        messages.len(),
+                        posted.get(&sp.id).copied().unwrap_or(0),
+                        "seed {seed}: messages of {}",
+                        sp.id
+                    ),
+                    (Err(StoreError::NotFound { .. }), false) => {}
+                    (got, seen) => panic!(
+                        "seed {seed}: messages of {} as {reader:?}: got {got:?}, visible {seen}",
+                        sp.id
+                    ),
+                }
+            }
+            _ => {
+                let mut query = SpaceQuery::new().limit(1 + rng.below(30));
+                if rng.chance(40) {
+                    query.namespaces = NAMESPACES
+                        .iter()
+                        .filter(|_| rng.chance(40))
+                        .map(|n| (*n).to_owned())
+                        .collect();
+                }
+                let scope = reader.list_scope(&query.namespaces);
+                let want: Vec<&Space> = stored
+                    .iter()
+                    .filter(|x| visible(&reader, x) && scope.contains(&x.meta.namespace))
+                    .collect();
+                let want = newest_ids(
+                    want,
+                    |x| (x.meta.created_at, x.id.clone()),
+                    |x| &x.id,
+                    query.limit,
+                );
+                let page = s.spaces.list(&reader, &query).await.unwrap();
+                let got: Vec<&str> = page.items.iter().map(|x| x.id.as_str()).collect();
+                assert_eq!(got, want, "seed {seed}: spaces {query:?} as {reader:?}");
+            }
+        }
+        checks += 1;
+    }
+    (checks, changes)
 }
 
 /// More goals than the leak check puts: one page holds them all.

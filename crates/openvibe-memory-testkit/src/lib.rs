@@ -50,6 +50,7 @@ pub mod provenance;
 pub mod raw;
 pub mod semantic;
 pub mod skip;
+pub mod spaces;
 mod support;
 pub mod vectors;
 pub mod working;
@@ -190,6 +191,11 @@ cases! {
     beliefs::beliefs_list_newest_first_by_page;
     beliefs::beliefs_are_governed_and_audited;
     beliefs::belief_provenance_reaches_the_raw_calls;
+    spaces::spaces_are_created_with_members_idempotently;
+    spaces::spaces_log_messages_in_order_once;
+    spaces::spaces_order_racing_posts_totally;
+    spaces::spaces_wake_waiting_readers_and_keep_cursors;
+    spaces::spaces_are_governed_and_audited;
 }
 
 /// The README's example, compiled and run as a doc test.

@@ -18,7 +18,7 @@ use crate::sql::Sql;
 use crate::tx::{INCLUDE_EXPIRED, begin, begin_then};
 
 /// The tables of the kinds that expire (`EXPIRING_KINDS`).
-const EXPIRING_TABLES: [&str; 9] = [
+const EXPIRING_TABLES: [&str; 11] = [
     "facts",
     "episodes",
     "insights",
@@ -28,10 +28,12 @@ const EXPIRING_TABLES: [&str; 9] = [
     "goals",
     "goal_priorities",
     "beliefs",
+    "spaces",
+    "space_messages",
 ];
 
 /// Each record kind's table.
-const TABLES: [(&str, &str); 12] = [
+const TABLES: [(&str, &str); 14] = [
     ("fact", "facts"),
     ("episode", "episodes"),
     ("insight", "insights"),
@@ -44,6 +46,8 @@ const TABLES: [(&str, &str); 12] = [
     ("priorities", "goal_priorities"),
     ("metric", "metric_reports"),
     ("belief", "beliefs"),
+    ("space", "spaces"),
+    ("message", "space_messages"),
 ];
 
 /// [`NamespaceAdmin`] over a pool.

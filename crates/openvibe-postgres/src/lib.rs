@@ -60,6 +60,7 @@ mod record_store;
 mod records;
 mod rows;
 mod semantic;
+mod spaces;
 mod span;
 mod sql;
 mod text;
@@ -90,6 +91,7 @@ pub use proposals::PgProposalStore;
 pub use raw::PgRawLog;
 pub use record_store::{PgEpisodicStore, PgFactStore, PgInsightStore, PgRecord, PgRecords};
 pub use semantic::PgKnowledgeStore;
+pub use spaces::{PgSpaceStore, RECHECK};
 pub use vectors::PgVectors;
 pub use working::PgWorkingStore;
 
@@ -154,6 +156,7 @@ pub struct PgStores {
     proposals: Arc<PgProposalStore>,
     goals: Arc<PgGoalStore>,
     beliefs: Arc<PgBeliefStore>,
+    spaces: Arc<PgSpaceStore>,
     audit: Arc<PgAuditLog>,
     vectors: Arc<PgVectors>,
     writer: AuditWriter,
@@ -213,6 +216,7 @@ impl PgStores {
             proposals: Arc::new(PgProposalStore::new(pool.clone()).with_audit(writer.clone())),
             goals: Arc::new(PgGoalStore::new(pool.clone()).with_audit(writer.clone())),
             beliefs: Arc::new(PgBeliefStore::new(pool.clone()).with_audit(writer.clone())),
+            spaces: Arc::new(PgSpaceStore::new(pool.clone()).with_audit(writer.clone())),
             audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
             vectors: Arc::new(PgVectors::new(
                 pool.clone(),
@@ -295,6 +299,7 @@ impl PgStores {
             proposals: self.proposals.clone() as Arc<dyn ProposalStore>,
             goals: self.goals.clone() as Arc<dyn GoalStore>,
             beliefs: self.beliefs.clone() as Arc<dyn BeliefStore>,
+            spaces: self.spaces.clone() as Arc<dyn openvibe_protocols::SpaceStore>,
         }
     }
 

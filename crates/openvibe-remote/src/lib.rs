@@ -162,7 +162,8 @@ impl RemoteMemory {
             vectors: me.clone(),
             proposals: me.clone(),
             goals: me.clone(),
-            beliefs: me,
+            beliefs: me.clone(),
+            spaces: me,
         }
     }
 }

@@ -5,9 +5,9 @@
 use async_trait::async_trait;
 use chrono::NaiveDate;
 use openvibe_api::dto::{
-    AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, EmbedPending,
-    ExpireProposals, FinishProposal, MoveNamespace, PrioritiesOf, PruneRaw, RetireBelief, SetState,
-    SimilarInsight, Strengthen, Touch, VectorLookup,
+    Ack, AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, EmbedPending,
+    ExpireProposals, FinishProposal, MoveNamespace, PostMessages, PrioritiesOf, PruneRaw,
+    RetireBelief, SetState, SimilarInsight, Strengthen, Touch, VectorLookup,
 };
 use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
@@ -18,7 +18,8 @@ use openvibe_protocols::{
     PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities,
     Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention,
     RecordStore, RecordVector, RecordVectors, RevisableStore, Session, SessionDeleted,
-    SessionQuery, SessionStore, StateEntry, StoreError, TaskContext, VectorStatus, Verdict,
+    SessionQuery, SessionStore, Space, SpaceMessage, SpaceQuery, SpaceStore, StateEntry,
+    StoreError, TaskContext, VectorStatus, Verdict,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -365,6 +366,89 @@ impl ProposalStore for RemoteMemory {
             .call(ctx, &e::EXPIRE_PROPOSALS, &[], &ExpireProposals { limit })
             .await?
             .expired)
+    }
+}
+
+#[async_trait]
+impl SpaceStore for RemoteMemory {
+    async fn create(&self, ctx: &CallerContext, space: Space) -> Result<Space, StoreError> {
+        self.call(ctx, &e::CREATE_SPACE, &[], &space).await
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Space>, StoreError> {
+        self.find(ctx, &e::GET_SPACE, &[id]).await
+    }
+
+    async fn list(
+        &self,
+        ctx: &CallerContext,
+        query: &SpaceQuery,
+    ) -> Result<Page<Space>, StoreError> {
+        self.call(ctx, &e::QUERY_SPACES, &[], query).await
+    }
+
+    async fn add_member(
+        &self,
+        ctx: &CallerContext,
+        space_id: &str,
+        member: openvibe_protocols::Member,
+    ) -> Result<Space, StoreError> {
+        self.call(ctx, &e::ADD_SPACE_MEMBER, &[space_id], &member)
+            .await
+    }
+
+    async fn remove_member(
+        &self,
+        ctx: &CallerContext,
+        space_id: &str,
+        principal: &str,
+    ) -> Result<Space, StoreError> {
+        self.call(ctx, &e::REMOVE_SPACE_MEMBER, &[space_id, principal], &())
+            .await
+    }
+
+    async fn post_all(
+        &self,
+        ctx: &CallerContext,
+        space_id: &str,
+        mut messages: Vec<SpaceMessage>,
+    ) -> Result<Vec<SpaceMessage>, StoreError> {
+        // Ids chosen here make a retried request the same post.
+        for m in &mut messages {
+            if m.id.is_empty() {
+                m.id = uuid::Uuid::new_v4().simple().to_string();
+            }
+        }
+        self.call(
+            ctx,
+            &e::POST_MESSAGES,
+            &[space_id],
+            &PostMessages { messages },
+        )
+        .await
+    }
+
+    async fn messages(
+        &self,
+        ctx: &CallerContext,
+        space_id: &str,
+        query: &openvibe_protocols::MessageQuery,
+    ) -> Result<Vec<SpaceMessage>, StoreError> {
+        self.call(ctx, &e::READ_MESSAGES, &[space_id], query).await
+    }
+
+    async fn ack(&self, ctx: &CallerContext, space_id: &str, seq: u64) -> Result<u64, StoreError> {
+        Ok(self
+            .call(ctx, &e::ACK_MESSAGES, &[space_id], &Ack { seq })
+            .await?
+            .cursor)
+    }
+
+    async fn cursor(&self, ctx: &CallerContext, space_id: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .call(ctx, &e::SPACE_CURSOR, &[space_id], &())
+            .await?
+            .cursor)
     }
 }
 

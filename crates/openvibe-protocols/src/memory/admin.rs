@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{CallerContext, Change, NamespaceScope, StoreError};
 
 /// The record kinds that live in namespaces.
-pub const RECORD_KINDS: [&str; 12] = [
+pub const RECORD_KINDS: [&str; 14] = [
     "fact",
     "episode",
     "insight",
@@ -21,11 +21,13 @@ pub const RECORD_KINDS: [&str; 12] = [
     "priorities",
     "metric",
     "belief",
+    "space",
+    "message",
 ];
 
 /// The record kinds that can expire ([`RecordMeta::expires_at`](crate::RecordMeta::expires_at)):
 /// the long-lived ones. Working memory ends with its plan or session.
-pub const EXPIRING_KINDS: [&str; 9] = [
+pub const EXPIRING_KINDS: [&str; 11] = [
     "fact",
     "episode",
     "insight",
@@ -35,6 +37,8 @@ pub const EXPIRING_KINDS: [&str; 9] = [
     "goal",
     "priorities",
     "belief",
+    "space",
+    "message",
 ];
 
 /// How many records of one kind one namespace holds.

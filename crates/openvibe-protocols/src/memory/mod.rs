@@ -20,6 +20,7 @@
 //! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
 //! | goals: objectives, their decomposition, daily priorities, metric reports and progress ([`GoalStore`]) | `goals` |
 //! | beliefs (L4): what a role holds true once a person approved it ([`BeliefStore`]) | `beliefs` |
+//! | spaces: members, an ordered message log per space, cursors, routing by domain, delegation's request and answer ([`SpaceStore`]) | `spaces` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
 //! Everything here is re-exported at the crate root, its one import path.
@@ -40,6 +41,7 @@ mod raw;
 mod records;
 mod retrieval_types;
 mod semantic;
+mod spaces;
 mod store;
 mod validate;
 mod vectors;
@@ -84,6 +86,12 @@ pub use semantic::{
     Knowledge, KnowledgeFilter, KnowledgeHit, KnowledgeQuery, KnowledgeSearch, KnowledgeStore,
     NewKnowledge, check_embedding, check_user, knowledge_read_allowed, resolve_embedding,
     validate_knowledge,
+};
+pub use spaces::{
+    AnswerStatus, DelegationAnswer, DelegationRequest, MAX_MESSAGE_PAGE, MAX_SPACE_MEMBERS,
+    MAX_SPACE_PAGE, MAX_WAIT_MS, MESSAGE_KIND, Member, MessageBody, MessageQuery, SPACE_KIND,
+    Space, SpaceMessage, SpaceQuery, SpaceStore, merge_posted, space_not_found, split_reposts,
+    validate_message,
 };
 pub use store::{
     EpisodicStore, FactStore, InsightStore, RecordStore, RevisableRecord, RevisableStore,

@@ -239,6 +239,8 @@ pub struct Stores {
     pub goals: Arc<dyn super::GoalStore>,
     /// Beliefs (L4): what roles hold true once a person approved it.
     pub beliefs: Arc<dyn super::BeliefStore>,
+    /// Spaces: members and their ordered message logs.
+    pub spaces: Arc<dyn super::SpaceStore>,
 }
 
 impl Stores {

@@ -9,6 +9,7 @@ pub(crate) mod cognitive;
 mod goals;
 mod proposals;
 mod records;
+mod spaces;
 mod system;
 mod working;
 
@@ -31,6 +32,7 @@ pub(crate) fn routes() -> Api {
     let api = proposals::routes(api);
     let api = goals::routes(api);
     let api = beliefs::routes(api);
+    let api = spaces::routes(api);
     let api = cognitive::routes(api);
     working::routes(api)
 }
