@@ -51,6 +51,16 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A node's own work failed (a delegation refused or timed out, ...):
+    /// the source is the layer's typed error.
+    #[error("node `{node}`: {source}")]
+    Failed {
+        /// The node.
+        node: String,
+        /// What failed, typed (downcast it).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A test double's cassette could not be read or written.
     #[error("cassette {path}: {message}")]
     Cassette {

@@ -17,6 +17,7 @@
 //! - With the `testing` feature: [`testing::ScriptedLlm`] and
 //!   [`testing::RecordReplayProvider`].
 
+mod delegate;
 mod error;
 mod node;
 mod output;
@@ -27,8 +28,9 @@ mod tool;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use delegate::{DELEGATE_TIMEOUT, DelegateNode};
 pub use error::Error;
-pub use node::{AgentNode, LlmNode, Node, NodeContext};
+pub use node::{AgentNode, Delegate, LlmNode, Node, NodeContext};
 pub use output::parse_output;
 pub use providers::{
     AnthropicProvider, OpenAiEmbedder, OpenAiProvider, ProviderConfig, RetryPolicy, TokenLimitField,

@@ -39,6 +39,9 @@ pub struct NodeContext {
     pub episode_sink: Option<Arc<dyn EpisodeSink>>,
     /// Decides on tool calls that declare an action.
     pub tool_gate: Option<Arc<dyn ToolGate>>,
+    /// Whom a [`DelegateNode`](crate::DelegateNode) asks through (the
+    /// role running the workflow, when it works in a space).
+    pub delegate: Option<Arc<dyn Delegate>>,
 }
 
 impl NodeContext {
@@ -50,6 +53,7 @@ impl NodeContext {
             assembler: None,
             episode_sink: None,
             tool_gate: None,
+            delegate: None,
         }
     }
 
@@ -80,6 +84,13 @@ impl NodeContext {
         self.tool_gate = Some(gate);
         self
     }
+
+    /// Wire the delegate [`DelegateNode`](crate::DelegateNode)s ask through.
+    #[must_use]
+    pub fn with_delegate(mut self, delegate: Arc<dyn Delegate>) -> Self {
+        self.delegate = Some(delegate);
+        self
+    }
 }
 
 impl fmt::Debug for NodeContext {
@@ -89,8 +100,30 @@ impl fmt::Debug for NodeContext {
             .field("assembler", &self.assembler.is_some())
             .field("episode_sink", &self.episode_sink.is_some())
             .field("tool_gate", &self.tool_gate.is_some())
+            .field("delegate", &self.delegate.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// What a node delegates through: the role that runs it (its identity
+/// comes from the role, never from the state).
+#[async_trait]
+pub trait Delegate: Send + Sync {
+    /// The asking role.
+    fn role_id(&self) -> &str;
+
+    /// Ask the owner of `domain` to do `task` with `input` under the
+    /// request id `request_id` (the same id again: the same request), and
+    /// wait at most `timeout` for the final answer: its output, or the
+    /// typed error of a refusal, a failure or a timeout.
+    async fn ask(
+        &self,
+        request_id: &str,
+        domain: &str,
+        task: &str,
+        input: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>>;
 }
 
 /// A step of a workflow: takes the state, returns it updated.

@@ -87,6 +87,8 @@ pub enum EventSource {
     Http,
     /// An MCP tool.
     Mcp,
+    /// A request delegated through a space.
+    Space,
 }
 
 /// One stage as it ran.
@@ -239,6 +241,7 @@ fn source_name(source: EventSource) -> &'static str {
         EventSource::Trigger => "a trigger",
         EventSource::Http => "HTTP",
         EventSource::Mcp => "MCP",
+        EventSource::Space => "a space",
     }
 }
 

@@ -174,6 +174,13 @@ pub enum ActionTarget {
         /// The workflow's name.
         workflow: String,
     },
+    /// Ask the role that owns `domain` in the role's space to do it (the
+    /// action's name the task, its input the request's): the owner decides
+    /// with its own engine and authority, and its answer is the result.
+    Delegate {
+        /// The domain whose owner is asked.
+        domain: String,
+    },
 }
 
 /// An action a role may take: its authority name, what runs, and with what.
@@ -196,6 +203,17 @@ impl Action {
         Self {
             action: action.into(),
             target: ActionTarget::Tool { tool: tool.into() },
+            input,
+        }
+    }
+
+    /// `action` delegated to the owner of `domain` with `input`.
+    pub fn delegate(action: impl Into<String>, domain: impl Into<String>, input: Value) -> Self {
+        Self {
+            action: action.into(),
+            target: ActionTarget::Delegate {
+                domain: domain.into(),
+            },
             input,
         }
     }

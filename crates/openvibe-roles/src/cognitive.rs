@@ -527,6 +527,7 @@ impl CognitiveLoop {
         S: std::future::Future<Output = ()>,
         O: Fn(&LoopTrace) + Send + Sync,
     {
+        self.runtime.join_space().await?;
         let unfinished = self.journal.unfinished().await?;
         let mut resume: BTreeMap<String, Vec<(DateTime<Utc>, String)>> = BTreeMap::new();
         for trace in unfinished {
@@ -562,7 +563,17 @@ impl CognitiveLoop {
                 &observe,
             ));
         }
-        let all = futures::future::join_all(workers);
+        let feeds = futures::future::join_all(
+            self.queues
+                .keys()
+                .filter_map(|role| self.runtime.get_role(role).ok())
+                .filter(|role| role.space().is_some())
+                .map(|role| self.feed_space(role, stop_rx.clone())),
+        );
+        let all = async {
+            let (reports, _) = tokio::join!(futures::future::join_all(workers), feeds);
+            reports
+        };
         tokio::pin!(all);
         tokio::pin!(stop);
         let reports = tokio::select! {
@@ -894,6 +905,12 @@ impl RoleRuntime {
                 took_us: micros_since(started),
                 outcome: why,
             });
+            // A delegated request that cannot go on: its asker hears so.
+            if let Ok(role) = self.get_role(&trace.role_id)
+                && let Err(e) = role.answer_delegation(trace).await
+            {
+                tracing::warn!(role = %trace.role_id, event = %trace.event.id, error = %e, "the failure of a delegated request could not be answered");
+            }
         }
     }
 
@@ -954,16 +971,18 @@ impl RoleRuntime {
                     return Ok("skipped: nothing decided".into());
                 };
                 let act = match (decision.outcome, &trace.event.action) {
-                    (Outcome::Act, Some(action)) => match role.execute(action, false).await {
-                        Ok(output) => ActOutcome::Ran {
-                            action: action.clone(),
-                            output,
-                        },
-                        Err(e) => ActOutcome::Failed {
-                            action: action.clone(),
-                            error: e.to_string(),
-                        },
-                    },
+                    (Outcome::Act, Some(action)) => {
+                        match role.execute_as(action, false, Some(&trace.event.id)).await {
+                            Ok(output) => ActOutcome::Ran {
+                                action: action.clone(),
+                                output,
+                            },
+                            Err(e) => ActOutcome::Failed {
+                                action: action.clone(),
+                                error: e.to_string(),
+                            },
+                        }
+                    }
                     (Outcome::Act, None) => ActOutcome::Nothing {
                         reason: "the event names no action".into(),
                     },
@@ -990,27 +1009,34 @@ impl RoleRuntime {
                 trace.act = Some(act);
                 Ok(line)
             }
-            Stage::Observe => match (&trace.decision, &trace.act) {
-                (Some(decision), Some(ActOutcome::Ran { action, output })) => {
-                    role.record_run(decision, action, &Ok(output.clone()))
-                        .await?;
-                    Ok(format!("episode {}-run", decision.id))
-                }
-                (Some(decision), Some(ActOutcome::Failed { action, error })) => {
-                    let failed = Err(Error::Action {
-                        role: trace.role_id.clone(),
-                        action: action.action.clone(),
-                        message: error.clone(),
-                    });
-                    role.record_run(decision, action, &failed).await?;
-                    Ok(format!("episode {}-run (failed)", decision.id))
-                }
-                (Some(decision), _) => Ok(format!(
-                    "the decision's episode records it ({})",
-                    decision.id
-                )),
-                (None, _) => Ok("skipped: nothing decided".into()),
-            },
+            Stage::Observe => {
+                let line = match (&trace.decision, &trace.act) {
+                    (Some(decision), Some(ActOutcome::Ran { action, output })) => {
+                        role.record_run(decision, action, &Ok(output.clone()))
+                            .await?;
+                        format!("episode {}-run", decision.id)
+                    }
+                    (Some(decision), Some(ActOutcome::Failed { action, error })) => {
+                        let failed = Err(Error::Action {
+                            role: trace.role_id.clone(),
+                            action: action.action.clone(),
+                            message: error.clone(),
+                        });
+                        role.record_run(decision, action, &failed).await?;
+                        format!("episode {}-run (failed)", decision.id)
+                    }
+                    (Some(decision), _) => {
+                        format!("the decision's episode records it ({})", decision.id)
+                    }
+                    (None, _) => "skipped: nothing decided".into(),
+                };
+                // A delegated request: the answer goes back in its thread
+                // (the same answer again when this stage is retried).
+                Ok(match role.answer_delegation(trace).await? {
+                    Some(status) => format!("{line}; answered {}", status.as_str()),
+                    None => line,
+                })
+            }
             Stage::Reflect if !reflection => {
                 Ok("not due (on the role's reflection schedule)".into())
             }

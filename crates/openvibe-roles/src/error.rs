@@ -204,4 +204,56 @@ pub enum Error {
         #[source]
         source: ScheduleError,
     },
+    /// The role has no space to delegate in ([`Role::with_spaces`](crate::Role::with_spaces)
+    /// and [`Role::in_space`](crate::Role::in_space)).
+    #[error(
+        "role `{role}` has no space: give it a space store and a space (Role::with_spaces, Role::in_space; a RoleRuntime with stores and RoleRuntime::with_space does)"
+    )]
+    NoSpace {
+        /// The role.
+        role: String,
+    },
+    /// The space store refused or failed.
+    #[error("the space of role `{role}`: {source}")]
+    Space {
+        /// The role.
+        role: String,
+        /// The store's error.
+        #[source]
+        source: openvibe_protocols::StoreError,
+    },
+    /// No final answer to a delegated request came in time.
+    #[error("role `{role}` waited {waited:?} for an answer to request `{request}`: none came")]
+    DelegationTimeout {
+        /// The asking role.
+        role: String,
+        /// The request's id.
+        request: String,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// The owner refused a delegated request.
+    #[error("the owner of `{domain}` refused `{task}` asked by role `{role}`: {reason}")]
+    DelegationRefused {
+        /// The asking role.
+        role: String,
+        /// The domain asked.
+        domain: String,
+        /// The task.
+        task: String,
+        /// The owner's reason.
+        reason: String,
+    },
+    /// The owner tried a delegated request and it failed.
+    #[error("`{task}` delegated by role `{role}` to the owner of `{domain}` failed: {reason}")]
+    DelegationFailed {
+        /// The asking role.
+        role: String,
+        /// The domain asked.
+        domain: String,
+        /// The task.
+        task: String,
+        /// How it failed.
+        reason: String,
+    },
 }

@@ -32,6 +32,7 @@ mod authority;
 mod cognitive;
 pub mod config;
 mod decision;
+mod delegation;
 mod error;
 mod goal_hooks;
 pub mod goals;
@@ -58,9 +59,14 @@ pub use decision::{
     ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,
     EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, check_event, decision_id, failed,
 };
+pub use delegation::{
+    DEFAULT_DELEGATION_TIMEOUT, DELEGATION_KEY, Delegation, Origin, delegation_id, request_event,
+    request_event_id,
+};
 pub use error::Error;
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
+pub use openvibe_primitives::DelegateNode;
 pub use openvibe_protocols::{
     Accepted, ActOutcome, EventSource, LoopTrace, REFLECT_EVENT, Stage, StageRecord,
 };

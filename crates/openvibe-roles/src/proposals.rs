@@ -132,16 +132,19 @@ impl Role {
         let result = match claimed.belief_id() {
             // A belief's proposal: the approval made the belief active.
             Some(belief) => self.confirm_belief(belief).await,
-            None => self.execute(&action, true).await,
+            None => self.execute_as(&action, true, Some(id)).await,
         };
         if let Some(decision) = &claimed.decision {
             self.record_run(decision, &action, &result).await?;
         }
         let outcome = result.map_err(|e| e.to_string());
-        store
+        let finished = store
             .finish(&ctx, id, outcome)
             .await
-            .map_err(store_error(id))
+            .map_err(store_error(id))?;
+        // A delegated request's proposal: its asker gets the final answer.
+        self.answer_proposal(&finished).await?;
+        Ok(finished)
     }
 
     /// What running an approved belief's proposal does: confirm the

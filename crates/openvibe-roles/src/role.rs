@@ -70,6 +70,8 @@ pub struct Role {
     proposals: Option<Arc<dyn ProposalStore>>,
     pub(crate) goals: Option<Arc<dyn openvibe_protocols::GoalStore>>,
     escalate_to: Option<String>,
+    pub(crate) spaces: Option<Arc<dyn openvibe_protocols::SpaceStore>>,
+    pub(crate) space: Option<String>,
 }
 
 impl Role {
@@ -96,6 +98,8 @@ impl Role {
             proposals: None,
             goals: None,
             escalate_to: None,
+            spaces: None,
+            space: None,
         }
     }
 
@@ -373,6 +377,9 @@ impl Role {
                 None => ctx.with_episode_sink(Arc::new(memory.clone())),
             };
         }
+        if self.space().is_some() {
+            ctx = ctx.with_delegate(Arc::new(RoleDelegate(self.clone())));
+        }
         Ok(operator.bind(ctx))
     }
 
@@ -436,7 +443,7 @@ impl Role {
         let decision = &handled.decision;
         match (decision.outcome, &event.action) {
             (Outcome::Act, Some(action)) => {
-                let result = self.execute(action, false).await;
+                let result = self.execute_as(action, false, Some(&event.id)).await;
                 self.record_run(decision, action, &result).await?;
                 handled.result = Some(result.map_err(|e| e.to_string()));
             }
@@ -527,6 +534,18 @@ impl Role {
     /// (bound to the role) from the input as its state. The result is the
     /// tool's output (a string) or the workflow's final state.
     pub async fn execute(&self, action: &Action, approved: bool) -> Result<Value, Error> {
+        self.execute_as(action, approved, None).await
+    }
+
+    /// [`Role::execute`], `key` naming what asked for it (an event, a
+    /// proposal): a delegated action's request id is derived from it, so
+    /// running it again asks once (none: a new request).
+    pub(crate) async fn execute_as(
+        &self,
+        action: &Action,
+        approved: bool,
+        key: Option<&str>,
+    ) -> Result<Value, Error> {
         match self.can_act(&action.action) {
             Authority::Forbidden => {
                 return Err(Error::Forbidden {
@@ -578,12 +597,18 @@ impl Role {
                     .await?;
                 Ok(state.into_value())
             }
+            ActionTarget::Delegate { domain } => {
+                drop(_entered);
+                let key =
+                    key.map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_owned);
+                self.run_delegated(action, domain, &key).await
+            }
         }
     }
 
     /// The role's action tools, then the tools of its operators' nodes (a
     /// gated call of one of them runs here once approved).
-    fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
+    pub(crate) fn all_tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut tools = self.tools.clone();
         for operator in &self.operators {
             for name in operator.node_names() {
@@ -804,5 +829,29 @@ impl fmt::Debug for RoleAwareLlm {
             .field("v1_memory", &self.memory.is_some())
             .field("raw_log", &self.raw_log.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The role as its workflows' [`Delegate`](openvibe_primitives::Delegate):
+/// what a [`DelegateNode`](openvibe_primitives::DelegateNode) asks through
+/// (set on the node context when the role binds an operator and has a
+/// space). The identity is the role's, never the state's.
+pub(crate) struct RoleDelegate(pub(crate) Role);
+
+#[async_trait]
+impl openvibe_primitives::Delegate for RoleDelegate {
+    fn role_id(&self) -> &str {
+        self.0.role_id()
+    }
+
+    async fn ask(
+        &self,
+        request_id: &str,
+        domain: &str,
+        task: &str,
+        input: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(self.0.ask(request_id, domain, task, input, timeout).await?)
     }
 }

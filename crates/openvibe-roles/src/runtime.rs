@@ -64,6 +64,10 @@ pub struct RoleRuntime {
     pub(crate) started: chrono::DateTime<chrono::Utc>,
     /// How often [`serve`](Self::serve) looks for approved proposals.
     pub(crate) proposal_poll: std::time::Duration,
+    /// The space the roles delegate in ([`with_space`](Self::with_space)).
+    space: Option<String>,
+    /// The people members of that space (escalations go to them).
+    space_people: Vec<String>,
 }
 
 /// How often [`RoleRuntime::serve`] looks for approved proposals by default.
@@ -85,7 +89,78 @@ impl RoleRuntime {
             roles: BTreeMap::new(),
             started: chrono::Utc::now(),
             proposal_poll: DEFAULT_PROPOSAL_POLL,
+            space: None,
+            space_people: Vec::new(),
         }
+    }
+
+    /// Let the roles work together in the space `space_id` (of the
+    /// runtime's stores): each role delegates there ([`Role::delegate`])
+    /// and its loop takes the requests routed to it
+    /// ([`CognitiveLoop::run`](crate::CognitiveLoop::run) joins it first:
+    /// [`join_space`](Self::join_space)). `people` (owner keys, `user:ann`)
+    /// are members too: a request for a domain no role owns goes to them.
+    #[must_use]
+    pub fn with_space<I, S>(mut self, space_id: impl Into<String>, people: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let space = space_id.into();
+        self.space_people = people.into_iter().map(Into::into).collect();
+        for role in self.roles.values_mut() {
+            if role.space.is_none() {
+                *role = role.clone().in_space(space.clone());
+            }
+        }
+        self.space = Some(space);
+        self
+    }
+
+    /// Create the runtime's space when it does not exist (idempotent) and
+    /// make each role that delegates there a member owning its domains,
+    /// and the space's people members: what every process running some of
+    /// the roles does when its loop starts. The space is created public
+    /// (its membership is what gates it; see docs/spaces.md). `None` when
+    /// the runtime has no space.
+    pub async fn join_space(&self) -> Result<Option<openvibe_protocols::Space>, Error> {
+        use openvibe_protocols::{CallerContext, Classification, Member, Space};
+        let Some(space_id) = &self.space else {
+            return Ok(None);
+        };
+        let mut joined = None;
+        for role in self.roles.values() {
+            let Some((store, id)) = role.space() else {
+                continue;
+            };
+            if id != space_id {
+                continue;
+            }
+            let role_ctx = role.proposal_context();
+            let ctx = CallerContext::system().with_tenant(role_ctx.tenant_id().to_owned());
+            let failed = |source| Error::Space {
+                role: role.role_id().to_owned(),
+                source,
+            };
+            let mut space = Space::new(space_id.clone()).id(space_id.clone());
+            space.meta.classification = Classification::Public;
+            let created = store.create(&ctx, space).await.map_err(failed)?;
+            let me = Member::new(role_ctx.owner_key()).owning(role.owned_domains().to_vec());
+            let mut current = created;
+            if current.find_member(&me.principal) != Some(&me) {
+                current = store.add_member(&ctx, id, me).await.map_err(failed)?;
+            }
+            for person in &self.space_people {
+                if current.find_member(person).is_none() {
+                    current = store
+                        .add_member(&ctx, id, Member::new(person.clone()))
+                        .await
+                        .map_err(failed)?;
+                }
+            }
+            joined = Some(current);
+        }
+        Ok(joined)
     }
 
     /// How often [`serve`](Self::serve) looks for proposals a person
@@ -207,6 +282,16 @@ impl RoleRuntime {
             && let Some(stores) = self.gateway.stores()
         {
             role = role.with_goals(stores.goals.clone());
+        }
+        if role.spaces.is_none()
+            && let Some(stores) = self.gateway.stores()
+        {
+            role = role.with_spaces(stores.spaces.clone());
+        }
+        if role.space.is_none()
+            && let Some(space) = &self.space
+        {
+            role = role.in_space(space.clone());
         }
         self.roles.insert(id, role);
         Ok(self)
