@@ -39,6 +39,11 @@ pub struct LoopOptions {
     /// The governance file for `listen` (API keys); without one, only a
     /// loopback address, in development mode.
     pub governance: Option<PathBuf>,
+    /// Work together in this space: the roles join it, delegate there and
+    /// take the requests routed to them.
+    pub space: Option<String>,
+    /// People members of the space (owner keys).
+    pub people: Vec<String>,
 }
 
 /// The events of a JSON-lines file, each with the role it is for (its
@@ -127,6 +132,9 @@ async fn serve(
     if let Some(spec) = &loop_options.reflection {
         runtime = runtime.with_reflection(reflection_of(spec));
     }
+    if let Some(space) = &loop_options.space {
+        runtime = runtime.with_space(space.clone(), loop_options.people.clone());
+    }
     let runtime = Arc::new(runtime);
     let journal = journal(loop_options.journal.as_deref())?;
     let cognitive = Arc::new(CognitiveLoop::new(runtime.clone(), journal));
@@ -174,6 +182,22 @@ async fn serve(
             .as_ref()
             .map_or("in memory".to_owned(), |d| d.display().to_string())
     )?;
+    if let Some(space) = &loop_options.space {
+        let joined = runtime.join_space().await?;
+        let members = joined
+            .map(|s| {
+                s.members
+                    .iter()
+                    .map(|m| match m.domains.as_slice() {
+                        [] => m.principal.clone(),
+                        owns => format!("{} ({})", m.principal, owns.join(", ")),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        writeln!(out, "   space `{space}`: {members}")?;
+    }
     let now = chrono::Utc::now();
     for (role, trigger) in runtime.scheduled_triggers() {
         let line = trigger_line(&trigger, now)

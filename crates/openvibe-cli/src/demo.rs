@@ -84,6 +84,10 @@ pub struct Options {
     pub memory_url: Option<String>,
     /// Its API key.
     pub memory_key: Option<String>,
+    /// Act in this tenant (kept when the run ends) instead of the default
+    /// one in process, or a fresh one per run on PostgreSQL: what roles in
+    /// several processes sharing one database need.
+    pub tenant: Option<String>,
 }
 
 /// Build the model `options` asks for (the CRO demo's cassette and stand-in).
@@ -200,15 +204,21 @@ pub(crate) async fn make_stores(
     match &options.database_url {
         None => Ok((
             in_memory_stores(),
-            RecordMeta::DEFAULT_TENANT.to_owned(),
+            options
+                .tenant
+                .clone()
+                .unwrap_or_else(|| RecordMeta::DEFAULT_TENANT.to_owned()),
             "in-memory".to_owned(),
             None,
         )),
         Some(url) => {
             let stores = openvibe::postgres::PgStores::connect(url).await?;
-            let tenant = run_tenant();
+            // A named tenant is shared (other processes, later runs): kept.
+            let (tenant, purge) = match &options.tenant {
+                Some(tenant) => (tenant.clone(), None),
+                None => (run_tenant(), (!options.keep_memory).then(|| stores.clone())),
+            };
             let backend = format!("PostgreSQL (tenant {tenant})");
-            let purge = (!options.keep_memory).then(|| stores.clone());
             Ok((stores.stores(), tenant, backend, purge))
         }
     }

@@ -137,6 +137,11 @@ struct LlmArgs {
     /// its records are deleted when the run ends; the audit log keeps its entries).
     #[arg(long, requires = "database_url")]
     keep_memory: bool,
+    /// Act in this tenant instead of a fresh one per run (with
+    /// --database-url; kept when the run ends): roles in several processes
+    /// that share a database and a space name the same tenant.
+    #[arg(long, conflicts_with = "memory_url")]
+    tenant: Option<String>,
 }
 
 /// Which records a maintenance command works on.
@@ -677,6 +682,10 @@ Examples:
                         the cognitive loop; `openvibe loop trace EVENT_ID --journal .openvibe/loop`
   openvibe run roles/ --loop --journal .openvibe/loop --listen 127.0.0.1:8078
                         every role file of roles/ in its loop; events over HTTP and MCP too
+  openvibe run cmo.yaml --loop --space team --person user:ann --database-url URL --tenant acme
+  openvibe run cro.yaml --loop --space team --events deals.jsonl --database-url URL --tenant acme
+                        two roles in two processes working together through one PostgreSQL:
+                        the CRO's delegated actions are asked of the CMO (docs/spaces.md)
   openvibe run roles/ --loop --events events.jsonl --temporal http://127.0.0.1:7233
                         one Temporal workflow per event, one activity per stage
                         (`openvibe worker roles/ --temporal ...` runs them)
@@ -732,6 +741,17 @@ Examples:
         /// policies); without it, a loopback address only, no keys.
         #[arg(long, value_name = "FILE", requires = "listen")]
         governance: Option<PathBuf>,
+        /// With --loop: work together in this space (docs/spaces.md): each
+        /// role joins it owning its domains, delegates there, and its loop
+        /// takes the requests routed to it. Processes that share a database
+        /// (--database-url, --tenant) and name the same space share it.
+        #[arg(long, value_name = "NAME", requires = "cognitive")]
+        space: Option<String>,
+        /// With --space: a person who is a member too (an owner key such as
+        /// user:ann; repeat for several): requests for a domain no role
+        /// owns go to them.
+        #[arg(long = "person", value_name = "OWNER_KEY", requires = "space")]
+        people: Vec<String>,
         /// With --schedule: keep each run's checkpoints in this directory,
         /// so runs a killed openvibe left unfinished resume (without
         /// repeating finished nodes) when it starts again.
@@ -845,6 +865,7 @@ fn options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, String) {
         keep_memory: args.keep_memory,
         memory_url: args.memory_url.clone(),
         memory_key: args.memory_key.clone(),
+        tenant: args.tenant.clone(),
     };
     (options, label)
 }
@@ -892,6 +913,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             until_events,
             listen,
             governance,
+            space,
+            people,
             temporal: temporal_args,
             llm,
         } => {
@@ -925,6 +948,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                     events_done: until_events,
                     listen,
                     governance,
+                    space,
+                    people,
                 };
                 return openvibe_cli::cognitive::run(
                     &all,

@@ -92,6 +92,11 @@ pub use soul::Soul;
 #[doc = include_str!("../../../docs/autonomy.md")]
 pub struct AutonomyGuide;
 
+/// `docs/spaces.md`, whose example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/spaces.md")]
+pub struct SpacesGuide;
+
 /// The README's example, compiled and run as a doc test.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
