@@ -49,7 +49,7 @@ tasks:
                         workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
                         semantic, pg_working, pg_gov, svc, embed, sched, rawlog, decision, pg_decision,
-                        pg_goals,
+                        pg_goals, loop, spaces, pg_spaces,
                         reliability; all when
                         none is named)
   fuzz [--seconds N] [target...]

@@ -12,6 +12,7 @@ mod primitives;
 mod rawlog;
 mod schedule;
 mod service;
+mod spaces;
 mod working;
 
 type Group = (
@@ -35,10 +36,31 @@ const GROUPS: &[Group] = &[
     ("pg_decision", || Box::pin(decision::run_pg())),
     ("pg_goals", || Box::pin(goals::run_pg())),
     ("loop", || Box::pin(cognitive::run())),
+    ("spaces", || Box::pin(spaces::run())),
+    ("pg_spaces", || Box::pin(spaces::run_pg())),
 ];
 
 fn main() -> std::process::ExitCode {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
+    // The other process of `pg_spaces`' delivery figure.
+    if let [flag, url] = wanted.as_slice()
+        && flag == spaces::READER_FLAG
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        return match runtime.map(|rt| rt.block_on(spaces::reader(url))) {
+            Ok(Ok(())) => std::process::ExitCode::SUCCESS,
+            Ok(Err(e)) => {
+                eprintln!("space reader: {e}");
+                std::process::ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("space reader: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(unknown) = wanted.iter().find(|w| !GROUPS.iter().any(|(n, _)| n == w)) {
         let names: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
         eprintln!(
