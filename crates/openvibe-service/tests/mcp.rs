@@ -441,3 +441,59 @@ async fn mcp_belief_tools_list_and_guard_approval() {
     let bad = call(&c, "listBeliefs", json!({"status": "maybe"})).await;
     assert_eq!(bad.is_error, Some(true));
 }
+
+/// The space tools through a real MCP client: a member posts (its key is
+/// the author; an argument naming another is refused), reads the log and
+/// lists its spaces; a key that is no member sees nothing.
+#[tokio::test]
+async fn mcp_space_tools_post_as_the_key_and_read_as_members() {
+    use openvibe_protocols::{Member, Space};
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    stores
+        .spaces
+        .create(
+            &CallerContext::system().with_tenant("default"),
+            Space::new("team")
+                .id("team")
+                .namespace("global")
+                .member(Member::new("service:l-cto").owning(["kernel"])),
+        )
+        .await
+        .unwrap();
+    let l = client(&url, "key-l").await;
+    let c = client(&url, "key-c").await;
+    let posted = call(
+        &l,
+        "postMessage",
+        json!({"space": "team", "body": {"type": "text", "text": "hello"}, "id": "m1"}),
+    )
+    .await;
+    assert_ne!(posted.is_error, Some(true), "{posted:?}");
+    assert_eq!(structured(&posted)["owner"], "service:l-cto");
+    assert_eq!(structured(&posted)["seq"], 1);
+    let forged = call(
+        &l,
+        "postMessage",
+        json!({"space": "team", "body": {"type": "text", "text": "x"}, "owner": "service:cursor-ide"}),
+    )
+    .await;
+    assert_eq!(forged.is_error, Some(true), "{forged:?}");
+    let read = call(&l, "readMessages", json!({"space": "team"})).await;
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    assert_eq!(structured(&read)["messages"][0]["id"], "m1");
+    let listed = call(&l, "listSpaces", json!({})).await;
+    assert_eq!(structured(&listed)["items"][0]["id"], "team");
+    // Cursor-IDE is no member: the space does not exist for it.
+    let stranger = call(&c, "readMessages", json!({"space": "team"})).await;
+    assert_eq!(stranger.is_error, Some(true), "{stranger:?}");
+    let posted_by_stranger = call(
+        &c,
+        "postMessage",
+        json!({"space": "team", "body": {"type": "text", "text": "let me in"}}),
+    )
+    .await;
+    assert_eq!(posted_by_stranger.is_error, Some(true));
+    let none = call(&c, "listSpaces", json!({})).await;
+    assert_eq!(structured(&none)["items"], json!([]));
+}
