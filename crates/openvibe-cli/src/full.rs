@@ -58,7 +58,7 @@ pub async fn execute(
     let config = ConfigDir::new()?;
     writeln!(
         out,
-        "== the full example: a CRO with RevenueOps and ContentEngine, loaded from a configuration directory"
+        "== the full example: a CRO with RevenueOps, a CMO with the Content Engine, working together in a space; loaded from a configuration directory"
     )?;
     writeln!(out, "   model: {llm_label}")?;
     writeln!(out, "   memory: {backend}")?;
@@ -83,6 +83,28 @@ async fn report(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
         writeln!(out, "\n== {workflow}")?;
         let shown = serde_json::to_string_pretty(state)?;
         writeln!(out, "{}", indent(&shown))?;
+    }
+    writeln!(
+        out,
+        "\n== the CRO asked the owner of marketing in the space `team`; the CMO's loop took the request:"
+    )?;
+    let trace = &run.delegation;
+    writeln!(
+        out,
+        "  event {} of role {} ({}, from the space)",
+        trace.event.id, trace.role_id, trace.event.kind,
+    )?;
+    for stage in &trace.stages {
+        writeln!(out, "    {:<10} {}", stage.stage.as_str(), stage.outcome)?;
+    }
+    if let Some(decision) = &run.delegation.decision {
+        writeln!(out, "  its decision:")?;
+        for line in decision.explain() {
+            writeln!(out, "    {line}")?;
+        }
+        for e in &decision.confidence.evidence {
+            writeln!(out, "    evidence: {} ({:.2})", e.id, e.value)?;
+        }
     }
     writeln!(
         out,

@@ -648,12 +648,13 @@ Examples:
   openvibe demo --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe
   ANTHROPIC_API_KEY=... openvibe demo --llm anthropic
   openvibe demo --llm openai --base-url http://localhost:11434/v1 --model llama3.1
-  openvibe demo --full                           the source design's full example (CRO with
-                                                 RevenueOps and ContentEngine, from a config
-                                                 directory) and its memory pyramid, L1 to L3")]
+  openvibe demo --full                           the source design's full example (a CRO with
+                                                 RevenueOps asking a CMO with the ContentEngine,
+                                                 from a config directory) and its memory pyramid")]
     Demo {
         /// Run the source design's full example instead: a CRO owning
-        /// RevenueOps and ContentEngine, loaded from a configuration
+        /// RevenueOps that asks a CMO owning the ContentEngine for a case
+        /// study through their space, loaded from a configuration
         /// directory, and the memory pyramid it leaves (raw calls,
         /// episodes, insights).
         #[arg(long)]

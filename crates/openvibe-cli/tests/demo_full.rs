@@ -27,8 +27,13 @@ async fn the_full_example_runs_offline_and_shows_the_pyramid() {
     for expected in [
         "== revenue_ops/qualify_lead",
         "== revenue_ops/enrich_lead",
-        "== content_engine/write_case_study",
-        "== L1 raw log: 8 LLM calls",
+        // The case study: the CRO asks the CMO, whose loop decides on its
+        // brand beliefs, writes it and answers.
+        "== cro → cmo: write_case_study",
+        "decide     act: high confidence × low impact → act",
+        "answered done",
+        "evidence: cmo-brand-1 (0.90)",
+        "== L1 raw log: 6 LLM calls",
         "- revenue_ops/enrich_lead: 2 call(s)",
         "- outside any node (decomposition, prioritization, reflection): 3 call(s)",
         // The goals: progress moved by the qualified lead, the initiatives,
@@ -37,7 +42,7 @@ async fn the_full_example_runs_offline_and_shows_the_pyramid() {
         "180,000 / 2,000,000 USD",
         "- Qualify every webinar lead within a day",
         "priorities of cro (2026-11-26):",
-        "citing 5 raw calls",
+        "citing 3 raw calls",
         "/raw/",
         "soul.md: # CRO",
         // The discount requests, decided three ways, each with its steps.

@@ -1,6 +1,7 @@
 //! The source design's full example (section 4): a CRO role with
-//! `RevenueOps` (`qualify_lead`, `enrich_lead`) and `ContentEngine`
-//! (`write_case_study`), loaded by `RoleRuntime` from the configuration
+//! `RevenueOps` (`qualify_lead`, `enrich_lead`) that asks a CMO, owner of
+//! marketing and `ContentEngine` (`write_case_study`), for a case study
+//! through their space, loaded by `RoleRuntime` from the configuration
 //! directory `examples/full/`, run offline from its recorded cassette.
 //!
 //! ```text

@@ -1,6 +1,7 @@
 //! The source design's full example (section 4), runnable: a CRO role that
-//! owns `RevenueOps` (`qualify_lead`, `enrich_lead`) and `ContentEngine`
-//! (`write_case_study`), loaded by [`RoleRuntime::with_config_path`] from a
+//! owns `RevenueOps` (`qualify_lead`, `enrich_lead`) and asks a CMO, who
+//! owns marketing and `ContentEngine` (`write_case_study`), for a case
+//! study through their space (V4 delegation), loaded by [`RoleRuntime::with_config_path`] from a
 //! configuration directory (roles, soul, operator prompts and triggers in
 //! files; `examples/full/` in this crate), with the memory pyramid it
 //! leaves behind: every LLM call in the raw log (L1), one episode per node
@@ -33,6 +34,10 @@ pub const CONFIG_FILES: &[(&str, &str)] = &[
     (
         "souls/cro.md",
         include_str!("../examples/full/souls/cro.md"),
+    ),
+    (
+        "souls/cmo.md",
+        include_str!("../examples/full/souls/cmo.md"),
     ),
     (
         "operators.yaml",
@@ -196,8 +201,9 @@ pub fn operators(config_path: &Path) -> Result<OperatorRuntime, openvibe_operato
 /// What one run of the example produced.
 #[derive(Debug)]
 pub struct FullRun {
-    /// The final states of the three activations, in order:
-    /// `qualify_lead`, `enrich_lead`, `write_case_study`.
+    /// The final states of the three steps, in order: the CRO's
+    /// `qualify_lead` and `enrich_lead`, and the case study the CMO wrote
+    /// when the CRO asked it (`write_case_study`, delegated).
     pub states: Vec<(String, State)>,
     /// The CRO's memory pyramid.
     pub pyramid: MemoryPyramid,
@@ -216,6 +222,9 @@ pub struct FullRun {
     /// ([`RoleRuntime::run_approved`]) and to run the CRO's cognitive loop
     /// ([`two_weeks`]).
     pub runtime: std::sync::Arc<RoleRuntime>,
+    /// The case study's request in the CMO's loop: how the CMO decided
+    /// (its brand beliefs as evidence), what ran, and the answer it sent.
+    pub delegation: openvibe_protocols::LoopTrace,
     /// Where the CRO's goals stood when `goals.yaml` was loaded.
     pub goals_before: Vec<GoalProgress>,
     /// Where they stand after the lead was qualified (its node reported
@@ -449,12 +458,16 @@ pub enum Error {
     /// The scheduler's prioritization did not run (or failed).
     #[error("the scheduled prioritization of the CRO did not run: {0}")]
     Prioritization(String),
+    /// The CRO's delegation to the CMO did not come back as a state.
+    #[error("the case study the CMO wrote is not a state: {0}")]
+    Delegation(String),
 }
 
 /// Run the example with the configuration in `config_path` on `runtime`
 /// (its model, stores and tenant; the roles come from the directory): the
-/// CRO qualifies and enriches [`LEAD`], writes a case study about
-/// [`CUSTOMER`], then reflects (through its own LLM, so the reflection is
+/// CRO qualifies and enriches [`LEAD`], asks the CMO (in the space
+/// [`SPACE`]) for a case study about [`CUSTOMER`], which the CMO's loop
+/// decides on with its [`BRAND_BELIEFS`] and writes, then reflects (through its own LLM, so the reflection is
 /// in the raw log too) and publishes what it learned. Its goals
 /// (`goals.yaml`) are put in the goal store first; qualifying the lead
 /// reports the metrics that move them; the model decomposes the objective,
@@ -472,8 +485,10 @@ pub enum Error {
 /// let runtime = RoleRuntime::new(Arc::new(full_example::stand_in())).with_stores(in_memory_stores());
 /// let run = full_example::run(&config, runtime).await?;
 /// assert_eq!(run.states.len(), 3);
-/// // 1 + 2 + 2 node calls, the decomposition, the prioritization, the reflection
-/// assert_eq!(run.raw_calls.len(), 8);
+/// // The CRO's 1 + 2 node calls, the decomposition, the prioritization, the
+/// // reflection (the case study's calls are the CMO's)
+/// assert_eq!(run.raw_calls.len(), 6);
+/// assert!(run.delegation.render().contains("answered done"));
 /// assert_eq!(run.priorities.items.len(), 3);
 /// assert!(run.goals[0].progress > run.goals_before[0].progress);
 /// # Ok::<(), full_example::Error>(())
@@ -505,7 +520,8 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
     let runtime = runtime
         .with_goals(openvibe_roles::goals::load_goals(config_path, &["cro"])?)
         .with_scheduler(std::sync::Arc::new(scheduler))
-        .with_prioritization(Prioritization::daily());
+        .with_prioritization(Prioritization::daily())
+        .with_space(SPACE, [APPROVER]);
     runtime.sync_goals().await?;
     let goals_before = runtime.get_role("cro")?.goals()?.progress().await?;
     let lead: State = [("lead_data", LEAD), ("company", "acme_logistics")]
@@ -518,11 +534,17 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
     for (operator, workflow, input) in [
         ("revenue_ops", "qualify_lead", lead.clone()),
         ("revenue_ops", "enrich_lead", lead),
-        ("content_engine", "write_case_study", customer),
     ] {
         let out = runtime.activate("cro", operator, workflow, input).await?;
         states.push((format!("{operator}/{workflow}"), out));
     }
+    // The case study is marketing's: the CRO asks the owner of `marketing`
+    // in the team's space, and the CMO's loop decides (its brand beliefs are
+    // its evidence), runs its Content Engine and answers.
+    let runtime = std::sync::Arc::new(runtime);
+    brand_beliefs(&runtime).await?;
+    let (case_study, delegation) = delegate_case_study(&runtime, customer).await?;
+    states.push(("cro → cmo: write_case_study".to_owned(), case_study));
     let role = runtime.get_role("cro")?;
     // The objective's initiatives (the model, once per version of it), then
     // the day's priorities, run by the scheduler.
@@ -560,11 +582,103 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         episodes,
         filesystem,
         decisions,
-        runtime: std::sync::Arc::new(runtime),
+        runtime,
+        delegation,
         goals_before,
         goals,
         priorities,
     })
+}
+
+/// The space the CRO and the CMO work together in.
+pub const SPACE: &str = "team";
+
+/// The person of the example: a member of the space, who approves.
+pub const APPROVER: &str = "user:ann";
+
+/// The CMO's brand beliefs: what a person approved it holds true (L4),
+/// in its prompts and its decisions' evidence.
+pub const BRAND_BELIEFS: &[&str] = &[
+    "Case studies name the customer's problem and one measured result",
+    "A case study goes out only once the customer approved it",
+];
+
+/// Give the CMO its brand beliefs: proposed, then approved by
+/// [`APPROVER`] (idempotent: an active belief is not proposed again).
+async fn brand_beliefs(runtime: &RoleRuntime) -> Result<(), Error> {
+    use openvibe_protocols::{Belief, BeliefStatus, CallerContext, Clearance, Verdict};
+    let cmo = runtime.get_role("cmo")?;
+    let memory = cmo.agent_memory().ok_or(Error::NoMemory)?;
+    let stores = runtime.stores().ok_or(Error::NoMemory)?;
+    let person = CallerContext::user("ann")
+        .with_tenant(memory.context().tenant_id().to_owned())
+        .with_clearance(Clearance::unrestricted());
+    for (i, statement) in BRAND_BELIEFS.iter().enumerate() {
+        let id = format!("cmo-brand-{}", i + 1);
+        let proposed = memory
+            .belief_store()
+            .propose(
+                memory.context(),
+                Belief::new("cmo", *statement, 0.9)
+                    .id(id.clone())
+                    .domain("marketing"),
+            )
+            .await
+            .map_err(openvibe_memory::MemoryError::from)?;
+        if proposed.status == BeliefStatus::Proposed {
+            stores
+                .decide_belief(&person, &id, &Verdict::approve("our brand rules"))
+                .await
+                .map_err(openvibe_memory::MemoryError::from)?;
+        }
+    }
+    Ok(())
+}
+
+/// The CRO asks the owner of `marketing` for a case study of `customer`
+/// while the roles' loop runs (the CMO's takes the request); the CMO's
+/// answer, as a state, and the request's path through the CMO's loop.
+async fn delegate_case_study(
+    runtime: &std::sync::Arc<RoleRuntime>,
+    customer: State,
+) -> Result<(State, openvibe_protocols::LoopTrace), Error> {
+    use openvibe_roles::{CognitiveLoop, InMemoryJournal};
+    runtime.join_space().await?;
+    let cognitive = std::sync::Arc::new(CognitiveLoop::new(
+        runtime.clone(),
+        std::sync::Arc::new(InMemoryJournal::new()),
+    ));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let looping = cognitive.clone();
+    let running = tokio::spawn(async move {
+        looping
+            .run(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    const REQUEST: &str = "case-study-acme-logistics";
+    let answer = runtime
+        .get_role("cro")?
+        .ask(
+            REQUEST,
+            "marketing",
+            "write_case_study",
+            customer.into_value(),
+            std::time::Duration::from_secs(60),
+        )
+        .await;
+    let _ = stop.send(());
+    running
+        .await
+        .map_err(|e| Error::Delegation(e.to_string()))??;
+    let output = answer?;
+    let trace = cognitive
+        .trace("cmo", &openvibe_roles::request_event_id(SPACE, REQUEST))
+        .await?
+        .ok_or_else(|| Error::Delegation("the CMO's loop has no trace of the request".into()))?;
+    let state = State::from_value(output).map_err(|e| Error::Delegation(e.to_string()))?;
+    Ok((state, trace))
 }
 
 /// Serve `runtime`'s schedules until the CRO's daily prioritization has
