@@ -88,6 +88,11 @@ struct TemporalArgs {
     /// The task queue the schedules' workflows run on.
     #[arg(long, default_value = "openvibe", requires = "temporal")]
     task_queue: String,
+    /// How long one node (or loop stage) of the workflows this process
+    /// starts may run before Temporal takes its worker for gone and runs it
+    /// again elsewhere (e.g. 90s, 5m).
+    #[arg(long, value_name = "DURATION", default_value = "5m", requires = "temporal", value_parser = humantime::parse_duration)]
+    node_timeout: std::time::Duration,
 }
 
 impl TemporalArgs {
@@ -97,6 +102,7 @@ impl TemporalArgs {
             namespace: self.namespace.clone(),
             task_queue: self.task_queue.clone(),
             reflection,
+            node_timeout: self.node_timeout,
         })
     }
 }
@@ -777,13 +783,29 @@ one Temporal activity per node. Run several workers, on several machines: when
 one dies mid-run, another finishes the run without repeating finished nodes.
 Stops on Ctrl-C or SIGTERM after the running nodes finish.
 
+With --space, the worker's roles join the space and each request routed to one
+of them starts its event's loop workflow on the worker's task queue (once,
+however many workers of the role read it); their delegated actions ask in it.
+
 Examples:
   cargo xtask temporal up        a local Temporal dev server (prints its URL)
-  openvibe worker role.yaml --temporal http://127.0.0.1:57233 --llm anthropic")]
+  openvibe worker role.yaml --temporal http://127.0.0.1:57233 --llm anthropic
+  openvibe worker cmo.yaml --space team --database-url URL --tenant acme \
+                  --temporal http://127.0.0.1:57233 --task-queue cmo
+                                 the CMO takes the requests routed to it on Temporal")]
     Worker {
         /// The role file (YAML), or a directory of them: the same as the
         /// schedules were registered from (or the loop's events name).
         role_file: PathBuf,
+        /// Work together in this space (docs/spaces.md): the roles join it,
+        /// their delegated actions ask there, and the requests routed to
+        /// them run in their loop on this worker's task queue.
+        #[arg(long, value_name = "NAME")]
+        space: Option<String>,
+        /// With --space: a person who is a member too (an owner key such as
+        /// user:ann; repeat for several).
+        #[arg(long = "person", value_name = "OWNER_KEY", requires = "space")]
+        people: Vec<String>,
         #[command(flatten)]
         temporal: TemporalArgs,
         #[command(flatten)]
@@ -996,6 +1018,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Worker {
             role_file,
+            space,
+            people,
             temporal: temporal_args,
             llm,
         } => {
@@ -1004,7 +1028,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             let Some(temporal) = temporal_args.options(None) else {
                 return Err(CliError::Usage("a worker needs --temporal URL".into()));
             };
-            temporal::worker(&all, &options, &temporal, &label, &mut stdout).await
+            let space = space.map(|space| (space, people));
+            temporal::worker(&all, &options, &temporal, space, &label, &mut stdout).await
         }
         Command::Namespaces(NamespacesCommand::Ls {
             backend,

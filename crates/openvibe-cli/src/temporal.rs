@@ -24,6 +24,9 @@ pub struct TemporalOptions {
     pub task_queue: String,
     /// Reflect (and publish) on this schedule too (registration only).
     pub reflection: Option<String>,
+    /// How long one node or loop stage of the workflows this process
+    /// starts may run before Temporal retries it elsewhere.
+    pub node_timeout: std::time::Duration,
 }
 
 #[cfg(not(feature = "temporal"))]
@@ -55,6 +58,7 @@ pub async fn worker(
     _files: &[(RoleFile, Files)],
     _options: &Options,
     _temporal: &TemporalOptions,
+    _space: Option<(String, Vec<String>)>,
     _llm_label: &str,
     _out: &mut (dyn Write + Send),
 ) -> Result<(), CliError> {
@@ -90,9 +94,11 @@ mod enabled {
     use crate::spec::{Files, RoleFile};
 
     fn config(temporal: &TemporalOptions) -> TemporalConfig {
-        TemporalConfig::new(temporal.url.clone())
+        let mut config = TemporalConfig::new(temporal.url.clone())
             .namespace(temporal.namespace.clone())
-            .task_queue(temporal.task_queue.clone())
+            .task_queue(temporal.task_queue.clone());
+        config.node_timeout = temporal.node_timeout;
+        config
     }
 
     fn failed(e: impl std::fmt::Display) -> CliError {
@@ -196,11 +202,16 @@ mod enabled {
         files: &[(RoleFile, Files)],
         options: &Options,
         temporal: &TemporalOptions,
+        space: Option<(String, Vec<String>)>,
         llm_label: &str,
         out: &mut (dyn Write + Send),
     ) -> Result<(), CliError> {
         with_setup(options, async |setup| {
             let (runtime, role_ids) = setup.runtime_of_all(files).await?;
+            let runtime = match &space {
+                Some((space, people)) => runtime.with_space(space.clone(), people.clone()),
+                None => runtime,
+            };
             let role_id = role_ids.join(", ");
             writeln!(
                 out,

@@ -280,3 +280,173 @@ fn events_of_a_file_run_in_the_loop_on_a_temporal_worker() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[path = "support/pg.rs"]
+mod pg;
+
+/// How many answers each request of space `team` has.
+async fn answers_per_request(url: &str, tenant: &str) -> Vec<(String, usize)> {
+    use openvibe::protocols::{CallerContext, MessageBody, MessageQuery};
+    let stores = openvibe::postgres::PgStores::connect(url)
+        .await
+        .unwrap()
+        .stores();
+    let log = stores
+        .spaces
+        .messages(
+            &CallerContext::system().with_tenant(tenant),
+            "team",
+            &MessageQuery::after(0).limit(1000),
+        )
+        .await
+        .unwrap_or_default();
+    log.iter()
+        .filter(|m| matches!(m.body, MessageBody::Request(_)))
+        .map(|r| {
+            let answers = log
+                .iter()
+                .filter(|m| matches!(&m.body, MessageBody::Answer(a) if a.request == r.id))
+                .count();
+            (r.id.clone(), answers)
+        })
+        .collect()
+}
+
+/// Delegation on Temporal (issue 41): a CRO worker and a CMO worker (two
+/// processes, two task queues) share one PostgreSQL and the space `team`.
+/// The CRO's events delegate their case study; the CMO's worker starts a
+/// loop workflow for each request routed to it. Killing the CMO's worker
+/// mid-way and starting another completes every request, each answered
+/// once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegation_runs_across_two_temporal_workers_and_survives_a_kill() {
+    let Some(url) = openvibe_memory_testkit::skip::temporal_url() else {
+        return;
+    };
+    let Some(base) = openvibe_memory_testkit::skip::database_url() else {
+        return;
+    };
+    let schema = pg::TempSchema::new(&base).await;
+    let db = schema.url();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/team");
+    let stamp = chrono::Utc::now().timestamp_micros();
+    let tenant = format!("tteam{stamp}");
+    let dir = std::env::temp_dir().join(format!("openvibe-temporal-team-{stamp}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["cro.yaml", "cmo.yaml"] {
+        std::fs::copy(demo.join(file), dir.join(file)).unwrap();
+    }
+    let n = 6;
+    let lines: Vec<String> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "role": "cro",
+                "id": format!("deal-{stamp}-{i}"),
+                "kind": "deal.won",
+                "domain": "revenue",
+                "summary": format!("customer {i} signed"),
+                "action": {
+                    "action": "write_case_study",
+                    "target": {"kind": "delegate", "domain": "marketing"},
+                    "input": {"customer": format!("Customer {i}")}
+                }
+            })
+            .to_string()
+        })
+        .collect();
+    let events = dir.join("deals.jsonl");
+    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+    let worker = |role: &str| {
+        let mut args = vec![
+            "worker".to_owned(),
+            dir.join(format!("{role}.yaml")).display().to_string(),
+            "--space".into(),
+            "team".into(),
+            "--llm".into(),
+            "standin".into(),
+            "--embedder".into(),
+            "none".into(),
+            "--database-url".into(),
+            db.clone(),
+            "--tenant".into(),
+            tenant.clone(),
+            "--temporal".into(),
+            url.clone(),
+            "--task-queue".into(),
+            format!("{tenant}-{role}"),
+            // A stage cut off by a kill runs again within seconds.
+            "--node-timeout".into(),
+            "3s".into(),
+        ];
+        if role == "cmo" {
+            args.extend(["--person".into(), "user:ann".into()]);
+        }
+        Reaped(
+            openvibe()
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let _cro = worker("cro");
+    let first_cmo = worker("cmo");
+    let pusher = openvibe()
+        .args([
+            "run",
+            dir.join("cro.yaml").to_str().unwrap(),
+            "--loop",
+            "--events",
+            events.to_str().unwrap(),
+            "--temporal",
+            &url,
+            "--task-queue",
+            &format!("{tenant}-cro"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the CMO's worker once a first answer is in, while others wait.
+    let started = Instant::now();
+    loop {
+        let answers = answers_per_request(&db, &tenant).await;
+        let answered = answers.iter().filter(|(_, a)| *a > 0).count();
+        if answered >= 1 {
+            eprintln!(
+                "killing the CMO's worker with {answered} of {} request(s) answered",
+                answers.len()
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the CMO answered nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(first_cmo);
+    let _second_cmo = worker("cmo");
+    let out = tokio::task::spawn_blocking(move || pusher.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.matches("ran write_case_study").count(),
+        n,
+        "every deal's case study came back: {stdout}"
+    );
+    let answers = answers_per_request(&db, &tenant).await;
+    assert_eq!(answers.len(), n, "{answers:?}");
+    for (request, count) in &answers {
+        assert_eq!(*count, 1, "request {request} answered {count} times");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    schema.drop().await;
+}

@@ -135,33 +135,7 @@ impl TemporalScheduler {
         source: EventSource,
         learning: &Learning,
     ) -> Result<Accepted, Error> {
-        openvibe_roles::check_loop_event(&event).map_err(|e| Error::Workflow {
-            workflow_id: loop_workflow_id(role_id, &event.id),
-            message: e.to_string(),
-        })?;
-        let workflow_id = loop_workflow_id(role_id, &event.id);
-        let options =
-            WorkflowStartOptions::new(self.config.task_queue.clone(), workflow_id.clone())
-                .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
-                .id_conflict_policy(WorkflowIdConflictPolicy::Fail)
-                .build();
-        let run = LoopEventRun::new(
-            LoopTrace::perceived(role_id, event, source),
-            learning,
-            &self.config,
-        );
-        match self
-            .client
-            .start_workflow(LoopEventWorkflow::run, run, options)
-            .await
-        {
-            Ok(_) => Ok(Accepted::new(workflow_id, false)),
-            Err(WorkflowStartError::AlreadyStarted { .. }) => Ok(Accepted::new(workflow_id, true)),
-            Err(e) => Err(Error::Workflow {
-                workflow_id,
-                message: format!("cannot start: {}", with_causes(&e)),
-            }),
-        }
+        start_loop_event(&self.client, &self.config, role_id, event, source, learning).await
     }
 
     /// Wait for event `event_id` of `role_id` to go through the loop on
@@ -391,6 +365,46 @@ fn schedule_error(schedule_id: &str, error: TemporalScheduleError) -> ScheduleEr
             }
         }
         other => ScheduleError::Backend(format!("Temporal: {other}")),
+    }
+}
+
+/// Start `event`'s `openvibe.loop.event` workflow for `role_id` on
+/// `config`'s task queue (what [`TemporalScheduler::push_event`] and a
+/// worker's space feed do): its workflow id is [`loop_workflow_id`], never
+/// reused, so an event started again is a duplicate and runs once. A
+/// malformed event is refused before the server is asked.
+pub(crate) async fn start_loop_event(
+    client: &Client,
+    config: &TemporalConfig,
+    role_id: &str,
+    event: DecisionEvent,
+    source: EventSource,
+    learning: &Learning,
+) -> Result<Accepted, Error> {
+    openvibe_roles::check_loop_event(&event).map_err(|e| Error::Workflow {
+        workflow_id: loop_workflow_id(role_id, &event.id),
+        message: e.to_string(),
+    })?;
+    let workflow_id = loop_workflow_id(role_id, &event.id);
+    let options = WorkflowStartOptions::new(config.task_queue.clone(), workflow_id.clone())
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .id_conflict_policy(WorkflowIdConflictPolicy::Fail)
+        .build();
+    let run = LoopEventRun::new(
+        LoopTrace::perceived(role_id, event, source),
+        learning,
+        config,
+    );
+    match client
+        .start_workflow(LoopEventWorkflow::run, run, options)
+        .await
+    {
+        Ok(_) => Ok(Accepted::new(workflow_id, false)),
+        Err(WorkflowStartError::AlreadyStarted { .. }) => Ok(Accepted::new(workflow_id, true)),
+        Err(e) => Err(Error::Workflow {
+            workflow_id,
+            message: format!("cannot start: {}", with_causes(&e)),
+        }),
     }
 }
 

@@ -88,6 +88,22 @@ impl TemporalWorker {
             task_queue = %self.config.task_queue,
             "temporal worker polling"
         );
+        // Roles in a space: the requests routed to them start their loop's
+        // workflows on this queue.
+        self.runtime
+            .join_space()
+            .await
+            .map_err(|e| Error::Worker(e.to_string()))?;
+        let (feed_stop, feed_stopped) = tokio::sync::watch::channel(false);
+        let feeds = futures::future::join_all(
+            self.runtime
+                .list_roles()
+                .into_iter()
+                .filter(|role| role.space().is_some())
+                .map(|role| feed_space(&starter, &self.config, role, feed_stopped.clone())),
+        );
+        tokio::pin!(feeds);
+        let mut fed = false;
         let run = worker.run();
         tokio::pin!(run);
         tokio::pin!(stop);
@@ -99,9 +115,14 @@ impl TemporalWorker {
                 result = &mut run => break result,
                 () = &mut stop => {
                     tracing::info!("temporal worker shutting down");
+                    let _ = feed_stop.send(true);
+                    if !fed {
+                        (&mut feeds).await;
+                    }
                     shutdown();
                     break run.await;
                 }
+                _ = &mut feeds, if !fed => { fed = true; }
                 _ = poll.tick(), if watch => {
                     if let Err(e) = start_approved(&starter, &self.runtime, &self.config).await {
                         tracing::warn!(error = %e, "starting approved proposals failed");
@@ -174,5 +195,90 @@ impl std::fmt::Debug for TemporalWorker {
             .field("config", &self.config)
             .field("runtime", &self.runtime)
             .finish_non_exhaustive()
+    }
+}
+
+/// How long one read of a worker's space feed waits for a request.
+const FEED_WAIT_MS: u64 = 10_000;
+
+/// Feed the requests routed to `role` in its space into its loop on
+/// Temporal until `stop` turns true: from the role's cursor, each request
+/// starts its event's `openvibe.loop.event` workflow (its id the event's,
+/// so a request started twice, by this worker after a restart or by
+/// another worker of the role, runs once), then the cursor moves past it.
+/// A failure is retried with a growing pause.
+async fn feed_space(
+    client: &Client,
+    config: &TemporalConfig,
+    role: &openvibe_roles::Role,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    use openvibe_protocols::MessageQuery;
+    let Some((store, space)) = role.space() else {
+        return;
+    };
+    let ctx = role.proposal_context();
+    let me = ctx.owner_key();
+    let learning = openvibe_roles::Learning::default();
+    let mut pause = std::time::Duration::from_millis(100);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let step = async {
+            let after = store.cursor(&ctx, space).await.map_err(|e| e.to_string())?;
+            let query = MessageQuery::after(after)
+                .for_me()
+                .limit(100)
+                .wait_ms(FEED_WAIT_MS);
+            let found = store
+                .messages(&ctx, space, &query)
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(last) = found.last().map(|m| m.seq) else {
+                return Ok::<(), String>(());
+            };
+            for m in found.iter().filter(|m| m.meta.owner != me) {
+                if let Some(event) = openvibe_roles::request_event(role, m) {
+                    let started = crate::scheduler::start_loop_event(
+                        client,
+                        config,
+                        role.role_id(),
+                        event,
+                        openvibe_roles::EventSource::Space,
+                        &learning,
+                    )
+                    .await;
+                    match started {
+                        Ok(accepted) => {
+                            tracing::info!(role = %role.role_id(), workflow = %accepted.run_id, duplicate = accepted.duplicate, "delegated request started")
+                        }
+                        // A refused event would be refused again: skip it.
+                        Err(crate::Error::Workflow { message, .. })
+                            if !message.starts_with("cannot start") =>
+                        {
+                            tracing::warn!(role = %role.role_id(), request = %m.id, %message, "a delegated request was not started");
+                        }
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            }
+            store
+                .ack(&ctx, space, last)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            done = step => match done {
+                Ok(()) => pause = std::time::Duration::from_millis(100),
+                Err(e) => {
+                    tracing::warn!(role = %role.role_id(), space = %space, error = %e, "the space feed failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                }
+            },
+        }
     }
 }
