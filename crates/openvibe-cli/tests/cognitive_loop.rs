@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/journal.rs"]
+mod support;
+use support::{ALL, journal, stage_names};
+
 fn dir(name: &str) -> PathBuf {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/cro");
     let dir = std::env::temp_dir().join(format!("openvibe-loop-{name}-{}", std::process::id()));
@@ -83,35 +87,6 @@ fn looped(dir: &Path, journal: &Path, events: &Path, until: usize) -> Output {
     .output()
     .unwrap()
 }
-
-/// The journal's traces: (event id, stages run, next stage).
-fn journal(dir: &Path) -> Vec<serde_json::Value> {
-    let mut traces = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return traces;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json")
-            && let Ok(text) = std::fs::read_to_string(&path)
-            && let Ok(cp) = serde_json::from_str::<serde_json::Value>(&text)
-        {
-            traces.push(cp["state"]["loop"].clone());
-        }
-    }
-    traces
-}
-
-fn stage_names(trace: &serde_json::Value) -> Vec<String> {
-    trace["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stage"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-const ALL: [&str; 6] = ["perceive", "decide", "act", "observe", "reflect", "learn"];
 
 #[test]
 fn events_of_a_file_go_through_the_loop_once_and_are_traced() {

@@ -10,10 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use openvibe::protocols::{CallerContext, MessageBody, MessageQuery};
-
+#[path = "support/journal.rs"]
+mod journal;
 #[path = "support/pg.rs"]
 mod support;
+#[path = "support/team.rs"]
+mod team;
+
+use journal::{ALL, journal, stage_names};
+use team::answers_per_request;
 
 fn dir(name: &str) -> PathBuf {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/team");
@@ -89,62 +94,6 @@ fn cmo(dir: &Path, url: &str, tenant: &str) -> Child {
     .stderr(Stdio::null())
     .spawn()
     .unwrap()
-}
-
-/// The loop traces journaled in `dir`.
-fn journal(dir: &Path) -> Vec<serde_json::Value> {
-    let mut traces = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return traces;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json")
-            && let Ok(text) = std::fs::read_to_string(&path)
-            && let Ok(cp) = serde_json::from_str::<serde_json::Value>(&text)
-        {
-            traces.push(cp["state"]["loop"].clone());
-        }
-    }
-    traces
-}
-
-fn stage_names(trace: &serde_json::Value) -> Vec<String> {
-    trace["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stage"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-const ALL: [&str; 6] = ["perceive", "decide", "act", "observe", "reflect", "learn"];
-
-/// Each request's thread in the space: how many answers it got.
-async fn answers_per_request(url: &str, tenant: &str) -> Vec<(String, usize)> {
-    let pg = openvibe::postgres::PgStores::connect(url).await.unwrap();
-    let stores = pg.stores();
-    let ann = CallerContext::system().with_tenant(tenant);
-    let log = stores
-        .spaces
-        .messages(&ann, "team", &MessageQuery::after(0).limit(1000))
-        .await
-        .unwrap();
-    let requests: Vec<String> = log
-        .iter()
-        .filter(|m| matches!(m.body, MessageBody::Request(_)))
-        .map(|m| m.id.clone())
-        .collect();
-    requests
-        .into_iter()
-        .map(|r| {
-            let answers = log
-                .iter()
-                .filter(|m| matches!(&m.body, MessageBody::Answer(a) if a.request == r))
-                .count();
-            (r, answers)
-        })
-        .collect()
 }
 
 #[tokio::test]

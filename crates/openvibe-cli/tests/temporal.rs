@@ -284,33 +284,9 @@ fn events_of_a_file_run_in_the_loop_on_a_temporal_worker() {
 #[path = "support/pg.rs"]
 mod pg;
 
-/// How many answers each request of space `team` has.
-async fn answers_per_request(url: &str, tenant: &str) -> Vec<(String, usize)> {
-    use openvibe::protocols::{CallerContext, MessageBody, MessageQuery};
-    let stores = openvibe::postgres::PgStores::connect(url)
-        .await
-        .unwrap()
-        .stores();
-    let log = stores
-        .spaces
-        .messages(
-            &CallerContext::system().with_tenant(tenant),
-            "team",
-            &MessageQuery::after(0).limit(1000),
-        )
-        .await
-        .unwrap_or_default();
-    log.iter()
-        .filter(|m| matches!(m.body, MessageBody::Request(_)))
-        .map(|r| {
-            let answers = log
-                .iter()
-                .filter(|m| matches!(&m.body, MessageBody::Answer(a) if a.request == r.id))
-                .count();
-            (r.id.clone(), answers)
-        })
-        .collect()
-}
+#[path = "support/team.rs"]
+mod team;
+use team::answers_per_request;
 
 /// Delegation on Temporal (issue 41): a CRO worker and a CMO worker (two
 /// processes, two task queues) share one PostgreSQL and the space `team`.
