@@ -39,6 +39,10 @@ use serde_json::{Value, json};
 
 use crate::{Error, Role};
 
+/// How often, in milliseconds, a wait for an answer looks at the proposal
+/// a person is deciding on (its rejection ends the wait).
+const PROPOSAL_CHECK_MS: u64 = 2_000;
+
 /// How long [`Role::ask`] waits for an answer unless told otherwise.
 pub const DEFAULT_DELEGATION_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -243,7 +247,9 @@ impl Role {
 
     /// Wait for the final answer to `delegation` (interim `proposed` and
     /// `escalated` answers are logged and waited past), at most `timeout`:
-    /// [`Error::DelegationTimeout`] when none came.
+    /// [`Error::DelegationTimeout`] when none came. When the owner's
+    /// proposal is rejected (or expires) and this role can read it, the wait
+    /// ends with a `refused` answer carrying the person's reason.
     pub async fn await_answer(
         &self,
         delegation: &Delegation,
@@ -253,11 +259,20 @@ impl Role {
         let ctx = self.proposal_context();
         let deadline = tokio::time::Instant::now() + timeout;
         let mut after = 0;
+        // The proposal an interim answer names: while a person decides, its
+        // status is looked at every few seconds, so a rejection (or a
+        // deadline that passed) ends the wait with a refusal.
+        let mut pending: Option<String> = None;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let most = if pending.is_some() {
+                PROPOSAL_CHECK_MS
+            } else {
+                MAX_WAIT_MS
+            };
             let wait = u64::try_from(left.as_millis())
                 .unwrap_or(u64::MAX)
-                .min(MAX_WAIT_MS);
+                .min(most);
             let query = MessageQuery::after(after)
                 .thread(delegation.id())
                 .for_me()
@@ -275,7 +290,11 @@ impl Role {
                         return Ok(a);
                     }
                     tracing::info!(role = %self.role_id(), request = %a.request, status = a.status.as_str(), "delegation pending a person");
+                    pending = a.proposal.clone().or(pending);
                 }
+            }
+            if let Some(refused) = self.refused_proposal(delegation, pending.as_deref()).await {
+                return Ok(refused);
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(Error::DelegationTimeout {
@@ -285,6 +304,40 @@ impl Role {
                 });
             }
         }
+    }
+
+    /// The refusal a person gave (or a deadline made) on `proposal`, the
+    /// owner's proposal for `delegation`, when this role can read it and it
+    /// was rejected or expired; `None` otherwise (still pending, approved,
+    /// or not readable: the final answer then comes in the thread).
+    async fn refused_proposal(
+        &self,
+        delegation: &Delegation,
+        proposal: Option<&str>,
+    ) -> Option<DelegationAnswer> {
+        let store = self.proposals()?;
+        let found = store
+            .get(&self.proposal_context(), proposal?)
+            .await
+            .ok()??;
+        let reason = match found.status {
+            openvibe_protocols::ProposalStatus::Rejected => format!(
+                "{} rejected it: {}",
+                found.decided_by.as_deref().unwrap_or("a person"),
+                found.reason.as_deref().unwrap_or("no reason given")
+            ),
+            openvibe_protocols::ProposalStatus::Expired => {
+                "nobody decided on it before its deadline".to_owned()
+            }
+            _ => return None,
+        };
+        Some(DelegationAnswer {
+            request: delegation.id().to_owned(),
+            status: AnswerStatus::Refused,
+            output: Value::Null,
+            reason: Some(reason),
+            proposal: Some(found.id),
+        })
     }
 
     /// Delegate and wait ([`Role::delegate_as`], [`Role::await_answer`]):

@@ -33,8 +33,11 @@ struct Brief {
 /// contracts), in the space `team` with Ann.
 async fn team(stores: &Stores, written: Arc<AtomicUsize>) -> Arc<RoleRuntime> {
     let gateway = MemoryGateway::new().with_stores(stores.clone());
-    let cro_clearance =
-        ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted);
+    // The CRO may read marketing's internal records (the CMO's proposals
+    // among them), as in the full example.
+    let cro_clearance = ClearanceProfile::new("cro")
+        .with_domain("revenue", Classification::Restricted)
+        .with_domain("marketing", Classification::Internal);
     let cmo_clearance =
         ClearanceProfile::new("cmo").with_domain("marketing", Classification::Restricted);
     let cmo_memory = gateway.agent_memory("cmo", &cmo_clearance);
@@ -411,5 +414,62 @@ async fn a_workflow_node_delegates_once_per_run() {
     assert!(
         format!("{failed:?}").contains("DelegationFailed"),
         "{failed:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_proposal_ends_the_wait_with_the_persons_reason() {
+    let stores = in_memory_stores();
+    let runtime = team(&stores, Arc::default()).await;
+    let (_looping, _stop) = run_loop(&runtime).await;
+    let cro = runtime.get_role("cro").unwrap().clone();
+    let asking = tokio::spawn(async move {
+        cro.ask(
+            "req-reject",
+            "marketing",
+            "publish_case_study",
+            json!({"customer": "Acme"}),
+            WAIT,
+        )
+        .await
+    });
+    let ann =
+        CallerContext::user("ann").with_clearance(openvibe_protocols::Clearance::unrestricted());
+    let mut proposal = None;
+    for _ in 0..400 {
+        let found = stores
+            .spaces
+            .messages(&ann, "team", &MessageQuery::after(0).thread("req-reject"))
+            .await
+            .unwrap();
+        proposal = found.iter().find_map(|m| match &m.body {
+            MessageBody::Answer(a) => a.proposal.clone(),
+            _ => None,
+        });
+        if proposal.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let proposal = proposal.expect("an interim answer naming the proposal");
+    stores
+        .decide_proposal(
+            &ann,
+            &proposal,
+            &Verdict::reject("not before legal signs off"),
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    match asking.await.unwrap() {
+        Err(Error::DelegationRefused { reason, .. }) => {
+            assert!(reason.contains("not before legal signs off"), "{reason}");
+            assert!(reason.contains("user:ann"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the rejection ended the wait"
     );
 }
