@@ -84,10 +84,20 @@ impl DelegateNode {
     }
 }
 
-/// The request id of `parts` (a hash: any text gives a valid id).
-fn request_id(parts: &[&str]) -> String {
+/// A stable id for a message about `parts` (what asked: a role, an event
+/// or a workflow run, an action), `prefix` first: a hash, so any text makes
+/// a valid id of bounded length, and the same parts make the same id (a
+/// retried step posts the same message).
+///
+/// ```
+/// use openvibe_primitives::delegation_id;
+/// assert_eq!(delegation_id("dl", &["cro", "e1"]), delegation_id("dl", &["cro", "e1"]));
+/// assert_ne!(delegation_id("dl", &["cro", "e1"]), delegation_id("dl", &["cro", "e2"]));
+/// assert!(delegation_id("ans", &["r"]).starts_with("ans-"));
+/// ```
+pub fn delegation_id(prefix: &str, parts: &[&str]) -> String {
     let hash = openvibe_protocols::content_hash(&parts.join("\u{1f}"));
-    format!("dl-{}", hash.trim_start_matches("fnv1a64:"))
+    format!("{prefix}-{}", hash.trim_start_matches("fnv1a64:"))
 }
 
 #[async_trait]
@@ -109,7 +119,7 @@ impl Node for DelegateNode {
         let key = value
             .get(&self.run_key)
             .map_or_else(|| value.to_string(), Value::to_string);
-        let id = request_id(&[delegate.role_id(), &self.name, &key]);
+        let id = delegation_id("dl", &[delegate.role_id(), &self.name, &key]);
         let span = tracing::info_span!("delegate", node = %self.name, to = %self.domain, task = %self.task);
         let output = delegate
             .ask(&id, &self.domain, &self.task, input, self.timeout)

@@ -28,7 +28,7 @@ mod tool;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use delegate::{DELEGATE_TIMEOUT, DelegateNode};
+pub use delegate::{DELEGATE_TIMEOUT, DelegateNode, delegation_id};
 pub use error::Error;
 pub use node::{AgentNode, Delegate, LlmNode, Node, NodeContext};
 pub use output::parse_output;

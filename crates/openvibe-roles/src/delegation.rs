@@ -31,6 +31,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use openvibe_primitives::delegation_id;
 use openvibe_protocols::{
     ActOutcome, Action, AnswerStatus, DecisionEvent, DelegationAnswer, LoopTrace, MAX_WAIT_MS,
     MessageBody, MessageQuery, Outcome, SpaceMessage, SpaceStore, StoreError,
@@ -90,13 +91,6 @@ impl Origin {
             from: text("from")?,
         })
     }
-}
-
-/// A stable id for a message about `parts` (what asked): a hash, so any
-/// text makes a valid id of bounded length.
-pub fn delegation_id(prefix: &str, parts: &[&str]) -> String {
-    let hash = openvibe_protocols::content_hash(&parts.join("\u{1f}"));
-    format!("{prefix}-{}", hash.trim_start_matches("fnv1a64:"))
 }
 
 /// The id of the event a request message becomes in its owner's loop.
@@ -510,66 +504,87 @@ impl Role {
 /// How long one read of the feed waits for a request.
 const FEED_WAIT_MS: u64 = 10_000;
 
-impl crate::CognitiveLoop {
-    /// Feed the requests addressed to `role` in its space into its loop
-    /// until `stop` turns true: from the role's cursor, each request
-    /// becomes an event ([`request_event`]), journaled by the loop before
-    /// the cursor moves past it (at least once; the loop runs an event id
-    /// once). A full loop is waited for; a store error is retried with a
-    /// growing pause.
-    pub(crate) async fn feed_space(
-        &self,
-        role: &Role,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
-        let Some((store, space)) = role.space() else {
+/// Feed the requests routed to `role` in its space to `take` until `stop`
+/// turns true: from the role's cursor, each request (not the role's own)
+/// becomes its event ([`request_event`]), and the cursor moves past a page
+/// only once `take` took every request of it (at least once: a crash in
+/// between hands them to `take` again, which dedups by event id). An error
+/// of the store or of `take` is retried with a growing pause. What the
+/// cognitive loop runs in process (`take` pushes into the loop) and a
+/// Temporal worker runs (`take` starts the event's workflow).
+pub async fn feed_requests<F, Fut>(
+    role: &Role,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    mut take: F,
+) where
+    F: FnMut(DecisionEvent) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let Some((store, space)) = role.space() else {
+        return;
+    };
+    let ctx = role.proposal_context();
+    let me = ctx.owner_key();
+    let mut cursor: Option<u64> = None;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        if *stop.borrow() {
             return;
-        };
-        let ctx = role.proposal_context();
-        let me = ctx.owner_key();
-        let mut cursor: Option<u64> = None;
-        let mut pause = Duration::from_millis(100);
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            let step = async {
-                let after = match cursor {
-                    Some(c) => c,
-                    None => store.cursor(&ctx, space).await?,
-                };
-                cursor = Some(after);
-                let query = MessageQuery::after(after)
-                    .for_me()
-                    .limit(100)
-                    .wait_ms(FEED_WAIT_MS);
-                let found = store.messages(&ctx, space, &query).await?;
-                let Some(last) = found.last().map(|m| m.seq) else {
-                    return Ok::<(), StoreError>(());
-                };
-                for m in &found {
-                    if m.meta.owner == me {
-                        continue;
-                    }
-                    if let Some(event) = request_event(role, m) {
-                        self.push_until_taken(role.role_id(), event).await;
-                    }
-                }
-                cursor = Some(store.ack(&ctx, space, last).await?);
-                Ok(())
-            };
-            tokio::select! {
-                _ = stop.changed() => return,
-                done = step => match done {
-                    Ok(()) => pause = Duration::from_millis(100),
-                    Err(e) => {
-                        tracing::warn!(role = %role.role_id(), space = %space, error = %e, "reading the space failed; retrying");
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(Duration::from_secs(5));
-                    }
-                },
-            }
         }
+        let step = async {
+            let after = match cursor {
+                Some(c) => c,
+                None => store.cursor(&ctx, space).await.map_err(|e| e.to_string())?,
+            };
+            cursor = Some(after);
+            let query = MessageQuery::after(after)
+                .for_me()
+                .limit(100)
+                .wait_ms(FEED_WAIT_MS);
+            let found = store
+                .messages(&ctx, space, &query)
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(last) = found.last().map(|m| m.seq) else {
+                return Ok::<(), String>(());
+            };
+            for m in found.iter().filter(|m| m.meta.owner != me) {
+                if let Some(event) = request_event(role, m) {
+                    take(event).await?;
+                }
+            }
+            cursor = Some(
+                store
+                    .ack(&ctx, space, last)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+            Ok(())
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            done = step => match done {
+                Ok(()) => pause = Duration::from_millis(100),
+                Err(e) => {
+                    tracing::warn!(role = %role.role_id(), space = %space, error = %e, "feeding the space's requests failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+            },
+        }
+    }
+}
+
+impl crate::CognitiveLoop {
+    /// Feed the requests routed to `role` in its space into its loop until
+    /// `stop` turns true ([`feed_requests`]): each is journaled by the loop
+    /// before the cursor moves past it; a full loop is waited for.
+    pub(crate) async fn feed_space(&self, role: &Role, stop: tokio::sync::watch::Receiver<bool>) {
+        feed_requests(role, stop, |event| async move {
+            self.push_until_taken(role.role_id(), event).await;
+            Ok(())
+        })
+        .await;
     }
 
     /// Push `event` into `role_id`'s loop, waiting while its queue is full;

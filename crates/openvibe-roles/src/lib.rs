@@ -60,13 +60,13 @@ pub use decision::{
     EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, check_event, decision_id, failed,
 };
 pub use delegation::{
-    DEFAULT_DELEGATION_TIMEOUT, DELEGATION_KEY, Delegation, Origin, delegation_id, request_event,
+    DEFAULT_DELEGATION_TIMEOUT, DELEGATION_KEY, Delegation, Origin, feed_requests, request_event,
     request_event_id,
 };
 pub use error::Error;
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
-pub use openvibe_primitives::DelegateNode;
+pub use openvibe_primitives::{DelegateNode, delegation_id};
 pub use openvibe_protocols::{
     Accepted, ActOutcome, EventSource, LoopTrace, REFLECT_EVENT, Stage, StageRecord,
 };

@@ -131,6 +131,26 @@ async fn run_loop(
     (looping, stop)
 }
 
+/// The proposal the interim `proposed` answer to `request` names, once the
+/// owner's loop posted it.
+async fn proposed(stores: &Stores, reader: &CallerContext, request: &str) -> String {
+    for _ in 0..400 {
+        let found = stores
+            .spaces
+            .messages(reader, "team", &MessageQuery::after(0).thread(request))
+            .await
+            .unwrap();
+        if let Some(id) = found.iter().find_map(|m| match &m.body {
+            MessageBody::Answer(a) if a.status == AnswerStatus::Proposed => a.proposal.clone(),
+            _ => None,
+        }) {
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no interim answer naming the proposal of {request}");
+}
+
 const WAIT: Duration = Duration::from_secs(20);
 
 #[tokio::test]
@@ -273,23 +293,7 @@ async fn a_proposal_answers_when_a_person_approved_and_it_ran() {
     // The CMO proposes it: the interim answer names the proposal.
     let ann =
         CallerContext::user("ann").with_clearance(openvibe_protocols::Clearance::unrestricted());
-    let mut proposal = None;
-    for _ in 0..400 {
-        let found = stores
-            .spaces
-            .messages(&ann, "team", &MessageQuery::after(0).thread("req-pub"))
-            .await
-            .unwrap();
-        if let Some(id) = found.iter().find_map(|m| match &m.body {
-            MessageBody::Answer(a) if a.status == AnswerStatus::Proposed => a.proposal.clone(),
-            _ => None,
-        }) {
-            proposal = Some(id);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let proposal = proposal.expect("an interim answer naming the proposal");
+    let proposal = proposed(&stores, &ann, "req-pub").await;
     let decided = stores
         .decide_proposal(&ann, &proposal, &Verdict::approve("go ahead"))
         .await
@@ -435,23 +439,7 @@ async fn a_rejected_proposal_ends_the_wait_with_the_persons_reason() {
     });
     let ann =
         CallerContext::user("ann").with_clearance(openvibe_protocols::Clearance::unrestricted());
-    let mut proposal = None;
-    for _ in 0..400 {
-        let found = stores
-            .spaces
-            .messages(&ann, "team", &MessageQuery::after(0).thread("req-reject"))
-            .await
-            .unwrap();
-        proposal = found.iter().find_map(|m| match &m.body {
-            MessageBody::Answer(a) => a.proposal.clone(),
-            _ => None,
-        });
-        if proposal.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let proposal = proposal.expect("an interim answer naming the proposal");
+    let proposal = proposed(&stores, &ann, "req-reject").await;
     stores
         .decide_proposal(
             &ann,

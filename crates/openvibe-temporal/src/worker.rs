@@ -198,87 +198,46 @@ impl std::fmt::Debug for TemporalWorker {
     }
 }
 
-/// How long one read of a worker's space feed waits for a request.
-const FEED_WAIT_MS: u64 = 10_000;
-
 /// Feed the requests routed to `role` in its space into its loop on
-/// Temporal until `stop` turns true: from the role's cursor, each request
-/// starts its event's `openvibe.loop.event` workflow (its id the event's,
-/// so a request started twice, by this worker after a restart or by
-/// another worker of the role, runs once), then the cursor moves past it.
-/// A failure is retried with a growing pause.
+/// Temporal until `stop` turns true ([`openvibe_roles::feed_requests`]):
+/// each request starts its event's `openvibe.loop.event` workflow (its id
+/// the event's, so a request started twice, by this worker after a restart
+/// or by another worker of the role, runs once) before the cursor moves
+/// past it. An event the loop would refuse is logged and skipped; a server
+/// that cannot be reached is retried.
 async fn feed_space(
     client: &Client,
     config: &TemporalConfig,
     role: &openvibe_roles::Role,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    use openvibe_protocols::MessageQuery;
-    let Some((store, space)) = role.space() else {
-        return;
-    };
-    let ctx = role.proposal_context();
-    let me = ctx.owner_key();
     let learning = openvibe_roles::Learning::default();
-    let mut pause = std::time::Duration::from_millis(100);
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        let step = async {
-            let after = store.cursor(&ctx, space).await.map_err(|e| e.to_string())?;
-            let query = MessageQuery::after(after)
-                .for_me()
-                .limit(100)
-                .wait_ms(FEED_WAIT_MS);
-            let found = store
-                .messages(&ctx, space, &query)
-                .await
-                .map_err(|e| e.to_string())?;
-            let Some(last) = found.last().map(|m| m.seq) else {
-                return Ok::<(), String>(());
-            };
-            for m in found.iter().filter(|m| m.meta.owner != me) {
-                if let Some(event) = openvibe_roles::request_event(role, m) {
-                    let started = crate::scheduler::start_loop_event(
-                        client,
-                        config,
-                        role.role_id(),
-                        event,
-                        openvibe_roles::EventSource::Space,
-                        &learning,
-                    )
-                    .await;
-                    match started {
-                        Ok(accepted) => {
-                            tracing::info!(role = %role.role_id(), workflow = %accepted.run_id, duplicate = accepted.duplicate, "delegated request started")
-                        }
-                        // A refused event would be refused again: skip it.
-                        Err(crate::Error::Workflow { message, .. })
-                            if !message.starts_with("cannot start") =>
-                        {
-                            tracing::warn!(role = %role.role_id(), request = %m.id, %message, "a delegated request was not started");
-                        }
-                        Err(e) => return Err(e.to_string()),
-                    }
+    openvibe_roles::feed_requests(role, stop, |event| {
+        let learning = &learning;
+        async move {
+            let request = event.id.clone();
+            let started = crate::scheduler::start_loop_event(
+                client,
+                config,
+                role.role_id(),
+                event,
+                openvibe_roles::EventSource::Space,
+                learning,
+            )
+            .await;
+            match started {
+                Ok(accepted) => {
+                    tracing::info!(role = %role.role_id(), workflow = %accepted.run_id, duplicate = accepted.duplicate, "delegated request started");
+                    Ok(())
                 }
+                // A refused event would be refused again: skip it.
+                Err(crate::Error::Workflow { message, .. }) if !message.starts_with("cannot start") => {
+                    tracing::warn!(role = %role.role_id(), %request, %message, "a delegated request was not started");
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
             }
-            store
-                .ack(&ctx, space, last)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(())
-        };
-        tokio::select! {
-            _ = stop.changed() => return,
-            done = step => match done {
-                Ok(()) => pause = std::time::Duration::from_millis(100),
-                Err(e) => {
-                    tracing::warn!(role = %role.role_id(), space = %space, error = %e, "the space feed failed; retrying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
-                }
-            },
         }
-    }
+    })
+    .await;
 }
