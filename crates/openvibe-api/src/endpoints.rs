@@ -27,9 +27,9 @@ use openvibe_protocols::{
     Fact, FactQuery, Goal, GoalProgress, GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit,
     KnowledgeQuery, LoopTrace, MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession,
     Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal,
-    ProposalQuery, RawCall, RawCallQuery, RecordVector, RevisableRecord, Session, SessionDeleted,
-    SessionQuery, Space, SpaceMessage, SpaceQuery, StateEntry, StoreError, StoredRecord,
-    TaskContext, VectorStatus, Verdict,
+    ProposalQuery, RawCall, RawCallQuery, RecordVector, ReportQuery, RevisableRecord, Session,
+    SessionDeleted, SessionQuery, Space, SpaceMessage, SpaceQuery, StateEntry, StoreError,
+    StoredRecord, TaskContext, VectorStatus, Verdict,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
@@ -395,6 +395,7 @@ pub fn all() -> Vec<Operation> {
         PUT_PRIORITIES.operation(),
         GET_PRIORITIES.operation(),
         REPORT_METRIC.operation(),
+        QUERY_REPORTS.operation(),
         PROPOSE_BELIEF.operation(),
         GET_BELIEF.operation(),
         QUERY_BELIEFS.operation(),
@@ -765,6 +766,14 @@ pub const REPORT_METRIC: Endpoint<MetricReport, MetricReport> = Endpoint::post(
     "/v1/memory/metrics",
     "reportMetric",
     "Report a metric of a role (`add` or `set`); a report with the id of an earlier one counts once",
+)
+.idempotent();
+
+/// `POST /v1/memory/metrics/query`: A page of a role's metric reports, oldest first (each with its stream's total after it): the history of a key result.
+pub const QUERY_REPORTS: Endpoint<ReportQuery, Page<MetricReport>> = Endpoint::post(
+    "/v1/memory/metrics/query",
+    "queryMetricReports",
+    "A page of a role's metric reports, oldest first (each with its stream's total after it): the history of a key result",
 )
 .idempotent();
 

@@ -64,13 +64,18 @@ impl AuditLog for InMemoryAuditLog {
     ) -> Result<Vec<AuditEntry>, StoreError> {
         let _span = crate::span::store_span("audit", "query", ctx);
         let q = query.for_caller(ctx);
+        let after = q.after()?;
         let entries = self
             .entries
             .lock()
             .map_err(|_| StoreError::backend("the audit trail lock is poisoned"))?;
         let mut found: Vec<AuditEntry> = entries
             .iter()
-            .filter(|e| e.tenant_id == ctx.tenant_id() && q.matches(e))
+            .filter(|e| {
+                e.tenant_id == ctx.tenant_id()
+                    && q.matches(e)
+                    && after.is_none_or(|(at, seq)| (e.at, e.seq) < (at, seq))
+            })
             .cloned()
             .collect();
         found.sort_by_key(|e| std::cmp::Reverse((e.at, e.seq)));

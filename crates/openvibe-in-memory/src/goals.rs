@@ -12,8 +12,8 @@ use chrono::{NaiveDate, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore,
     Initiative, METRIC_KIND, MetricReport, MetricValue, NamespaceScope, PRIORITIES_KIND, Page,
-    Priorities, RecordMeta, StoreError, check_caller, goal_page, store_time, validate_goal,
-    validate_metric_report, validate_priorities,
+    Priorities, RecordMeta, ReportQuery, StoreError, check_caller, goal_page, report_page,
+    store_time, validate_goal, validate_metric_report, validate_priorities,
 };
 
 use crate::audit::InMemoryAuditLog;
@@ -480,5 +480,40 @@ impl GoalStore for InMemoryGoalStore {
         Ok(Some(GoalProgress::of(goal.clone(), |metric| {
             tenant.streams.get(&key(metric)).copied()
         })))
+    }
+
+    async fn reports(
+        &self,
+        ctx: &CallerContext,
+        query: &ReportQuery,
+    ) -> Result<Page<MetricReport>, StoreError> {
+        let _span = store_span(METRIC_KIND, "list", ctx);
+        let (limit, after) = query.checked()?;
+        let scope = ctx.list_scope(&query.namespaces);
+        self.audit.record(AuditEntry::search(
+            ctx,
+            METRIC_KIND,
+            query,
+            &query.namespaces,
+            limit,
+        ));
+        let tenants = self.tenants.read().map_err(|_| poisoned())?;
+        let mut found: Vec<MetricReport> = tenants
+            .get(ctx.tenant_id())
+            .map(|t| {
+                t.reports
+                    .values()
+                    .filter(|r| {
+                        scope.contains(&r.meta.namespace)
+                            && ctx.can_read(&r.meta, "")
+                            && query.matches(r, after.as_ref())
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort_by(|a, b| (a.meta.created_at, &a.id).cmp(&(b.meta.created_at, &b.id)));
+        found.truncate(limit + 1);
+        Ok(report_page(found, limit))
     }
 }

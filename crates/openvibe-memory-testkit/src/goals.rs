@@ -646,3 +646,99 @@ where
         (6, 1, 0)
     );
 }
+
+/// A role's metric reports list oldest first, a page at a time, each with
+/// its stream's total after it (what a chart of a key result draws);
+/// filtered by metric; another tenant sees none; a bad limit or cursor is
+/// refused; the listing is audited as a search.
+pub async fn goals_report_history_pages_oldest_first<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::{METRIC_KIND, ReportQuery};
+    let s = factory().await;
+    for i in 1..=5 {
+        s.goals
+            .report(
+                &cro(),
+                MetricReport::add("cro", "pipeline_usd", 100.0 * f64::from(i)).id(format!("h{i}")),
+            )
+            .await
+            .unwrap();
+    }
+    s.goals
+        .report(&cro(), MetricReport::add("cro", "qualified_leads", 1.0))
+        .await
+        .unwrap();
+    s.goals
+        .report(&cro(), MetricReport::add("cmo", "pipeline_usd", 7.0))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut query = ReportQuery::new("cro").metric("pipeline_usd").limit(2);
+    let mut pages = 0;
+    loop {
+        let page = s.goals.reports(&cro(), &query).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 2);
+        seen.extend(page.items.into_iter().map(|r| (r.id, r.seq, r.total)));
+        match page.next_cursor {
+            Some(cursor) => query = query.cursor(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(
+        seen,
+        vec![
+            ("h1".to_owned(), 1, 100.0),
+            ("h2".to_owned(), 2, 300.0),
+            ("h3".to_owned(), 3, 600.0),
+            ("h4".to_owned(), 4, 1_000.0),
+            ("h5".to_owned(), 5, 1_500.0),
+        ],
+        "oldest first, each with the total after it"
+    );
+    let all = s
+        .goals
+        .reports(&cro(), &ReportQuery::new("cro"))
+        .await
+        .unwrap();
+    assert_eq!(all.items.len(), 6, "both metrics of the CRO, not the CMO's");
+    assert!(all.next_cursor.is_none());
+    let elsewhere = cro().with_tenant("t2");
+    let none = s
+        .goals
+        .reports(&elsewhere, &ReportQuery::new("cro"))
+        .await
+        .unwrap();
+    assert!(none.items.is_empty(), "another tenant sees none");
+    assert!(is_invalid(
+        s.goals
+            .reports(&cro(), &ReportQuery::new("cro").limit(0))
+            .await
+    ));
+    assert!(is_invalid(
+        s.goals
+            .reports(&cro(), &ReportQuery::new("cro").cursor("not a cursor"))
+            .await
+    ));
+    assert!(is_invalid(
+        s.goals.reports(&cro(), &ReportQuery::new(" ")).await
+    ));
+    s.audit.flush().await.unwrap();
+    let searches = s
+        .audit
+        .query(
+            &cro(),
+            &AuditQuery {
+                operation: Some(AuditOp::Search),
+                kind: Some(METRIC_KIND.into()),
+                ..AuditQuery::new()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(searches.len() >= 4, "each listing audited: {searches:?}");
+}

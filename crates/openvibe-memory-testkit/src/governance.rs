@@ -15,7 +15,7 @@ use openvibe_protocols::{
 use serde_json::json;
 
 use crate::model;
-use crate::support::{fact_ids, is_invalid, is_not_found, is_unauthorized, t0};
+use crate::support::{fact_ids, is_invalid, is_not_found, is_unauthorized, sys, t0};
 
 /// L (the kernel) and C (the IDE) of seed 003, in tenant `t1` and project `project`.
 fn seed_003_actors(project: &str) -> (CallerContext, CallerContext) {
@@ -1919,4 +1919,106 @@ fn admin_of(meta: &openvibe_protocols::RecordMeta) -> CallerContext {
     CallerContext::system()
         .with_tenant(meta.tenant_id.clone())
         .with_project_id(meta.project_id.clone())
+}
+
+/// The audit trail filters by record kind, record and status, and pages
+/// by cursor in its order (newest first) without losing or repeating an
+/// entry.
+pub async fn governance_audit_filters_and_pages<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::{AuditQuery, AuditStatus};
+    let s = factory().await;
+    let ann = CallerContext::user("ann")
+        .with_tenant("t1")
+        .with_grants(only("team", Rights::OWN));
+    let bob = CallerContext::user("bob")
+        .with_tenant("t1")
+        .with_clearance(openvibe_protocols::Clearance::unrestricted())
+        .with_grants(only("team", Rights::OWN));
+    for i in 0..7 {
+        s.facts
+            .store(&ann, fact(&format!("a{i}"), "team"))
+            .await
+            .unwrap();
+    }
+    s.facts
+        .update(&ann, Fact::new("a3", "changed"))
+        .await
+        .unwrap();
+    assert!(is_unauthorized(s.facts.delete(&bob, "a3").await));
+    s.audit.flush().await.unwrap();
+    let about = s
+        .audit
+        .query(
+            &sys(),
+            &AuditQuery {
+                record_id: Some("a3".into()),
+                ..AuditQuery::new()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        about.len(),
+        3,
+        "insert, update and bob's refused delete: {about:?}"
+    );
+    assert!(about.iter().all(|e| e.record_id.as_deref() == Some("a3")));
+    let refused = s
+        .audit
+        .query(
+            &sys(),
+            &AuditQuery {
+                status: Some(AuditStatus::Refused),
+                ..AuditQuery::new()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].principal, "user:bob");
+    let facts_only = AuditQuery {
+        kind: Some("fact".into()),
+        limit: 3,
+        ..AuditQuery::new()
+    };
+    let whole = s
+        .audit
+        .query(
+            &sys(),
+            &AuditQuery {
+                limit: 100,
+                ..facts_only.clone()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(whole.iter().all(|e| e.kind == "fact"));
+    let mut paged = Vec::new();
+    let mut q = facts_only;
+    loop {
+        let page = s.audit.query(&sys(), &q).await.unwrap();
+        let Some(last) = page.last() else { break };
+        q.cursor = Some(last.cursor());
+        paged.extend(page.into_iter().map(|e| e.seq));
+    }
+    assert_eq!(
+        paged,
+        whole.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        "pages by cursor, no entry lost or repeated"
+    );
+    assert!(is_invalid(
+        s.audit
+            .query(
+                &sys(),
+                &AuditQuery {
+                    cursor: Some("nope".into()),
+                    ..AuditQuery::new()
+                },
+            )
+            .await
+    ));
 }

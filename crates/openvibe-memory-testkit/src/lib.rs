@@ -159,6 +159,7 @@ cases! {
     governance::governance_randomized_leak_check;
     governance::governance_hybrid_search_leak_check;
     governance::governance_audit_trail;
+    governance::governance_audit_filters_and_pages;
     governance::governance_promotion;
     governance::governance_namespace_migration;
     expiry::expiry_hides_records_from_that_instant;
@@ -185,6 +186,7 @@ cases! {
     goals::goals_priorities_by_day;
     goals::goals_are_governed_and_audited;
     goals::goals_move_with_their_namespace;
+    goals::goals_report_history_pages_oldest_first;
     beliefs::beliefs_are_proposed_idempotently;
     beliefs::beliefs_are_approved_once_by_people;
     beliefs::beliefs_supersede_atomically;

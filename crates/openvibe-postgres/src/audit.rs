@@ -302,6 +302,7 @@ impl AuditLog for PgAuditLog {
     ) -> Result<Vec<AuditEntry>, StoreError> {
         self.writer.flush().await?;
         let q = query.for_caller(ctx);
+        let after = q.after()?;
         async {
             let mut sql = Sql::new(
                 "SELECT tenant_id, seq, at, principal, operation, record_kind, namespace, \
@@ -323,6 +324,23 @@ impl AuditLog for PgAuditLog {
             }
             if let Some(u) = q.until {
                 sql.push(" AND at < ").bind(u);
+            }
+            if let Some(k) = &q.kind {
+                sql.push(" AND record_kind = ").bind(k.clone());
+            }
+            if let Some(r) = &q.record_id {
+                sql.push(" AND record_id = ").bind(r.clone());
+            }
+            if let Some(st) = q.status {
+                sql.push(" AND status = ").bind(st.as_str());
+            }
+            if let Some((at, seq)) = after {
+                // Keyset paging in (at DESC, seq DESC) order.
+                sql.push(" AND (at, seq) < (")
+                    .bind(at)
+                    .push(", ")
+                    .bind(i64::try_from(seq).unwrap_or(i64::MAX))
+                    .push(")");
             }
             sql.push(" ORDER BY at DESC, seq DESC LIMIT ")
                 .bind(i64::try_from(q.limit).unwrap_or(i64::MAX));

@@ -15,8 +15,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, GOAL_KIND, Goal, GoalProgress, GoalQuery,
     GoalStore, Initiative, METRIC_KIND, MetricMode, MetricReport, MetricValue, Objective,
-    PRIORITIES_KIND, Page, Priorities, Priority, StoreError, check_caller, goal_page, store_time,
-    validate_goal, validate_metric_report, validate_priorities,
+    PRIORITIES_KIND, Page, Priorities, Priority, ReportQuery, StoreError, check_caller, goal_page,
+    report_page, store_time, validate_goal, validate_metric_report, validate_priorities,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -281,6 +281,43 @@ impl PgGoalStore {
         let found = fetch_all::<Goal>(&mut tx, sql).await?;
         end_read(tx);
         Ok(goal_page(found, limit))
+    }
+
+    async fn reports_unaudited(
+        &self,
+        ctx: &CallerContext,
+        query: &ReportQuery,
+        limit: usize,
+        after: Option<(DateTime<Utc>, String)>,
+    ) -> Result<Page<MetricReport>, StoreError> {
+        check_caller(ctx)?;
+        let scope = ctx.list_scope(&query.namespaces);
+        let mut sql = Sql::new(&format!(
+            "SELECT {} FROM metric_reports f WHERE f.tenant_id = ",
+            columns(REPORT_COLS, "f.")
+        ));
+        sql.bind(ctx.tenant_id().to_owned()).push(" AND ");
+        push_readable_in(&mut sql, ctx, "f.", None, &scope);
+        sql.push(" AND f.role_id = ").bind(query.role_id.clone());
+        if let Some(metric) = &query.metric {
+            sql.push(" AND f.metric = ").bind(metric.clone());
+        }
+        if let Some(since) = query.since {
+            sql.push(" AND f.created_at >= ").bind(since);
+        }
+        if let Some((at, id)) = after {
+            sql.push(" AND (f.created_at, f.id) > (")
+                .bind(at)
+                .push(", ")
+                .bind(id)
+                .push(")");
+        }
+        sql.push(" ORDER BY f.created_at, f.id LIMIT ")
+            .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX));
+        let mut tx = begin(&self.pool, ctx).await?;
+        let found = fetch_all::<MetricReport>(&mut tx, sql).await?;
+        end_read(tx);
+        Ok(report_page(found, limit))
     }
 
     async fn put_priorities_unaudited(
@@ -654,6 +691,19 @@ impl GoalStore for PgGoalStore {
     ) -> Result<Option<GoalProgress>, StoreError> {
         self.progress_unaudited(ctx, id)
             .instrument(span(GOAL_KIND, "progress", ctx))
+            .await
+    }
+
+    async fn reports(
+        &self,
+        ctx: &CallerContext,
+        query: &ReportQuery,
+    ) -> Result<Page<MetricReport>, StoreError> {
+        let (limit, after) = query.checked()?;
+        self.audit
+            .record_with(|| AuditEntry::search(ctx, METRIC_KIND, query, &query.namespaces, limit));
+        self.reports_unaudited(ctx, query, limit, after)
+            .instrument(span(METRIC_KIND, "list", ctx))
             .await
     }
 }

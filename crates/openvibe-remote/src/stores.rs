@@ -17,7 +17,7 @@ use openvibe_protocols::{
     NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
     PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities,
     Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention,
-    RecordStore, RecordVector, RecordVectors, RevisableStore, Session, SessionDeleted,
+    RecordStore, RecordVector, RecordVectors, ReportQuery, RevisableStore, Session, SessionDeleted,
     SessionQuery, SessionStore, Space, SpaceMessage, SpaceQuery, SpaceStore, StateEntry,
     StoreError, TaskContext, VectorStatus, Verdict,
 };
@@ -308,6 +308,14 @@ impl GoalStore for RemoteMemory {
         id: &str,
     ) -> Result<Option<GoalProgress>, StoreError> {
         self.find(ctx, &e::GOAL_PROGRESS, &[id]).await
+    }
+
+    async fn reports(
+        &self,
+        ctx: &CallerContext,
+        query: &ReportQuery,
+    ) -> Result<Page<MetricReport>, StoreError> {
+        self.call(ctx, &e::QUERY_REPORTS, &[], query).await
     }
 }
 

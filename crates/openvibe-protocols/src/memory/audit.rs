@@ -124,6 +124,12 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
+    /// The cursor of a page that ends with this entry
+    /// ([`AuditQuery::cursor`]).
+    pub fn cursor(&self) -> String {
+        super::page_cursor(self.at, &self.seq.to_string())
+    }
+
     /// An entry of `ctx` for `operation` on `kind`, now, status ok, nothing
     /// else set (the backend assigns `seq`).
     pub fn new(ctx: &CallerContext, operation: AuditOp, kind: &str) -> Self {
@@ -253,6 +259,15 @@ pub struct AuditQuery {
     pub since: Option<DateTime<Utc>>,
     /// Only entries before this time.
     pub until: Option<DateTime<Utc>>,
+    /// Only entries about this record kind (`fact`, `proposal`).
+    pub kind: Option<String>,
+    /// Only entries about this record.
+    pub record_id: Option<String>,
+    /// Only entries with this status (`refused`: the refusals).
+    pub status: Option<AuditStatus>,
+    /// Continue after the page that ended with this cursor
+    /// ([`AuditEntry::cursor`]): keyset paging in the trail's order.
+    pub cursor: Option<String>,
     /// At most this many, newest first (by `at`, then `seq`; default 100).
     pub limit: usize,
 }
@@ -265,6 +280,10 @@ impl Default for AuditQuery {
             operation: None,
             since: None,
             until: None,
+            kind: None,
+            record_id: None,
+            status: None,
+            cursor: None,
             limit: 100,
         }
     }
@@ -276,9 +295,34 @@ impl AuditQuery {
         Self::default()
     }
 
+    /// The position the cursor names: `(at, seq)` of the last entry of the
+    /// previous page; entries after it in the trail's order are older, or
+    /// as old with a smaller `seq`.
+    pub fn after(&self) -> Result<Option<(DateTime<Utc>, u64)>, StoreError> {
+        let Some(cursor) = &self.cursor else {
+            return Ok(None);
+        };
+        let bad = || StoreError::invalid("cursor", "not a cursor of an audit page");
+        let (micros, seq) = super::parse_cursor(cursor)?;
+        let at = DateTime::from_timestamp_micros(micros).ok_or_else(bad)?;
+        let seq = seq.parse::<u64>().map_err(|_| bad())?;
+        Ok(Some((at, seq)))
+    }
+
     /// Whether `entry` passes the filters (the tenant and the caller's
-    /// right to read the trail are the store's business).
+    /// right to read the trail are the store's business; the cursor is
+    /// checked by [`AuditQuery::after`]).
     pub fn matches(&self, entry: &AuditEntry) -> bool {
+        self.kind.as_deref().is_none_or(|k| entry.kind == k)
+            && self
+                .record_id
+                .as_deref()
+                .is_none_or(|r| entry.record_id.as_deref() == Some(r))
+            && self.status.is_none_or(|st| entry.status == st)
+            && self.matches_fields(entry)
+    }
+
+    fn matches_fields(&self, entry: &AuditEntry) -> bool {
         self.principal
             .as_deref()
             .is_none_or(|p| entry.principal == p)

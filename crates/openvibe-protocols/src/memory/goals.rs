@@ -41,6 +41,8 @@ pub const METRIC_KIND: &str = "metric";
 
 /// The most goals one list returns.
 pub const MAX_GOAL_PAGE: usize = 1000;
+/// The most metric reports one list returns.
+pub const MAX_REPORT_PAGE: usize = 1000;
 /// The most initiatives one objective decomposes into.
 pub const MAX_INITIATIVES: usize = 20;
 /// The most priorities a role holds for one day (the source design asks
@@ -475,6 +477,126 @@ pub fn validate_priorities(p: &Priorities) -> Result<(), StoreError> {
     super::check_meta(&p.meta, "", "", &[])
 }
 
+/// Filters of [`GoalStore::reports`]: a role's metric reports, oldest
+/// first (creation time, then id), a page at a time: the history a chart
+/// of a key result draws (each report carries its stream's `total`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct ReportQuery {
+    /// The role whose reports (required).
+    pub role_id: String,
+    /// Only reports of this metric.
+    pub metric: Option<String>,
+    /// Only reports of these namespaces (empty: every namespace the caller
+    /// may read).
+    pub namespaces: Vec<String>,
+    /// Only reports created at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Continue after the page that returned this cursor.
+    pub cursor: Option<String>,
+    /// At most this many (default 100, at most [`MAX_REPORT_PAGE`]).
+    pub limit: usize,
+}
+
+impl Default for ReportQuery {
+    fn default() -> Self {
+        Self {
+            role_id: String::new(),
+            metric: None,
+            namespaces: Vec::new(),
+            since: None,
+            cursor: None,
+            limit: 100,
+        }
+    }
+}
+
+impl ReportQuery {
+    /// The reports of `role_id`, 100 a page.
+    pub fn new(role_id: impl Into<String>) -> Self {
+        Self {
+            role_id: role_id.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Only those of `metric`.
+    #[must_use]
+    pub fn metric(mut self, metric: impl Into<String>) -> Self {
+        self.metric = Some(metric.into());
+        self
+    }
+
+    /// At most `limit` a page.
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Continue after a page's `next_cursor`.
+    #[must_use]
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+
+    /// The query checked: the limit (1 to [`MAX_REPORT_PAGE`]) and the
+    /// position its cursor names (creation time, id).
+    pub fn checked(&self) -> Result<(usize, Option<(DateTime<Utc>, String)>), StoreError> {
+        if self.role_id.trim().is_empty() {
+            return Err(StoreError::invalid("role_id", "must not be empty"));
+        }
+        super::check_label("role_id", &self.role_id)?;
+        if self.limit == 0 || self.limit > MAX_REPORT_PAGE {
+            return Err(StoreError::invalid(
+                "limit",
+                format!("must be between 1 and {MAX_REPORT_PAGE}"),
+            ));
+        }
+        let after = match &self.cursor {
+            None => None,
+            Some(cursor) => {
+                let (micros, id) = super::parse_cursor(cursor)?;
+                let at = DateTime::from_timestamp_micros(micros).ok_or_else(|| {
+                    StoreError::invalid("cursor", "not a cursor returned by a list call")
+                })?;
+                Some((at, id))
+            }
+        };
+        Ok((self.limit, after))
+    }
+
+    /// Whether `report` (readable) matches the filters and comes after the
+    /// position `after` (from [`ReportQuery::checked`]).
+    pub fn matches(&self, report: &MetricReport, after: Option<&(DateTime<Utc>, String)>) -> bool {
+        report.role_id == self.role_id
+            && self.metric.as_deref().is_none_or(|m| report.metric == m)
+            && self.since.is_none_or(|s| report.meta.created_at >= s)
+            && after.is_none_or(|(at, id)| {
+                (report.meta.created_at, report.id.as_str()) > (*at, id.as_str())
+            })
+    }
+}
+
+/// The page of `reports` (oldest first, one more than `limit` fetched to
+/// know whether another page follows).
+pub fn report_page(mut reports: Vec<MetricReport>, limit: usize) -> Page<MetricReport> {
+    let next_cursor = if reports.len() > limit {
+        reports.truncate(limit);
+        reports
+            .last()
+            .map(|r| super::page_cursor(r.meta.created_at, &r.id))
+    } else {
+        None
+    };
+    Page {
+        items: reports,
+        next_cursor,
+    }
+}
+
 /// How a report moves its metric.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -847,6 +969,14 @@ pub trait GoalStore: Send + Sync {
         ctx: &CallerContext,
         id: &str,
     ) -> Result<Option<GoalProgress>, StoreError>;
+
+    /// A role's readable metric reports matching `query`, oldest first, a
+    /// page at a time (audited as a search).
+    async fn reports(
+        &self,
+        ctx: &CallerContext,
+        query: &ReportQuery,
+    ) -> Result<Page<MetricReport>, StoreError>;
 }
 
 #[cfg(test)]

@@ -60,10 +60,11 @@ pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use error::{ErrorSource, StoreError};
 pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
-    MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_TITLE_CHARS, METRIC_KIND,
-    MetricMode, MetricOutput, MetricReport, MetricValue, PRIORITIES_KIND, Priorities, Priority,
-    goal_page, objective_fingerprint, stream_conflict, validate_goal, validate_initiatives,
-    validate_metric_report, validate_priorities,
+    MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE,
+    MAX_TITLE_CHARS, METRIC_KIND, MetricMode, MetricOutput, MetricReport, MetricValue,
+    PRIORITIES_KIND, Priorities, Priority, ReportQuery, goal_page, objective_fingerprint,
+    report_page, stream_conflict, validate_goal, validate_initiatives, validate_metric_report,
+    validate_priorities,
 };
 pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,

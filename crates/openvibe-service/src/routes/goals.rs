@@ -7,7 +7,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use openvibe_api::dto::{Decompose, PrioritiesOf};
 use openvibe_api::endpoints as E;
-use openvibe_protocols::{Goal, GoalProgress, GoalQuery, MetricReport, Page, Priorities};
+use openvibe_protocols::{
+    Goal, GoalProgress, GoalQuery, MetricReport, Page, Priorities, ReportQuery,
+};
 
 use super::api::{Answer, Api, not_found};
 use crate::auth::Ctx;
@@ -23,6 +25,15 @@ pub(super) fn routes(api: Api) -> Api {
         .route(&E::PUT_PRIORITIES, put_priorities)
         .route(&E::GET_PRIORITIES, priorities)
         .route(&E::REPORT_METRIC, report)
+        .route(&E::QUERY_REPORTS, reports)
+}
+
+async fn reports(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(q): Body<ReportQuery>,
+) -> Answer<Page<MetricReport>> {
+    Ok(Json(s.stores.goals.reports(&ctx, &q).await?))
 }
 
 async fn put(State(s): State<AppState>, Ctx(ctx): Ctx, Body(g): Body<Goal>) -> Answer<Goal> {
