@@ -24,6 +24,35 @@ use openvibe_protocols::{
     RecordMeta, StoreError, read_allowed, text_terms,
 };
 
+/// Where a record stands against a query's keyset position
+/// ([`RecordFilter::after`](openvibe_protocols::RecordFilter::after)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keyset {
+    /// At or before it in the result order: not on this page.
+    Before,
+    /// As far as confidence and time go, at it: its id decides.
+    Tie,
+    /// After it (or no position was given).
+    After,
+}
+
+/// Where `hot` stands against `f`'s position: results are ordered by
+/// confidence (when the position has one) descending, then time
+/// descending, then id ascending.
+fn keyset(hot: &Hot, f: &Filter) -> Keyset {
+    let Some((time, _)) = &f.after else {
+        return Keyset::After;
+    };
+    let by_confidence = f
+        .after_confidence
+        .map_or(Ordering::Equal, |c| Score(c).cmp(&Score(hot.confidence)));
+    match by_confidence.then_with(|| time.cmp(&hot.time)) {
+        Ordering::Less => Keyset::Before,
+        Ordering::Equal => Keyset::Tie,
+        Ordering::Greater => Keyset::After,
+    }
+}
+
 /// Position of a record in a table's slab.
 pub(crate) type Slot = u32;
 
@@ -595,23 +624,23 @@ impl<R: Indexed> Table<R> {
         {
             return None;
         }
-        if let Some((time, _)) = &f.after
-            && hot.time > *time
-        {
+        let position = keyset(hot, f);
+        if position == Keyset::Before {
             return None;
         }
         if f.tags.is_empty()
             && f.terms.is_empty()
             && f.status.is_none()
             && f.episode_ids.is_empty()
-            && f.after.as_ref().is_none_or(|(time, _)| hot.time < *time)
+            && position == Keyset::After
         {
             return Some(0);
         }
         let row = self.row(slot)?;
-        // Keyset paging: after (time, id) in newest-first order.
-        if let Some((time, id)) = &f.after
-            && hot.time == *time
+        // Keyset paging: a record tied with the position comes after it
+        // when its id is greater.
+        if let Some((_, id)) = &f.after
+            && position == Keyset::Tie
             && row.rec.id() <= id.as_str()
         {
             return None;

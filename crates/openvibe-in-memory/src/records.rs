@@ -207,7 +207,7 @@ impl<R: InMemoryRecord> RecordStore<R> for InMemoryRecords<R> {
     }
 
     async fn query(&self, ctx: &CallerContext, query: &R::Query) -> Result<Vec<R>, StoreError> {
-        let filter = query.filter();
+        let filter = query.filter()?;
         self.tables.search(ctx, query, &filter)
     }
 

@@ -81,8 +81,15 @@ fn push_where(
             .push("::text[])");
     }
     if let Some((time, id)) = &f.after {
-        // Keyset paging in (time DESC, id) order.
+        // Keyset paging in ([confidence DESC,] time DESC, id) order.
         let t = ordering.time;
+        let confidence = f.after_confidence.filter(|_| ordering.confidence);
+        if let Some(c) = confidence {
+            sql.push(" AND (f.confidence < ")
+                .bind(c)
+                .push(" OR (f.confidence = ")
+                .bind(c);
+        }
         sql.push(&format!(" AND (f.{t} < "))
             .bind(*time)
             .push(&format!(" OR (f.{t} = "))
@@ -90,6 +97,9 @@ fn push_where(
             .push(" AND f.id > ")
             .bind(id.clone())
             .push("))");
+        if confidence.is_some() {
+            sql.push("))");
+        }
     }
     sql.push(" AND ");
     push_readable_in(

@@ -169,7 +169,7 @@ impl<R: PgRecord> RecordStore<R> for PgRecords<R> {
 
     async fn query(&self, ctx: &CallerContext, query: &R::Query) -> Result<Vec<R>, StoreError> {
         let kind = <R as Record>::KIND;
-        let filter = query.filter();
+        let filter = query.filter()?;
         self.audit
             .record_with(|| AuditEntry::search(ctx, kind, query, &filter.namespaces, filter.limit));
         let Some(sql) = select::<R>(ctx, &filter, &R::ORDER) else {

@@ -29,6 +29,7 @@
 
 mod access;
 mod auth;
+mod console;
 mod edges;
 mod error;
 mod extract;
@@ -47,6 +48,7 @@ use openvibe_governance::Governance;
 use openvibe_protocols::Stores;
 
 pub use access::Access;
+pub use console::CONSOLE_PATH;
 pub use error::Failure;
 pub use openapi::openapi_document;
 pub use routes::MCP_PATH;
@@ -69,6 +71,13 @@ pub struct ServiceConfig {
     /// DNS rebinding); loopback names by default: add yours when serving
     /// beyond this machine.
     pub mcp_allowed_hosts: Vec<String>,
+    /// How long a console session lasts without a request (30 minutes by
+    /// default).
+    pub console_idle_timeout: Duration,
+    /// Mark the console's session cookie `Secure` (set it when a
+    /// TLS-terminating proxy serves the console; a request with
+    /// `X-Forwarded-Proto: https` gets it anyway).
+    pub console_secure_cookies: bool,
 }
 
 impl Default for ServiceConfig {
@@ -78,6 +87,8 @@ impl Default for ServiceConfig {
             request_timeout: Duration::from_secs(30),
             max_in_flight: 512,
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            console_idle_timeout: Duration::from_secs(30 * 60),
+            console_secure_cookies: false,
         }
     }
 }
@@ -169,7 +180,12 @@ impl Service {
         let audit = self.stores.audit.clone();
         let addr = listener.local_addr()?;
         tracing::info!(%addr, "memory service listening");
-        axum::serve(listener, self.router())
+        // The peer's address tells the console's development sign-in that
+        // it comes from this machine.
+        let app = self
+            .router()
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await?;
         if let Err(e) = audit.flush().await {

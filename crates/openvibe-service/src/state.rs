@@ -14,4 +14,6 @@ pub(crate) struct AppState {
     pub(crate) ready: Readiness,
     /// The cognitive loop of this process, when it runs one.
     pub(crate) inbox: Option<std::sync::Arc<dyn openvibe_protocols::EventInbox>>,
+    /// The console's sessions.
+    pub(crate) console: std::sync::Arc<crate::console::Sessions>,
 }

@@ -76,7 +76,9 @@ pub use proposals::{
     Proposal, ProposalQuery, ProposalStatus, ProposalStore, Verdict, belief_proposal_id,
     newest_page, proposal_page, validate_proposal,
 };
-pub use query::{EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, text_terms};
+pub use query::{
+    EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, record_cursor, text_terms,
+};
 pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};
 pub use records::{
     Classification, Episode, Fact, Insight, InsightStatus, Observed, ParseClassificationError,

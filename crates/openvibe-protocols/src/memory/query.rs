@@ -165,6 +165,10 @@ pub struct FactQuery {
     pub min_confidence: f64,
     /// Only facts created at or after this time.
     pub since: Option<DateTime<Utc>>,
+    /// Continue after the record this cursor names
+    /// ([`FactQuery::cursor_of`]): keyset paging in the query's order
+    /// (not with `text`, whose relevance order is one page).
+    pub cursor: Option<String>,
     /// At most this many results (default 10).
     pub limit: usize,
     /// Count the returned facts as accessed (`access_count` + 1,
@@ -183,6 +187,7 @@ impl Default for FactQuery {
             text: None,
             min_confidence: 0.0,
             since: None,
+            cursor: None,
             limit: 10,
             track_access: false,
         }
@@ -231,6 +236,9 @@ pub struct EpisodeQuery {
     pub text: Option<String>,
     /// Only episodes with `timestamp` at or after this time.
     pub since: Option<DateTime<Utc>>,
+    /// Continue after the episode this cursor names
+    /// ([`EpisodeQuery::cursor_of`]): keyset paging, newest first.
+    pub cursor: Option<String>,
     /// At most this many results (default 50).
     pub limit: usize,
 }
@@ -245,6 +253,7 @@ impl Default for EpisodeQuery {
             tags: Vec::new(),
             text: None,
             since: None,
+            cursor: None,
             limit: 50,
         }
     }
@@ -295,6 +304,9 @@ pub struct InsightQuery {
     pub status: Option<InsightStatus>,
     /// Only insights created at or after this time.
     pub since: Option<DateTime<Utc>>,
+    /// Continue after the insight this cursor names
+    /// ([`InsightQuery::cursor_of`]): keyset paging in the query's order.
+    pub cursor: Option<String>,
     /// At most this many results (default 10).
     pub limit: usize,
     /// Count the returned insights as accessed (persisted by the store).
@@ -314,6 +326,7 @@ impl Default for InsightQuery {
             min_confidence: 0.0,
             status: None,
             since: None,
+            cursor: None,
             limit: 10,
             track_access: false,
         }
@@ -378,6 +391,10 @@ pub struct RecordFilter {
     /// Only records after this `(time, id)` in newest-first order (keyset
     /// paging of time-ordered kinds: older, or as old with a greater id).
     pub after: Option<(DateTime<Utc>, String)>,
+    /// With `after`, for the kinds ordered by confidence first (facts,
+    /// insights): the confidence of the position, so that the keyset is
+    /// (confidence DESC, time DESC, id).
+    pub after_confidence: Option<f64>,
     /// Order by text relevance first: each term matched as a whole word
     /// counts 2, as a word prefix 1.
     pub relevance: bool,
@@ -402,6 +419,7 @@ impl RecordFilter {
             status: None,
             episode_ids: Vec::new(),
             after: None,
+            after_confidence: None,
             relevance: false,
             limit,
             track_access: false,
@@ -490,20 +508,90 @@ impl InsightQuery {
 /// takes. Every backend runs its normalised form ([`RecordQuery::filter`])
 /// and audits it as it was given (serialised).
 pub trait RecordQuery: Serialize + Send + Sync {
-    /// This query, normalised.
-    fn filter(&self) -> RecordFilter;
+    /// This query, normalised, its cursor included: a cursor no query
+    /// returned, or one given with a relevance-ordered text, is
+    /// [`StoreError::InvalidInput`](super::StoreError::InvalidInput).
+    fn filter(&self) -> Result<RecordFilter, super::StoreError>;
 }
 
 macro_rules! record_query {
-    ($($query:ty),*) => {$(
+    ($($query:ty => $confidence:expr),*) => {$(
         impl RecordQuery for $query {
-            fn filter(&self) -> RecordFilter {
-                <$query>::filter(self)
+            fn filter(&self) -> Result<RecordFilter, super::StoreError> {
+                with_cursor(<$query>::filter(self), self.cursor.as_deref(), $confidence)
             }
         }
     )*};
 }
-record_query!(FactQuery, EpisodeQuery, InsightQuery);
+record_query!(FactQuery => true, EpisodeQuery => false, InsightQuery => true);
+
+/// `filter` continuing after `cursor` (see [`record_cursor`]).
+fn with_cursor(
+    mut filter: RecordFilter,
+    cursor: Option<&str>,
+    by_confidence: bool,
+) -> Result<RecordFilter, super::StoreError> {
+    let Some(cursor) = cursor else {
+        return Ok(filter);
+    };
+    let bad = || super::StoreError::invalid("cursor", "not a cursor returned by a query of this kind");
+    if filter.relevance {
+        return Err(super::StoreError::invalid(
+            "cursor",
+            "a text query is ordered by relevance and answers in one page: page without `text`",
+        ));
+    }
+    let rest = if by_confidence {
+        let (bits, rest) = cursor.split_once('|').ok_or_else(bad)?;
+        let bits = u64::from_str_radix(bits, 16).map_err(|_| bad())?;
+        let confidence = f64::from_bits(bits);
+        if !confidence.is_finite() {
+            return Err(bad());
+        }
+        filter.after_confidence = Some(confidence);
+        rest
+    } else {
+        cursor
+    };
+    let (micros, id) = super::parse_cursor(rest).map_err(|_| bad())?;
+    let time = DateTime::from_timestamp_micros(micros).ok_or_else(bad)?;
+    filter.after = Some((time, id));
+    Ok(filter)
+}
+
+/// The cursor that continues a query after a record at `time` with `id`
+/// (and `confidence`, for the kinds ordered by it): what
+/// [`FactQuery::cursor_of`], [`EpisodeQuery::cursor_of`] and
+/// [`InsightQuery::cursor_of`] return. Opaque to callers; exact (the
+/// confidence is written bit for bit).
+pub fn record_cursor(confidence: Option<f64>, time: DateTime<Utc>, id: &str) -> String {
+    let position = super::page_cursor(time, id);
+    match confidence {
+        Some(c) => format!("{:016x}|{position}", c.to_bits()),
+        None => position,
+    }
+}
+
+impl FactQuery {
+    /// The cursor of a page that ends with `fact`.
+    pub fn cursor_of(fact: &super::Fact) -> String {
+        record_cursor(Some(fact.confidence), fact.meta.created_at, &fact.id)
+    }
+}
+
+impl InsightQuery {
+    /// The cursor of a page that ends with `insight`.
+    pub fn cursor_of(insight: &super::Insight) -> String {
+        record_cursor(Some(insight.confidence), insight.meta.created_at, &insight.id)
+    }
+}
+
+impl EpisodeQuery {
+    /// The cursor of a page that ends with `episode`.
+    pub fn cursor_of(episode: &super::Episode) -> String {
+        record_cursor(None, episode.timestamp, &episode.id)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -51,6 +51,10 @@ pub(crate) fn router(service: Service) -> Router {
         access,
         ready,
         inbox,
+        console: Arc::new(crate::console::Sessions::new(
+            config.console_idle_timeout,
+            config.console_secure_cookies,
+        )),
     };
     let limit = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
     let mcp = crate::mcp::streamable_http(state.stores.clone(), state.inbox.clone(), &config);
@@ -60,6 +64,7 @@ pub(crate) fn router(service: Service) -> Router {
     routes()
         .into_router()
         .merge(mcp)
+        .merge(crate::console::router())
         .fallback(|| async {
             crate::error::Failure::new(openvibe_api::ErrorCode::NotFound, "no such route")
         })
