@@ -27,8 +27,8 @@ pub(crate) const INBOX_PAGE: usize = 50;
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct InboxParams {
-    /// `all`: every pending proposal the person may read; otherwise those
-    /// assigned to them.
+    /// `mine`: only the proposals assigned to the person (escalations
+    /// name an assignee); otherwise every pending one they may read.
     view: Option<String>,
     cursor: Option<String>,
 }
@@ -51,7 +51,7 @@ pub(crate) async fn render_inbox(
     who: &SignedIn,
     params: &InboxParams,
 ) -> Result<Markup, StoreError> {
-    let all = params.view.as_deref() == Some("all");
+    let all = params.view.as_deref() != Some("mine");
     let query = ProposalQuery {
         status: Some(ProposalStatus::Pending),
         assignee: (!all).then(|| who.ctx().owner_key()),
@@ -68,11 +68,11 @@ pub(crate) async fn render_inbox(
         html! {
             nav.actions aria-label="Which proposals" {
                 @if all {
-                    a.button.secondary href="/console/inbox" { "Assigned to you" }
-                    span.button aria-current="true" { "Everything you may read" }
+                    span.button aria-current="true" { "Everything waiting" }
+                    a.button.secondary href="/console/inbox?view=mine" { "Assigned to you" }
                 } @else {
+                    a.button.secondary href="/console/inbox" { "Everything waiting" }
                     span.button aria-current="true" { "Assigned to you" }
-                    a.button.secondary href="/console/inbox?view=all" { "Everything you may read" }
                 }
             }
             p.meta { "Pending proposals and escalations, newest first." }

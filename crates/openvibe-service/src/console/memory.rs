@@ -10,7 +10,8 @@ use axum::response::Response;
 use maud::{Markup, html};
 use openvibe_api::dto::SearchMemory;
 use openvibe_protocols::{
-    AuditQuery, EpisodeQuery, FactQuery, InsightQuery, KnowledgeQuery, RawCallQuery, RecordMeta,
+    AuditQuery, EpisodeQuery, FactQuery, InsightQuery, KnowledgeQuery, NamespaceScope, RawCallQuery,
+    RecordMeta,
     RetrievalMode, StoreError,
 };
 use serde::Deserialize;
@@ -85,13 +86,17 @@ pub(crate) async fn table(
         Ok(found) => found,
         Err(err) => return failed(&who, err),
     };
-    let namespaces = s
-        .stores
-        .admin
-        .namespace_counts(who.ctx())
-        .await
-        .map(|counts| counts.into_iter().map(|c| c.namespace).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let namespaces = match who.ctx().list_scope(&[]) {
+        NamespaceScope::Only(readable) => readable,
+        // Ungoverned: every namespace; the privileged count names them.
+        _ => s
+            .stores
+            .admin
+            .namespace_counts(who.ctx())
+            .await
+            .map(|counts| counts.into_iter().map(|c| c.namespace).collect())
+            .unwrap_or_default(),
+    };
     let base = format!(
         "/console/memory?kind={kind}&namespace={}&q={}",
         encode(namespace.as_deref().unwrap_or_default()),
@@ -125,7 +130,9 @@ pub(crate) async fn table(
                 div { button type="submit" { "Show" } }
             }
             h2 { (label) }
-            @if rows.is_empty() {
+            @if kind == "knowledge" && text.is_none() {
+                p.notice { "Knowledge is found by hybrid search (full text and vectors): enter some text." }
+            } @else if rows.is_empty() {
                 p { "No records you may read match." }
             } @else {
                 div.table-wrap {
@@ -165,7 +172,12 @@ async fn rows(
     cursor: Option<String>,
 ) -> Result<(Vec<Row>, Option<String>), StoreError> {
     let ctx = who.ctx();
-    let namespaces: Vec<String> = namespace.into_iter().collect();
+    // No namespace chosen: every one the person may read (not only their
+    // recall namespaces, the stores' default).
+    let namespaces: Vec<String> = match namespace {
+        Some(n) => vec![n],
+        None => readable(ctx),
+    };
     let found = match kind {
         "raw" => {
             let page = s
@@ -273,8 +285,11 @@ async fn rows(
             }
         },
         _ => {
+            let Some(text) = text else {
+                return Ok((Vec::new(), None));
+            };
             let q = KnowledgeQuery {
-                text,
+                text: Some(text),
                 top_k: MEMORY_PAGE,
                 mode: RetrievalMode::Hybrid,
                 ..KnowledgeQuery::default()
@@ -463,13 +478,28 @@ async fn raw_calls_of(s: &AppState, who: &SignedIn, episode: &str) -> Result<Mar
     let calls = s
         .stores
         .raw
-        .query(who.ctx(), &RawCallQuery::new().episode(episode))
+        .query(
+            who.ctx(),
+            &RawCallQuery {
+                namespaces: readable(who.ctx()),
+                ..RawCallQuery::new().episode(episode)
+            },
+        )
         .await?;
     Ok(html! {
         @for c in &calls.items {
             li { (record_link("raw", &c.id)) " · " (c.model) " · " (time(c.timestamp)) }
         }
     })
+}
+
+/// Every namespace `ctx` may read, for a query that should span them all
+/// (empty when ungoverned: the stores then search every namespace).
+fn readable(ctx: &openvibe_protocols::CallerContext) -> Vec<String> {
+    match ctx.list_scope(&[]) {
+        NamespaceScope::Only(readable) => readable,
+        NamespaceScope::All => Vec::new(),
+    }
 }
 
 /// A record's governance metadata.
