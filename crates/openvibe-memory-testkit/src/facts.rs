@@ -943,3 +943,133 @@ where
     assert_eq!(s.episodes.get(&ctx, "ep-over").await.unwrap(), None);
     assert_eq!(s.episodes.get(&ctx, "ep-nul").await.unwrap(), None);
 }
+
+/// Facts, insights and episodes page by cursor in their query's order
+/// (confidence, then newest, then id; episodes newest first): the pages
+/// together are exactly the whole result, ties on confidence and time
+/// included; a cursor with a relevance-ordered text or one no query
+/// returned is refused.
+pub async fn records_page_by_cursor_in_query_order<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::{EpisodeQuery, Insight, InsightQuery};
+    let s = factory().await;
+    let ctx = agent("pager");
+    // Ties: three confidences, several records each, some created in the
+    // same microsecond range (ids break the ties).
+    for i in 0..23 {
+        let confidence = [0.9, 0.5, 0.5, 0.2][i % 4];
+        s.facts
+            .store(
+                &ctx,
+                Fact::new(format!("f{i:02}"), format!("fact {i}")).confidence(confidence),
+            )
+            .await
+            .unwrap();
+        s.insights
+            .store(
+                &ctx,
+                Insight::new(
+                    format!("i{i:02}"),
+                    "pager",
+                    format!("insight {i}"),
+                    confidence,
+                ),
+            )
+            .await
+            .unwrap();
+        s.episodes
+            .store(
+                &ctx,
+                crate::support::episode(
+                    &format!("e{i:02}"),
+                    "pager",
+                    i64::try_from(i % 5).unwrap(),
+                ),
+            )
+            .await
+            .unwrap();
+    }
+    let whole: Vec<String> = s
+        .facts
+        .query(&ctx, &FactQuery::new().limit(100))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
+    assert_eq!(whole.len(), 23);
+    let mut paged = Vec::new();
+    let mut q = FactQuery::new().limit(4);
+    loop {
+        let page = s.facts.query(&ctx, &q).await.unwrap();
+        let Some(last) = page.last() else { break };
+        q.cursor = Some(FactQuery::cursor_of(last));
+        paged.extend(page.iter().map(|f| f.id.clone()));
+    }
+    assert_eq!(paged, whole, "fact pages are the whole result, in order");
+
+    let whole: Vec<String> = s
+        .insights
+        .query(&ctx, &InsightQuery::new().limit(100))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    let mut paged = Vec::new();
+    let mut q = InsightQuery::new().limit(5);
+    loop {
+        let page = s.insights.query(&ctx, &q).await.unwrap();
+        let Some(last) = page.last() else { break };
+        q.cursor = Some(InsightQuery::cursor_of(last));
+        paged.extend(page.iter().map(|i| i.id.clone()));
+    }
+    assert_eq!(paged, whole, "insight pages are the whole result, in order");
+
+    let whole: Vec<String> = s
+        .episodes
+        .query(&ctx, &EpisodeQuery::new().limit(100))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(whole.len(), 23);
+    let mut paged = Vec::new();
+    let mut q = EpisodeQuery::new().limit(3);
+    loop {
+        let page = s.episodes.query(&ctx, &q).await.unwrap();
+        let Some(last) = page.last() else { break };
+        q.cursor = Some(EpisodeQuery::cursor_of(last));
+        paged.extend(page.iter().map(|e| e.id.clone()));
+    }
+    assert_eq!(
+        paged, whole,
+        "episode pages are the whole result, newest first"
+    );
+
+    // A relevance-ordered text is one page; a made-up cursor is refused.
+    let first = s
+        .facts
+        .query(&ctx, &FactQuery::new().limit(1))
+        .await
+        .unwrap();
+    let cursor = FactQuery::cursor_of(&first[0]);
+    let mut with_text = FactQuery::new().text("fact");
+    with_text.cursor = Some(cursor);
+    assert!(is_invalid(s.facts.query(&ctx, &with_text).await));
+    for bad in ["", "nope", "zz|1|x", "3fe0000000000000|x|y"] {
+        let mut q = FactQuery::new();
+        q.cursor = Some(bad.to_owned());
+        assert!(is_invalid(s.facts.query(&ctx, &q).await), "{bad:?}");
+    }
+    let mut q = EpisodeQuery::new();
+    q.cursor = Some("3fe0000000000000|1|x".to_owned());
+    assert!(
+        is_invalid(s.episodes.query(&ctx, &q).await),
+        "an insight's cursor is no episode's"
+    );
+}

@@ -97,6 +97,7 @@ cases! {
     facts::fact_filter_tags_any;
     facts::fact_filter_text_every_term;
     facts::fact_filter_min_confidence;
+    facts::records_page_by_cursor_in_query_order;
     facts::fact_filter_since;
     facts::fact_filters_combine;
     facts::fact_order_confidence_recency_id;

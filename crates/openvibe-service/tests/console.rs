@@ -32,7 +32,11 @@ async fn sign_in(url: &str, key: &str) -> String {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), StatusCode::SEE_OTHER, "signed in with {key}");
+    assert_eq!(
+        response.status(),
+        StatusCode::SEE_OTHER,
+        "signed in with {key}"
+    );
     assert_eq!(response.headers()[LOCATION], "/console/inbox");
     let cookie = response.headers()[SET_COOKIE].to_str().unwrap().to_owned();
     assert!(cookie.contains("HttpOnly"), "{cookie}");
@@ -60,13 +64,12 @@ async fn csrf(url: &str, cookie: &str) -> String {
     page[at..at + 64].to_owned()
 }
 
-async fn decide(
-    world: &World,
-    cookie: &str,
-    fields: &[(&str, &str)],
-) -> (StatusCode, String) {
+async fn decide(world: &World, cookie: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
     let response = client()
-        .post(format!("{}/console/proposals/{}/decide", world.url, world.proposal))
+        .post(format!(
+            "{}/console/proposals/{}/decide",
+            world.url, world.proposal
+        ))
         .header("cookie", cookie)
         .form(fields)
         .send()
@@ -88,7 +91,11 @@ async fn status_of(world: &World) -> ProposalStatus {
 }
 
 async fn world() -> World {
-    console_fixture::start(openvibe_memory::in_memory_stores(), ServiceConfig::default()).await
+    console_fixture::start(
+        openvibe_memory::in_memory_stores(),
+        ServiceConfig::default(),
+    )
+    .await
 }
 
 /// Every page of the console, with the records of the world.
@@ -153,8 +160,14 @@ async fn a_key_signs_in_and_every_page_is_served_with_its_security_headers() {
             .await
             .unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{path}");
-        let csp = response.headers()[CONTENT_SECURITY_POLICY].to_str().unwrap().to_owned();
-        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+        let csp = response.headers()[CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{csp}"
+        );
         assert_eq!(response.headers()["x-frame-options"], "DENY");
         let page = response.text().await.unwrap();
         assert!(!page.contains(" style="), "{path}: no inline style");
@@ -166,7 +179,11 @@ async fn a_key_signs_in_and_every_page_is_served_with_its_security_headers() {
     assert!(inbox.contains("Acme asks a discount on 50000"));
     assert!(inbox.contains("domain: owned"), "the decision's steps");
     let (_, belief) = get(&world.url, &ann, "/console/beliefs/b-cfo").await;
-    for link in ["/console/memory/insight/i-annual", "/console/memory/episode/ep-acme", "/console/memory/raw/raw-acme"] {
+    for link in [
+        "/console/memory/insight/i-annual",
+        "/console/memory/episode/ep-acme",
+        "/console/memory/raw/raw-acme",
+    ] {
         assert!(belief.contains(link), "the chain links {link}");
     }
     let (_, goals) = get(&world.url, &ann, "/console/goals").await;
@@ -185,11 +202,21 @@ async fn a_key_signs_in_and_every_page_is_served_with_its_security_headers() {
 async fn content_is_escaped_not_run() {
     let world = world().await;
     let ann = sign_in(&world.url, ANN).await;
-    for path in ["/console/memory", "/console/memory/fact/f-script", "/console/memory?kind=fact&q=Acme"] {
+    for path in [
+        "/console/memory",
+        "/console/memory/fact/f-script",
+        "/console/memory?kind=fact&q=Acme",
+    ] {
         let (status, page) = get(&world.url, &ann, path).await;
         assert_eq!(status, StatusCode::OK);
-        assert!(page.contains("&lt;script&gt;window.__xss"), "{path} shows it as text");
-        assert!(!page.contains("<script>window.__xss"), "{path} never as markup");
+        assert!(
+            page.contains("&lt;script&gt;window.__xss"),
+            "{path} shows it as text"
+        );
+        assert!(
+            !page.contains("<script>window.__xss"),
+            "{path} never as markup"
+        );
     }
 }
 
@@ -231,7 +258,11 @@ async fn changes_need_the_csrf_token_and_the_approve_right() {
     for fields in [
         vec![("verdict", "approve"), ("reason", "ok")],
         vec![("verdict", "approve"), ("reason", "ok"), ("csrf", "0000")],
-        vec![("verdict", "approve"), ("reason", "ok"), ("csrf", carols.as_str())],
+        vec![
+            ("verdict", "approve"),
+            ("reason", "ok"),
+            ("csrf", carols.as_str()),
+        ],
     ] {
         let (status, page) = decide(&world, &ann, &fields).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{fields:?}");
@@ -249,24 +280,51 @@ async fn changes_need_the_csrf_token_and_the_approve_right() {
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
     // Carol may read but not approve: no form, and the store refuses her
     // with the rule's reason.
-    let (_, card) = get(&world.url, &carol, &format!("/console/proposals/{}", world.proposal)).await;
+    let (_, card) = get(
+        &world.url,
+        &carol,
+        &format!("/console/proposals/{}", world.proposal),
+    )
+    .await;
     assert!(card.contains("You may not decide this proposal"));
     assert!(!card.contains("value=\"approve\""));
     let (status, page) = decide(
         &world,
         &carol,
-        &[("verdict", "approve"), ("reason", "ok"), ("csrf", carols.as_str())],
+        &[
+            ("verdict", "approve"),
+            ("reason", "ok"),
+            ("csrf", carols.as_str()),
+        ],
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     assert!(page.contains("Rule:"), "the rule's reason is shown");
     assert_eq!(status_of(&world).await, ProposalStatus::Pending);
     // A rejection needs a reason (a typed refusal, nothing changes).
-    let (status, _) = decide(&world, &ann, &[("verdict", "reject"), ("reason", ""), ("csrf", token.as_str())]).await;
+    let (status, _) = decide(
+        &world,
+        &ann,
+        &[
+            ("verdict", "reject"),
+            ("reason", ""),
+            ("csrf", token.as_str()),
+        ],
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(status_of(&world).await, ProposalStatus::Pending);
     // Ann approves: it runs once.
-    let (status, _) = decide(&world, &ann, &[("verdict", "approve"), ("reason", "go"), ("csrf", token.as_str())]).await;
+    let (status, _) = decide(
+        &world,
+        &ann,
+        &[
+            ("verdict", "approve"),
+            ("reason", "go"),
+            ("csrf", token.as_str()),
+        ],
+    )
+    .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     for _ in 0..100 {
         if status_of(&world).await == ProposalStatus::Executed {
@@ -277,7 +335,16 @@ async fn changes_need_the_csrf_token_and_the_approve_right() {
     assert_eq!(status_of(&world).await, ProposalStatus::Executed);
     assert_eq!(world.runs.load(std::sync::atomic::Ordering::SeqCst), 1);
     // Deciding again is a conflict; it still ran once.
-    let (status, _) = decide(&world, &ann, &[("verdict", "approve"), ("reason", "again"), ("csrf", token.as_str())]).await;
+    let (status, _) = decide(
+        &world,
+        &ann,
+        &[
+            ("verdict", "approve"),
+            ("reason", "again"),
+            ("csrf", token.as_str()),
+        ],
+    )
+    .await;
     assert_eq!(status, StatusCode::CONFLICT);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(world.runs.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -305,9 +372,18 @@ async fn sign_out_and_the_idle_timeout_end_the_session() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    assert!(response.headers()[SET_COOKIE].to_str().unwrap().contains("Max-Age=0"));
+    assert!(
+        response.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
     let (status, _) = get(&world.url, &ann, "/console/inbox").await;
-    assert_eq!(status, StatusCode::SEE_OTHER, "the old cookie is no session");
+    assert_eq!(
+        status,
+        StatusCode::SEE_OTHER,
+        "the old cookie is no session"
+    );
 
     let mut config = ServiceConfig::default();
     config.console_idle_timeout = Duration::from_millis(300);

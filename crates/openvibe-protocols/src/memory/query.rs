@@ -534,7 +534,8 @@ fn with_cursor(
     let Some(cursor) = cursor else {
         return Ok(filter);
     };
-    let bad = || super::StoreError::invalid("cursor", "not a cursor returned by a query of this kind");
+    let bad =
+        || super::StoreError::invalid("cursor", "not a cursor returned by a query of this kind");
     if filter.relevance {
         return Err(super::StoreError::invalid(
             "cursor",
@@ -582,7 +583,11 @@ impl FactQuery {
 impl InsightQuery {
     /// The cursor of a page that ends with `insight`.
     pub fn cursor_of(insight: &super::Insight) -> String {
-        record_cursor(Some(insight.confidence), insight.meta.created_at, &insight.id)
+        record_cursor(
+            Some(insight.confidence),
+            insight.meta.created_at,
+            &insight.id,
+        )
     }
 }
 

@@ -29,7 +29,10 @@ pub(crate) struct AuditParams {
 }
 
 fn given(v: &Option<String>) -> Option<String> {
-    v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned)
+    v.as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
 }
 
 /// A time from a `datetime-local` field (UTC) or RFC 3339.
@@ -45,7 +48,10 @@ fn query_of(p: &AuditParams) -> Result<AuditQuery, StoreError> {
     let operation = match given(&p.operation) {
         None => None,
         Some(op) => Some(AuditOp::parse(&op).ok_or_else(|| {
-            StoreError::invalid("operation", "must be insert, update, delete, search or promote")
+            StoreError::invalid(
+                "operation",
+                "must be insert, update, delete, search or promote",
+            )
         })?),
     };
     let status = match given(&p.status).as_deref() {
@@ -59,8 +65,12 @@ fn query_of(p: &AuditParams) -> Result<AuditQuery, StoreError> {
         namespace: given(&p.namespace),
         operation,
         status,
-        since: given(&p.since).map(|t| parse_time("since", &t)).transpose()?,
-        until: given(&p.until).map(|t| parse_time("until", &t)).transpose()?,
+        since: given(&p.since)
+            .map(|t| parse_time("since", &t))
+            .transpose()?,
+        until: given(&p.until)
+            .map(|t| parse_time("until", &t))
+            .transpose()?,
         cursor: given(&p.cursor),
         limit: AUDIT_PAGE,
         ..AuditQuery::new()

@@ -89,7 +89,9 @@ async fn history(
     let mut reports: Vec<MetricReport> = Vec::new();
     let mut query = ReportQuery {
         namespaces: vec![namespace.to_owned()],
-        ..ReportQuery::new(role).metric(kr.key_result.metric.clone()).limit(1000)
+        ..ReportQuery::new(role)
+            .metric(kr.key_result.metric.clone())
+            .limit(1000)
     };
     loop {
         let page = s.stores.goals.reports(who.ctx(), &query).await?;
@@ -117,7 +119,11 @@ async fn history(
     Ok(points.into_iter().skip(skip).collect())
 }
 
-fn key_result(kr: &KeyResultProgress, history: &[(DateTime<Utc>, f64)], since: DateTime<Utc>) -> Markup {
+fn key_result(
+    kr: &KeyResultProgress,
+    history: &[(DateTime<Utc>, f64)],
+    since: DateTime<Utc>,
+) -> Markup {
     let k = &kr.key_result;
     html! {
         section {
@@ -133,8 +139,22 @@ fn key_result(kr: &KeyResultProgress, history: &[(DateTime<Utc>, f64)], since: D
     }
 }
 
+/// `v` rounded, with thousands separators, and its unit.
 fn format_value(v: f64, unit: &str) -> String {
-    if unit.is_empty() { format!("{v:.0}") } else { format!("{v:.0} {unit}") }
+    let digits = format!("{:.0}", v.abs());
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let sign = if v < -0.5 { "-" } else { "" };
+    if unit.is_empty() {
+        format!("{sign}{grouped}")
+    } else {
+        format!("{sign}{grouped} {unit}")
+    }
 }
 
 /// The chart's size in SVG units.
@@ -148,16 +168,31 @@ const PAD_B: f64 = 30.0;
 /// A line chart of `history` from the baseline (at `since`) to now, with
 /// the target as a dashed line. Server-rendered SVG: no script, no style
 /// attribute (the stylesheet colours it).
-pub(crate) fn chart(k: &KeyResult, history: &[(DateTime<Utc>, f64)], since: DateTime<Utc>) -> Markup {
+pub(crate) fn chart(
+    k: &KeyResult,
+    history: &[(DateTime<Utc>, f64)],
+    since: DateTime<Utc>,
+) -> Markup {
     let start = history.first().map_or(since, |(t, _)| (*t).min(since));
-    let end = history.last().map_or_else(Utc::now, |(t, _)| *t).max(start + chrono::Duration::seconds(1));
+    let last = history.last().map_or(start, |(t, _)| *t);
+    let end = Utc::now()
+        .max(last)
+        .max(start + chrono::Duration::seconds(1));
     let mut points = vec![(start, k.baseline)];
     points.extend_from_slice(history);
-    let lo = points.iter().map(|p| p.1).fold(k.baseline.min(k.target), f64::min);
-    let hi = points.iter().map(|p| p.1).fold(k.baseline.max(k.target), f64::max);
+    let lo = points
+        .iter()
+        .map(|p| p.1)
+        .fold(k.baseline.min(k.target), f64::min);
+    let hi = points
+        .iter()
+        .map(|p| p.1)
+        .fold(k.baseline.max(k.target), f64::max);
     let span = if hi > lo { hi - lo } else { 1.0 };
     let span_t = (end - start).num_milliseconds().max(1) as f64;
-    let x = |t: DateTime<Utc>| PAD_L + (W - PAD_L - PAD_R) * ((t - start).num_milliseconds() as f64 / span_t);
+    let x = |t: DateTime<Utc>| {
+        PAD_L + (W - PAD_L - PAD_R) * ((t - start).num_milliseconds() as f64 / span_t)
+    };
     let y = |v: f64| PAD_T + (H - PAD_T - PAD_B) * (1.0 - (v - lo) / span);
     // A step line: the value holds until the next report.
     let mut path = String::new();
@@ -187,9 +222,11 @@ pub(crate) fn chart(k: &KeyResult, history: &[(DateTime<Utc>, f64)], since: Date
             line.axis x1=(PAD_L) y1=(H - PAD_B) x2=(W - PAD_R) y2=(H - PAD_B) {}
             line.axis x1=(PAD_L) y1=(PAD_T) x2=(PAD_L) y2=(H - PAD_B) {}
             line.target x1=(PAD_L) y1=(format!("{ty:.1}")) x2=(W - PAD_R) y2=(format!("{ty:.1}")) {}
-            text x="4" y=(format!("{:.1}", ty + 4.0)) { "target " (format_value(k.target, "")) }
-            text x="4" y=(format!("{:.1}", H - PAD_B)) { (format_value(lo, "")) }
-            text x="4" y=(format!("{:.1}", PAD_T + 8.0)) { (format_value(hi, "")) }
+            text x=(W - PAD_R) y=(format!("{:.1}", (ty - 4.0).max(PAD_T + 8.0))) text-anchor="end" { "target " (format_value(k.target, "")) }
+            text x=(PAD_L - 4.0) y=(format!("{:.1}", H - PAD_B)) text-anchor="end" { (format_value(lo, "")) }
+            @if hi > k.target {
+                text x=(PAD_L - 4.0) y=(format!("{:.1}", PAD_T + 8.0)) text-anchor="end" { (format_value(hi, "")) }
+            }
             path.line d=(path) {}
             @for (t, v) in history {
                 circle.dot cx=(format!("{:.1}", x(*t))) cy=(format!("{:.1}", y(*v))) r="3" {}
@@ -222,7 +259,13 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 4);
         assert!(svg.contains("class=\"target\""));
         assert!(svg.contains("from 100 USD to 300 USD over 4 reports"));
-        assert!(!svg.contains("style="), "no style attribute: the CSP forbids inline style");
+        assert_eq!(format_value(2_000_000.0, "USD"), "2,000,000 USD");
+        assert_eq!(format_value(-1234.4, ""), "-1,234");
+        assert_eq!(format_value(999.0, ""), "999");
+        assert!(
+            !svg.contains("style="),
+            "no style attribute: the CSP forbids inline style"
+        );
         // An empty history is a flat line at the baseline, not a panic.
         let flat = chart(&k, &[], t0).into_string();
         assert!(flat.contains("over 0 reports"));

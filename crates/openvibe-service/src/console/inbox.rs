@@ -8,7 +8,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use openvibe_protocols::{
-    Action, ActionTarget, EvidenceKind, Proposal, ProposalQuery, ProposalStatus, StoreError, Verdict,
+    Action, ActionTarget, EvidenceKind, Proposal, ProposalQuery, ProposalStatus, StoreError,
+    Verdict,
 };
 use serde::Deserialize;
 
@@ -190,7 +191,9 @@ async fn decided(
     result: Result<Proposal, StoreError>,
 ) -> Response {
     match (result, htmx) {
-        (Ok(_), false) => Redirect::to(&format!("/console/proposals/{}", encode(id))).into_response(),
+        (Ok(_), false) => {
+            Redirect::to(&format!("/console/proposals/{}", encode(id))).into_response()
+        }
         (Ok(p), true) => respond(card(&p, who, None)),
         (Err(err), true) => {
             let failure = Failure::from(err);
@@ -207,11 +210,21 @@ async fn decided(
 /// action, and the form to decide it (for those who may).
 pub(crate) fn card(p: &Proposal, who: &SignedIn, error: Option<&Failure>) -> Markup {
     let href = format!("/console/proposals/{}", encode(&p.id));
-    let heading = format!("proposal-{}", encode(&p.id));
+    // An element id of letters, digits, `-` and `_` (CSS- and URL-safe).
+    let heading: String = format!("proposal-{}", p.id)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     // An approved proposal waits for its role to run it: poll until then.
     let poll = (p.status == ProposalStatus::Approved).then(|| format!("{href}/card"));
     html! {
-        article.card id=(heading) aria-labelledby=(format!("{heading}-title")) hx-get=[poll.as_deref()] hx-trigger=[poll.as_ref().map(|_| "every 1s")] hx-swap=[poll.as_ref().map(|_| "outerHTML")] {
+        article.card id=(heading) data-proposal=(p.id) aria-labelledby=(format!("{heading}-title")) hx-get=[poll.as_deref()] hx-trigger=[poll.as_ref().map(|_| "every 1s")] hx-swap=[poll.as_ref().map(|_| "outerHTML")] {
             header {
                 h2 id=(format!("{heading}-title")) { a href=(href) { (p.summary) } }
                 (badge(p.status.as_str()))

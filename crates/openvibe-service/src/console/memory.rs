@@ -10,9 +10,8 @@ use axum::response::Response;
 use maud::{Markup, html};
 use openvibe_api::dto::SearchMemory;
 use openvibe_protocols::{
-    AuditQuery, EpisodeQuery, FactQuery, InsightQuery, KnowledgeQuery, NamespaceScope, RawCallQuery,
-    RecordMeta,
-    RetrievalMode, StoreError,
+    AuditQuery, EpisodeQuery, FactQuery, InsightQuery, KnowledgeQuery, NamespaceScope,
+    RawCallQuery, RecordMeta, RetrievalMode, StoreError,
 };
 use serde::Deserialize;
 
@@ -297,7 +296,14 @@ async fn rows(
             let found = s.stores.knowledge.query_knowledge(ctx, &q).await?;
             let rows = found
                 .iter()
-                .map(|h| row("knowledge", &h.knowledge.id, &h.knowledge.content, &h.knowledge.meta))
+                .map(|h| {
+                    row(
+                        "knowledge",
+                        &h.knowledge.id,
+                        &h.knowledge.content,
+                        &h.knowledge.meta,
+                    )
+                })
                 .collect();
             (rows, None)
         }
@@ -353,7 +359,12 @@ async fn record_body(
                 dt { "Tags" } dd { (f.tags.join(", ")) }
                 dt { "Confidence" } dd { (format!("{:.2}", f.confidence)) }
             };
-            (format!("Fact {}", short(&f.content, 60)), fields, f.meta, provenance)
+            (
+                format!("Fact {}", short(&f.content, 60)),
+                fields,
+                f.meta,
+                provenance,
+            )
         }
         "insight" => {
             let Some(i) = s.stores.insights.get(ctx, id).await? else {
@@ -368,7 +379,12 @@ async fn record_body(
                 dt { "Evidence" } dd { (i.evidence_count) " episodes" }
                 dt { "Domain" } dd { (i.domain) }
             };
-            (format!("Insight {}", short(&i.content, 60)), fields, i.meta, provenance)
+            (
+                format!("Insight {}", short(&i.content, 60)),
+                fields,
+                i.meta,
+                provenance,
+            )
         }
         "episode" => {
             let Some(e) = s.stores.episodes.get(ctx, id).await? else {
@@ -384,7 +400,12 @@ async fn record_body(
                 dt { "Output" } dd { (e.output_summary) }
                 dt { "Outcome" } dd { (json(&e.outcome)) }
             };
-            (format!("Episode {}", short(&e.action, 60)), fields, e.meta, provenance)
+            (
+                format!("Episode {}", short(&e.action, 60)),
+                fields,
+                e.meta,
+                provenance,
+            )
         }
         "raw" => {
             let Some(c) = s.stores.raw.get(ctx, id).await? else {
@@ -415,7 +436,12 @@ async fn record_body(
                 dt { "Tags" } dd { (k.tags.join(", ")) }
                 dt { "Public" } dd { (k.is_public) }
             };
-            (format!("Knowledge {}", short(&k.content, 60)), fields, k.meta, html! {})
+            (
+                format!("Knowledge {}", short(&k.content, 60)),
+                fields,
+                k.meta,
+                html! {},
+            )
         }
         _ => return Ok(None),
     };

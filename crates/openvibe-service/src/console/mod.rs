@@ -36,7 +36,10 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/console", get(signin::home))
         .route("/console/", get(signin::home))
-        .route("/console/login", get(signin::login_page).post(signin::login))
+        .route(
+            "/console/login",
+            get(signin::login_page).post(signin::login),
+        )
         .route("/console/logout", post(signin::logout))
         .route("/console/assets/{name}", get(signin::asset))
         .route("/console/inbox", get(inbox::inbox))

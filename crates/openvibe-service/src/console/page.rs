@@ -138,7 +138,8 @@ pub(crate) fn refusal(failure: &Failure) -> Markup {
 impl Failure {
     /// The HTTP status of this failure.
     pub(crate) fn status(&self) -> StatusCode {
-        StatusCode::from_u16(self.error_body().status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        StatusCode::from_u16(self.error_body().status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 }
 
@@ -212,7 +213,7 @@ pub(crate) async fn security_headers(mut response: Response) -> Response {
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     if !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -240,7 +241,11 @@ mod tests {
         let s = markup.into_string();
         assert!(!s.contains("<script>"), "{s}");
         assert!(s.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-        assert!(json(&serde_json::json!({"x": "<b>"})).into_string().contains("&lt;b&gt;"));
+        assert!(
+            json(&serde_json::json!({"x": "<b>"}))
+                .into_string()
+                .contains("&lt;b&gt;")
+        );
     }
 
     #[test]

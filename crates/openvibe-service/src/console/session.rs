@@ -247,9 +247,20 @@ mod tests {
         );
         let mut headers = HeaderMap::new();
         headers.insert("x-forwarded-proto", HeaderValue::from_static("https"));
-        assert!(sessions.cookie("abc", &headers).to_str().unwrap().ends_with("; Secure"));
+        assert!(
+            sessions
+                .cookie("abc", &headers)
+                .to_str()
+                .unwrap()
+                .ends_with("; Secure")
+        );
         let tls = Sessions::new(Duration::from_secs(60), true);
-        assert!(tls.cookie("abc", &HeaderMap::new()).to_str().unwrap().ends_with("; Secure"));
+        assert!(
+            tls.cookie("abc", &HeaderMap::new())
+                .to_str()
+                .unwrap()
+                .ends_with("; Secure")
+        );
     }
 
     #[test]
@@ -260,7 +271,10 @@ mod tests {
             HeaderValue::from_static("a=1; openvibe_console=s3ss10n; b=2"),
         );
         assert_eq!(cookie_of(&headers), Some("s3ss10n"));
-        headers.insert(header::COOKIE, HeaderValue::from_static("openvibe_console="));
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("openvibe_console="),
+        );
         assert_eq!(cookie_of(&headers), None);
         let sessions = Sessions::new(Duration::from_secs(60), false);
         let (_, session) = sessions.open(ctx()).unwrap();

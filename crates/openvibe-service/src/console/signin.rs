@@ -107,7 +107,11 @@ pub(crate) async fn login(
             if key.is_empty() {
                 return respond_with(
                     StatusCode::UNAUTHORIZED,
-                    login_form(&s.access, &LoginNotice::default(), Some("Enter an API key.")),
+                    login_form(
+                        &s.access,
+                        &LoginNotice::default(),
+                        Some("Enter an API key."),
+                    ),
                 );
             }
             s.access.identify(Some(&format!("Bearer {key}")), None)

@@ -16,7 +16,12 @@ const MESSAGES_PAGE: usize = 200;
 
 /// `GET /console/spaces`
 pub(crate) async fn list(State(s): State<AppState>, who: SignedIn) -> Response {
-    let found = match s.stores.spaces.list(who.ctx(), &SpaceQuery::default()).await {
+    let found = match s
+        .stores
+        .spaces
+        .list(who.ctx(), &SpaceQuery::default())
+        .await
+    {
         Ok(found) => found,
         Err(err) => return failed(&who, err),
     };

@@ -276,7 +276,10 @@ pub async fn start(stores: Stores, config: ServiceConfig) -> World {
     let bob = governance_ctx("bob");
     stores
         .facts
-        .store(&bob, openvibe_protocols::Fact::new("f-ops", "ops runbook: restart the sync"))
+        .store(
+            &bob,
+            openvibe_protocols::Fact::new("f-ops", "ops runbook: restart the sync"),
+        )
         .await
         .unwrap();
     // Approved proposals run, as a runtime's poll runs them.
