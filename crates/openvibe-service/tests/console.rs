@@ -9,6 +9,9 @@
 
 mod console_fixture;
 
+#[path = "../../openvibe-postgres/tests/common/mod.rs"]
+mod common;
+
 use std::time::Duration;
 
 use console_fixture::{ANN, BOB, CAROL, CRO_MARKERS, World};
@@ -222,7 +225,21 @@ async fn content_is_escaped_not_run() {
 
 #[tokio::test]
 async fn a_principal_who_may_not_read_a_namespace_sees_none_of_it_on_any_page() {
-    let world = world().await;
+    no_leak(world().await).await;
+}
+
+/// The same on PostgreSQL: row-level security and the stores' read rule
+/// under the console.
+#[tokio::test]
+async fn a_principal_who_may_not_read_a_namespace_sees_none_of_it_on_postgres() {
+    if common::database_url().is_none() {
+        return;
+    }
+    let stores = common::fresh_stores().await.stores();
+    no_leak(console_fixture::start(stores, ServiceConfig::default()).await).await;
+}
+
+async fn no_leak(world: World) {
     let bob = sign_in(&world.url, BOB).await;
     let ann = sign_in(&world.url, ANN).await;
     let (_, mine) = get(&world.url, &bob, "/console/memory").await;
@@ -397,4 +414,35 @@ async fn sign_out_and_the_idle_timeout_end_the_session() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     let (status, _) = get(&quick.url, &ann, "/console/inbox").await;
     assert_eq!(status, StatusCode::SEE_OTHER, "idle past the timeout");
+}
+
+#[tokio::test]
+async fn development_mode_signs_in_from_this_machine_without_a_key() {
+    let service = openvibe_service::Service::new(
+        openvibe_memory::in_memory_stores(),
+        openvibe_service::Access::open("default"),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let (_, page) = get(&url, "", "/console/login").await;
+    assert!(page.contains("Development mode"));
+    assert!(!page.contains("name=\"key\""), "no key field");
+    let response = client()
+        .post(format!("{url}/console/login"))
+        .form(&[("key", "")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let cookie = response.headers()[SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (status, inbox) = get(&url, &cookie, "/console/inbox").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(inbox.contains("user:anonymous · default"));
 }
