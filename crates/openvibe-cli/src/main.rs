@@ -1133,6 +1133,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 since,
                 until,
                 limit: lines,
+                ..AuditQuery::new()
             };
             admin::audit_tail(&opened.stores, &backend.tenant, &query, &mut stdout).await
         }

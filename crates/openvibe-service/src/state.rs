@@ -17,3 +17,9 @@ pub(crate) struct AppState {
     /// The console's sessions.
     pub(crate) console: std::sync::Arc<crate::console::Sessions>,
 }
+
+impl axum::extract::FromRef<AppState> for std::sync::Arc<crate::console::Sessions> {
+    fn from_ref(state: &AppState) -> Self {
+        state.console.clone()
+    }
+}

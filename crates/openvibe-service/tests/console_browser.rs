@@ -354,7 +354,7 @@ async fn a_person_signs_in_approves_and_sees_it_executed_once_on_accessible_page
             .eval("return document.documentElement.scrollWidth <= window.innerWidth")
             .await;
         assert_eq!(fits, json!(true), "{name} fits 360 px");
-        b.shot(&name).await;
+        b.shot(name).await;
     }
     b.client.set_window_size(1280, 900).await.unwrap();
 

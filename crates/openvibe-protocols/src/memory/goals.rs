@@ -477,6 +477,10 @@ pub fn validate_priorities(p: &Priorities) -> Result<(), StoreError> {
     super::check_meta(&p.meta, "", "", &[])
 }
 
+/// A position in a list ordered by creation time, then id: what a page
+/// cursor names.
+pub type Position = (DateTime<Utc>, String);
+
 /// Filters of [`GoalStore::reports`]: a role's metric reports, oldest
 /// first (creation time, then id), a page at a time: the history a chart
 /// of a key result draws (each report carries its stream's `total`).
@@ -544,7 +548,7 @@ impl ReportQuery {
 
     /// The query checked: the limit (1 to [`MAX_REPORT_PAGE`]) and the
     /// position its cursor names (creation time, id).
-    pub fn checked(&self) -> Result<(usize, Option<(DateTime<Utc>, String)>), StoreError> {
+    pub fn checked(&self) -> Result<(usize, Option<Position>), StoreError> {
         if self.role_id.trim().is_empty() {
             return Err(StoreError::invalid("role_id", "must not be empty"));
         }
@@ -570,7 +574,7 @@ impl ReportQuery {
 
     /// Whether `report` (readable) matches the filters and comes after the
     /// position `after` (from [`ReportQuery::checked`]).
-    pub fn matches(&self, report: &MetricReport, after: Option<&(DateTime<Utc>, String)>) -> bool {
+    pub fn matches(&self, report: &MetricReport, after: Option<&Position>) -> bool {
         report.role_id == self.role_id
             && self.metric.as_deref().is_none_or(|m| report.metric == m)
             && self.since.is_none_or(|s| report.meta.created_at >= s)

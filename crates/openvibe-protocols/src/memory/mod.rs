@@ -30,6 +30,7 @@ mod admin;
 mod audit;
 mod beliefs;
 mod context;
+mod cursor;
 mod error;
 mod goals;
 mod governance;
@@ -57,6 +58,7 @@ pub use beliefs::{
     MAX_BELIEF_PAGE, belief_page, decide_belief, decide_proposal, validate_belief,
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
+pub use cursor::{page_cursor, parse_cursor};
 pub use error::{ErrorSource, StoreError};
 pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
@@ -116,5 +118,5 @@ pub use working::{
     ContextStore, Expect, NewPlan, NewSession, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
     PlanStateStore, PlanStatus, PlanStore, PlanUpdate, Session, SessionDeleted, SessionQuery,
     SessionStore, StateEntry, TaskContext, WorkingStore, check_state_key, normalize_ids,
-    page_cursor, parse_cursor, store_time,
+    store_time,
 };

@@ -278,20 +278,6 @@ pub fn store_time() -> DateTime<Utc> {
     DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
 }
 
-/// The cursor of a page that ends with an item created at `created_at`
-/// with id `id` (opaque to callers; the same on every backend).
-pub fn page_cursor(created_at: DateTime<Utc>, id: &str) -> String {
-    format!("{}|{id}", created_at.timestamp_micros())
-}
-
-/// The position a cursor names: `(created_at in microseconds, id)`.
-pub fn parse_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
-    let bad = || StoreError::invalid("cursor", "not a cursor returned by a list call");
-    let (micros, id) = cursor.split_once('|').ok_or_else(bad)?;
-    let micros = micros.parse::<i64>().map_err(|_| bad())?;
-    Ok((micros, id.to_owned()))
-}
-
 /// What deleting a session did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -680,16 +666,5 @@ mod tests {
             Err(StoreError::Conflict { .. })
         ));
         assert!(Expect::Version(1).check("p", "k", None).is_err());
-    }
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        let t = Utc::now();
-        let c = page_cursor(t, "p|1");
-        let (micros, id) = parse_cursor(&c).unwrap();
-        assert_eq!(micros, t.timestamp_micros());
-        assert_eq!(id, "p|1");
-        assert!(parse_cursor("nope").is_err());
-        assert!(parse_cursor("x|y").is_err());
     }
 }

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::FromRequestParts;
+use std::sync::Arc;
+
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use openvibe_protocols::CallerContext;
-
-use crate::state::AppState;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "openvibe_console";
@@ -171,15 +171,17 @@ impl SignedIn {
     }
 }
 
-impl FromRequestParts<AppState> for SignedIn {
+impl<S> FromRequestParts<S> for SignedIn
+where
+    Arc<Sessions>: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = Response;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let found = cookie_of(&parts.headers)
-            .and_then(|id| Some((id.to_owned(), state.console.touch(id)?)));
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let sessions = Arc::<Sessions>::from_ref(state);
+        let found =
+            cookie_of(&parts.headers).and_then(|id| Some((id.to_owned(), sessions.touch(id)?)));
         match found {
             Some((id, session)) => {
                 let span = tracing::Span::current();
