@@ -40,17 +40,7 @@ fn governance() -> Result<Governance, String> {
 }
 
 async fn run_pg_inner(url: &str) -> Result<(), String> {
-    let admin = openvibe_postgres::pool_options(1)
-        .connect_with(openvibe_postgres::connect_options(url).map_err(|e| e.to_string())?)
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    sqlx::Executor::execute(
-        &admin,
-        sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    admin.close().await;
+    crate::pg::drop_schema(url, SCHEMA).await?;
     let pool = crate::pg::schema_pool(url, SCHEMA, 4).await?;
     let stores = PgStores::from_pool(pool).stores();
     let g = governance()?;

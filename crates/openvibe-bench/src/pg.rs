@@ -110,6 +110,22 @@ pub(crate) async fn bench_pool(url: &str, connections: u32) -> Result<PgPool, St
     Ok(pool)
 }
 
+/// Drop `schema` and everything in it (a group's previous run).
+pub(crate) async fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
+    let admin = pool_options(1)
+        .connect_with(connect_options(url).map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE"
+        )))
+        .await
+        .map_err(|e| e.to_string())?;
+    admin.close().await;
+    Ok(())
+}
+
 /// A pool of `connections` on `schema` (created when missing, then `public`
 /// for `vector`), migrated.
 pub(crate) async fn schema_pool(

@@ -350,17 +350,7 @@ pub async fn reader(url: &str) -> Result<(), String> {
 }
 
 async fn run_pg_inner(url: &str) -> Result<(), String> {
-    let admin = openvibe_postgres::pool_options(1)
-        .connect_with(openvibe_postgres::connect_options(url).map_err(|e| e.to_string())?)
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    sqlx::Executor::execute(
-        &admin,
-        sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    admin.close().await;
+    crate::pg::drop_schema(url, SCHEMA).await?;
     let stores = pg_stores(url).await?;
     make_space(&stores, "batched", 4).await?;
     make_space(&stores, "single", 4).await?;

@@ -12,6 +12,10 @@
 //!   [`openvibe_api::dto`]), errors as [`ErrorBody`](openvibe_api::ErrorBody)
 //!   with a request id, an OpenAPI 3.1 document at `/openapi.json` built from
 //!   the same route table as the router, `/healthz` and `/readyz`.
+//! - **The web console** at [`CONSOLE_PATH`] (`/console`): people sign in
+//!   with an API key (a server-side session; the key is not kept) and
+//!   decide proposals, read beliefs with their provenance, the memory, the
+//!   audit trail, goals and spaces, through the same governed stores.
 //! - **Robustness**: a body size limit (413), malformed JSON named by a JSON
 //!   pointer (400), unknown fields refused, a time limit per request (504),
 //!   bounded concurrency (503 with `retry-after`), graceful shutdown that

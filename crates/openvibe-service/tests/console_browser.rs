@@ -331,14 +331,36 @@ async fn a_person_signs_in_approves_and_sees_it_executed_once_on_accessible_page
         .unwrap();
     assert_eq!(dots.len(), 3);
 
-    // The keyboard: the first Tab reaches the skip link, which leads to main.
-    b.goto(&world, "/console/inbox").await;
-    let tab = KeyActions::new("keyboard".into())
-        .then(KeyAction::Down { value: '\u{e004}' })
-        .then(KeyAction::Up { value: '\u{e004}' });
-    b.client.perform_actions(tab).await.unwrap();
-    let focused = b.eval("return document.activeElement.className").await;
+    // The keyboard: the first Tab reaches the skip link, which leads to
+    // main. (A headless window sometimes drops a key sent while the page
+    // is still settling: up to three fresh loads.)
+    let mut focused = Value::Null;
+    for _ in 0..3 {
+        b.goto(&world, "/console/inbox").await;
+        for _ in 0..50 {
+            let ready = b
+                .eval("window.focus(); return document.readyState === 'complete';")
+                .await;
+            if ready == json!(true) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let tab = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value: '\u{e004}' })
+            .then(KeyAction::Up { value: '\u{e004}' });
+        b.client.perform_actions(tab).await.unwrap();
+        focused = b.eval("return document.activeElement.className").await;
+        if focused == json!("skip") {
+            break;
+        }
+        assert_eq!(focused, json!(""), "nothing but the skip link comes first");
+    }
     assert_eq!(focused, json!("skip"));
+    let target = b
+        .eval("return document.querySelector('a.skip').getAttribute('href')")
+        .await;
+    assert_eq!(target, json!("#main"));
 
     // 360 px wide: nothing wider than the window.
     b.client.set_window_size(360, 800).await.unwrap();

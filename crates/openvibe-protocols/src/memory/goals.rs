@@ -586,19 +586,8 @@ impl ReportQuery {
 
 /// The page of `reports` (oldest first, one more than `limit` fetched to
 /// know whether another page follows).
-pub fn report_page(mut reports: Vec<MetricReport>, limit: usize) -> Page<MetricReport> {
-    let next_cursor = if reports.len() > limit {
-        reports.truncate(limit);
-        reports
-            .last()
-            .map(|r| super::page_cursor(r.meta.created_at, &r.id))
-    } else {
-        None
-    };
-    Page {
-        items: reports,
-        next_cursor,
-    }
+pub fn report_page(reports: Vec<MetricReport>, limit: usize) -> Page<MetricReport> {
+    super::newest_page(reports, limit, |r| (r.meta.created_at, &r.id))
 }
 
 /// How a report moves its metric.

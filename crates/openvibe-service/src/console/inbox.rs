@@ -242,7 +242,6 @@ pub(crate) fn card(p: &Proposal, who: &SignedIn, error: Option<&Failure>) -> Mar
                 ol.steps {
                     @for line in d.explain() { li { (line) } }
                 }
-                p { "Outcome: " strong { (d.outcome.as_str()) } " — " (d.reason) }
                 @if !d.confidence.evidence.is_empty() {
                     h3 { "Evidence" }
                     ul.plain {
