@@ -23,13 +23,13 @@
 use std::marker::PhantomData;
 
 use openvibe_protocols::{
-    Accepted, AuditEntry, AuditQuery, Belief, BeliefQuery, DecisionEvent, Episode, EpisodeQuery,
-    Fact, FactQuery, Goal, GoalProgress, GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit,
-    KnowledgeQuery, LoopTrace, MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession,
-    Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal,
-    ProposalQuery, RawCall, RawCallQuery, RecordVector, ReportQuery, RevisableRecord, Session,
-    SessionDeleted, SessionQuery, Space, SpaceMessage, SpaceQuery, StateEntry, StoreError,
-    StoredRecord, TaskContext, VectorStatus, Verdict,
+    Accepted, AuditEntry, AuditQuery, Belief, BeliefQuery, ChainHead, ChainReport, DecisionEvent,
+    Episode, EpisodeQuery, Fact, FactQuery, Goal, GoalProgress, GoalQuery, Insight, InsightQuery,
+    Knowledge, KnowledgeHit, KnowledgeQuery, LoopTrace, MetricReport, NamespaceCount, NewKnowledge,
+    NewPlan, NewSession, Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate,
+    Priorities, Proposal, ProposalQuery, RawCall, RawCallQuery, RecordVector, ReportQuery,
+    RevisableRecord, Session, SessionDeleted, SessionQuery, Space, SpaceMessage, SpaceQuery,
+    StateEntry, StoreError, StoredRecord, TaskContext, VectorStatus, Verdict, VerifyChain,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
@@ -363,6 +363,8 @@ pub fn all() -> Vec<Operation> {
         APPEND_AUDIT.operation(),
         QUERY_AUDIT.operation(),
         FLUSH_AUDIT.operation(),
+        VERIFY_AUDIT.operation(),
+        AUDIT_ANCHOR.operation(),
         NAMESPACE_COUNTS.operation(),
         MOVE_NAMESPACE.operation(),
         DELETE_EXPIRED.operation(),
@@ -506,6 +508,21 @@ pub const FLUSH_AUDIT: Endpoint<(), NoContent> = Endpoint::post(
 )
 .no_input()
 .idempotent();
+
+/// `POST /v1/memory/audit/verify`: Walk the tenant's audit chain and report the first entry that does not hold (privileged).
+pub const VERIFY_AUDIT: Endpoint<VerifyChain, ChainReport> = Endpoint::post(
+    "/v1/memory/audit/verify",
+    "verifyAuditChain",
+    "Walk the tenant's audit chain and report the first entry that does not hold (privileged)",
+)
+.idempotent();
+
+/// `GET /v1/memory/audit/anchor`: The head of the tenant's audit chain, to keep elsewhere (privileged).
+pub const AUDIT_ANCHOR: Endpoint<(), ChainHead> = Endpoint::get(
+    "/v1/memory/audit/anchor",
+    "auditAnchor",
+    "The head of the tenant's audit chain (its last entry's number and hash), to keep elsewhere (privileged)",
+);
 
 /// `GET /v1/memory/namespaces`: Records per kind and namespace (privileged).
 pub const NAMESPACE_COUNTS: Endpoint<(), Vec<NamespaceCount>> = Endpoint::get(

@@ -162,6 +162,7 @@ async fn measure(url: &str) -> Result<(), String> {
         lost += usize::from(found.is_none());
     }
     report("svc_lost_writes", lost as f64, "writes");
+    chain_overhead(&pool, &remote, &plan(1.0, "")).await?;
     for e in writes
         .first_errors
         .iter()
@@ -178,3 +179,41 @@ async fn measure(url: &str) -> Result<(), String> {
 }
 
 const SCHEMA: &str = "openvibe_bench_svc";
+
+/// `audit_chain_overhead_pct` (issue 43): how much fewer writes per second
+/// the service acknowledges with the audit chain's trigger than without it
+/// (switched off in this benchmark's own schema for the comparison, and on
+/// again). Three rounds each, alternating, so that drift affects both.
+async fn chain_overhead(
+    pool: &sqlx::PgPool,
+    remote: &openvibe_protocols::Stores,
+    plan: &LoadPlan,
+) -> Result<(), String> {
+    let mut rates = [Vec::new(), Vec::new()];
+    for round in 0..3 {
+        for (i, chained) in [(0, false), (1, true)] {
+            let switch = if chained { "ENABLE" } else { "DISABLE" };
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "ALTER TABLE audit_log {switch} TRIGGER audit_log_link"
+            )))
+            .execute(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+            let mut p = plan.clone();
+            p.id_prefix = format!("chain{round}{i}");
+            rates[i].push(load(remote, &p).await.writes_per_s());
+        }
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let (off, on) = (mean(&rates[0]), mean(&rates[1]));
+    eprintln!(
+        "    writes/s without the chain {:?}, with it {:?}",
+        rates[0], rates[1]
+    );
+    report(
+        "audit_chain_overhead_pct",
+        (off - on) / off.max(f64::MIN_POSITIVE) * 100.0,
+        "%",
+    );
+    Ok(())
+}

@@ -381,6 +381,59 @@ pub async fn audit_tail(
     Ok(())
 }
 
+/// `audit verify`: walk the tenant's chain; a break is an error (exit 1)
+/// after its report.
+pub async fn audit_verify(
+    stores: &Stores,
+    tenant: &str,
+    since: Option<chrono::DateTime<chrono::Utc>>,
+    anchor: Option<openvibe::protocols::ChainHead>,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let request = openvibe::protocols::VerifyChain { since, anchor };
+    let report = stores.audit.verify(&admin(tenant), &request).await?;
+    let range = if report.checked == 0 {
+        "no entries".to_owned()
+    } else {
+        format!(
+            "{} entries ({}..{})",
+            report.checked, report.from, report.head.chain_seq
+        )
+    };
+    match &report.broken {
+        None => {
+            writeln!(
+                out,
+                "audit chain of tenant `{tenant}`: {range} checked, intact; head {}",
+                report.head.token()
+            )?;
+            Ok(())
+        }
+        Some(b) => {
+            writeln!(
+                out,
+                "audit chain of tenant `{tenant}`: BROKEN at entry {} (trail position {}): {} expected {}, found {}",
+                b.chain_seq, b.seq, b.what, b.expected, b.found
+            )?;
+            Err(CliError::ChainBroken(format!(
+                "entry {} of tenant `{tenant}` ({}); {range} checked",
+                b.chain_seq, b.what
+            )))
+        }
+    }
+}
+
+/// `audit anchor`: the chain's head, `<number>:<hash>`.
+pub async fn audit_anchor(
+    stores: &Stores,
+    tenant: &str,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let head = stores.audit.anchor(&admin(tenant)).await?;
+    writeln!(out, "{}", head.token())?;
+    Ok(())
+}
+
 /// One entry as a line.
 pub fn audit_line(e: &AuditEntry) -> String {
     let mut line = format!(

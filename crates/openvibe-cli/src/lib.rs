@@ -82,4 +82,8 @@ pub enum CliError {
     /// A value could not be printed as JSON.
     #[error("printing JSON: {0}")]
     Json(#[from] serde_json::Error),
+
+    /// `audit verify` found an entry that does not hold.
+    #[error("the audit chain is broken: {0}")]
+    ChainBroken(String),
 }

@@ -559,6 +559,54 @@ Examples:
         #[arg(short = 'n', long, default_value_t = 20)]
         lines: usize,
     },
+    /// Check that nobody edited the audit trail: recompute the tenant's
+    /// hash chain and report the first entry that does not hold (exit code
+    /// 1 when one does not).
+    #[command(after_help = "\
+Each audit entry carries the hash of the entry before it in its tenant's chain
+and its own (SHA-256 over a canonical encoding). An edited entry breaks its own
+hash; a removed or inserted one breaks the link after it. Someone who could
+rewrite the whole chain from an edit onwards changes its head: keep the head
+`openvibe audit anchor` prints somewhere else, and check against it.
+
+Examples:
+  openvibe audit verify --database-url $DATABASE_URL
+  openvibe audit verify --database-url $DATABASE_URL --anchor 18230:5f2c…e1
+  openvibe audit verify --database-url $DATABASE_URL --since 2026-11-01T00:00:00Z")]
+    Verify {
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Start at the first entry at or after this time (RFC 3339),
+        /// trusting the hash it names as its predecessor.
+        #[arg(long)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// A head `openvibe audit anchor` printed earlier: the entry it
+        /// names must still carry its hash.
+        #[arg(long, value_name = "SEQ:HASH")]
+        anchor: Option<String>,
+    },
+    /// Print the head of the tenant's audit chain (`<number>:<hash>` of its
+    /// last entry), to keep somewhere the database's owner cannot write.
+    #[command(after_help = "\
+Examples:
+  openvibe audit anchor --database-url $DATABASE_URL >> ~/audit-anchors.txt
+  openvibe audit verify --database-url $DATABASE_URL --anchor \"$(tail -1 ~/audit-anchors.txt)\"")]
+    Anchor {
+        #[command(flatten)]
+        backend: BackendArgs,
+    },
+}
+
+/// The backend of an `audit` command: a database (an in-memory trail
+/// lives and dies with its process).
+fn audit_backend(backend: &BackendArgs) -> Result<admin::Backend, CliError> {
+    let choice = backend.backend()?;
+    if matches!(choice, admin::Backend::File(_)) {
+        return Err(CliError::Usage(
+            "an in-memory audit trail lives and dies with its process: `audit` needs --database-url".into(),
+        ));
+    }
+    Ok(choice)
 }
 
 /// `openvibe mcp --help`'s closing text: the server's own tool list (the
@@ -1104,6 +1152,21 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             .await
             .map(|_| ())
         }
+        Command::Audit(AuditCommand::Verify {
+            backend,
+            since,
+            anchor,
+        }) => {
+            let opened = admin::open(&audit_backend(&backend)?).await?;
+            let anchor = anchor
+                .map(|token| openvibe::protocols::ChainHead::parse_token(&backend.tenant, &token))
+                .transpose()?;
+            admin::audit_verify(&opened.stores, &backend.tenant, since, anchor, &mut stdout).await
+        }
+        Command::Audit(AuditCommand::Anchor { backend }) => {
+            let opened = admin::open(&audit_backend(&backend)?).await?;
+            admin::audit_anchor(&opened.stores, &backend.tenant, &mut stdout).await
+        }
         Command::Audit(AuditCommand::Tail {
             backend,
             principal,
@@ -1113,13 +1176,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             until,
             lines,
         }) => {
-            let backend_choice = backend.backend()?;
-            if matches!(backend_choice, admin::Backend::File(_)) {
-                return Err(CliError::Usage(
-                    "an in-memory audit trail lives and dies with its process: `audit tail` needs --database-url".into(),
-                ));
-            }
-            let opened = admin::open(&backend_choice).await?;
+            let opened = admin::open(&audit_backend(&backend)?).await?;
             let query = AuditQuery {
                 principal,
                 namespace,

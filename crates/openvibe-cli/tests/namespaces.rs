@@ -170,6 +170,29 @@ async fn migrating_on_postgres_is_audited_and_audit_tail_filters() {
     let mut tail = vec!["audit".to_owned(), "tail".to_owned()];
     tail.extend(args(&["--principal", "agent:nobody"]));
     assert_eq!(ok(&run(tail)), "");
+    // The chain (issue 43): anchor, verify against it, and a forged anchor
+    // is exit code 1 naming the entry.
+    let mut anchor = vec!["audit".to_owned(), "anchor".to_owned()];
+    anchor.extend(args(&[]));
+    let head = ok(&run(anchor)).trim().to_owned();
+    assert!(head.starts_with("6:"), "3 inserts and 3 moves: {head}");
+    let mut verify = vec!["audit".to_owned(), "verify".to_owned()];
+    verify.extend(args(&["--anchor", head.as_str()]));
+    let checked = ok(&run(verify));
+    assert!(
+        checked.contains("6 entries (1..6) checked, intact"),
+        "{checked}"
+    );
+    let forged = format!("6:{}", "0".repeat(64));
+    let mut verify = vec!["audit".to_owned(), "verify".to_owned()];
+    verify.extend(args(&["--anchor", forged.as_str()]));
+    let out = run(verify);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("BROKEN at entry 6") && said.contains("anchor"),
+        "{said}"
+    );
     pg.pool().close().await;
     schema.drop().await;
 }

@@ -2,16 +2,28 @@
 //! change they record (so a change and its entry appear together), read
 //! through [`AuditLog`].
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use openvibe_protocols::{AuditEntry, AuditLog, AuditQuery, CallerContext, StoreError};
+use openvibe_protocols::{
+    AuditEntry, AuditLog, AuditQuery, CHAIN_GENESIS, CallerContext, ChainHead, ChainReport,
+    ChainWalk, StoreError, VerifyChain, audit_chain_hash, check_chain_reader,
+};
 
 /// [`AuditLog`] in memory, shared by the stores of one
-/// [`in_memory_stores`](crate::in_memory_stores) set.
+/// [`in_memory_stores`](crate::in_memory_stores) set. Each tenant's entries
+/// are chained as they are appended ([`audit_chain_hash`]).
 #[derive(Debug, Default)]
 pub struct InMemoryAuditLog {
-    entries: Mutex<Vec<AuditEntry>>,
+    entries: Mutex<Trail>,
+}
+
+/// The entries, and each tenant's chain head (number, hash).
+#[derive(Debug, Default)]
+struct Trail {
+    entries: Vec<AuditEntry>,
+    heads: HashMap<String, (u64, String)>,
 }
 
 impl InMemoryAuditLog {
@@ -20,11 +32,34 @@ impl InMemoryAuditLog {
         Self::default()
     }
 
-    /// Append `entry`, numbered after the last one.
+    /// Append `entry`, numbered after the last one and linked into its
+    /// tenant's chain.
     pub fn record(&self, mut entry: AuditEntry) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entry.seq = entries.len() as u64 + 1;
-            entries.push(entry);
+        if let Ok(mut trail) = self.entries.lock() {
+            let trail = &mut *trail;
+            entry.seq = trail.entries.len() as u64 + 1;
+            let head = trail
+                .heads
+                .entry(entry.tenant_id.clone())
+                .or_insert_with(|| (0, CHAIN_GENESIS.to_owned()));
+            entry.chain_seq = head.0 + 1;
+            let hash = audit_chain_hash(&head.1, &entry);
+            entry.prev_hash = Some(std::mem::replace(&mut head.1, hash.clone()));
+            entry.hash = Some(hash);
+            head.0 = entry.chain_seq;
+            trail.entries.push(entry);
+        }
+    }
+
+    /// Change the entry at `seq` in place, bypassing the chain: what an
+    /// attacker with the process's memory could do (for tests of
+    /// [`AuditLog::verify`]).
+    #[doc(hidden)]
+    pub fn tamper(&self, seq: u64, change: impl FnOnce(&mut AuditEntry)) {
+        if let Ok(mut trail) = self.entries.lock()
+            && let Some(entry) = trail.entries.iter_mut().find(|e| e.seq == seq)
+        {
+            change(entry);
         }
     }
 
@@ -46,7 +81,7 @@ impl InMemoryAuditLog {
 
     /// How many entries the trail holds (all tenants).
     pub fn len(&self) -> usize {
-        self.entries.lock().map_or(0, |e| e.len())
+        self.entries.lock().map_or(0, |t| t.entries.len())
     }
 
     /// Whether the trail is empty.
@@ -65,11 +100,12 @@ impl AuditLog for InMemoryAuditLog {
         let _span = crate::span::store_span("audit", "query", ctx);
         let q = query.for_caller(ctx);
         let after = q.after()?;
-        let entries = self
+        let trail = self
             .entries
             .lock()
             .map_err(|_| StoreError::backend("the audit trail lock is poisoned"))?;
-        let mut found: Vec<AuditEntry> = entries
+        let mut found: Vec<AuditEntry> = trail
+            .entries
             .iter()
             .filter(|e| {
                 e.tenant_id == ctx.tenant_id()
@@ -90,5 +126,80 @@ impl AuditLog for InMemoryAuditLog {
     async fn append(&self, ctx: &CallerContext, entry: AuditEntry) -> Result<(), StoreError> {
         self.record(entry.stamped(ctx));
         Ok(())
+    }
+
+    async fn verify(
+        &self,
+        ctx: &CallerContext,
+        request: &VerifyChain,
+    ) -> Result<ChainReport, StoreError> {
+        let _span = crate::span::store_span("audit", "verify", ctx);
+        check_chain_reader(ctx, "verify the audit chain")?;
+        let trail = self
+            .entries
+            .lock()
+            .map_err(|_| StoreError::backend("the audit trail lock is poisoned"))?;
+        let mut walk = ChainWalk::new(ctx.tenant_id(), request.anchor.clone());
+        let mine = trail
+            .entries
+            .iter()
+            .filter(|e| e.tenant_id == ctx.tenant_id())
+            .skip_while(|e| request.since.is_some_and(|since| e.at < since));
+        for entry in mine {
+            let expected = audit_chain_hash(entry.prev_hash.as_deref().unwrap_or_default(), entry);
+            if !walk.step(entry, &expected) {
+                break;
+            }
+        }
+        Ok(walk.finish())
+    }
+
+    async fn anchor(&self, ctx: &CallerContext) -> Result<ChainHead, StoreError> {
+        let _span = crate::span::store_span("audit", "anchor", ctx);
+        check_chain_reader(ctx, "anchor the audit chain")?;
+        let trail = self
+            .entries
+            .lock()
+            .map_err(|_| StoreError::backend("the audit trail lock is poisoned"))?;
+        let (chain_seq, hash) = trail
+            .heads
+            .get(ctx.tenant_id())
+            .cloned()
+            .unwrap_or_else(|| (0, CHAIN_GENESIS.to_owned()));
+        Ok(ChainHead {
+            tenant_id: ctx.tenant_id().to_owned(),
+            chain_seq,
+            hash,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openvibe_protocols::AuditOp;
+
+    #[tokio::test]
+    async fn an_entry_changed_in_memory_breaks_the_chain_there() {
+        let log = InMemoryAuditLog::new();
+        let ctx = CallerContext::agent("cro").with_tenant("t1");
+        for _ in 0..5 {
+            log.record(AuditEntry::new(&ctx, AuditOp::Insert, "fact"));
+        }
+        let sys = CallerContext::system().with_tenant("t1");
+        assert!(
+            log.verify(&sys, &VerifyChain::default())
+                .await
+                .unwrap()
+                .ok()
+        );
+        log.tamper(3, |e| e.principal = "user:mallory".into());
+        let broken = log
+            .verify(&sys, &VerifyChain::default())
+            .await
+            .unwrap()
+            .broken
+            .unwrap();
+        assert_eq!((broken.chain_seq, broken.what.as_str()), (3, "hash"));
     }
 }

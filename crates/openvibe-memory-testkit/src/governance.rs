@@ -2022,3 +2022,134 @@ where
             .await
     ));
 }
+
+/// Every audit entry of a tenant has a place in its tenant's hash chain,
+/// one per number from 1 without gaps, also when eight writers race; the
+/// chain verifies and its head (the anchor) is its last entry; a stale or
+/// forged anchor is reported; another tenant's chain is its own; only a
+/// privileged caller verifies or anchors.
+pub async fn governance_audit_chain_holds<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::{AuditQuery, ChainHead, VerifyChain};
+    let s = std::sync::Arc::new(factory().await);
+    let writers = (0..8).map(|w| {
+        let s = s.clone();
+        async move {
+            let ctx = CallerContext::agent(format!("w{w}")).with_tenant("t1");
+            for i in 0..6 {
+                s.facts
+                    .store(
+                        &ctx,
+                        Fact::new(format!("c{w}-{i}"), format!("fact {i} of {w}")),
+                    )
+                    .await
+                    .unwrap();
+                s.facts
+                    .query(&ctx, &FactQuery::new().text("fact").limit(3))
+                    .await
+                    .unwrap();
+            }
+        }
+    });
+    futures::future::join_all(writers).await;
+    let other = CallerContext::agent("x").with_tenant("t2");
+    s.facts
+        .store(&other, Fact::new("t2-only", "elsewhere"))
+        .await
+        .unwrap();
+    s.audit.flush().await.unwrap();
+
+    let head = s.audit.anchor(&sys()).await.unwrap();
+    let mut entries = s
+        .audit
+        .query(
+            &sys(),
+            &AuditQuery {
+                limit: 10_000,
+                ..AuditQuery::new()
+            },
+        )
+        .await
+        .unwrap();
+    entries.sort_by_key(|e| e.chain_seq);
+    let numbers: Vec<u64> = entries.iter().map(|e| e.chain_seq).collect();
+    assert!(
+        entries.len() >= 96,
+        "48 writes and 48 searches: {}",
+        entries.len()
+    );
+    assert_eq!(
+        numbers,
+        (1..=entries.len() as u64).collect::<Vec<_>>(),
+        "one place per entry, no gap"
+    );
+    assert_eq!(head.chain_seq, entries.len() as u64);
+    assert_eq!(
+        Some(&head.hash),
+        entries.last().and_then(|e| e.hash.as_ref())
+    );
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.hash.as_deref().is_some_and(|h| h.len() == 64))
+    );
+
+    let report = s
+        .audit
+        .verify(&sys(), &VerifyChain::default())
+        .await
+        .unwrap();
+    assert!(report.ok(), "{report:?}");
+    assert_eq!((report.from, report.checked), (1, head.chain_seq));
+    assert_eq!(report.head, head);
+    let anchored = VerifyChain {
+        anchor: Some(head.clone()),
+        ..VerifyChain::default()
+    };
+    assert!(s.audit.verify(&sys(), &anchored).await.unwrap().ok());
+    let forged = VerifyChain {
+        anchor: Some(ChainHead {
+            hash: "0".repeat(63) + "1",
+            ..head.clone()
+        }),
+        ..VerifyChain::default()
+    };
+    let broken = s
+        .audit
+        .verify(&sys(), &forged)
+        .await
+        .unwrap()
+        .broken
+        .unwrap();
+    assert_eq!(
+        (broken.what.as_str(), broken.chain_seq),
+        ("anchor", head.chain_seq)
+    );
+    let later = VerifyChain {
+        since: Some(chrono::Utc::now() + chrono::Duration::hours(1)),
+        ..VerifyChain::default()
+    };
+    let none = s.audit.verify(&sys(), &later).await.unwrap();
+    assert!(none.ok() && none.checked == 0);
+
+    // Another tenant's chain is its own.
+    let t2 = CallerContext::system().with_tenant("t2");
+    let t2_head = s.audit.anchor(&t2).await.unwrap();
+    assert_eq!(t2_head.chain_seq, 1);
+    assert!(
+        s.audit
+            .verify(&t2, &VerifyChain::default())
+            .await
+            .unwrap()
+            .ok()
+    );
+    // Only a privileged caller.
+    let agent = CallerContext::agent("w0").with_tenant("t1");
+    assert!(is_unauthorized(s.audit.anchor(&agent).await));
+    assert!(is_unauthorized(
+        s.audit.verify(&agent, &VerifyChain::default()).await
+    ));
+}

@@ -161,6 +161,7 @@ cases! {
     governance::governance_hybrid_search_leak_check;
     governance::governance_audit_trail;
     governance::governance_audit_filters_and_pages;
+    governance::governance_audit_chain_holds;
     governance::governance_promotion;
     governance::governance_namespace_migration;
     expiry::expiry_hides_records_from_that_instant;

@@ -9,7 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, CallerContext, StoreError,
+    AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, CHAIN_GENESIS, CallerContext,
+    ChainHead, ChainReport, ChainWalk, StoreError, VerifyChain, check_chain_reader,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -290,8 +291,21 @@ fn decode(row: &PgRow) -> Result<AuditEntry, StoreError> {
         reason: col(row, "reason")?,
         source: col(row, "source")?,
         tool: col(row, "tool")?,
+        chain_seq: col::<Option<i64>>(row, "chain_seq")?
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(0),
+        prev_hash: col(row, "prev_hash")?,
+        hash: col(row, "hash")?,
     })
 }
+
+/// The columns of an audit entry as [`decode`] reads them (hashes as hex).
+const ENTRY_COLS: &str = "tenant_id, seq, at, principal, operation, record_kind, namespace, \
+     project_id, record_id, filters, top_k, status, reason, source, tool, chain_seq, \
+     encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash";
+
+/// Entries a chain walk reads per round trip.
+const VERIFY_PAGE: i64 = 5_000;
 
 #[async_trait]
 impl AuditLog for PgAuditLog {
@@ -304,11 +318,9 @@ impl AuditLog for PgAuditLog {
         let q = query.for_caller(ctx);
         let after = q.after()?;
         async {
-            let mut sql = Sql::new(
-                "SELECT tenant_id, seq, at, principal, operation, record_kind, namespace, \
-                 project_id, record_id, filters, top_k, status, reason, source, tool FROM audit_log \
-                 WHERE tenant_id = ",
-            );
+            let mut sql = Sql::new(&format!(
+                "SELECT {ENTRY_COLS} FROM audit_log WHERE tenant_id = "
+            ));
             sql.bind(ctx.tenant_id().to_owned());
             if let Some(p) = &q.principal {
                 sql.push(" AND principal = ").bind(p.clone());
@@ -364,5 +376,125 @@ impl AuditLog for PgAuditLog {
     async fn append(&self, ctx: &CallerContext, entry: AuditEntry) -> Result<(), StoreError> {
         let entry = entry.stamped(ctx);
         write_batch(&self.pool, ctx.tenant_id(), &[&entry]).await
+    }
+
+    async fn verify(
+        &self,
+        ctx: &CallerContext,
+        request: &VerifyChain,
+    ) -> Result<ChainReport, StoreError> {
+        check_chain_reader(ctx, "verify the audit chain")?;
+        self.writer.flush().await?;
+        async {
+            let mut walk = ChainWalk::new(ctx.tenant_id(), request.anchor.clone());
+            // An entry outside the chain (its trigger switched off, or a row
+            // inserted by hand) is a break wherever it is.
+            let mut sql =
+                Sql::new("SELECT seq FROM audit_log WHERE chain_seq IS NULL AND tenant_id = ");
+            sql.bind(ctx.tenant_id().to_owned())
+                .push(" ORDER BY seq LIMIT 1");
+            let mut tx = begin(&self.pool, ctx).await?;
+            let loose = sql
+                .build()?
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            drop(tx);
+            if let Some(row) = loose {
+                walk.unchained(u64::try_from(col::<i64>(&row, "seq")?).unwrap_or(0));
+                return Ok(walk.finish());
+            }
+            // Where to start: the first entry at or after `since`.
+            let mut after: i64 = match request.since {
+                None => 0,
+                Some(since) => {
+                    let mut sql = Sql::new(
+                        "SELECT min(chain_seq) - 1 AS start FROM audit_log WHERE tenant_id = ",
+                    );
+                    sql.bind(ctx.tenant_id().to_owned())
+                        .push(" AND at >= ")
+                        .bind(since);
+                    let mut tx = begin(&self.pool, ctx).await?;
+                    let row = sql
+                        .build()?
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                    drop(tx);
+                    match col::<Option<i64>>(&row, "start")? {
+                        Some(start) => start.max(0),
+                        // Nothing at or after `since`: nothing to walk.
+                        None => return Ok(walk.finish()),
+                    }
+                }
+            };
+            loop {
+                // Each entry with the hash PostgreSQL recomputes for it
+                // (the same function the trigger wrote it with).
+                let mut sql = Sql::new(&format!(
+                    "SELECT {ENTRY_COLS}, encode(openvibe_audit_hash(a), 'hex') AS expected \
+                     FROM audit_log a WHERE tenant_id = "
+                ));
+                sql.bind(ctx.tenant_id().to_owned())
+                    .push(" AND chain_seq > ")
+                    .bind(after)
+                    .push(" ORDER BY chain_seq LIMIT ")
+                    .bind(VERIFY_PAGE);
+                let mut tx = begin(&self.pool, ctx).await?;
+                let rows = sql
+                    .build()?
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                drop(tx);
+                let mut going = true;
+                for row in &rows {
+                    let entry = decode(row)?;
+                    let expected: Option<String> = col(row, "expected")?;
+                    after = i64::try_from(entry.chain_seq).unwrap_or(i64::MAX);
+                    if !walk.step(&entry, expected.as_deref().unwrap_or_default()) {
+                        going = false;
+                        break;
+                    }
+                }
+                if !going || i64::try_from(rows.len()).unwrap_or(0) < VERIFY_PAGE {
+                    break;
+                }
+            }
+            Ok(walk.finish())
+        }
+        .instrument(span("audit", "verify", ctx))
+        .await
+    }
+
+    async fn anchor(&self, ctx: &CallerContext) -> Result<ChainHead, StoreError> {
+        check_chain_reader(ctx, "anchor the audit chain")?;
+        self.writer.flush().await?;
+        async {
+            let mut sql =
+                Sql::new("SELECT chain_seq, encode(hash, 'hex') AS hash FROM audit_chain_heads WHERE tenant_id = ");
+            sql.bind(ctx.tenant_id().to_owned());
+            let mut tx = begin(&self.pool, ctx).await?;
+            let row = sql
+                .build()?
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            drop(tx);
+            Ok(match row {
+                Some(row) => ChainHead {
+                    tenant_id: ctx.tenant_id().to_owned(),
+                    chain_seq: u64::try_from(col::<i64>(&row, "chain_seq")?).unwrap_or(0),
+                    hash: col(&row, "hash")?,
+                },
+                None => ChainHead {
+                    tenant_id: ctx.tenant_id().to_owned(),
+                    chain_seq: 0,
+                    hash: CHAIN_GENESIS.to_owned(),
+                },
+            })
+        }
+        .instrument(span("audit", "anchor", ctx))
+        .await
     }
 }

@@ -11,15 +11,15 @@ use openvibe_api::dto::{
 };
 use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
-    AuditEntry, AuditLog, AuditQuery, Belief, BeliefQuery, BeliefStore, CallerContext,
-    ContextStore, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, Insight,
-    InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, MetricReport,
+    AuditEntry, AuditLog, AuditQuery, Belief, BeliefQuery, BeliefStore, CallerContext, ChainHead,
+    ChainReport, ContextStore, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative,
+    Insight, InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, MetricReport,
     NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
     PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities,
     Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention,
     RecordStore, RecordVector, RecordVectors, ReportQuery, RevisableStore, Session, SessionDeleted,
     SessionQuery, SessionStore, Space, SpaceMessage, SpaceQuery, SpaceStore, StateEntry,
-    StoreError, TaskContext, VectorStatus, Verdict,
+    StoreError, TaskContext, VectorStatus, Verdict, VerifyChain,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -749,6 +749,18 @@ impl AuditLog for RemoteMemory {
         self.call(ctx, &e::APPEND_AUDIT, &[], &entry)
             .await
             .map(drop)
+    }
+
+    async fn verify(
+        &self,
+        ctx: &CallerContext,
+        request: &VerifyChain,
+    ) -> Result<ChainReport, StoreError> {
+        self.call(ctx, &e::VERIFY_AUDIT, &[], request).await
+    }
+
+    async fn anchor(&self, ctx: &CallerContext) -> Result<ChainHead, StoreError> {
+        self.call(ctx, &e::AUDIT_ANCHOR, &[], &()).await
     }
 }
 

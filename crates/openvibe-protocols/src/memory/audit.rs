@@ -121,6 +121,18 @@ pub struct AuditEntry {
     /// `http:storeFact`; [`CallerContext::tool`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// Its place in its tenant's chain, from 1, without gaps (assigned by
+    /// the backend when the entry is written; 0 before).
+    #[serde(default)]
+    pub chain_seq: u64,
+    /// The hash of the entry before it in the chain, hex ([`CHAIN_GENESIS`]
+    /// for the first; assigned by the backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_hash: Option<String>,
+    /// Its own hash, hex: SHA-256 of the previous hash and the entry's
+    /// canonical encoding ([`audit_chain_hash`]; assigned by the backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
 }
 
 impl AuditEntry {
@@ -149,6 +161,9 @@ impl AuditEntry {
             reason: None,
             source: None,
             tool: ctx.tool().map(str::to_owned),
+            chain_seq: 0,
+            prev_hash: None,
+            hash: None,
         }
     }
 
@@ -366,4 +381,467 @@ pub trait AuditLog: Send + Sync {
     /// promotion), durably before returning. Its tenant and principal are
     /// the caller's, whatever `entry` says: nobody appends in another's name.
     async fn append(&self, ctx: &CallerContext, entry: AuditEntry) -> Result<(), StoreError>;
+
+    /// Walk the caller's tenant's chain (batched entries flushed first) and
+    /// report the first entry that does not hold ([`ChainWalk`]). Only a
+    /// privileged caller (it reads the whole trail).
+    async fn verify(
+        &self,
+        ctx: &CallerContext,
+        request: &VerifyChain,
+    ) -> Result<ChainReport, StoreError>;
+
+    /// The head of the caller's tenant's chain (batched entries flushed
+    /// first): keep it elsewhere, and [`AuditLog::verify`] later checks the
+    /// trail still leads to it. Only a privileged caller.
+    async fn anchor(&self, ctx: &CallerContext) -> Result<ChainHead, StoreError>;
+}
+
+/// Refuse a chain operation to a caller that may not read the whole trail.
+pub fn check_chain_reader(ctx: &CallerContext, operation: &str) -> Result<(), StoreError> {
+    if ctx.is_privileged() {
+        Ok(())
+    } else {
+        Err(StoreError::Unauthorized {
+            principal: ctx.owner_key(),
+            operation: operation.to_owned(),
+            reason: "only a privileged key reads the whole audit chain".into(),
+        })
+    }
+}
+/// The hash before the first entry of a chain: 32 zero bytes, hex.
+pub const CHAIN_GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The head of a tenant's audit chain: what `openvibe audit anchor` prints
+/// for a user to keep elsewhere, and `verify --anchor` checks against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ChainHead {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The number of the last entry (0: the chain is empty).
+    pub chain_seq: u64,
+    /// Its hash, hex ([`CHAIN_GENESIS`] when empty).
+    pub hash: String,
+}
+
+impl ChainHead {
+    /// `<chain_seq>:<hash>`, the form the CLI prints and reads back.
+    pub fn token(&self) -> String {
+        format!("{}:{}", self.chain_seq, self.hash)
+    }
+
+    /// The head a [`ChainHead::token`] names, for `tenant_id`.
+    pub fn parse_token(tenant_id: &str, token: &str) -> Result<Self, StoreError> {
+        let bad = || StoreError::invalid("anchor", "not `<chain_seq>:<64 hex digits>`");
+        let (seq, hash) = token.trim().split_once(':').ok_or_else(bad)?;
+        let chain_seq = seq.parse::<u64>().map_err(|_| bad())?;
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        Ok(Self {
+            tenant_id: tenant_id.to_owned(),
+            chain_seq,
+            hash: hash.to_ascii_lowercase(),
+        })
+    }
+}
+
+/// What [`AuditLog::verify`] checks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct VerifyChain {
+    /// Start at the first entry at or after this time (trusting the hash it
+    /// names as its predecessor); `None`: from the chain's first entry.
+    pub since: Option<DateTime<Utc>>,
+    /// A head kept earlier: the entry it names must still carry its hash.
+    pub anchor: Option<ChainHead>,
+}
+
+/// Where a chain stopped holding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ChainBreak {
+    /// The entry's place in the chain.
+    pub chain_seq: u64,
+    /// The entry's position in the trail (`AuditEntry::seq`).
+    pub seq: u64,
+    /// What does not hold: `hash` (the entry was changed), `prev_hash`
+    /// (an entry before it was changed, removed or inserted), `gap` (a
+    /// number is missing), `anchor` (the anchored entry carries another
+    /// hash, or is gone), `unchained` (an entry has no place in the chain).
+    pub what: String,
+    /// The value it should have, hex (or the number expected).
+    pub expected: String,
+    /// The value it has.
+    pub found: String,
+}
+
+/// What [`AuditLog::verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ChainReport {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The first entry checked (0: none).
+    pub from: u64,
+    /// How many entries were checked.
+    pub checked: u64,
+    /// The chain's head as read.
+    pub head: ChainHead,
+    /// The first break, when there is one.
+    pub broken: Option<ChainBreak>,
+}
+
+impl ChainReport {
+    /// Whether the chain holds.
+    pub fn ok(&self) -> bool {
+        self.broken.is_none()
+    }
+}
+
+/// A text field of the canonical encoding: length-prefixed (`~` for none),
+/// so that no two entries encode alike.
+fn canonical_field(out: &mut String, value: Option<&str>) {
+    out.push('\u{1f}');
+    match value {
+        Some(v) => {
+            out.push_str(&v.chars().count().to_string());
+            out.push(':');
+            out.push_str(v);
+        }
+        None => out.push('~'),
+    }
+}
+
+/// The canonical encoding of `entry` in its chain (every field but the
+/// hashes; `filters` as compact JSON). PostgreSQL encodes the same fields
+/// the same way in SQL (`openvibe_audit_canonical`), with the jsonb's own
+/// text for `filters`.
+pub fn audit_canonical(entry: &AuditEntry) -> Vec<u8> {
+    let mut out = String::from("openvibe-audit-v1");
+    canonical_field(&mut out, Some(&entry.tenant_id));
+    out.push('\u{1f}');
+    out.push_str(&entry.chain_seq.to_string());
+    out.push('\u{1f}');
+    out.push_str(&entry.seq.to_string());
+    out.push('\u{1f}');
+    out.push_str(&entry.at.timestamp_micros().to_string());
+    canonical_field(&mut out, Some(&entry.principal));
+    canonical_field(&mut out, Some(entry.operation.as_str()));
+    canonical_field(&mut out, Some(&entry.kind));
+    canonical_field(&mut out, entry.namespace.as_deref());
+    canonical_field(&mut out, entry.project_id.as_deref());
+    canonical_field(&mut out, entry.record_id.as_deref());
+    let filters = entry.filters.as_ref().map(ToString::to_string);
+    canonical_field(&mut out, filters.as_deref());
+    let top_k = entry.top_k.map(|k| k.to_string());
+    canonical_field(&mut out, top_k.as_deref());
+    canonical_field(&mut out, Some(entry.status.as_str()));
+    canonical_field(&mut out, entry.reason.as_deref());
+    canonical_field(&mut out, entry.source.as_deref());
+    canonical_field(&mut out, entry.tool.as_deref());
+    out.into_bytes()
+}
+
+/// The hash `entry` must carry after the entry whose hash is `prev` (hex):
+/// SHA-256 of the previous hash's bytes and the canonical encoding, hex.
+pub fn audit_chain_hash(prev: &str, entry: &AuditEntry) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(hex_bytes(prev));
+    hasher.update(audit_canonical(entry));
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The bytes of hex `text` (pairs that are not hex count as zero: a
+/// malformed stored hash then fails its check rather than panicking).
+fn hex_bytes(text: &str) -> Vec<u8> {
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// A walk of one tenant's chain, entry by entry in chain order, as
+/// [`AuditLog::verify`] does: each entry must follow the one before
+/// without a gap, name its hash as its predecessor and carry its own hash
+/// (as the backend's canonical encoding recomputes it). The first entry's
+/// predecessor is trusted when the walk starts mid-chain. An anchor must
+/// name an entry walked (or the empty chain) carrying its hash.
+#[derive(Debug)]
+pub struct ChainWalk {
+    report: ChainReport,
+    anchor: Option<ChainHead>,
+    anchored: bool,
+}
+
+impl ChainWalk {
+    /// A walk of `tenant_id`'s chain, checked against `anchor`.
+    pub fn new(tenant_id: &str, anchor: Option<ChainHead>) -> Self {
+        let anchored = anchor
+            .as_ref()
+            .is_none_or(|a| a.chain_seq == 0 && a.hash == CHAIN_GENESIS);
+        Self {
+            report: ChainReport {
+                tenant_id: tenant_id.to_owned(),
+                from: 0,
+                checked: 0,
+                head: ChainHead {
+                    tenant_id: tenant_id.to_owned(),
+                    chain_seq: 0,
+                    hash: CHAIN_GENESIS.to_owned(),
+                },
+                broken: None,
+            },
+            anchor,
+            anchored,
+        }
+    }
+
+    /// Check the next entry, whose recomputed hash is `expected`; `false`
+    /// once the chain is broken (the walk stops at the first break).
+    pub fn step(&mut self, entry: &AuditEntry, expected: &str) -> bool {
+        if self.report.broken.is_some() {
+            return false;
+        }
+        let prev = entry.prev_hash.clone().unwrap_or_default();
+        let found = entry.hash.clone().unwrap_or_default();
+        let brk = |what: &str, expected: String, found: String| ChainBreak {
+            chain_seq: entry.chain_seq,
+            seq: entry.seq,
+            what: what.to_owned(),
+            expected,
+            found,
+        };
+        let head = &self.report.head;
+        let broken = if self.report.checked == 0 {
+            self.report.from = entry.chain_seq;
+            (entry.chain_seq == 1 && prev != CHAIN_GENESIS)
+                .then(|| brk("prev_hash", CHAIN_GENESIS.to_owned(), prev.clone()))
+        } else if entry.chain_seq != head.chain_seq + 1 {
+            Some(brk(
+                "gap",
+                (head.chain_seq + 1).to_string(),
+                entry.chain_seq.to_string(),
+            ))
+        } else if prev != head.hash {
+            Some(brk("prev_hash", head.hash.clone(), prev.clone()))
+        } else {
+            None
+        };
+        let broken = broken.or_else(|| {
+            (expected != found).then(|| brk("hash", expected.to_owned(), found.clone()))
+        });
+        let broken = broken.or_else(|| match &self.anchor {
+            Some(a) if a.chain_seq == entry.chain_seq => {
+                if a.hash == found {
+                    self.anchored = true;
+                    None
+                } else {
+                    Some(brk("anchor", a.hash.clone(), found.clone()))
+                }
+            }
+            _ => None,
+        });
+        self.report.checked += 1;
+        self.report.head.chain_seq = entry.chain_seq;
+        self.report.head.hash = found;
+        self.report.broken = broken;
+        self.report.broken.is_none()
+    }
+
+    /// Report the entry at trail position `seq`, which has no place in the
+    /// chain (written with the chain's trigger switched off, or inserted
+    /// by hand): the chain no longer covers the whole trail.
+    pub fn unchained(&mut self, seq: u64) {
+        if self.report.broken.is_none() {
+            self.report.broken = Some(ChainBreak {
+                chain_seq: 0,
+                seq,
+                what: "unchained".into(),
+                expected: "a place in the chain".into(),
+                found: "none".into(),
+            });
+        }
+    }
+
+    /// The report: the first break, or an anchor the walk never reached.
+    pub fn finish(mut self) -> ChainReport {
+        if self.report.broken.is_none()
+            && !self.anchored
+            && let Some(a) = &self.anchor
+        {
+            self.report.broken = Some(ChainBreak {
+                chain_seq: a.chain_seq,
+                seq: 0,
+                what: "anchor".into(),
+                expected: a.hash.clone(),
+                found: if a.chain_seq > self.report.head.chain_seq {
+                    format!("the chain ends at {}", self.report.head.chain_seq)
+                } else {
+                    "the entry was not walked (before --since?)".into()
+                },
+            });
+        }
+        self.report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` entries of tenant `t1`, chained.
+    fn chain(n: u64) -> Vec<AuditEntry> {
+        let ctx = CallerContext::agent("cro").with_tenant("t1");
+        let mut prev = CHAIN_GENESIS.to_owned();
+        (1..=n)
+            .map(|i| {
+                let mut e = AuditEntry::new(&ctx, AuditOp::Insert, "fact");
+                e.seq = i * 10;
+                e.chain_seq = i;
+                e.record_id = Some(format!("f{i}"));
+                e.filters = (i % 2 == 0).then(|| serde_json::json!({"text": "x", "limit": i}));
+                let hash = audit_chain_hash(&prev, &e);
+                e.prev_hash = Some(std::mem::replace(&mut prev, hash.clone()));
+                e.hash = Some(hash);
+                e
+            })
+            .collect()
+    }
+
+    fn walk(entries: &[AuditEntry], anchor: Option<ChainHead>) -> ChainReport {
+        let mut walk = ChainWalk::new("t1", anchor);
+        for e in entries {
+            let expected = audit_chain_hash(e.prev_hash.as_deref().unwrap_or_default(), e);
+            if !walk.step(e, &expected) {
+                break;
+            }
+        }
+        walk.finish()
+    }
+
+    #[test]
+    fn an_intact_chain_verifies_and_names_its_head() {
+        let entries = chain(5);
+        let report = walk(&entries, None);
+        assert!(report.ok(), "{report:?}");
+        assert_eq!((report.from, report.checked), (1, 5));
+        assert_eq!(report.head.chain_seq, 5);
+        assert_eq!(Some(&report.head.hash), entries[4].hash.as_ref());
+        let token = report.head.token();
+        assert_eq!(ChainHead::parse_token("t1", &token).unwrap(), report.head);
+        assert!(walk(&entries, Some(report.head.clone())).ok());
+        // From the middle: the first entry's predecessor is trusted.
+        assert!(walk(&entries[2..], None).ok());
+        assert!(walk(&[], None).ok());
+    }
+
+    #[test]
+    fn an_edit_a_removal_an_insertion_and_a_stale_anchor_are_found() {
+        let entries = chain(6);
+        let mut edited = entries.clone();
+        edited[3].principal = "agent:someone-else".into();
+        let b = walk(&edited, None).broken.unwrap();
+        assert_eq!((b.chain_seq, b.seq, b.what.as_str()), (4, 40, "hash"));
+        assert_eq!(Some(&b.found), entries[3].hash.as_ref());
+
+        let mut removed = entries.clone();
+        removed.remove(2);
+        let b = walk(&removed, None).broken.unwrap();
+        assert_eq!((b.chain_seq, b.what.as_str()), (4, "gap"));
+
+        // Rewritten from an edit onwards (hashes recomputed): the chain
+        // holds, but not the anchor kept before.
+        let head = walk(&entries, None).head;
+        let mut rewritten = entries.clone();
+        rewritten[1].reason = Some("hidden".into());
+        let mut prev = rewritten[0].hash.clone().unwrap();
+        for e in &mut rewritten[1..] {
+            e.prev_hash = Some(prev.clone());
+            let hash = audit_chain_hash(&prev, e);
+            e.hash = Some(hash.clone());
+            prev = hash;
+        }
+        assert!(walk(&rewritten, None).ok());
+        let b = walk(&rewritten, Some(head.clone())).broken.unwrap();
+        assert_eq!((b.chain_seq, b.what.as_str()), (6, "anchor"));
+        // An anchor past the end, or one with a forged first link.
+        let far = ChainHead {
+            chain_seq: 9,
+            ..head
+        };
+        assert_eq!(walk(&entries, Some(far)).broken.unwrap().what, "anchor");
+        let mut forged = entries.clone();
+        forged[0].prev_hash = Some("ab".repeat(32));
+        assert_eq!(walk(&forged, None).broken.unwrap().what, "prev_hash");
+    }
+
+    #[test]
+    fn the_canonical_encoding_tells_every_field_apart() {
+        let base = chain(1).remove(0);
+        let variants: Vec<AuditEntry> = vec![
+            AuditEntry {
+                namespace: Some(String::new()),
+                ..base.clone()
+            },
+            AuditEntry {
+                record_id: None,
+                ..base.clone()
+            },
+            AuditEntry {
+                reason: Some("~".into()),
+                ..base.clone()
+            },
+            AuditEntry {
+                tool: Some("x".into()),
+                ..base.clone()
+            },
+            AuditEntry {
+                top_k: Some(3),
+                ..base.clone()
+            },
+            AuditEntry {
+                seq: base.seq + 1,
+                ..base.clone()
+            },
+        ];
+        let canonical = audit_canonical(&base);
+        for v in &variants {
+            assert_ne!(audit_canonical(v), canonical, "{v:?}");
+        }
+        // Field boundaries cannot be shifted by the values themselves.
+        let a = AuditEntry {
+            namespace: Some("a\u{1f}1:b".into()),
+            project_id: None,
+            ..base.clone()
+        };
+        let b = AuditEntry {
+            namespace: Some("a".into()),
+            project_id: Some("b".into()),
+            ..base
+        };
+        assert_ne!(audit_canonical(&a), audit_canonical(&b));
+    }
+
+    #[test]
+    fn anchor_tokens_are_checked() {
+        for bad in ["", "12", "x:ab", "3:abc", &format!("3:{}", "g".repeat(64))] {
+            assert!(ChainHead::parse_token("t1", bad).is_err(), "{bad}");
+        }
+        let h = ChainHead::parse_token("t1", &format!(" 7:{} ", "AB".repeat(32))).unwrap();
+        assert_eq!((h.chain_seq, h.hash), (7, "ab".repeat(32)));
+    }
 }

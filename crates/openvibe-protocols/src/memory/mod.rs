@@ -52,7 +52,11 @@ pub use access::{Governed, modify_allowed, read_allowed};
 pub use admin::{
     EXPIRING_KINDS, NamespaceAdmin, NamespaceCount, RECORD_KINDS, check_admin, cleanup_scope,
 };
-pub use audit::{AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, refusal_entry};
+pub use audit::{
+    AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, CHAIN_GENESIS, ChainBreak, ChainHead,
+    ChainReport, ChainWalk, VerifyChain, audit_canonical, audit_chain_hash, check_chain_reader,
+    refusal_entry,
+};
 pub use beliefs::{
     BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
     MAX_BELIEF_PAGE, belief_page, decide_belief, decide_proposal, validate_belief,

@@ -27,6 +27,8 @@ pub(super) fn routes(api: Api) -> Api {
         .route(&E::APPEND_AUDIT, append_audit)
         .route(&E::QUERY_AUDIT, query_audit)
         .route(&E::FLUSH_AUDIT, flush_audit)
+        .route(&E::VERIFY_AUDIT, verify_audit)
+        .route(&E::AUDIT_ANCHOR, audit_anchor)
         .route(&E::NAMESPACE_COUNTS, namespace_counts)
         .route(&E::MOVE_NAMESPACE, move_namespace)
         .route(&E::DELETE_EXPIRED, delete_expired)
@@ -86,6 +88,21 @@ async fn query_audit(
     Record(query): Record<AuditQuery>,
 ) -> Result<Json<Vec<AuditEntry>>, Failure> {
     Ok(Json(s.stores.audit.query(&ctx, &query).await?))
+}
+
+async fn verify_audit(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(v): Body<openvibe_protocols::VerifyChain>,
+) -> Result<Json<openvibe_protocols::ChainReport>, Failure> {
+    Ok(Json(s.stores.audit.verify(&ctx, &v).await?))
+}
+
+async fn audit_anchor(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+) -> Result<Json<openvibe_protocols::ChainHead>, Failure> {
+    Ok(Json(s.stores.audit.anchor(&ctx).await?))
 }
 
 async fn flush_audit(State(s): State<AppState>, Ctx(_): Ctx) -> Result<StatusCode, Failure> {
