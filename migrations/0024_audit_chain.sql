@@ -87,27 +87,49 @@ $$;
 CREATE OR REPLACE TRIGGER audit_log_link BEFORE INSERT ON audit_log
     FOR EACH ROW EXECUTE FUNCTION openvibe_audit_link();
 
--- The entries written before the chain existed, linked in their order.
+-- The entries written before the chain existed, linked in their order: one
+-- pass over the trail (a large one takes a while: no statement timeout for
+-- this migration), each tenant's head kept in variables and written once.
 -- (As the tables' owner, which row-level security and the append-only
 -- guard normally bind too: lifted for the backfill, restored after.)
+SET LOCAL statement_timeout = 0;
 DO $$
 DECLARE
     r audit_log;
+    tenant text := NULL;
+    n bigint := 0;
+    prev bytea;
+    genesis constant bytea := '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea;
 BEGIN
     ALTER TABLE audit_log NO FORCE ROW LEVEL SECURITY;
     ALTER TABLE audit_chain_heads NO FORCE ROW LEVEL SECURITY;
     ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update;
     EXECUTE 'GRANT UPDATE ON audit_log TO ' || quote_ident(current_user);
     FOR r IN SELECT * FROM audit_log WHERE chain_seq IS NULL ORDER BY tenant_id, seq LOOP
-        INSERT INTO audit_chain_heads AS h (tenant_id, chain_seq, hash)
-            VALUES (r.tenant_id, 1, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea)
-            ON CONFLICT (tenant_id) DO UPDATE SET chain_seq = h.chain_seq + 1
-            RETURNING h.chain_seq, h.hash INTO r.chain_seq, r.prev_hash;
+        IF tenant IS DISTINCT FROM r.tenant_id THEN
+            IF tenant IS NOT NULL THEN
+                INSERT INTO audit_chain_heads (tenant_id, chain_seq, hash) VALUES (tenant, n, prev)
+                    ON CONFLICT (tenant_id) DO UPDATE SET chain_seq = excluded.chain_seq, hash = excluded.hash;
+            END IF;
+            tenant := r.tenant_id;
+            SELECT h.chain_seq, h.hash INTO n, prev FROM audit_chain_heads h WHERE h.tenant_id = tenant;
+            IF NOT FOUND THEN
+                n := 0;
+                prev := genesis;
+            END IF;
+        END IF;
+        n := n + 1;
+        r.chain_seq := n;
+        r.prev_hash := prev;
         r.hash := openvibe_audit_hash(r);
+        prev := r.hash;
         UPDATE audit_log SET chain_seq = r.chain_seq, prev_hash = r.prev_hash, hash = r.hash
             WHERE tenant_id = r.tenant_id AND seq = r.seq;
-        UPDATE audit_chain_heads SET hash = r.hash WHERE tenant_id = r.tenant_id;
     END LOOP;
+    IF tenant IS NOT NULL THEN
+        INSERT INTO audit_chain_heads (tenant_id, chain_seq, hash) VALUES (tenant, n, prev)
+            ON CONFLICT (tenant_id) DO UPDATE SET chain_seq = excluded.chain_seq, hash = excluded.hash;
+    END IF;
     EXECUTE 'REVOKE UPDATE ON audit_log FROM ' || quote_ident(current_user);
     ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update;
     ALTER TABLE audit_log FORCE ROW LEVEL SECURITY;

@@ -204,3 +204,21 @@ async fn a_trail_from_before_the_chain_is_linked_by_its_migration() {
     assert!(report.ok());
     assert_eq!(report.head.chain_seq, 4);
 }
+
+#[tokio::test]
+async fn purging_a_tenant_keeps_its_chain_going() {
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let pool = common::fresh_pool(&url, 3).await;
+    let stores = PgStores::from_pool(pool.clone()).stores();
+    write(&stores, "t3", 3).await;
+    openvibe_postgres::purge_tenant(&pool, "t3").await.unwrap();
+    write(&stores, "t3", 2).await;
+    let report = verify(&stores, "t3").await;
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(
+        report.checked, 5,
+        "the trail and its chain outlive the records"
+    );
+}
