@@ -20,7 +20,7 @@ use crate::error::{corrupt, store_error};
 use crate::rows::col;
 use crate::span::span;
 use crate::sql::Sql;
-use crate::tx::begin;
+use crate::tx::{begin, fetch_committed};
 
 /// `new(pool)` and `with_audit(writer)` of a store holding `pool` and `audit`.
 macro_rules! audited_store {
@@ -393,15 +393,9 @@ impl AuditLog for PgAuditLog {
                 Sql::new("SELECT seq FROM audit_log WHERE chain_seq IS NULL AND tenant_id = ");
             sql.bind(ctx.tenant_id().to_owned())
                 .push(" ORDER BY seq LIMIT 1");
-            let mut tx = begin(&self.pool, ctx).await?;
-            let loose = sql
-                .build()?
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            drop(tx);
-            if let Some(row) = loose {
-                walk.unchained(u64::try_from(col::<i64>(&row, "seq")?).unwrap_or(0));
+            let loose = fetch_committed(&self.pool, ctx, sql).await?;
+            if let Some(row) = loose.first() {
+                walk.unchained(u64::try_from(col::<i64>(row, "seq")?).unwrap_or(0));
                 return Ok(walk.finish());
             }
             // Where to start: the first entry at or after `since`.
@@ -414,14 +408,12 @@ impl AuditLog for PgAuditLog {
                     sql.bind(ctx.tenant_id().to_owned())
                         .push(" AND at >= ")
                         .bind(since);
-                    let mut tx = begin(&self.pool, ctx).await?;
-                    let row = sql
-                        .build()?
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(store_error)?;
-                    drop(tx);
-                    match col::<Option<i64>>(&row, "start")? {
+                    let rows = fetch_committed(&self.pool, ctx, sql).await?;
+                    let start = match rows.first() {
+                        Some(row) => col::<Option<i64>>(row, "start")?,
+                        None => None,
+                    };
+                    match start {
                         Some(start) => start.max(0),
                         // Nothing at or after `since`: nothing to walk.
                         None => return Ok(walk.finish()),
@@ -440,13 +432,7 @@ impl AuditLog for PgAuditLog {
                     .bind(after)
                     .push(" ORDER BY chain_seq LIMIT ")
                     .bind(VERIFY_PAGE);
-                let mut tx = begin(&self.pool, ctx).await?;
-                let rows = sql
-                    .build()?
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
-                drop(tx);
+                let rows = fetch_committed(&self.pool, ctx, sql).await?;
                 let mut going = true;
                 for row in &rows {
                     let entry = decode(row)?;
@@ -474,18 +460,12 @@ impl AuditLog for PgAuditLog {
             let mut sql =
                 Sql::new("SELECT chain_seq, encode(hash, 'hex') AS hash FROM audit_chain_heads WHERE tenant_id = ");
             sql.bind(ctx.tenant_id().to_owned());
-            let mut tx = begin(&self.pool, ctx).await?;
-            let row = sql
-                .build()?
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            drop(tx);
-            Ok(match row {
+            let rows = fetch_committed(&self.pool, ctx, sql).await?;
+            Ok(match rows.first() {
                 Some(row) => ChainHead {
                     tenant_id: ctx.tenant_id().to_owned(),
-                    chain_seq: u64::try_from(col::<i64>(&row, "chain_seq")?).unwrap_or(0),
-                    hash: col(&row, "hash")?,
+                    chain_seq: u64::try_from(col::<i64>(row, "chain_seq")?).unwrap_or(0),
+                    hash: col(row, "hash")?,
                 },
                 None => ChainHead {
                     tenant_id: ctx.tenant_id().to_owned(),
