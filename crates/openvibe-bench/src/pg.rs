@@ -110,20 +110,23 @@ pub(crate) async fn bench_pool(url: &str, connections: u32) -> Result<PgPool, St
     Ok(pool)
 }
 
-/// Drop `schema` and everything in it (a group's previous run).
-pub(crate) async fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
+/// Run one statement on a connection of its own (schema maintenance).
+async fn admin_execute(url: &str, statement: String) -> Result<(), String> {
     let admin = pool_options(1)
         .connect_with(connect_options(url).map_err(|e| e.to_string())?)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     admin
-        .execute(sqlx::AssertSqlSafe(format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE"
-        )))
+        .execute(sqlx::AssertSqlSafe(statement))
         .await
         .map_err(|e| e.to_string())?;
     admin.close().await;
     Ok(())
+}
+
+/// Drop `schema` and everything in it (a group's previous run).
+pub(crate) async fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
+    admin_execute(url, format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await
 }
 
 /// A pool of `connections` on `schema` (created when missing, then `public`
@@ -133,17 +136,7 @@ pub(crate) async fn schema_pool(
     schema: &str,
     connections: u32,
 ) -> Result<PgPool, String> {
-    let admin = pool_options(1)
-        .connect_with(connect_options(url).map_err(|e| e.to_string())?)
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    admin
-        .execute(sqlx::AssertSqlSafe(format!(
-            "CREATE SCHEMA IF NOT EXISTS {schema}"
-        )))
-        .await
-        .map_err(|e| e.to_string())?;
-    admin.close().await;
+    admin_execute(url, format!("CREATE SCHEMA IF NOT EXISTS {schema}")).await?;
     let options = connect_options(url)
         .map_err(|e| e.to_string())?
         .options([("search_path", format!("{schema},public"))]);
