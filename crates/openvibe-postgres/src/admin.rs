@@ -215,7 +215,7 @@ pub async fn purge_tenant(pool: &PgPool, tenant: &str) -> Result<u64, StoreError
         let tables: Vec<String> = sqlx::query_scalar(
             "SELECT table_name::text FROM information_schema.columns \
              WHERE table_schema = current_schema() AND column_name = 'tenant_id' \
-             AND table_name NOT IN ('audit_log', 'audit_chain_heads') ORDER BY table_name",
+             AND table_name <> 'audit_log' ORDER BY table_name",
         )
         .fetch_all(&mut *tx)
         .await

@@ -458,8 +458,10 @@ impl AuditLog for PgAuditLog {
         self.writer.flush().await?;
         async {
             let mut sql =
-                Sql::new("SELECT chain_seq, encode(hash, 'hex') AS hash FROM audit_chain_heads WHERE tenant_id = ");
-            sql.bind(ctx.tenant_id().to_owned());
+                Sql::new("SELECT chain_seq, encode(hash, 'hex') AS hash FROM audit_log WHERE tenant_id = ");
+            // The head is the last linked entry (migration 0025).
+            sql.bind(ctx.tenant_id().to_owned())
+                .push(" AND chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1");
             let rows = fetch_committed(&self.pool, ctx, sql).await?;
             Ok(match rows.first() {
                 Some(row) => ChainHead {
