@@ -24,6 +24,7 @@
 //! - `eval locomo --data DIR ...`: retrieval recall (`openvibe-eval`).
 
 mod api;
+mod apifuzz;
 mod browser;
 mod db;
 mod examples;
@@ -48,6 +49,8 @@ tasks:
                         it back)
   api [--bless]         compare every library crate's public API with api/<crate>.txt
                         (--bless: rewrite them; review the diff)
+  api-fuzz [--seed N]   schemathesis (PyPI) against `openvibe serve` and its /openapi.json: any
+                        mismatch or server error fails (memory and governed PostgreSQL)
   examples [name...]    build and run the standalone projects of examples/ (outside the
                         workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
   bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
@@ -74,6 +77,7 @@ fn main() -> std::process::ExitCode {
         Some("layering") => layering::check().and_then(|()| modules::check()),
         Some("examples") => examples::main(rest),
         Some("api") => api::main(rest),
+        Some("api-fuzz") => apifuzz::main(rest),
         Some("bench") => bench(rest),
         Some("db") => db::main(rest),
         Some("temporal") => temporal::main(rest),
@@ -218,6 +222,10 @@ fn test_all() -> Result<(), String> {
             skipped.join("\n  ")
         ));
     }
+    // The served OpenAPI document against the server, by a property-based
+    // API tester (schemathesis), in development mode and governed on
+    // PostgreSQL.
+    apifuzz::run_all(&apifuzz::Options::default(), url.as_deref())?;
     // Every fuzz target for a short while (the long runs: `cargo xtask fuzz`).
     let targets: Vec<String> = fuzz::TARGETS.iter().map(|t| (*t).to_owned()).collect();
     fuzz::run(&targets, fuzz::SMOKE_SECONDS)?;

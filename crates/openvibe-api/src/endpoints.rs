@@ -475,7 +475,7 @@ pub const READYZ: Endpoint<(), Health> = Endpoint::get(
 .public();
 
 /// `GET /openapi.json`: This document.
-pub const OPENAPI: Endpoint<(), NoContent> =
+pub const OPENAPI: Endpoint<(), serde_json::Value> =
     Endpoint::get("/openapi.json", "openapi", "This document").public();
 
 /// `GET /v1/whoami`: Who the caller is (from its API key): tenant, principal, project, clearance and grants.

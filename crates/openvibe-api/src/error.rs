@@ -14,6 +14,9 @@ pub enum ErrorCode {
     MalformedRequest,
     /// 400: a value breaks a rule of the store (`field` names it).
     InvalidInput,
+    /// 422: the values are each well formed but disagree with each other,
+    /// by a rule no schema states (`field` names the one at fault).
+    InconsistentInput,
     /// 401: no API key, or an unknown one.
     Unauthenticated,
     /// 403: the policy refuses the caller (`reason` says which rule).
@@ -38,6 +41,7 @@ impl ErrorCode {
     pub fn status(self) -> u16 {
         match self {
             Self::MalformedRequest | Self::InvalidInput => 400,
+            Self::InconsistentInput => 422,
             Self::Unauthenticated => 401,
             Self::Forbidden => 403,
             Self::NotFound => 404,
@@ -149,6 +153,11 @@ impl ErrorBody {
                 body.error.field = Some(field.clone());
                 body.error.reason = Some(reason.clone());
             }
+            StoreError::Inconsistent { field, reason } => {
+                body = Self::new(ErrorCode::InconsistentInput, err.to_string());
+                body.error.field = Some(field.clone());
+                body.error.reason = Some(reason.clone());
+            }
             StoreError::Conflict { message, .. } => {
                 body = Self::new(ErrorCode::Conflict, message.clone());
             }
@@ -188,6 +197,10 @@ impl ErrorBody {
                 reason: e.reason.unwrap_or(e.message),
             },
             ErrorCode::InvalidInput => StoreError::InvalidInput {
+                field: or(e.field),
+                reason: e.reason.unwrap_or(e.message),
+            },
+            ErrorCode::InconsistentInput => StoreError::Inconsistent {
                 field: or(e.field),
                 reason: e.reason.unwrap_or(e.message),
             },

@@ -214,6 +214,9 @@ impl InMemoryGoalStore {
             ))
             .or_default();
         let next = stream.apply(r.mode, r.value, now);
+        if !next.value.is_finite() {
+            return Err(openvibe_protocols::total_out_of_range());
+        }
         r.seq = next.reports;
         r.total = next.value;
         *stream = next;

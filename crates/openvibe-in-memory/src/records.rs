@@ -258,7 +258,11 @@ impl InsightStore for InMemoryRecords<Insight> {
         // Read, change and write under one write lock: atomic.
         self.tables.modify(ctx, id, |insight, now| {
             insight.confidence = (insight.confidence + STRENGTHEN_STEP).min(1.0);
-            insight.evidence_count = insight.evidence_count.saturating_add(1);
+            // Saturating at PostgreSQL's bigint, as that backend does.
+            insight.evidence_count = insight
+                .evidence_count
+                .saturating_add(1)
+                .min(i64::MAX.unsigned_abs());
             insight.last_confirmed = Some(now);
             for episode in episode_ids {
                 if !insight.source_episode_ids.contains(episode) {

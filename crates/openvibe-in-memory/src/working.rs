@@ -801,10 +801,9 @@ impl PlanStateStore for InMemoryWorkingStore {
                 items.push(item);
                 Ok(None)
             }
-            Some(_) => Err(StoreError::invalid(
-                "key",
-                format!("`{key}` does not hold an array"),
-            )),
+            Some(_) => Err(StoreError::conflict(format!(
+                "key `{key}` does not hold an array"
+            ))),
         })?;
         Ok(())
     }
@@ -827,13 +826,13 @@ impl PlanStateStore for InMemoryWorkingStore {
             let current = match old {
                 None => 0,
                 Some(v) => v.as_i64().ok_or_else(|| {
-                    StoreError::invalid("key", format!("`{key}` does not hold an integer"))
+                    StoreError::conflict(format!("key `{key}` does not hold an integer"))
                 })?,
             };
             current
                 .checked_add(by)
                 .map(|sum| Some(Value::from(sum)))
-                .ok_or_else(|| StoreError::invalid("by", "the sum overflows a 64-bit integer"))
+                .ok_or_else(|| StoreError::conflict("by: the sum overflows a 64-bit integer"))
         })
         .cloned()
     }

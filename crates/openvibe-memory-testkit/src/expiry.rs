@@ -15,7 +15,7 @@ use openvibe_protocols::{
     KnowledgeQuery, NewKnowledge, Retention, Rights, Stores, store_time,
 };
 
-use crate::support::{episode, is_invalid, is_not_found, is_unauthorized};
+use crate::support::{episode, is_conflict, is_invalid, is_not_found, is_unauthorized};
 
 /// Sleep until `at` has passed (plus a little, for clock granularity).
 async fn wait_past(at: DateTime<Utc>) {
@@ -38,7 +38,7 @@ fn soon(ms: i64) -> DateTime<Utc> {
 /// Every kind that expires is visible until `expires_at` and invisible
 /// from then on, to every read (get, query, text search, counts); its id
 /// or upsert key can be stored again; an `expires_at` in the past is
-/// refused and writes nothing.
+/// refused (a conflict) and writes nothing.
 pub async fn expiry_hides_records_from_that_instant<F, Fut>(factory: F)
 where
     F: Fn() -> Fut,
@@ -51,14 +51,15 @@ where
     let admin = CallerContext::system().with_tenant("t1");
     let until = soon(900);
 
-    // A time not in the future is refused, and nothing is written.
+    // A time not in the future is refused (a conflict with the clock), and
+    // nothing is written.
     let past = Utc::now() - TimeDelta::seconds(1);
-    assert!(is_invalid(
+    assert!(is_conflict(
         s.facts
             .store(&me, Fact::new("stale", "stale words").expires_at(past))
             .await
     ));
-    assert!(is_invalid(
+    assert!(is_conflict(
         s.knowledge
             .store_knowledge(
                 &me,
@@ -301,7 +302,7 @@ where
         .unwrap();
     assert_eq!(updated.meta.expires_at, Some(limit));
     // A record whose retention has already run out is refused.
-    assert!(is_invalid(
+    assert!(is_conflict(
         s.facts
             .store(
                 &writer,

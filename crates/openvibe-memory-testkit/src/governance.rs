@@ -15,7 +15,7 @@ use openvibe_protocols::{
 use serde_json::json;
 
 use crate::model;
-use crate::support::{fact_ids, is_invalid, is_not_found, is_unauthorized, sys, t0};
+use crate::support::{fact_ids, is_conflict, is_invalid, is_not_found, is_unauthorized, sys, t0};
 
 /// L (the kernel) and C (the IDE) of seed 003, in tenant `t1` and project `project`.
 fn seed_003_actors(project: &str) -> (CallerContext, CallerContext) {
@@ -192,11 +192,12 @@ where
         .with_tenant("t1")
         .with_grants(only("team", Rights::READ));
     s.facts.store(&writer, fact("f1", "team")).await.unwrap();
-    // Moving it by naming another namespace is refused.
-    assert!(is_invalid(
+    // Moving it by naming another namespace is refused (a conflict with
+    // the stored record).
+    assert!(is_conflict(
         s.facts.store(&writer, fact("f1", "other")).await
     ));
-    assert!(is_invalid(
+    assert!(is_conflict(
         s.facts.update(&writer, fact("f1", "other")).await
     ));
     // The same owner with read-only rights can neither change nor delete.
@@ -1086,7 +1087,8 @@ where
     assert!(is_not_found(
         promote_fact(s.facts.as_ref(), audit, &bob, "f2", &Promotion::to_shared()).await
     ));
-    assert!(is_invalid(
+    // Already there: a conflict with where it lives.
+    assert!(is_conflict(
         promote_fact(s.facts.as_ref(), audit, &ann, "f2", &Promotion::to("ann")).await
     ));
     assert_eq!(

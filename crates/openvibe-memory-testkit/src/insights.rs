@@ -444,7 +444,8 @@ where
 
 /// `observe` creates the pattern an insight names by id exactly once when
 /// 8 observers see it at once, and strengthens it once for each other
-/// observer (evidence 8, no insight twice); an empty id is invalid and
+/// observer (evidence 8, no insight twice); an empty id is the pattern's
+/// own ([`Insight::pattern_id`]);
 /// another principal's insight under the id is refused; nothing changes on
 /// a refusal.
 pub async fn insight_observe_creates_each_pattern_once<F, Fut>(factory: F)
@@ -494,11 +495,21 @@ where
         .await
         .unwrap();
     assert_eq!(all.len(), 1, "no second insight for the same pattern");
-    assert!(is_invalid(
-        s.insights
-            .observe(&agent("cro"), Insight::new("", "cro", "anything new", 0.5))
-            .await
-    ));
+    // No id: the pattern's own, from the agent and the content.
+    let unnamed = s
+        .insights
+        .observe(&agent("cro"), Insight::new("", "cro", "anything new", 0.5))
+        .await
+        .unwrap();
+    assert!(unnamed.created);
+    assert_eq!(
+        unnamed.insight.id,
+        Insight::pattern_id("cro", "anything new")
+    );
+    s.insights
+        .delete(&agent("cro"), &unnamed.insight.id)
+        .await
+        .unwrap();
     assert!(is_unauthorized(
         s.insights
             .observe(

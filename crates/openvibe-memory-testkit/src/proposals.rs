@@ -174,7 +174,9 @@ where
         )
         .await
         .unwrap();
-    assert!(is_invalid(
+    // An escalation approved without the action to take: the stored
+    // proposal refuses it (a conflict).
+    assert!(is_conflict(
         s.proposals
             .decide(&person("ann"), "e1", &Verdict::approve("ok"))
             .await

@@ -194,7 +194,8 @@ where
             )
             .await
     ));
-    assert!(is_invalid(
+    // Not a member: a conflict with the space's members.
+    assert!(is_conflict(
         s.spaces
             .post(&cro(), "s1", SpaceMessage::text("x").to("agent:cfo"))
             .await

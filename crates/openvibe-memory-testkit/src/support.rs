@@ -62,7 +62,7 @@ pub(crate) fn is_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>) -> 
 }
 
 pub(crate) fn is_invalid<T: std::fmt::Debug>(result: Result<T, StoreError>) -> bool {
-    matches!(result, Err(StoreError::InvalidInput { .. }))
+    matches!(result, Err(e) if e.is_invalid_input())
 }
 
 /// Run futures concurrently (interleaved on the test's runtime).

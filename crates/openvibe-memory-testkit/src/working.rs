@@ -660,8 +660,8 @@ where
         &w.set_state(&alice(), p, "history", json!([]), Expect::Version(3))
             .await
     ));
-    assert!(is_invalid(
-        w.increment_state(&alice(), p, "history", 1).await
+    assert!(is_conflict(
+        &w.increment_state(&alice(), p, "history", 1).await
     ));
     let keys: Vec<String> = w
         .list_state(&alice(), p)
@@ -673,16 +673,19 @@ where
     assert_eq!(keys, vec!["history", "k"]);
     assert!(w.delete_state(&alice(), p, "history").await.unwrap());
     assert_eq!(w.get_state(&alice(), p, "history").await.unwrap(), None);
-    assert!(is_invalid(w.append_state(&alice(), p, "k", json!(1)).await));
+    // What a key holds refuses these: conflicts with its state.
+    assert!(is_conflict(
+        &w.append_state(&alice(), p, "k", json!(1)).await
+    ));
     let c = w.increment_state(&alice(), p, "count", 5).await.unwrap();
     assert_eq!(c.value, json!(5));
     let c = w.increment_state(&alice(), p, "count", -2).await.unwrap();
     assert_eq!((c.value, c.version), (json!(3), 2));
-    assert!(is_invalid(w.increment_state(&alice(), p, "k", 1).await));
+    assert!(is_conflict(&w.increment_state(&alice(), p, "k", 1).await));
     w.set_state(&alice(), p, "big", json!(i64::MAX), Expect::Any)
         .await
         .unwrap();
-    assert!(is_invalid(w.increment_state(&alice(), p, "big", 1).await));
+    assert!(is_conflict(&w.increment_state(&alice(), p, "big", 1).await));
     assert_eq!(
         w.get_state(&alice(), p, "big")
             .await

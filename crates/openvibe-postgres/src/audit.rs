@@ -199,8 +199,13 @@ async fn write_batch(
     entries: &[&AuditEntry],
 ) -> Result<(), StoreError> {
     let ctx = CallerContext::system().with_tenant(tenant);
+    // PostgreSQL text holds no NUL: an entry quoting one (a filter, a
+    // reason) is still recorded, with U+FFFD in its place.
     let text = |f: fn(&AuditEntry) -> Option<String>| -> Vec<Option<String>> {
-        entries.iter().map(|e| f(e)).collect()
+        entries
+            .iter()
+            .map(|e| f(e).map(|s| without_nul(&s)))
+            .collect()
     };
     let mut sql = Sql::new(
         "INSERT INTO audit_log (tenant_id, at, principal, operation, record_kind, namespace, \
@@ -225,7 +230,12 @@ async fn write_batch(
         .push("::text[], ")
         .bind(text(|e| e.record_id.clone()))
         .push("::text[], ")
-        .bind(text(|e| e.filters.as_ref().map(ToString::to_string)))
+        .bind(
+            entries
+                .iter()
+                .map(|e| e.filters.as_ref().map(|f| json_without_nul(f).to_string()))
+                .collect::<Vec<Option<String>>>(),
+        )
         .push("::text[], ")
         .bind(
             entries
@@ -248,6 +258,30 @@ async fn write_batch(
     let mut tx = begin(pool, &ctx).await?;
     sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
     tx.commit().await.map_err(store_error)
+}
+
+/// `text` with each NUL replaced by U+FFFD.
+fn without_nul(text: &str) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// `value` with each NUL in a string or key replaced by U+FFFD.
+fn json_without_nul(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(without_nul(s)),
+        Value::Array(items) => Value::Array(items.iter().map(json_without_nul).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (without_nul(k), json_without_nul(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// [`AuditLog`] on PostgreSQL: reads `audit_log` (and flushes the writer first).
@@ -457,8 +491,9 @@ impl AuditLog for PgAuditLog {
         check_chain_reader(ctx, "anchor the audit chain")?;
         self.writer.flush().await?;
         async {
-            let mut sql =
-                Sql::new("SELECT chain_seq, encode(hash, 'hex') AS hash FROM audit_log WHERE tenant_id = ");
+            let mut sql = Sql::new(
+                "SELECT chain_seq, encode(hash, 'hex') AS hash FROM audit_log WHERE tenant_id = ",
+            );
             // The head is the last linked entry (migration 0025).
             sql.bind(ctx.tenant_id().to_owned())
                 .push(" AND chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1");

@@ -483,7 +483,16 @@ impl PgGoalStore {
                 columns(REPORT_COLS, "")
             ));
         let mut tx = begin(&self.pool, ctx).await?;
-        if let Some(created) = fetch_optional::<MetricReport>(&mut tx, sql).await? {
+        let created = fetch_optional::<MetricReport>(&mut tx, sql)
+            .await
+            .map_err(|e| match e {
+                // float8 overflow (22003) in the running total.
+                StoreError::InvalidInput { reason, .. } if reason.contains("out of range") => {
+                    openvibe_protocols::total_out_of_range()
+                }
+                other => other,
+            })?;
+        if let Some(created) = created {
             tx.commit().await.map_err(store_error)?;
             return Ok(created);
         }

@@ -116,10 +116,9 @@ pub(crate) fn push_expiry(
 /// `Ok` unless `given` (an `expires_at` asked for) is not in the future.
 pub(crate) fn check_given_expiry(given: Option<DateTime<Utc>>) -> Result<(), StoreError> {
     match given {
-        Some(at) if at <= Utc::now() => Err(StoreError::invalid(
-            "expires_at",
-            format!("{at} is not in the future"),
-        )),
+        Some(at) if at <= Utc::now() => Err(StoreError::conflict(format!(
+            "expires_at: {at} is not in the future"
+        ))),
         _ => Ok(()),
     }
 }

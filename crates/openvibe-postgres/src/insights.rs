@@ -350,7 +350,7 @@ impl InsightStore for PgRecords<Insight> {
             let mut sql = Sql::new("UPDATE insights AS f SET confidence = least(f.confidence + ");
             sql.bind(STRENGTHEN_STEP)
                 .push(
-                    ", 1.0), evidence_count = f.evidence_count + 1, last_confirmed = now(), \
+                    ", 1.0), evidence_count = LEAST(f.evidence_count, 9223372036854775806) + 1, last_confirmed = now(), \
                      updated_at = now(), source_episode_ids = f.source_episode_ids || \
                      ARRAY(SELECT u.x FROM unnest(",
                 )

@@ -321,7 +321,7 @@ impl PlanStateStore for PgWorkingStore {
             if !one_trip(&self.pool, ctx, sql).await?.is_empty() {
                 return Ok(());
             }
-            let not_array = StoreError::invalid("key", format!("`{key}` does not hold an array"));
+            let not_array = StoreError::conflict(format!("key `{key}` does not hold an array"));
             Err(self.explain_state(ctx, plan_id, not_array).await)
         }
         .instrument(span("plan_state", "append", ctx))
@@ -355,17 +355,14 @@ impl PlanStateStore for PgWorkingStore {
         let key_owned = key.to_owned();
         let result = self
             .write_state(ctx, plan_id, sql, move || {
-                StoreError::invalid("key", format!("`{key_owned}` does not hold an integer"))
+                StoreError::conflict(format!("key `{key_owned}` does not hold an integer"))
             })
             .instrument(span("plan_state", "increment", ctx))
             .await;
         match result {
-            Err(StoreError::InvalidInput { field, reason }) if field == "record" => {
-                Err(StoreError::invalid(
-                    "by",
-                    format!("the sum overflows a 64-bit integer ({reason})"),
-                ))
-            }
+            Err(StoreError::InvalidInput { field, reason }) if field == "record" => Err(
+                StoreError::conflict(format!("by: the sum overflows a 64-bit integer ({reason})")),
+            ),
             other => other,
         }
     }

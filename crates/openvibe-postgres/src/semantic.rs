@@ -417,9 +417,8 @@ impl PgKnowledgeStore {
             let Some(embedder) = &self.embedder else {
                 return Err(at(
                     missing[0],
-                    StoreError::invalid(
-                        "embedding",
-                        "no embedding was given and the store has no embedder",
+                    StoreError::conflict(
+                        "embedding: no embedding was given and the store has no embedder",
                     ),
                 ));
             };

@@ -142,6 +142,15 @@ impl Objective {
     }
 }
 
+/// Whether an objective's problem (from [`Objective::problems`]) is a rule
+/// between fields: a duplicate key result id or metric, a target equal to
+/// its baseline, a key result due after its objective.
+pub(crate) fn is_cross_field(message: &str) -> bool {
+    message.contains("is also key_results[")
+        || message.contains("nothing to achieve")
+        || message.contains("after the objective's due date")
+}
+
 fn is_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64

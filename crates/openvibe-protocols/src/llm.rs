@@ -33,6 +33,7 @@ pub fn resolve_model(name: &str) -> &str {
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum MessageRole {
     /// The user (or the tool results returned on the user's behalf).
@@ -44,6 +45,7 @@ pub enum MessageRole {
 /// One block of message content, in the shape of the Anthropic Messages API
 /// (`{"type": "text", ...}`, `{"type": "tool_use", ...}`, `{"type": "tool_result", ...}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// Plain text.
@@ -81,6 +83,7 @@ impl ContentBlock {
 
 /// The content of a message: plain text or a list of blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum MessageContent {
     /// Plain text.
@@ -91,6 +94,7 @@ pub enum MessageContent {
 
 /// One turn of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Message {
     /// Who wrote it.
     pub role: MessageRole,
@@ -144,6 +148,7 @@ fn join_text(blocks: &[ContentBlock]) -> String {
 
 /// A tool the model may call: what the provider is told about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolDefinition {
     /// Unique name within one request.
     pub name: String,
@@ -155,6 +160,7 @@ pub struct ToolDefinition {
 
 /// How the model may use the tools it was given.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolChoice {
     /// The model decides (the default when tools are given).
@@ -172,6 +178,7 @@ pub enum ToolChoice {
 
 /// One call to a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LlmRequest {
     /// The system prompt (may be empty).
     pub system: String,
@@ -270,6 +277,7 @@ impl LlmRequest {
 
 /// A tool call requested by the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolCall {
     /// Provider-assigned id.
     pub id: String,
@@ -281,6 +289,7 @@ pub struct ToolCall {
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The model finished its answer.
@@ -299,6 +308,7 @@ pub enum StopReason {
 
 /// The model's answer to one [`LlmRequest`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LlmResponse {
     /// The text of the answer (text blocks joined).
     pub content: String,

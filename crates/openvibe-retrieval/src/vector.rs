@@ -31,9 +31,33 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
         nb += y * y;
     }
     if na == 0.0 || nb == 0.0 {
+        return 0.0;
+    }
+    let similarity = dot / (na.sqrt() * nb.sqrt());
+    if similarity.is_finite() {
+        similarity
+    } else {
+        // Values near `f32::MAX` overflow the single-precision sums: the
+        // same in double precision, where they cannot.
+        cosine_f64(a, b)
+    }
+}
+
+/// [`cosine`] accumulated in `f64` (the slow path for huge values).
+fn cosine_f64(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
         0.0
     } else {
-        dot / (na.sqrt() * nb.sqrt())
+        #[allow(clippy::cast_possible_truncation)]
+        let similarity = (dot / (na.sqrt() * nb.sqrt())) as f32;
+        similarity
     }
 }
 
@@ -46,6 +70,10 @@ mod tests {
         assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
         assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+        // Huge values overflow single precision, not the answer.
+        let huge = [3.0e38f32, -3.0e38, 1.0e38];
+        assert!((cosine(&huge, &huge) - 1.0).abs() < 1e-6);
+        assert!((cosine(&huge, &[-3.0e38, 3.0e38, -1.0e38]) + 1.0).abs() < 1e-6);
         // Lanes and remainder agree with the plain definition.
         let a: Vec<f32> = (0..387).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
         let b: Vec<f32> = (0..387).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();

@@ -39,6 +39,11 @@ impl Access {
         }
     }
 
+    /// Development mode: no API key is asked for.
+    pub fn is_open(&self) -> bool {
+        matches!(self, Self::Open { .. })
+    }
+
     /// The caller context of a request with these headers (the caller's
     /// stated project kept only where its key's projects allow it).
     pub fn authenticate(
@@ -57,16 +62,7 @@ impl Access {
         authorization: Option<&str>,
         caller: Option<&str>,
     ) -> Result<(CallerContext, Projects), Failure> {
-        let stated = caller
-            .map(|value| {
-                Caller::from_header(value).map_err(|e| {
-                    Failure::body(ErrorBody::malformed(
-                        format!("header:{CALLER_HEADER}"),
-                        format!("the {CALLER_HEADER} header is not a caller: {e}"),
-                    ))
-                })
-            })
-            .transpose()?;
+        let stated = caller.map(stated_caller).transpose()?;
         match self {
             Self::Open { tenant } => Ok((
                 match stated {
@@ -182,4 +178,22 @@ impl Access {
             .map_err(Failure::from)?;
         Ok((ctx, projects))
     }
+}
+
+/// The caller a header states: JSON checked against the document's
+/// `Caller` schema ([`crate::contract`]), then read. The header is a
+/// credential (the document's `caller` security scheme): one that does not
+/// read as a caller is 401, like an unknown key.
+fn stated_caller(value: &str) -> Result<Caller, Failure> {
+    let unreadable = |e: &dyn std::fmt::Display| {
+        Failure::new(
+            ErrorCode::Unauthenticated,
+            format!("the {CALLER_HEADER} header is not a caller: {e}"),
+        )
+    };
+    let mut json: serde_json::Value = serde_json::from_str(value).map_err(|e| unreadable(&e))?;
+    crate::contract::integral(&mut json);
+    crate::contract::check(crate::contract::Part::Caller, "", "", &json)
+        .map_err(|f| unreadable(&f.error_body().error.message))?;
+    serde_json::from_value(json).map_err(|e| unreadable(&e))
 }

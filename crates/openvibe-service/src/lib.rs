@@ -34,6 +34,7 @@
 mod access;
 mod auth;
 mod console;
+mod contract;
 mod edges;
 mod error;
 mod extract;
@@ -41,6 +42,7 @@ pub mod mcp;
 mod middleware;
 mod openapi;
 mod routes;
+mod rules;
 mod state;
 
 use std::future::Future;
@@ -54,7 +56,7 @@ use openvibe_protocols::Stores;
 pub use access::Access;
 pub use console::CONSOLE_PATH;
 pub use error::Failure;
-pub use openapi::openapi_document;
+pub use openapi::{DATE_TIME_PATTERN, development_document, openapi_document};
 pub use routes::MCP_PATH;
 
 /// A readiness check: `Ok` when the backing database answers.
@@ -97,10 +99,12 @@ impl Default for ServiceConfig {
     }
 }
 
-/// The default body limit: 2 MiB (a record's JSON is at most 1 MB,
-/// [`MAX_JSON_BYTES`](openvibe_protocols::MAX_JSON_BYTES), plus room
-/// for its other fields).
-pub const DEFAULT_BODY_LIMIT: usize = 2 * 1024 * 1024;
+/// The default body limit: 16 MiB. A record's content and JSON are at
+/// most 1 MB ([`MAX_JSON_BYTES`](openvibe_protocols::MAX_JSON_BYTES)), and
+/// the document allows 1,000,000 characters, which JSON may escape as
+/// `\uXXXX` pairs (12 bytes a character): every body the document allows
+/// fits, so a 413 never answers a valid request.
+pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 /// The memory service: stores, how callers are authenticated, limits.
 #[derive(Clone)]

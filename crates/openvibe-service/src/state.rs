@@ -14,6 +14,9 @@ pub(crate) struct AppState {
     pub(crate) ready: Readiness,
     /// The cognitive loop of this process, when it runs one.
     pub(crate) inbox: Option<std::sync::Arc<dyn openvibe_protocols::EventInbox>>,
+    /// The longest a long poll (`wait_ms`) waits here: under the
+    /// request's time limit, so that a valid wait never times out.
+    pub(crate) max_wait: std::time::Duration,
     /// The console's sessions.
     pub(crate) console: std::sync::Arc<crate::console::Sessions>,
 }

@@ -97,10 +97,14 @@ pub(super) async fn nearest(
     for row in &rows {
         let id: String = col(row, "id")?;
         let distance: f64 = col(row, "distance")?;
-        scored.push((
-            rank_key(col(row, "created_at")?, &id),
-            (1.0 - distance) as f32,
-        ));
+        // Vectors near `f32::MAX` overflow pgvector's sums (NaN): no
+        // similarity, as for a zero vector.
+        let score = if distance.is_finite() {
+            (1.0 - distance) as f32
+        } else {
+            0.0
+        };
+        scored.push((rank_key(col(row, "created_at")?, &id), score));
         if records {
             found.insert(id, super::decode(row)?);
         }

@@ -362,7 +362,7 @@ pub fn validate_belief(b: &Belief) -> Result<(), StoreError> {
     if let Some(old) = &b.supersedes {
         super::validate_record_id(old)?;
         if !b.id.is_empty() && old == &b.id {
-            return Err(StoreError::invalid(
+            return Err(StoreError::inconsistent(
                 "supersedes",
                 "a belief does not supersede itself",
             ));

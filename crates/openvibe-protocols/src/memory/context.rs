@@ -541,7 +541,8 @@ impl CallerContext {
                      which is not in the future (created {created_at})"
                 )
             };
-            return Err(StoreError::invalid("expires_at", why));
+            // The clock refuses it, not the input's shape: a conflict.
+            return Err(StoreError::conflict(format!("expires_at: {why}")));
         }
         Ok(at)
     }

@@ -38,6 +38,16 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// Each value is well formed but they disagree with each other (a key
+    /// result whose target is its baseline, two key results with one id):
+    /// a rule between fields that no schema of the wire can state, so the
+    /// service answers it with 422 rather than 400. Nothing was written.
+    Inconsistent {
+        /// The field at fault.
+        field: String,
+        /// What it disagrees with.
+        reason: String,
+    },
     /// The write collides with existing data (a unique key, a stale version);
     /// nothing was written. Retrying the same call fails the same way: reload first.
     Conflict {
@@ -99,6 +109,20 @@ impl StoreError {
         }
     }
 
+    /// Shorthand for [`StoreError::Inconsistent`].
+    pub fn inconsistent(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Inconsistent {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether the input was refused, malformed or inconsistent
+    /// ([`StoreError::InvalidInput`] or [`StoreError::Inconsistent`]).
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(self, Self::InvalidInput { .. } | Self::Inconsistent { .. })
+    }
+
     /// A [`StoreError::Conflict`] without a source.
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::Conflict {
@@ -131,6 +155,7 @@ impl std::fmt::Display for StoreError {
                 reason,
             } => write!(f, "{principal} may not {operation}: {reason}"),
             Self::InvalidInput { field, reason } => write!(f, "invalid {field}: {reason}"),
+            Self::Inconsistent { field, reason } => write!(f, "inconsistent {field}: {reason}"),
             Self::Conflict { message, .. } => write!(f, "conflict: {message}"),
             Self::Timeout { message, .. } => write!(f, "timed out: {message}"),
             Self::Backend { message, .. } => write!(f, "memory backend error: {message}"),
@@ -177,6 +202,16 @@ impl PartialEq for StoreError {
                     reason: b,
                 },
                 Self::InvalidInput {
+                    field: c,
+                    reason: d,
+                },
+            )
+            | (
+                Self::Inconsistent {
+                    field: a,
+                    reason: b,
+                },
+                Self::Inconsistent {
                     field: c,
                     reason: d,
                 },

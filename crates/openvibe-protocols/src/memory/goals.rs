@@ -264,7 +264,7 @@ pub fn validate_initiatives(
         check_reason(&at("description"), &initiative.description)?;
         for kr in &initiative.key_results {
             if !objective.key_results.iter().any(|k| &k.id == kr) {
-                return Err(StoreError::invalid(
+                return Err(StoreError::inconsistent(
                     at("key_results"),
                     format!("`{kr}` is not a key result of objective `{}`", objective.id),
                 ));
@@ -302,7 +302,14 @@ fn check_reason(field: &str, text: &str) -> Result<(), StoreError> {
 /// labels are bounded.
 pub fn validate_goal(goal: &Goal) -> Result<(), StoreError> {
     if let Some((field, message)) = goal.objective.problems().into_iter().next() {
-        return Err(StoreError::invalid(format!("objective.{field}"), message));
+        let field = format!("objective.{field}");
+        // Rules between key results, or between a key result and the
+        // objective: inconsistent, not malformed.
+        return Err(if crate::goal::is_cross_field(&message) {
+            StoreError::inconsistent(field, message)
+        } else {
+            StoreError::invalid(field, message)
+        });
     }
     super::validate_record_id(goal.id())?;
     super::check_label("objective.owner", &goal.objective.owner)?;
@@ -805,6 +812,12 @@ pub struct MetricValue {
     /// When the last one was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// The refusal of a report whose running total would leave the range of a
+/// 64-bit float: the stream's state refuses it (a conflict), not the value.
+pub fn total_out_of_range() -> StoreError {
+    StoreError::conflict("value: the metric's total would leave the range of a number")
 }
 
 impl MetricValue {

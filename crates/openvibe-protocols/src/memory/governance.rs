@@ -379,13 +379,11 @@ pub fn check_fixed_namespace(
     if requested.is_empty() || requested == current {
         Ok(())
     } else {
-        Err(crate::StoreError::invalid(
-            "namespace",
-            format!(
-                "{kind} {id} lives in namespace `{current}`, not `{requested}`: a record's \
-                 namespace is fixed when it is created (promote it to move it)"
-            ),
-        ))
+        // The stored record's state refuses it, not the input's shape.
+        Err(crate::StoreError::conflict(format!(
+            "namespace: {kind} {id} lives in namespace `{current}`, not `{requested}`: a \
+             record's namespace is fixed when it is created (promote it to move it)"
+        )))
     }
 }
 

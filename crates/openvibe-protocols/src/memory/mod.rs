@@ -69,8 +69,8 @@ pub use goals::{
     MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE,
     MAX_TITLE_CHARS, METRIC_KIND, MetricMode, MetricOutput, MetricReport, MetricValue,
     PRIORITIES_KIND, Priorities, Priority, ReportQuery, goal_page, objective_fingerprint,
-    report_page, stream_conflict, validate_goal, validate_initiatives, validate_metric_report,
-    validate_priorities,
+    report_page, stream_conflict, total_out_of_range, validate_goal, validate_initiatives,
+    validate_metric_report, validate_priorities,
 };
 pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,

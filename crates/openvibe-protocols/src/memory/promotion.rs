@@ -355,14 +355,14 @@ async fn write_copy(
     } else {
         ctx
     };
-    if promotion.to.is_empty() || promotion.to == meta.namespace {
-        return Err(StoreError::invalid(
-            "to",
-            format!(
-                "{kind} {id} already lives in namespace `{}`",
-                meta.namespace
-            ),
-        ));
+    if promotion.to.is_empty() {
+        return Err(StoreError::invalid("to", "must name a namespace"));
+    }
+    if promotion.to == meta.namespace {
+        return Err(StoreError::conflict(format!(
+            "to: {kind} {id} already lives in namespace `{}`",
+            meta.namespace
+        )));
     }
     if promotion.mode == PromoteMode::Move {
         // A refused move changes nothing: check the delete right first.

@@ -303,16 +303,16 @@ impl Proposal {
         let mut next = self.clone();
         if verdict.approve {
             match (&self.action, &verdict.action) {
+                // What the stored proposal is refuses these: conflicts.
                 (None, None) => {
-                    return Err(StoreError::invalid(
-                        "action",
-                        "approving an escalation needs the action to take",
+                    return Err(StoreError::conflict(
+                        "action: approving an escalation needs the action to take",
                     ));
                 }
                 (Some(proposed), Some(given)) if proposed != given => {
-                    return Err(StoreError::invalid(
-                        "action",
-                        "an approval may not change the proposed action (reject it and propose another)",
+                    return Err(StoreError::conflict(
+                        "action: an approval may not change the proposed action (reject it and \
+                         propose another)",
                     ));
                 }
                 (None, Some(given)) => next.action = Some(given.clone()),
@@ -697,7 +697,7 @@ pub fn validate_proposal(p: &Proposal) -> Result<(), StoreError> {
     super::check_text("summary", &p.summary)?;
     match (p.outcome, &p.action) {
         (Outcome::Propose, None) => {
-            return Err(StoreError::invalid(
+            return Err(StoreError::inconsistent(
                 "action",
                 "a proposal to act needs its action (escalate otherwise)",
             ));
@@ -715,7 +715,7 @@ pub fn validate_proposal(p: &Proposal) -> Result<(), StoreError> {
         if matches!(&action.target, crate::ActionTarget::Tool { tool } if tool == ADOPT_BELIEF_TOOL)
             && p.belief_id().is_none()
         {
-            return Err(StoreError::invalid(
+            return Err(StoreError::inconsistent(
                 "action",
                 "`openvibe.adopt_belief` is reserved to a belief's own proposal (bp_<belief id>, from the learn step)",
             ));
@@ -727,7 +727,7 @@ pub fn validate_proposal(p: &Proposal) -> Result<(), StoreError> {
     if let Some(decision) = &p.decision
         && decision.role_id != p.role_id
     {
-        return Err(StoreError::invalid(
+        return Err(StoreError::inconsistent(
             "decision",
             "the decision is another role's",
         ));

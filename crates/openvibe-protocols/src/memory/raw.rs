@@ -175,7 +175,7 @@ pub fn raw_page(mut calls: Vec<RawCall>, limit: usize) -> Page<RawCall> {
 pub struct RawRetention {
     /// Calls older than this go.
     #[serde(default, with = "secs_opt", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<u64>"))]
     pub max_age: Option<Duration>,
     /// Only the newest this many calls of the agent stay.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -375,10 +375,10 @@ pub async fn resolve_embedding(
             .pop()
             .unwrap_or_default(),
         (None, Some(_), None) => {
-            return Err(StoreError::invalid(
-                field,
-                "no embedding was given and the store has no embedder",
-            ));
+            // The store's configuration refuses it: a conflict.
+            return Err(StoreError::conflict(format!(
+                "{field}: no embedding was given and the store has no embedder"
+            )));
         }
         (None, None, _) => {
             return Err(StoreError::invalid(

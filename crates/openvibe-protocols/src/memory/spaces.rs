@@ -317,10 +317,11 @@ impl Space {
             let mut out: Vec<String> = Vec::with_capacity(to.len());
             for p in to {
                 if self.find_member(p).is_none() {
-                    return Err(StoreError::invalid(
-                        "to",
-                        format!("`{p}` is not a member of space {}", self.id),
-                    ));
+                    // The space's members refuse it: a conflict with its state.
+                    return Err(StoreError::conflict(format!(
+                        "to: `{p}` is not a member of space {}",
+                        self.id
+                    )));
                 }
                 if !out.contains(p) {
                     out.push(p.clone());
@@ -347,13 +348,10 @@ impl Space {
             .map(|m| m.principal.clone())
             .collect();
         if people.is_empty() {
-            return Err(StoreError::invalid(
-                "domain",
-                format!(
-                    "no member of space {} owns `{domain}` and it has no people to escalate to",
-                    self.id
-                ),
-            ));
+            return Err(StoreError::conflict(format!(
+                "domain: no member of space {} owns `{domain}` and it has no people to escalate to",
+                self.id
+            )));
         }
         Ok((people, true))
     }

@@ -188,11 +188,10 @@ where
     C: Future<Output = Result<Insight, StoreError>>,
     S: Future<Output = Result<Insight, StoreError>>,
 {
+    let mut insight = insight;
     if insight.id.trim().is_empty() {
-        return Err(StoreError::invalid(
-            "id",
-            "an observed insight names its pattern by id (see Insight::pattern_id)",
-        ));
+        // No id: the pattern's own, from its agent and content.
+        insight.id = Insight::pattern_id(&insight.agent_id, &insight.content);
     }
     let (id, episodes) = (insight.id.clone(), insight.source_episode_ids.clone());
     match create(insight).await {

@@ -255,8 +255,8 @@ pub async fn embed_checked(
 /// The refusal of [`RecordVectors::embed_pending`] by a store without an
 /// embedder.
 pub fn no_embedder() -> StoreError {
-    StoreError::invalid(
-        "embedder",
+    // The store's configuration refuses it: a conflict, not bad input.
+    StoreError::conflict(
         "the store has no embedder, so it keeps no record vectors: configure one \
          (`PgStores::with_embedder`, `in_memory_stores_with_embedder`)",
     )

@@ -51,6 +51,10 @@ pub(crate) fn router(service: Service) -> Router {
         access,
         ready,
         inbox,
+        // A long poll answers before the request's time limit.
+        max_wait: config
+            .request_timeout
+            .saturating_sub(std::time::Duration::from_secs(2)),
         console: Arc::new(crate::console::Sessions::new(
             config.console_idle_timeout,
             config.console_secure_cookies,

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use super::api::{Answer, Api, not_found};
 use crate::auth::Ctx;
 use crate::error::Failure;
-use crate::extract::{Body, Record};
+use crate::extract::Body;
 use crate::state::AppState;
 
 /// A record kind the routes serve: its rows of the table, and its bodies
@@ -59,7 +59,7 @@ fn revisable_routes<R: Served + RevisableEndpoints>(api: Api) -> Api {
 async fn store<R: Served>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(record): Record<R>,
+    Body(record): Body<R>,
 ) -> Answer<R> {
     Ok(Json(s.stores.records::<R>().store(&ctx, record).await?))
 }
@@ -87,7 +87,7 @@ async fn delete<R: Served>(
 async fn query<R: Served>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(q): Record<R::Query>,
+    Body(q): Body<R::Query>,
 ) -> Answer<Vec<R>> {
     Ok(Json(s.stores.records::<R>().query(&ctx, &q).await?))
 }
@@ -96,7 +96,7 @@ async fn update<R: Served + RevisableEndpoints>(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
-    Record(record): Record<R>,
+    Body(record): Body<R>,
 ) -> Answer<R> {
     same_id(&id, record.record_id())?;
     Ok(Json(s.stores.revisable::<R>().update(&ctx, record).await?))
@@ -208,7 +208,7 @@ async fn observe_insight(
 async fn store_knowledge(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(k): Record<NewKnowledge>,
+    Body(k): Body<NewKnowledge>,
 ) -> Answer<Knowledge> {
     Ok(Json(s.stores.knowledge.store_knowledge(&ctx, k).await?))
 }
@@ -216,7 +216,7 @@ async fn store_knowledge(
 async fn query_knowledge(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(q): Record<KnowledgeQuery>,
+    Body(q): Body<KnowledgeQuery>,
 ) -> Answer<Vec<KnowledgeHit>> {
     Ok(Json(s.stores.knowledge.query_knowledge(&ctx, &q).await?))
 }
@@ -247,15 +247,15 @@ async fn delete_knowledge(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// A body's id must match the path's.
+/// A body's id must match the path's: another is a conflict (409), not
+/// malformed input, since no schema can say that two places agree.
 fn same_id(path: &str, body: &str) -> Result<(), Failure> {
     if path == body {
         Ok(())
     } else {
-        Err(openvibe_protocols::StoreError::invalid(
-            "id",
-            format!("the body's id `{body}` is not the path's `{path}`"),
-        )
+        Err(openvibe_protocols::StoreError::conflict(format!(
+            "the body's id `{body}` is not the path's `{path}`"
+        ))
         .into())
     }
 }

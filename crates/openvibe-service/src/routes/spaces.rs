@@ -73,8 +73,10 @@ async fn read(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
-    Body(q): Body<MessageQuery>,
+    Body(mut q): Body<MessageQuery>,
 ) -> Answer<Vec<SpaceMessage>> {
+    let max_wait = u64::try_from(s.max_wait.as_millis()).unwrap_or(u64::MAX);
+    q.wait_ms = q.wait_ms.min(max_wait);
     Ok(Json(s.stores.spaces.messages(&ctx, &id, &q).await?))
 }
 

@@ -16,7 +16,7 @@ use openvibe_protocols::{
 use super::api::Api;
 use crate::auth::Ctx;
 use crate::error::Failure;
-use crate::extract::{Body, Record};
+use crate::extract::Body;
 use crate::state::AppState;
 
 pub(super) fn routes(api: Api) -> Api {
@@ -69,14 +69,20 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     }
 }
 
-async fn openapi() -> Json<serde_json::Value> {
-    Json(crate::openapi::openapi_document())
+async fn openapi(State(s): State<AppState>) -> Json<serde_json::Value> {
+    let doc = if s.access.is_open() {
+        crate::openapi::development_document()
+    } else {
+        crate::openapi::openapi_document()
+    };
+    let (_, dimensions) = s.stores.knowledge.embedding_model();
+    Json(crate::openapi::with_model(doc, dimensions))
 }
 
 async fn append_audit(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(entry): Record<AuditEntry>,
+    Body(entry): Body<AuditEntry>,
 ) -> Result<StatusCode, Failure> {
     s.stores.audit.append(&ctx, entry).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -85,7 +91,7 @@ async fn append_audit(
 async fn query_audit(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(query): Record<AuditQuery>,
+    Body(query): Body<AuditQuery>,
 ) -> Result<Json<Vec<AuditEntry>>, Failure> {
     Ok(Json(s.stores.audit.query(&ctx, &query).await?))
 }

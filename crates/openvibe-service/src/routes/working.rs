@@ -13,7 +13,7 @@ use openvibe_protocols::{
 use super::api::{Answer, Api, not_found};
 use crate::auth::Ctx;
 use crate::error::Failure;
-use crate::extract::{Body, Params, Record};
+use crate::extract::{Body, Params};
 use crate::state::AppState;
 
 pub(super) fn routes(api: Api) -> Api {
@@ -51,7 +51,7 @@ pub(super) fn routes(api: Api) -> Api {
 async fn create_session(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(b): Record<NewSession>,
+    Body(b): Body<NewSession>,
 ) -> Answer<Session> {
     Ok(Json(s.stores.working.create_session(&ctx, b).await?))
 }
@@ -84,7 +84,7 @@ async fn delete_session(
 async fn create_plan(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(b): Record<NewPlan>,
+    Body(b): Body<NewPlan>,
 ) -> Answer<Plan> {
     Ok(Json(s.stores.working.create_plan(&ctx, b).await?))
 }
@@ -110,7 +110,7 @@ async fn update_plan(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
     Path(id): Path<String>,
-    Record(b): Record<PlanUpdate>,
+    Body(b): Body<PlanUpdate>,
 ) -> Answer<Plan> {
     Ok(Json(s.stores.working.update_plan(&ctx, &id, b).await?))
 }
@@ -126,7 +126,7 @@ async fn delete_plan(
 async fn store_task_context(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(b): Record<TaskContext>,
+    Body(b): Body<TaskContext>,
 ) -> Answer<TaskContext> {
     Ok(Json(s.stores.working.store_task_context(&ctx, b).await?))
 }
@@ -161,7 +161,7 @@ async fn get_task_by_subtask(
 async fn store_plan_context(
     State(s): State<AppState>,
     Ctx(ctx): Ctx,
-    Record(b): Record<PlanContext>,
+    Body(b): Body<PlanContext>,
 ) -> Answer<PlanContext> {
     Ok(Json(s.stores.working.store_plan_context(&ctx, b).await?))
 }

@@ -44,11 +44,9 @@ pub struct RawCall {
     /// The model asked for (before alias resolution).
     pub model: String,
     /// The request as the wrapper sent it (soul and memories included).
-    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
     pub request: LlmRequest,
     /// The response (`None` when the call failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
     pub response: Option<LlmResponse>,
     /// The error of a failed call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
