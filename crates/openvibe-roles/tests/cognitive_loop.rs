@@ -431,6 +431,6 @@ async fn the_belief_tool_is_reserved_to_the_learn_step() {
             .proposals
             .create(&role.proposal_context(), proposal)
             .await,
-        Err(openvibe_protocols::StoreError::InvalidInput { .. })
+        Err(openvibe_protocols::StoreError::Inconsistent { .. })
     ));
 }

@@ -371,10 +371,7 @@ async fn an_escalation_runs_the_action_the_person_chose() {
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            no_action,
-            openvibe_protocols::StoreError::InvalidInput { .. }
-        ),
+        matches!(no_action, openvibe_protocols::StoreError::Conflict { .. }),
         "{no_action:?}"
     );
     let chosen = Action::tool("give_discount", "apply_discount", json!({"pct": 5}));

@@ -1057,7 +1057,7 @@ mod tests {
         }];
         assert!(matches!(
             goal.decompose_as(&ctx, &fp, &bad, now),
-            Err(StoreError::InvalidInput { .. })
+            Err(StoreError::Inconsistent { .. })
         ));
         let other = CallerContext::agent("cmo");
         assert!(goal.decompose_as(&other, &fp, &initiatives, now).is_err());
