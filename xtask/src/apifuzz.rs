@@ -200,8 +200,9 @@ fn fuzz(
         "    {} in {:.0?}",
         summary
             .iter()
-            .find(|l| l.contains("generated"))
-            .map_or("", |l| l.trim()),
+            .map(|l| l.trim())
+            .find(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(" generated"))
+            .unwrap_or(""),
         started.elapsed()
     );
     if status.success() {
