@@ -78,7 +78,7 @@ pub(crate) fn check(part: Part, method: &str, path: &str, value: &Value) -> Resu
     | jsonschema::error::ValidationErrorKind::UnevaluatedProperties { unexpected } = error.kind()
         && let Some(first) = unexpected.first()
     {
-        location = format!("{location}/{}", first.replace('~', "~0").replace('/', "~1"));
+        location = format!("{location}/{}", pointer_token(first));
     }
     // The validator quotes the value: a long one is not repeated back.
     let mut error = error.to_string();
@@ -129,11 +129,7 @@ fn validator(part: Part, method: &str, path: &str) -> Option<Arc<Validator>> {
 
 fn compile(contract: &Contract, part: Part, method: &str, path: &str) -> Option<Validator> {
     // A JSON pointer in a URI fragment: `{` and `}` percent-encoded.
-    let escaped = path
-        .replace('~', "~0")
-        .replace('/', "~1")
-        .replace('{', "%7B")
-        .replace('}', "%7D");
+    let escaped = pointer_token(path).replace('{', "%7B").replace('}', "%7D");
     let operation = format!("/paths/{escaped}/{method}");
     let schema = match part {
         Part::Body => {
@@ -150,6 +146,11 @@ fn compile(contract: &Contract, part: Part, method: &str, path: &str) -> Option<
         .build(&schema)
         .map_err(|e| tracing::error!("the schema of {method} {path} does not compile: {e}"))
         .ok()
+}
+
+/// `text` as one token of a JSON pointer (RFC 6901: `~` and `/` escaped).
+pub(crate) fn pointer_token(text: &str) -> String {
+    text.replace('~', "~0").replace('/', "~1")
 }
 
 /// A fragment's pointer as a plain JSON pointer.
@@ -189,16 +190,17 @@ fn query_schema(contract: &Contract, operation: &str) -> Option<Value> {
 /// parameter's schema says (an integer, a number, a boolean, or text): a
 /// value that does not read so stays text, for the schema to refuse.
 pub(crate) fn query_object(method: &str, path: &str, query: &str) -> Value {
-    let types = contract()
+    // Borrowed from the document, which lives as long as the process.
+    let types: &[Value] = contract()
         .and_then(|c| {
-            let escaped = path.replace('~', "~0").replace('/', "~1");
             let pointer = format!(
-                "/paths/{escaped}/{}/parameters",
+                "/paths/{}/{}/parameters",
+                pointer_token(path),
                 method.to_ascii_lowercase()
             );
-            c.document.pointer(&pointer)?.as_array().cloned()
+            c.document.pointer(&pointer)?.as_array()
         })
-        .unwrap_or_default();
+        .map_or(&[], Vec::as_slice);
     let type_of = |name: &str| -> Vec<String> {
         types
             .iter()

@@ -87,7 +87,7 @@ fn pointer(path: &serde_path_to_error::Path) -> String {
         match segment {
             Segment::Seq { index } => out.push_str(&index.to_string()),
             Segment::Map { key } | Segment::Enum { variant: key } => {
-                out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                out.push_str(&contract::pointer_token(key));
             }
             Segment::Unknown => out.push('?'),
         }
