@@ -1,7 +1,7 @@
 //! Request and response bodies that are not protocol types themselves.
 
 use openvibe_protocols::promotion::PromoteMode;
-use openvibe_protocols::{Expect, Insight, RawCall, RawRetention};
+use openvibe_protocols::{ErasureSubject, Expect, Insight, RawCall, RawRetention};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -140,6 +140,36 @@ pub struct DeleteExpired {
     /// At most this many records (500 by default).
     #[serde(default = "batch")]
     pub batch: usize,
+}
+
+/// Delete one batch of the records about a subject (see
+/// `NamespaceAdmin::erase`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Erase {
+    /// Whom or what.
+    pub subject: ErasureSubject,
+    /// At most this many records (500 by default).
+    #[serde(default = "batch")]
+    pub batch: usize,
+}
+
+/// Redact the audit entries quoting a subject (see `AuditLog::redact`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedactAudit {
+    /// Whom or what.
+    pub subject: ErasureSubject,
+    /// Only count the entries.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// How many audit entries were (or would be) redacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Redacted {
+    /// The number of entries.
+    pub redacted: u64,
 }
 
 /// Which records' vectors to read (see `RecordVectors::vectors`).

@@ -24,22 +24,23 @@ use std::marker::PhantomData;
 
 use openvibe_protocols::{
     Accepted, AuditEntry, AuditQuery, Belief, BeliefQuery, ChainHead, ChainReport, DecisionEvent,
-    Episode, EpisodeQuery, Fact, FactQuery, Goal, GoalProgress, GoalQuery, Insight, InsightQuery,
-    Knowledge, KnowledgeHit, KnowledgeQuery, LoopTrace, MetricReport, NamespaceCount, NewKnowledge,
-    NewPlan, NewSession, Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate,
-    Priorities, Proposal, ProposalQuery, RawCall, RawCallQuery, RecordVector, ReportQuery,
-    RevisableRecord, Session, SessionDeleted, SessionQuery, Space, SpaceMessage, SpaceQuery,
-    StateEntry, StoreError, StoredRecord, TaskContext, VectorStatus, Verdict, VerifyChain,
+    Episode, EpisodeQuery, ErasureCount, ErasureSubject, Fact, FactQuery, Goal, GoalProgress,
+    GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery, LoopTrace,
+    MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
+    PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery, RawCall,
+    RawCallQuery, RecordVector, ReportQuery, RevisableRecord, Session, SessionDeleted,
+    SessionQuery, Space, SpaceMessage, SpaceQuery, StateEntry, StoreError, StoredRecord,
+    TaskContext, VectorStatus, Verdict, VerifyChain,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::Caller;
 use crate::dto::{
     Ack, AppendRaw, AtomicAppend, AtomicIncrement, Cursor, Decompose, DeleteExpired, Deleted,
-    DeletedCount, EmbedPending, Embedded, EmbeddingModel, ExpireProposals, ExpiredCount,
+    DeletedCount, EmbedPending, Embedded, EmbeddingModel, Erase, ExpireProposals, ExpiredCount,
     FinishProposal, Health, MaybeInsight, MoveNamespace, Moved, PostMessages, PrioritiesOf,
-    Promote, PruneRaw, RetireBelief, SearchMemory, SetState, SimilarInsight, Strengthen, Touch,
-    Touched, VectorLookup,
+    Promote, PruneRaw, RedactAudit, Redacted, RetireBelief, SearchMemory, SetState, SimilarInsight,
+    Strengthen, Touch, Touched, VectorLookup,
 };
 
 /// An HTTP method of the table.
@@ -368,6 +369,9 @@ pub fn all() -> Vec<Operation> {
         NAMESPACE_COUNTS.operation(),
         MOVE_NAMESPACE.operation(),
         DELETE_EXPIRED.operation(),
+        ERASURE_COUNTS.operation(),
+        ERASE.operation(),
+        REDACT_AUDIT.operation(),
         RECORD_VECTORS.operation(),
         VECTOR_STATUS.operation(),
         EMBED_PENDING.operation(),
@@ -545,6 +549,34 @@ pub const DELETE_EXPIRED: Endpoint<DeleteExpired, DeletedCount> = Endpoint::post
     "deleteExpired",
     "Delete one batch of expired records, whoever owns them, where the caller manages \
              the namespace (or everywhere when privileged); each deletion is audited",
+)
+.idempotent();
+
+/// `POST /v1/memory/erasure/count`: Records about a subject per kind, and derived rows left without their record (privileged).
+pub const ERASURE_COUNTS: Endpoint<ErasureSubject, Vec<ErasureCount>> = Endpoint::post(
+    "/v1/memory/erasure/count",
+    "erasureCounts",
+    "Records about a subject (an entity, an owner or a namespace) per kind, expired ones \
+             included, then the vectors and postings left without their record (privileged)",
+)
+.idempotent();
+
+/// `POST /v1/memory/erasure/erase`: Delete one batch of the records about a subject, with their derived data (privileged, audited).
+pub const ERASE: Endpoint<Erase, Vec<ErasureCount>> = Endpoint::post(
+    "/v1/memory/erasure/erase",
+    "erase",
+    "Delete one batch of the records about a subject with their vectors, postings and \
+             dependent rows, each audited; the kinds that lost records, none when nothing is left \
+             (privileged)",
+)
+.idempotent();
+
+/// `POST /v1/memory/audit/redact`: Redact the audit entries quoting a subject, recorded in the chain (privileged).
+pub const REDACT_AUDIT: Endpoint<RedactAudit, Redacted> = Endpoint::post(
+    "/v1/memory/audit/redact",
+    "redactAudit",
+    "Redact the tenant's audit entries that quote a subject (their filters and reason), \
+             with a redaction entry in the chain so that verification still passes (privileged)",
 )
 .idempotent();
 

@@ -296,6 +296,103 @@ pub async fn namespaces_migrate(
     Ok(moved)
 }
 
+/// `memory forget`: erase everything about `subject` in `tenant`
+/// ([`openvibe::protocols::forget`]), with a progress bar, then print the
+/// verification report (a table, or JSON). A file backend is saved.
+pub async fn memory_forget(
+    opened: &Opened,
+    tenant: &str,
+    subject: &openvibe::protocols::ErasureSubject,
+    options: openvibe::protocols::ForgetOptions,
+    progress: Progress,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<openvibe::protocols::ErasureReport, CliError> {
+    let ctx = admin(tenant);
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut report_progress = |done: u64, total: u64| match progress {
+        Progress::Bar => {
+            let b = bar.get_or_insert_with(|| {
+                Progress::Bar
+                    .bar(total, "{spinner} erasing [{bar:30}] {pos}/{len}")
+                    .unwrap_or_else(indicatif::ProgressBar::hidden)
+            });
+            b.set_position(done);
+        }
+        Progress::Lines => {
+            if done > 0 {
+                eprintln!("forget: {done}/{total} record(s) erased");
+            }
+        }
+    };
+    let report = openvibe::protocols::forget(
+        opened.stores.admin.as_ref(),
+        opened.stores.audit.as_ref(),
+        &ctx,
+        subject,
+        options,
+        &mut report_progress,
+    )
+    .await?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    opened.save()?;
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        return Ok(report);
+    }
+    writeln!(
+        out,
+        "{} {} in tenant {tenant}{}",
+        if report.dry_run {
+            "would erase"
+        } else {
+            "erased"
+        },
+        subject.describe(),
+        if report.dry_run {
+            " (dry run: nothing changed)"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(
+        out,
+        "{:<14} {:>10} {:>10} {:>10}",
+        "kind", "matched", "deleted", "after"
+    )?;
+    for k in &report.kinds {
+        writeln!(
+            out,
+            "{:<14} {:>10} {:>10} {:>10}",
+            k.kind, k.matched, k.deleted, k.after
+        )?;
+    }
+    writeln!(
+        out,
+        "audit entries {} {}",
+        if report.dry_run {
+            "to redact:"
+        } else {
+            "redacted:"
+        },
+        report.audit_redacted
+    )?;
+    if !report.dry_run {
+        writeln!(
+            out,
+            "{}",
+            if report.complete() {
+                "verified: nothing about the subject is left"
+            } else {
+                "NOT COMPLETE: records are left (see `after`)"
+            }
+        )?;
+    }
+    Ok(report)
+}
+
 /// What `memory reindex` is asked.
 #[derive(Debug, Clone, Copy)]
 pub struct Reindexing {
@@ -407,6 +504,30 @@ pub async fn audit_verify(
                 "audit chain of tenant `{tenant}`: {range} checked, intact; head {}",
                 report.head.token()
             )?;
+            if !report.redacted.is_empty() {
+                let shown: Vec<String> = report
+                    .redacted
+                    .iter()
+                    .take(20)
+                    .map(u64::to_string)
+                    .collect();
+                writeln!(
+                    out,
+                    "{} entr{} redacted by an erasure, as the chain records: {}{}",
+                    report.redacted.len(),
+                    if report.redacted.len() == 1 {
+                        "y"
+                    } else {
+                        "ies"
+                    },
+                    shown.join(", "),
+                    if report.redacted.len() > 20 {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
             Ok(())
         }
         Some(b) => {

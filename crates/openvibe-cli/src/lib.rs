@@ -86,4 +86,8 @@ pub enum CliError {
     /// `audit verify` found an entry that does not hold.
     #[error("the audit chain is broken: {0}")]
     ChainBroken(String),
+
+    /// `memory forget` found records left after the run.
+    #[error("{0}")]
+    Incomplete(String),
 }

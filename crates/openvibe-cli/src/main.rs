@@ -480,6 +480,47 @@ Examples:
         #[arg(long)]
         status: bool,
     },
+    /// Erase everything about a subject: an entity (records whose entity is
+    /// it or whose texts name it as a whole word), everything a principal
+    /// owns, or one namespace. Every kind, expired records included, with
+    /// their vectors, postings and the raw calls behind an erased episode;
+    /// in batches (one transaction each), resumable: run it again to finish
+    /// an interrupted erasure. Audit entries quoting the subject are
+    /// redacted, the redaction recorded in the hash chain, and the erasure
+    /// itself audited (who, when, the subject, counts per kind).
+    #[command(after_help = "\
+Prints a verification report: per kind, the records matched before, deleted,
+and found after (must be 0), then the vectors and postings left without their
+record (must be 0). Exits with 1 when anything is left.
+
+Examples:
+  openvibe memory forget --entity acme_corp --dry-run --database-url $DATABASE_URL
+  openvibe memory forget --entity acme_corp --database-url $DATABASE_URL
+  openvibe memory forget --owner agent:intern --database-url $DATABASE_URL --batch 1000
+  openvibe memory forget --namespace scratch --memory-file memory.json")]
+    #[command(group(clap::ArgGroup::new("subject").required(true).args(["entity", "owner", "namespace"])))]
+    Forget {
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Everything about this entity.
+        #[arg(long)]
+        entity: Option<String>,
+        /// Everything this principal owns (`agent:cro`, `user:ann`).
+        #[arg(long)]
+        owner: Option<String>,
+        /// Everything in this namespace.
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Records per batch (one transaction each).
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        /// Only count what would go; nothing changes.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -1128,6 +1169,46 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             )
             .await
             .map(drop)
+        }
+        Command::Memory(MemoryCommand::Forget {
+            backend,
+            entity,
+            owner,
+            namespace,
+            batch,
+            dry_run,
+            json,
+        }) => {
+            use openvibe::protocols::ErasureSubject;
+            let subject = match (entity, owner, namespace) {
+                (Some(e), _, _) => ErasureSubject::Entity(e),
+                (_, Some(o), _) => ErasureSubject::Owner(o),
+                (_, _, Some(n)) => ErasureSubject::Namespace(n),
+                _ => {
+                    return Err(CliError::Usage(
+                        "name --entity, --owner or --namespace".into(),
+                    ));
+                }
+            };
+            let opened = admin::open(&backend.backend()?).await?;
+            let report = admin::memory_forget(
+                &opened,
+                &backend.tenant,
+                &subject,
+                openvibe::protocols::ForgetOptions { batch, dry_run },
+                admin::Progress::detect(),
+                json,
+                &mut stdout,
+            )
+            .await?;
+            if report.complete() || report.dry_run {
+                Ok(())
+            } else {
+                Err(CliError::Incomplete(format!(
+                    "the erasure of {} left records behind (see the report)",
+                    report.subject.describe()
+                )))
+            }
         }
         Command::Namespaces(NamespacesCommand::Migrate {
             backend,

@@ -5,15 +5,19 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::governed::Pass;
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditOp, BELIEF_KIND, CallerContext, Episode, Fact, GOAL_KIND, Insight, KnowledgeStore,
-    MESSAGE_KIND, METRIC_KIND, NamespaceAdmin, NamespaceCount, NamespaceScope, PRIORITIES_KIND,
-    RecordMeta, RecordVector, RecordVectors, SPACE_KIND, StoreError, Stores, VectorStatus,
-    store_time,
+    MESSAGE_KIND, METRIC_KIND, NamespaceAdmin, NamespaceCount, PRIORITIES_KIND, RecordMeta,
+    RecordVector, RecordVectors, SPACE_KIND, StoreError, Stores, VectorStatus, store_time,
 };
 use openvibe_protocols::{
-    EMBEDDED_KINDS, EXPIRING_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
+    ContextStore, DERIVED_KINDS, ERASURE_KINDS, ErasureCount, ErasureSubject, PlanStore,
+    SessionStore, Sweep,
+};
+use openvibe_protocols::{
+    EMBEDDED_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
     check_vector_lookup, cleanup_scope, no_embedder,
 };
 
@@ -28,6 +32,11 @@ use crate::span::{store_span, store_span_of};
 use crate::vectors::VectorTable;
 use crate::working::InMemoryWorkingStore;
 use tracing::Instrument;
+
+/// `record` serialised, without its governance fields and id.
+fn content_of<T: serde::Serialize>(record: &T) -> serde_json::Value {
+    openvibe_protocols::record_content(serde_json::to_value(record).unwrap_or_default())
+}
 
 /// `counts` of `kind` as [`NamespaceCount`]s.
 fn counts_of(
@@ -248,7 +257,6 @@ impl NamespaceAdmin for InMemoryAdmin {
     }
 
     async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
-        let _span = crate::span::store_span("expired", "delete_expired", ctx);
         let scope = match cleanup_scope(ctx, batch) {
             Ok(scope) => scope,
             Err(e) => {
@@ -257,31 +265,143 @@ impl NamespaceAdmin for InMemoryAdmin {
                     .refusal(ctx, AuditOp::Delete, "expired", "", Err(e));
             }
         };
-        let mut left = batch;
-        let mut deleted = 0;
-        for kind in EXPIRING_KINDS {
+        let swept = self
+            .sweep(ctx, &Sweep::expired(scope), Pass::Delete(batch))
+            .instrument(store_span_of("expired", "delete_expired", ctx))
+            .await?;
+        Ok(swept.iter().map(|c| c.records).sum())
+    }
+
+    async fn erasure_counts(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        check_admin(ctx, "count an erasure", None)?;
+        subject.check()?;
+        let mut counts = self
+            .sweep(ctx, &Sweep::Subject(subject.clone()), Pass::Count)
+            .instrument(store_span_of("erasure", "erasure_counts", ctx))
+            .await?;
+        let (knowledge_vectors, postings) = self.working.orphan_knowledge_rows(ctx)?;
+        let vectors = knowledge_vectors
+            + self.facts.orphan_vectors(ctx)?
+            + self.episodes.orphan_vectors(ctx)?
+            + self.insights.orphan_vectors(ctx)?;
+        for (kind, records) in DERIVED_KINDS.into_iter().zip([vectors, postings]) {
+            counts.push(ErasureCount {
+                kind: kind.to_owned(),
+                records,
+            });
+        }
+        Ok(counts)
+    }
+
+    async fn erase(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        batch: usize,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        check_admin(ctx, "erase a subject", None)?;
+        subject.check()?;
+        if batch == 0 {
+            return Err(StoreError::invalid("batch", "must be at least 1"));
+        }
+        let swept = self
+            .sweep(ctx, &Sweep::Subject(subject.clone()), Pass::Delete(batch))
+            .instrument(store_span_of("erasure", "erase", ctx))
+            .await?;
+        Ok(swept.into_iter().filter(|c| c.records > 0).collect())
+    }
+}
+
+impl InMemoryAdmin {
+    /// One pass of `sweep` over every kind, in the order of
+    /// [`ERASURE_KINDS`]: the records it takes counted, or at most a
+    /// batch deleted (each kind's derived data with it); how many per kind.
+    /// The cleanup of expired records and an erasure both run through it.
+    async fn sweep(
+        &self,
+        ctx: &CallerContext,
+        sweep: &Sweep,
+        pass: Pass,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        let mut out = Vec::new();
+        let mut left = pass.limit();
+        // The raw calls behind an episode about the subject go with it
+        // (first: a run stopped after the episodes went would orphan them).
+        let episodes: std::collections::HashSet<String> = match sweep {
+            Sweep::Subject(_) => self
+                .episodes
+                .sweep(ctx, sweep, &|_| false, Pass::Count)?
+                .into_iter()
+                .collect(),
+            Sweep::Expired { .. } => Default::default(),
+        };
+        for kind in ERASURE_KINDS {
             if left == 0 {
                 break;
             }
-            let n = match kind {
-                "fact" => self.facts.delete_expired(ctx, &scope, left)?,
-                "episode" => self.episodes.delete_expired(ctx, &scope, left)?,
-                "insight" => self.insights.delete_expired(ctx, &scope, left)?,
-                "raw_call" => self.raw.delete_expired(ctx, &scope, left)?,
-                "proposal" => self.proposals.delete_expired(ctx, &scope, left)?,
-                BELIEF_KIND => self.beliefs.delete_expired(ctx, &scope, left)?,
-                SPACE_KIND | MESSAGE_KIND => self.spaces.delete_expired(ctx, kind, &scope, left)?,
-                GOAL_KIND => self.goals.delete_expired(ctx, GOAL_KIND, &scope, left)?,
-                PRIORITIES_KIND => self
-                    .goals
-                    .delete_expired(ctx, PRIORITIES_KIND, &scope, left)?,
-                "knowledge" => self.working.delete_expired_knowledge(ctx, &scope, left)?,
-                _ => 0,
+            let this = match pass {
+                Pass::Count => Pass::Count,
+                Pass::Delete(_) => Pass::Delete(left),
             };
-            deleted += n;
-            left = left.saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+            let n = match kind {
+                "raw_call" => {
+                    let behind = |r: &openvibe_protocols::RawCall| {
+                        r.episode_id.as_ref().is_some_and(|e| episodes.contains(e))
+                    };
+                    self.raw.sweep(ctx, sweep, &behind, this)?.len() as u64
+                }
+                "fact" => self.facts.sweep(ctx, sweep, &|_| false, this)?.len() as u64,
+                "episode" => self.episodes.sweep(ctx, sweep, &|_| false, this)?.len() as u64,
+                "insight" => self.insights.sweep(ctx, sweep, &|_| false, this)?.len() as u64,
+                "proposal" => self.proposals.sweep(ctx, sweep, this)?,
+                BELIEF_KIND => self.beliefs.sweep(ctx, sweep, this)?,
+                SPACE_KIND | MESSAGE_KIND => self.spaces.sweep(ctx, kind, sweep, this)?,
+                GOAL_KIND => self.goals.sweep(ctx, GOAL_KIND, sweep, this)?,
+                PRIORITIES_KIND => self.goals.sweep(ctx, PRIORITIES_KIND, sweep, this)?,
+                METRIC_KIND => self.goals.sweep(ctx, METRIC_KIND, sweep, this)?,
+                _ => {
+                    let ids = self.working.swept(ctx, kind, sweep, this.limit())?;
+                    if let Pass::Delete(_) = this {
+                        self.delete_working(ctx, kind, &ids).await?;
+                    }
+                    ids.len() as u64
+                }
+            };
+            if let Pass::Delete(_) = pass {
+                left = left.saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+            }
+            out.push(ErasureCount {
+                kind: kind.to_owned(),
+                records: n,
+            });
         }
-        Ok(deleted)
+        Ok(out)
+    }
+
+    /// Delete the working or semantic records `ids` of `kind` as their
+    /// stores delete one (a plan with its context, state and correlations).
+    async fn delete_working(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        ids: &[String],
+    ) -> Result<(), StoreError> {
+        if kind == "knowledge" {
+            self.working.remove_knowledge(ctx, ids)?;
+            return Ok(());
+        }
+        for id in ids {
+            match kind {
+                "session" => drop(self.working.delete_session(ctx, id).await?),
+                "plan" => drop(self.working.delete_plan(ctx, id).await?),
+                _ => drop(self.working.delete_task_context(ctx, id).await?),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -388,36 +508,92 @@ impl InMemoryWorkingStore {
         Ok(out)
     }
 
-    /// Delete at most `batch` expired knowledge records of `ctx`'s tenant
-    /// in namespaces of `scope` (audited as deletes).
-    pub(crate) fn delete_expired_knowledge(
+    /// The ids of the working or semantic records of `kind` (`knowledge`,
+    /// `session`, `plan`, `task_context`) that `sweep` takes, at most
+    /// `limit`. A plan is read with its context and state.
+    pub(crate) fn swept(
         &self,
         ctx: &CallerContext,
-        scope: &NamespaceScope,
-        batch: usize,
+        kind: &str,
+        sweep: &Sweep,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        fn pick<T: serde::Serialize>(
+            ctx: &CallerContext,
+            sweep: &Sweep,
+            limit: usize,
+            records: &std::collections::HashMap<String, T>,
+            meta: impl Fn(&T) -> &RecordMeta,
+        ) -> Vec<String> {
+            records
+                .iter()
+                .filter(|(_, r)| sweep.takes_record(ctx, meta(r), r))
+                .map(|(id, _)| id.clone())
+                .take(limit)
+                .collect()
+        }
+        let guard = self.read()?;
+        let Some(t) = guard.get(ctx.tenant_id()) else {
+            return Ok(Vec::new());
+        };
+        Ok(match kind {
+            "knowledge" => pick(ctx, sweep, limit, &t.knowledge, |k| &k.meta),
+            "session" => pick(ctx, sweep, limit, &t.sessions, |s| &s.meta),
+            "task_context" => pick(ctx, sweep, limit, &t.tasks, |k| &k.meta),
+            _ => t
+                .plans
+                .iter()
+                .filter(|(id, plan)| {
+                    sweep.takes(ctx, &plan.meta, || {
+                        serde_json::json!([
+                            content_of(plan),
+                            t.plan_contexts.get(*id).map(content_of),
+                            t.state.get(*id),
+                        ])
+                    })
+                })
+                .map(|(id, _)| id.clone())
+                .take(limit)
+                .collect(),
+        })
+    }
+
+    /// Delete the knowledge records `ids` of `ctx`'s tenant (audited as
+    /// deletes) with their postings and vectors; how many went.
+    pub(crate) fn remove_knowledge(
+        &self,
+        ctx: &CallerContext,
+        ids: &[String],
     ) -> Result<u64, StoreError> {
-        let now = chrono::Utc::now();
         let mut guard = self.write()?;
         let Some(t) = guard.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
-        let expired: Vec<String> = t
-            .knowledge
-            .values()
-            .filter(|k| {
-                k.meta.is_expired(now)
-                    && scope.contains(&k.meta.namespace)
-                    && ctx.sees_project(k.meta.project_id.as_deref())
-            })
-            .map(|k| k.id.clone())
-            .take(batch)
-            .collect();
-        for id in &expired {
-            if let Some(gone) = t.remove_knowledge(id) {
-                self.audit_change(ctx, AuditOp::Delete, "knowledge", id, &gone.meta);
+        let mut gone = 0;
+        for id in ids {
+            if let Some(k) = t.remove_knowledge(id) {
+                self.audit_change(ctx, AuditOp::Delete, "knowledge", id, &k.meta);
+                gone += 1;
             }
         }
-        Ok(expired.len() as u64)
+        Ok(gone)
+    }
+
+    /// Full-text postings and vectors of `ctx`'s tenant whose knowledge
+    /// record is gone.
+    pub(crate) fn orphan_knowledge_rows(
+        &self,
+        ctx: &CallerContext,
+    ) -> Result<(u64, u64), StoreError> {
+        let guard = self.read()?;
+        let Some(t) = guard.get(ctx.tenant_id()) else {
+            return Ok((0, 0));
+        };
+        let orphan = |id: &str| !t.knowledge.contains_key(id);
+        Ok((
+            t.knowledge_vectors.ids().filter(|id| orphan(id)).count() as u64,
+            t.knowledge_text.ids().filter(|id| orphan(id)).count() as u64,
+        ))
     }
 
     /// Move at most `batch` records of `kind` from `from` to `to`.

@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditLog, AuditQuery, CHAIN_GENESIS, CallerContext, ChainHead, ChainReport,
-    ChainWalk, StoreError, VerifyChain, audit_chain_hash, check_chain_reader,
+    ChainWalk, ErasureSubject, Redaction, StoreError, VerifyChain, audit_chain_hash,
+    check_chain_reader, quotes_subject, redact_entry,
 };
 
 /// [`AuditLog`] in memory, shared by the stores of one
@@ -26,6 +27,22 @@ struct Trail {
     heads: HashMap<String, (u64, String)>,
 }
 
+impl Trail {
+    fn append(&mut self, mut entry: AuditEntry) {
+        entry.seq = self.entries.len() as u64 + 1;
+        let head = self
+            .heads
+            .entry(entry.tenant_id.clone())
+            .or_insert_with(|| (0, CHAIN_GENESIS.to_owned()));
+        entry.chain_seq = head.0 + 1;
+        let hash = audit_chain_hash(&head.1, &entry);
+        entry.prev_hash = Some(std::mem::replace(&mut head.1, hash.clone()));
+        entry.hash = Some(hash);
+        head.0 = entry.chain_seq;
+        self.entries.push(entry);
+    }
+}
+
 impl InMemoryAuditLog {
     /// An empty trail.
     pub fn new() -> Self {
@@ -34,20 +51,9 @@ impl InMemoryAuditLog {
 
     /// Append `entry`, numbered after the last one and linked into its
     /// tenant's chain.
-    pub fn record(&self, mut entry: AuditEntry) {
+    pub fn record(&self, entry: AuditEntry) {
         if let Ok(mut trail) = self.entries.lock() {
-            let trail = &mut *trail;
-            entry.seq = trail.entries.len() as u64 + 1;
-            let head = trail
-                .heads
-                .entry(entry.tenant_id.clone())
-                .or_insert_with(|| (0, CHAIN_GENESIS.to_owned()));
-            entry.chain_seq = head.0 + 1;
-            let hash = audit_chain_hash(&head.1, &entry);
-            entry.prev_hash = Some(std::mem::replace(&mut head.1, hash.clone()));
-            entry.hash = Some(hash);
-            head.0 = entry.chain_seq;
-            trail.entries.push(entry);
+            trail.append(entry);
         }
     }
 
@@ -139,7 +145,13 @@ impl AuditLog for InMemoryAuditLog {
             .entries
             .lock()
             .map_err(|_| StoreError::backend("the audit trail lock is poisoned"))?;
-        let mut walk = ChainWalk::new(ctx.tenant_id(), request.anchor.clone());
+        let redactions = trail
+            .entries
+            .iter()
+            .filter(|e| e.tenant_id == ctx.tenant_id())
+            .flat_map(Redaction::recorded_in);
+        let mut walk =
+            ChainWalk::new(ctx.tenant_id(), request.anchor.clone()).with_redactions(redactions);
         let mine = trail
             .entries
             .iter()
@@ -152,6 +164,42 @@ impl AuditLog for InMemoryAuditLog {
             }
         }
         Ok(walk.finish())
+    }
+
+    async fn redact(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        dry_run: bool,
+    ) -> Result<u64, StoreError> {
+        let _span = crate::span::store_span("audit", "redact", ctx);
+        check_chain_reader(ctx, "redact the audit trail")?;
+        subject.check()?;
+        let mut trail = self
+            .entries
+            .lock()
+            .map_err(|_| StoreError::backend("the audit trail lock is poisoned"))?;
+        let mut redactions = Vec::new();
+        for entry in trail
+            .entries
+            .iter_mut()
+            .filter(|e| e.tenant_id == ctx.tenant_id() && quotes_subject(e, subject))
+        {
+            let redacted = redact_entry(entry);
+            redactions.push(Redaction::of(entry, &redacted));
+            if !dry_run {
+                // The entry keeps its hashes: the redaction entry vouches
+                // for its new form.
+                *entry = redacted;
+            }
+        }
+        let n = redactions.len() as u64;
+        if !dry_run {
+            for chunk in redactions.chunks(openvibe_protocols::REDACTIONS_PER_ENTRY) {
+                trail.append(Redaction::entry(ctx, subject, chunk).stamped(ctx));
+            }
+        }
+        Ok(n)
     }
 
     async fn anchor(&self, ctx: &CallerContext) -> Result<ChainHead, StoreError> {

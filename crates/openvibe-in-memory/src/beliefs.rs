@@ -7,9 +7,8 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    AuditEntry, AuditOp, BELIEF_KIND, Belief, BeliefQuery, BeliefStore, CallerContext,
-    NamespaceScope, Page, StoreError, Verdict, belief_page, check_caller, parse_cursor, store_time,
-    validate_belief,
+    AuditEntry, AuditOp, BELIEF_KIND, Belief, BeliefQuery, BeliefStore, CallerContext, Page,
+    StoreError, Verdict, belief_page, check_caller, parse_cursor, store_time, validate_belief,
 };
 
 use crate::audit::InMemoryAuditLog;
@@ -206,25 +205,26 @@ impl InMemoryBeliefStore {
         ))
     }
 
-    /// Delete at most `batch` expired beliefs in `scope` (audited).
-    pub(crate) fn delete_expired(
+    /// The records `sweep` takes: counted, or at most a batch deleted
+    /// (audited as deletes).
+    pub(crate) fn sweep(
         &self,
         ctx: &CallerContext,
-        scope: &NamespaceScope,
-        batch: usize,
+        sweep: &openvibe_protocols::Sweep,
+        pass: crate::governed::Pass,
     ) -> Result<u64, StoreError> {
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
-        Ok(crate::governed::delete_expired(
+        Ok(crate::governed::sweep(
             &self.audit,
             ctx,
             BELIEF_KIND,
             table,
             |b| &b.meta,
-            scope,
-            batch,
+            sweep,
+            pass,
         ))
     }
 }

@@ -11,12 +11,13 @@ use async_trait::async_trait;
 use chrono::{NaiveDate, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore,
-    Initiative, METRIC_KIND, MetricReport, MetricValue, NamespaceScope, PRIORITIES_KIND, Page,
-    Priorities, RecordMeta, ReportQuery, StoreError, check_caller, goal_page, report_page,
-    store_time, validate_goal, validate_metric_report, validate_priorities,
+    Initiative, METRIC_KIND, MetricReport, MetricValue, PRIORITIES_KIND, Page, Priorities,
+    RecordMeta, ReportQuery, StoreError, Sweep, check_caller, goal_page, report_page, store_time,
+    validate_goal, validate_metric_report, validate_priorities,
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::governed::Pass;
 use crate::governed::place_new;
 use crate::span::store_span;
 
@@ -321,39 +322,53 @@ impl InMemoryGoalStore {
         Ok(moved)
     }
 
-    /// Delete at most `batch` expired goals or priorities (`kind`) in
-    /// `scope` (audited as deletes).
-    pub(crate) fn delete_expired(
+    /// The goals, priorities or metric reports (`kind`) `sweep` takes:
+    /// counted, or at most a batch deleted (audited as deletes).
+    pub(crate) fn sweep(
         &self,
         ctx: &CallerContext,
         kind: &'static str,
-        scope: &NamespaceScope,
-        batch: usize,
+        sweep: &Sweep,
+        pass: Pass,
     ) -> Result<u64, StoreError> {
-        let now = Utc::now();
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let Some(tenant) = tenants.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
-        let expired: Vec<(String, RecordMeta)> = metas_mut(tenant, kind)
-            .filter(|(_, m)| {
-                m.is_expired(now)
-                    && scope.contains(&m.namespace)
-                    && ctx.sees_project(m.project_id.as_deref())
-            })
-            .take(batch)
-            .map(|(id, m)| (id.clone(), m.clone()))
-            .collect();
-        for (id, meta) in &expired {
-            match kind {
-                GOAL_KIND => tenant.goals.remove(id).map(drop),
-                _ => tenant.priorities.remove(id).map(drop),
-            };
-            self.audit
-                .record(AuditEntry::change(ctx, AuditOp::Delete, kind, id, meta));
+        let taken: Vec<(String, RecordMeta)> = match kind {
+            GOAL_KIND => taken(ctx, sweep, pass, tenant.goals.iter(), |g| &g.meta),
+            PRIORITIES_KIND => taken(ctx, sweep, pass, tenant.priorities.iter(), |p| &p.meta),
+            _ => taken(ctx, sweep, pass, tenant.reports.iter(), |r| &r.meta),
+        };
+        if let Pass::Delete(_) = pass {
+            for (id, meta) in &taken {
+                match kind {
+                    GOAL_KIND => tenant.goals.remove(id).map(drop),
+                    PRIORITIES_KIND => tenant.priorities.remove(id).map(drop),
+                    _ => tenant.reports.remove(id).map(drop),
+                };
+                self.audit
+                    .record(AuditEntry::change(ctx, AuditOp::Delete, kind, id, meta));
+            }
         }
-        Ok(expired.len() as u64)
+        Ok(taken.len() as u64)
     }
+}
+
+/// The (id, meta) of the records of `records` that `sweep` takes, at most
+/// the pass's limit.
+fn taken<'a, T: serde::Serialize + 'a>(
+    ctx: &CallerContext,
+    sweep: &Sweep,
+    pass: Pass,
+    records: impl Iterator<Item = (&'a String, &'a T)>,
+    meta: impl Fn(&T) -> &RecordMeta,
+) -> Vec<(String, RecordMeta)> {
+    records
+        .filter(|(_, r)| sweep.takes_record(ctx, meta(r), r))
+        .take(pass.limit())
+        .map(|(id, r)| (id.clone(), meta(r).clone()))
+        .collect()
 }
 
 #[async_trait]

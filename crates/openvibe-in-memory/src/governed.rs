@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use openvibe_protocols::{
-    AuditEntry, AuditOp, CallerContext, NamespaceScope, RecordMeta, StoreError,
-};
+use openvibe_protocols::{AuditEntry, AuditOp, CallerContext, RecordMeta, StoreError, Sweep};
 
 use crate::audit::InMemoryAuditLog;
 
@@ -76,39 +74,55 @@ pub(crate) fn move_namespace<'a>(
     moved
 }
 
-/// Delete at most `batch` expired records of `table` in `scope` (and the
-/// projects `ctx` sees), each audited as a delete of `kind`; how many went.
-pub(crate) fn delete_expired<T>(
+/// One pass of a sweep over a store: count what it takes, or delete at
+/// most this many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// Count (nothing changes).
+    Count,
+    /// Delete at most this many.
+    Delete(usize),
+}
+
+impl Pass {
+    /// How many records the pass may take.
+    pub(crate) fn limit(self) -> usize {
+        match self {
+            Self::Count => usize::MAX,
+            Self::Delete(n) => n,
+        }
+    }
+}
+
+/// The records of `table` that `sweep` takes for `ctx`: counted, or at
+/// most a batch deleted, each audited as a delete of `kind`; how many.
+pub(crate) fn sweep<T: serde::Serialize>(
     audit: &InMemoryAuditLog,
     ctx: &CallerContext,
     kind: &str,
     table: &mut BTreeMap<String, T>,
     meta: impl Fn(&T) -> &RecordMeta,
-    scope: &NamespaceScope,
-    batch: usize,
+    sweep: &Sweep,
+    pass: Pass,
 ) -> u64 {
-    let now = Utc::now();
-    let expired: Vec<String> = table
+    let taken: Vec<String> = table
         .iter()
-        .filter(|(_, r)| {
-            let m = meta(r);
-            m.is_expired(now)
-                && scope.contains(&m.namespace)
-                && ctx.sees_project(m.project_id.as_deref())
-        })
+        .filter(|(_, r)| sweep.takes_record(ctx, meta(r), r))
         .map(|(id, _)| id.clone())
-        .take(batch)
+        .take(pass.limit())
         .collect();
-    for id in &expired {
-        if let Some(gone) = table.remove(id) {
-            audit.record(AuditEntry::change(
-                ctx,
-                AuditOp::Delete,
-                kind,
-                id,
-                meta(&gone),
-            ));
+    if let Pass::Delete(_) = pass {
+        for id in &taken {
+            if let Some(gone) = table.remove(id) {
+                audit.record(AuditEntry::change(
+                    ctx,
+                    AuditOp::Delete,
+                    kind,
+                    id,
+                    meta(&gone),
+                ));
+            }
         }
     }
-    expired.len() as u64
+    taken.len() as u64
 }

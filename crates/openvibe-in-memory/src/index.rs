@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Classification, InsightStatus, NamespaceScope, RecordFilter as Filter,
-    RecordMeta, StoreError, read_allowed, text_terms,
+    RecordMeta, StoreError, Sweep, read_allowed, text_terms,
 };
 
 /// Where a record stands against a query's keyset position
@@ -78,7 +78,7 @@ impl Ord for Score {
 pub type ConfidenceOrder = (Reverse<Score>, Reverse<DateTime<Utc>>, String);
 
 /// What the table needs to know about a record type.
-pub trait Indexed: Clone + Send + Sync + 'static {
+pub trait Indexed: Clone + serde::Serialize + Send + Sync + 'static {
     /// Record kind for errors (`fact`, `episode`, `insight`).
     const KIND: &'static str;
     /// The result order (ascending = first returned), ending with the id.
@@ -442,6 +442,30 @@ impl<R: Indexed> Table<R> {
             })
             .take(limit)
             .filter_map(|i| Slot::try_from(i).ok())
+            .collect()
+    }
+
+    /// At most `limit` live slots whose record `sweep` takes for `ctx`
+    /// (or `also` takes): the expired ones through the hot columns, a
+    /// subject's by reading each record.
+    pub fn swept_slots(
+        &self,
+        ctx: &CallerContext,
+        sweep: &Sweep,
+        also: &dyn Fn(&R) -> bool,
+        limit: usize,
+    ) -> Vec<Slot> {
+        if let Sweep::Expired { scope, now } = sweep {
+            return self.expired_slots(ctx, *now, scope, limit);
+        }
+        (0..self.hot.len())
+            .filter(|&i| self.hot[i].live)
+            .filter_map(|i| Slot::try_from(i).ok())
+            .filter(|&slot| {
+                self.materialize(slot)
+                    .is_some_and(|rec| sweep.takes_record(ctx, rec.meta(), &rec) || also(&rec))
+            })
+            .take(limit)
             .collect()
     }
 

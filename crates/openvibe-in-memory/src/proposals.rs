@@ -116,26 +116,26 @@ impl InMemoryProposalStore {
         ))
     }
 
-    /// Delete at most `batch` expired proposal records (their `expires_at`
-    /// passed, not their deadline) in `scope` (audited as deletes).
-    pub(crate) fn delete_expired(
+    /// The records `sweep` takes: counted, or at most a batch deleted
+    /// (audited as deletes).
+    pub(crate) fn sweep(
         &self,
         ctx: &CallerContext,
-        scope: &openvibe_protocols::NamespaceScope,
-        batch: usize,
+        sweep: &openvibe_protocols::Sweep,
+        pass: crate::governed::Pass,
     ) -> Result<u64, StoreError> {
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
-        Ok(crate::governed::delete_expired(
+        Ok(crate::governed::sweep(
             &self.audit,
             ctx,
             PROPOSAL_KIND,
             table,
             |p| &p.meta,
-            scope,
-            batch,
+            sweep,
+            pass,
         ))
     }
 }

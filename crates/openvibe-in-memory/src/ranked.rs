@@ -32,6 +32,15 @@ impl TextIndex {
         self.docs.insert(id.to_owned(), counts);
     }
 
+    /// The document ids its documents and postings name (one per
+    /// posting: an erasure's report counts those whose record is gone).
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &str> {
+        self.docs
+            .keys()
+            .map(String::as_str)
+            .chain(self.postings.values().flatten().map(String::as_str))
+    }
+
     /// Forget document `id`.
     pub(crate) fn remove(&mut self, id: &str) {
         let Some(counts) = self.docs.remove(id) else {
@@ -126,6 +135,14 @@ impl VectorIndex {
         } else {
             self.others.insert(id.to_owned(), vector.to_vec());
         }
+    }
+
+    /// The record ids it holds a vector of.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &str> {
+        self.ids
+            .iter()
+            .map(String::as_str)
+            .chain(self.others.keys().map(String::as_str))
     }
 
     /// Forget record `id` (the last row moves into its place).

@@ -121,13 +121,16 @@ impl InMemoryRawLog {
         self.tables.audit_log()
     }
 
-    pub(crate) fn delete_expired(
+    /// The raw calls `sweep` (or `also`) takes: counted, or at most a
+    /// batch deleted; their ids.
+    pub(crate) fn sweep(
         &self,
         ctx: &CallerContext,
-        scope: &openvibe_protocols::NamespaceScope,
-        batch: usize,
-    ) -> Result<u64, StoreError> {
-        self.tables.delete_expired(ctx, scope, batch)
+        sweep: &openvibe_protocols::Sweep,
+        also: &dyn Fn(&RawCall) -> bool,
+        pass: crate::governed::Pass,
+    ) -> Result<Vec<String>, StoreError> {
+        self.tables.sweep(ctx, sweep, also, pass)
     }
 }
 

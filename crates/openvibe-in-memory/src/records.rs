@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    CallerContext, EmbeddingText, Episode, Fact, Insight, InsightStatus, InsightStore,
-    NamespaceScope, Observed, PendingText, RecordQuery, RecordStore, RecordVector, RevisableRecord,
-    RevisableStore, STRENGTHEN_STEP, StoreError, StoredRecord, observe_with,
+    CallerContext, EmbeddingText, Episode, Fact, Insight, InsightStatus, InsightStore, Observed,
+    PendingText, RecordQuery, RecordStore, RecordVector, RevisableRecord, RevisableStore,
+    STRENGTHEN_STEP, StoreError, StoredRecord, Sweep, observe_with,
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::governed::Pass;
 use crate::index::Indexed;
 use crate::span::store_span;
 use crate::tables::{Mode, Tables};
@@ -114,13 +115,37 @@ impl<R: InMemoryRecord> InMemoryRecords<R> {
         self.tables.move_namespace(ctx, from, to, batch)
     }
 
-    pub(crate) fn delete_expired(
+    /// The records `sweep` (or `also`) takes: counted, or at most a batch
+    /// deleted with their vectors; their ids.
+    pub(crate) fn sweep(
         &self,
         ctx: &CallerContext,
-        scope: &NamespaceScope,
-        batch: usize,
-    ) -> Result<u64, StoreError> {
-        self.tables.delete_expired(ctx, scope, batch)
+        sweep: &Sweep,
+        also: &dyn Fn(&R) -> bool,
+        pass: Pass,
+    ) -> Result<Vec<String>, StoreError> {
+        let ids = self.tables.sweep(ctx, sweep, also, pass)?;
+        if let (Pass::Delete(_), Some(table)) = (pass, &self.vectors) {
+            for id in &ids {
+                table.forget(ctx.tenant_id(), <R as EmbeddingText>::KIND, id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Vectors of `ctx`'s tenant whose record is gone.
+    pub(crate) fn orphan_vectors(&self, ctx: &CallerContext) -> Result<u64, StoreError> {
+        let Some(table) = &self.vectors else {
+            return Ok(0);
+        };
+        let ids = table.ids(ctx.tenant_id(), <R as EmbeddingText>::KIND);
+        let mut orphans = 0;
+        for id in ids {
+            if !self.tables.has(ctx.tenant_id(), &id)? {
+                orphans += 1;
+            }
+        }
+        Ok(orphans)
     }
 
     pub(crate) fn restore(&self, records: Vec<R>) -> Result<usize, StoreError> {

@@ -9,15 +9,16 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use chrono::Utc;
 use openvibe_protocols::{
-    AuditEntry, AuditOp, CallerContext, MESSAGE_KIND, Member, MessageQuery, NamespaceScope, Page,
-    SPACE_KIND, Space, SpaceMessage, SpaceQuery, SpaceStore, StoreError, check_caller,
-    merge_posted, newest_page, parse_cursor, space_not_found, split_reposts, store_time,
+    AuditEntry, AuditOp, CallerContext, MESSAGE_KIND, Member, MessageQuery, Page, SPACE_KIND,
+    Space, SpaceMessage, SpaceQuery, SpaceStore, StoreError, Sweep, check_caller, merge_posted,
+    newest_page, parse_cursor, space_not_found, split_reposts, store_time,
 };
 use serde_json::json;
 use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::audit::InMemoryAuditLog;
+use crate::governed::Pass;
 use crate::span::store_span;
 
 #[derive(Debug)]
@@ -191,33 +192,33 @@ impl InMemorySpaceStore {
         })
     }
 
-    /// Delete at most `batch` expired spaces (with their messages) or
-    /// expired messages in `scope` (audited as deletes).
-    pub(crate) fn delete_expired(
+    /// The spaces (with their messages) or messages (`kind`) `sweep`
+    /// takes: counted, or at most a batch deleted (audited as deletes).
+    pub(crate) fn sweep(
         &self,
         ctx: &CallerContext,
         kind: &str,
-        scope: &NamespaceScope,
-        batch: usize,
+        sweep: &Sweep,
+        pass: Pass,
     ) -> Result<u64, StoreError> {
         let mut tenants = self.tenants.write().map_err(|_| poisoned())?;
         let Some(table) = tenants.get_mut(ctx.tenant_id()) else {
             return Ok(0);
         };
-        let now = Utc::now();
-        let due = |meta: &openvibe_protocols::RecordMeta| {
-            meta.is_expired(now)
-                && scope.contains(&meta.namespace)
-                && ctx.sees_project(meta.project_id.as_deref())
-        };
-        let mut deleted = 0u64;
+        let limit = pass.limit();
+        let delete = matches!(pass, Pass::Delete(_));
+        let mut taken = 0u64;
         if kind == SPACE_KIND {
             let gone: Vec<String> = table
                 .values()
-                .filter(|e| due(&e.space.meta))
+                .filter(|e| sweep.takes_record(ctx, &e.space.meta, &e.space))
                 .map(|e| e.space.id.clone())
-                .take(batch)
+                .take(limit)
                 .collect();
+            taken = gone.len() as u64;
+            if !delete {
+                return Ok(taken);
+            }
             for id in gone {
                 if let Some(e) = table.remove(&id) {
                     for m in e.log.values() {
@@ -236,37 +237,39 @@ impl InMemorySpaceStore {
                         &id,
                         &e.space.meta,
                     ));
-                    deleted += 1;
                 }
             }
-            return Ok(deleted);
+            return Ok(taken);
         }
         for e in table.values_mut() {
+            let left = limit - usize::try_from(taken).unwrap_or(limit);
             let gone: Vec<u64> = e
                 .log
                 .values()
-                .filter(|m| due(&m.meta))
+                .filter(|m| sweep.takes_record(ctx, &m.meta, *m))
                 .map(|m| m.seq)
-                .take(batch - usize::try_from(deleted).unwrap_or(batch))
+                .take(left)
                 .collect();
-            for seq in gone {
-                if let Some(m) = e.log.remove(&seq) {
-                    e.ids.remove(&m.id);
-                    self.audit.record(AuditEntry::change(
-                        ctx,
-                        AuditOp::Delete,
-                        MESSAGE_KIND,
-                        &m.id,
-                        &m.meta,
-                    ));
-                    deleted += 1;
+            taken += gone.len() as u64;
+            if delete {
+                for seq in gone {
+                    if let Some(m) = e.log.remove(&seq) {
+                        e.ids.remove(&m.id);
+                        self.audit.record(AuditEntry::change(
+                            ctx,
+                            AuditOp::Delete,
+                            MESSAGE_KIND,
+                            &m.id,
+                            &m.meta,
+                        ));
+                    }
                 }
             }
-            if usize::try_from(deleted).unwrap_or(usize::MAX) >= batch {
+            if usize::try_from(taken).unwrap_or(usize::MAX) >= limit {
                 break;
             }
         }
-        Ok(deleted)
+        Ok(taken)
     }
 }
 

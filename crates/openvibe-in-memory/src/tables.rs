@@ -8,11 +8,12 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    AuditEntry, AuditOp, CallerContext, Change, NamespaceScope, RecordFilter, StoreError, at_index,
+    AuditEntry, AuditOp, CallerContext, Change, RecordFilter, StoreError, Sweep, at_index,
     check_caller, check_fixed_namespace,
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::governed::Pass;
 use crate::index::{Indexed, Table};
 use crate::span::store_span;
 
@@ -565,6 +566,14 @@ impl<R: Indexed> Tables<R> {
         Ok(self.read()?.get(tenant).map(|t| t.count(pick)).unwrap_or(0))
     }
 
+    /// Whether `tenant` holds a record `id` (expired or not).
+    pub(crate) fn has(&self, tenant: &str, id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .read()?
+            .get(tenant)
+            .is_some_and(|t| t.slot(id).is_some()))
+    }
+
     /// Records per namespace in `ctx`'s tenant.
     pub(crate) fn namespace_counts(
         &self,
@@ -577,21 +586,33 @@ impl<R: Indexed> Tables<R> {
             .unwrap_or_default())
     }
 
-    /// Delete at most `batch` records of `ctx`'s tenant that have expired,
-    /// in namespaces of `scope` and projects `ctx` sees (audited as
-    /// deletes); returns how many went.
-    pub(crate) fn delete_expired(
+    /// The records of `ctx`'s tenant that `sweep` (or `also`) takes:
+    /// counted, or at most a batch of them deleted (audited as deletes).
+    /// Returns their ids.
+    pub(crate) fn sweep(
         &self,
         ctx: &CallerContext,
-        scope: &NamespaceScope,
-        batch: usize,
-    ) -> Result<u64, StoreError> {
+        sweep: &Sweep,
+        also: &dyn Fn(&R) -> bool,
+        pass: Pass,
+    ) -> Result<Vec<String>, StoreError> {
+        if let Pass::Count = pass {
+            let guard = self.read()?;
+            let Some(table) = guard.get(ctx.tenant_id()) else {
+                return Ok(Vec::new());
+            };
+            return Ok(table
+                .swept_slots(ctx, sweep, also, usize::MAX)
+                .into_iter()
+                .filter_map(|slot| table.materialize(slot).map(|r| r.id().to_owned()))
+                .collect());
+        }
         let mut guard = self.write()?;
         let Some(table) = guard.get_mut(ctx.tenant_id()) else {
-            return Ok(0);
+            return Ok(Vec::new());
         };
-        let mut deleted = 0;
-        for slot in table.expired_slots(ctx, Utc::now(), scope, batch) {
+        let mut deleted = Vec::new();
+        for slot in table.swept_slots(ctx, sweep, also, pass.limit()) {
             if let Some(gone) = table.remove(slot) {
                 self.audit.record(AuditEntry::change(
                     ctx,
@@ -600,7 +621,7 @@ impl<R: Indexed> Tables<R> {
                     gone.id(),
                     gone.meta(),
                 ));
-                deleted += 1;
+                deleted.push(gone.id().to_owned());
             }
         }
         Ok(deleted)

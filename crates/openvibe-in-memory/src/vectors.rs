@@ -94,6 +94,19 @@ impl VectorTable {
         Ok(n)
     }
 
+    /// The record ids of `tenant`'s vectors of `kind`.
+    pub(crate) fn ids(&self, tenant: &str, kind: &str) -> Vec<String> {
+        self.entries
+            .read()
+            .ok()
+            .and_then(|e| {
+                e.get(tenant)
+                    .and_then(|t| t.get(kind))
+                    .map(|ids| ids.keys().cloned().collect())
+            })
+            .unwrap_or_default()
+    }
+
     /// Drop the vector of a deleted record.
     pub(crate) fn forget(&self, tenant: &str, kind: &str, id: &str) {
         if let Ok(mut entries) = self.entries.write()

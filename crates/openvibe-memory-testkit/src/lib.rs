@@ -39,6 +39,7 @@
 pub mod access;
 pub mod beliefs;
 pub mod episodes;
+pub mod erasure;
 pub mod expiry;
 pub mod facts;
 pub mod goals;
@@ -162,6 +163,8 @@ cases! {
     governance::governance_audit_trail;
     governance::governance_audit_filters_and_pages;
     governance::governance_audit_chain_holds;
+    erasure::erasure_forgets_an_entity_everywhere;
+    erasure::erasure_is_privileged_and_scoped;
     governance::governance_promotion;
     governance::governance_namespace_migration;
     expiry::expiry_hides_records_from_that_instant;

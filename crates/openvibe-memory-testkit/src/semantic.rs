@@ -26,7 +26,7 @@ fn vector(text: &str) -> Vec<f32> {
     HashEmbedder::new(DIMENSIONS).vector(text)
 }
 
-fn knowledge(content: &str) -> NewKnowledge {
+pub(crate) fn knowledge(content: &str) -> NewKnowledge {
     NewKnowledge {
         embedding: Some(vector(content)),
         ..NewKnowledge::new(content)

@@ -4,10 +4,12 @@
 
 use async_trait::async_trait;
 use openvibe_protocols::{
-    AuditOp, CallerContext, NamespaceAdmin, NamespaceCount, NamespaceScope, StoreError,
+    AuditOp, CallerContext, DERIVED_KINDS, ErasureCount, ErasureSubject, NamespaceAdmin,
+    NamespaceCount, NamespaceScope, StoreError, Sweep, mentions_regex,
 };
 use openvibe_protocols::{check_admin, check_label, cleanup_scope};
 use sqlx::PgPool;
+use sqlx::Row;
 use tracing::Instrument;
 
 use crate::audit::AuditWriter;
@@ -59,44 +61,241 @@ pub struct PgNamespaceAdmin {
 
 crate::audit::audited_store!(PgNamespaceAdmin);
 
+/// Each kind an erasure deletes, with its table, in the order of
+/// `ERASURE_KINDS` (what hangs on a record first).
+const ERASURE_TABLES: [(&str, &str); 15] = [
+    ("raw_call", "raw_calls"),
+    ("fact", "facts"),
+    ("episode", "episodes"),
+    ("insight", "insights"),
+    ("knowledge", "knowledge"),
+    ("task_context", "task_contexts"),
+    ("plan", "plans"),
+    ("session", "sessions"),
+    ("proposal", "proposals"),
+    ("goal", "goals"),
+    ("priorities", "goal_priorities"),
+    ("metric", "metric_reports"),
+    ("belief", "beliefs"),
+    ("message", "space_messages"),
+    ("space", "spaces"),
+];
+
+/// The governance columns of every table, left out of what a subject's
+/// entity is looked for in (as `record_content` leaves them out in memory).
+const NOT_CONTENT: &str = "'{id,tenant_id,namespace,project_id,owner,classification,source,\
+                           created_at,updated_at,expires_at}'::text[]";
+
+/// The jsonpath that finds a string naming `entity` (as `mentions` does).
+fn entity_path(entity: &str) -> String {
+    let regex = mentions_regex(entity)
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    format!("lax $.** ? (@ like_regex \"{regex}\" flag \"i\")")
+}
+
+/// Append the condition that the row `alias` of `kind` is about `subject`.
+fn about(sql: &mut Sql, alias: &str, kind: &str, subject: &ErasureSubject) {
+    let content = |sql: &mut Sql, alias: &str, entity: &str| {
+        sql.push(&format!(
+            "jsonb_path_exists(to_jsonb({alias}) - {NOT_CONTENT}, "
+        ))
+        .bind(entity_path(entity))
+        .push("::jsonpath)");
+    };
+    sql.push("(");
+    match subject {
+        ErasureSubject::Owner(owner) => {
+            sql.push(&format!("{alias}.owner = ")).bind(owner.clone());
+        }
+        ErasureSubject::Namespace(ns) => {
+            sql.push(&format!("{alias}.namespace = ")).bind(ns.clone());
+        }
+        ErasureSubject::Entity(entity) => {
+            content(sql, alias, entity);
+            if kind == "plan" {
+                for (table, column) in [
+                    ("plan_contexts", "context"),
+                    ("plan_state", "value"),
+                    ("plan_state_items", "item"),
+                ] {
+                    sql.push(&format!(
+                        " OR EXISTS (SELECT 1 FROM {table} c WHERE c.tenant_id = {alias}.tenant_id \
+                         AND c.plan_id = {alias}.id AND "
+                    ));
+                    if table == "plan_contexts" {
+                        content(sql, "c", entity);
+                    } else {
+                        sql.push(&format!("jsonb_path_exists(c.{column}, "))
+                            .bind(entity_path(entity))
+                            .push("::jsonpath)");
+                    }
+                    sql.push(")");
+                }
+            }
+        }
+    }
+    if kind == "raw_call" {
+        // The raw calls behind an episode about the subject go with it.
+        sql.push(&format!(
+            " OR EXISTS (SELECT 1 FROM episodes e WHERE e.tenant_id = {alias}.tenant_id \
+             AND e.id = {alias}.episode_id AND "
+        ));
+        about(sql, "e", "episode", subject);
+        sql.push(")");
+    }
+    sql.push(")");
+}
+
 impl PgNamespaceAdmin {
-    async fn delete_expired_in(
+    /// One pass of `sweep` over every kind in one transaction: the rows
+    /// it takes counted, or at most `batch` deleted (the tables' triggers
+    /// audit each and drop its vectors and postings). The cleanup of
+    /// expired records and an erasure both run through it.
+    async fn sweep(
         &self,
         ctx: &CallerContext,
-        scope: &NamespaceScope,
-        batch: usize,
-    ) -> Result<u64, StoreError> {
+        sweep: &Sweep,
+        delete: Option<usize>,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
         // Expired rows are invisible until the transaction asks to see them.
         let mut tx = begin_then(&self.pool, ctx, Some(INCLUDE_EXPIRED)).await?;
-        let mut deleted = 0;
-        for table in EXPIRING_TABLES {
-            let left = batch.saturating_sub(usize::try_from(deleted).unwrap_or(usize::MAX));
+        let mut out = Vec::new();
+        let mut left = delete.unwrap_or(usize::MAX);
+        for (kind, table) in ERASURE_TABLES {
             if left == 0 {
                 break;
             }
-            let mut sql = Sql::new(&format!(
-                "WITH batch AS MATERIALIZED (SELECT m.id FROM {table} m WHERE m.tenant_id = "
-            ));
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(" AND m.expires_at <= now()");
-            if let NamespaceScope::Only(namespaces) = scope {
-                sql.push(" AND m.namespace = ANY(")
-                    .bind(namespaces.clone())
-                    .push("::text[])");
+            let mut cond = Sql::new("m.tenant_id = ");
+            cond.bind(ctx.tenant_id().to_owned()).push(" AND ");
+            match sweep {
+                Sweep::Expired { scope, .. } => {
+                    if !EXPIRING_TABLES.contains(&table) {
+                        continue;
+                    }
+                    cond.push("m.expires_at <= now()");
+                    if let NamespaceScope::Only(namespaces) = scope {
+                        cond.push(" AND m.namespace = ANY(")
+                            .bind(namespaces.clone())
+                            .push("::text[])");
+                    }
+                }
+                Sweep::Subject(subject) => about(&mut cond, "m", kind, subject),
             }
-            sql.push(" LIMIT ")
-                .bind(i64::try_from(left).unwrap_or(i64::MAX))
-                .push(&format!(
-                    " FOR UPDATE SKIP LOCKED) DELETE FROM {table} f USING batch WHERE f.tenant_id = "
-                ))
-                .bind(ctx.tenant_id().to_owned())
-                .push(" AND f.id = batch.id");
-            let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-            deleted += done.rows_affected();
+            let mut sql = Sql::new("");
+            let n = match delete {
+                None => {
+                    sql.push(&format!("SELECT count(*)::bigint FROM {table} m WHERE "))
+                        .append(cond);
+                    let n: i64 = sql
+                        .build()?
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(store_error)?
+                        .try_get(0)
+                        .map_err(store_error)?;
+                    u64::try_from(n).unwrap_or(0)
+                }
+                Some(_) => {
+                    // The batch is chosen once (a materialized CTE), locked,
+                    // and skips rows another run holds.
+                    sql.push(&format!(
+                        "WITH batch AS MATERIALIZED (SELECT m.ctid AS row FROM {table} m WHERE "
+                    ))
+                    .append(cond)
+                    .push(" LIMIT ")
+                    .bind(i64::try_from(left).unwrap_or(i64::MAX))
+                    .push(&format!(
+                        " FOR UPDATE SKIP LOCKED) DELETE FROM {table} f USING batch WHERE f.ctid = batch.row"
+                    ));
+                    let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+                    left = left.saturating_sub(
+                        usize::try_from(done.rows_affected()).unwrap_or(usize::MAX),
+                    );
+                    done.rows_affected()
+                }
+            };
+            out.push(ErasureCount {
+                kind: kind.to_owned(),
+                records: n,
+            });
+        }
+        if delete.is_none() {
+            out.extend(orphans(&mut tx, ctx).await?);
         }
         tx.commit().await.map_err(store_error)?;
-        Ok(deleted)
+        Ok(out)
     }
+}
+
+/// The derived rows of `ctx`'s tenant whose record is gone: vectors in
+/// every model's table, and knowledge postings.
+async fn orphans(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    ctx: &CallerContext,
+) -> Result<Vec<ErasureCount>, StoreError> {
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT table_name FROM embedding_models ORDER BY model")
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(store_error)?;
+    let mut vectors = 0u64;
+    for table in tables {
+        let mut sql = Sql::new(&format!(
+            "SELECT count(*)::bigint FROM \"{}\" e WHERE e.tenant_id = ",
+            table.replace('"', "\"\"")
+        ));
+        // (The key-value store's vectors, `memory_entry`, are keyed by
+        // its own keys and are not an erasure's.)
+        sql.bind(ctx.tenant_id().to_owned())
+            .push(" AND NOT (e.record_kind = 'memory_entry' OR ");
+        for (i, (kind, records)) in [
+            ("fact", "facts"),
+            ("episode", "episodes"),
+            ("insight", "insights"),
+            ("knowledge", "knowledge"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if i > 0 {
+                sql.push(" OR ");
+            }
+            sql.push(&format!(
+                "(e.record_kind = '{kind}' AND EXISTS (SELECT 1 FROM {records} r \
+                 WHERE r.tenant_id = e.tenant_id AND r.id = e.record_id))"
+            ));
+        }
+        sql.push(")");
+        let n: i64 = sql
+            .build()?
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(store_error)?
+            .try_get(0)
+            .map_err(store_error)?;
+        vectors += u64::try_from(n).unwrap_or(0);
+    }
+    let mut sql =
+        Sql::new("SELECT count(*)::bigint FROM knowledge_postings p WHERE p.tenant_id = ");
+    sql.bind(ctx.tenant_id().to_owned()).push(
+        " AND NOT EXISTS (SELECT 1 FROM knowledge k WHERE k.tenant_id = p.tenant_id AND k.id = p.id)",
+    );
+    let postings: i64 = sql
+        .build()?
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(store_error)?
+        .try_get(0)
+        .map_err(store_error)?;
+    Ok(DERIVED_KINDS
+        .into_iter()
+        .zip([vectors, u64::try_from(postings).unwrap_or(0)])
+        .map(|(kind, records)| ErasureCount {
+            kind: kind.to_owned(),
+            records,
+        })
+        .collect())
 }
 
 #[async_trait]
@@ -189,15 +388,45 @@ impl NamespaceAdmin for PgNamespaceAdmin {
 
     async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
         let result = match cleanup_scope(ctx, batch) {
-            Ok(scope) => {
-                self.delete_expired_in(ctx, &scope, batch)
-                    .instrument(span("expired", "delete_expired", ctx))
-                    .await
-            }
+            Ok(scope) => self
+                .sweep(ctx, &Sweep::expired(scope), Some(batch))
+                .instrument(span("expired", "delete_expired", ctx))
+                .await
+                .map(|counts| counts.iter().map(|c| c.records).sum()),
             Err(e) => Err(e),
         };
         self.audit
             .refusal(ctx, AuditOp::Delete, "expired", "", result)
+    }
+
+    async fn erasure_counts(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        check_admin(ctx, "count an erasure", None)?;
+        subject.check()?;
+        self.sweep(ctx, &Sweep::Subject(subject.clone()), None)
+            .instrument(span("erasure", "erasure_counts", ctx))
+            .await
+    }
+
+    async fn erase(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        batch: usize,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        check_admin(ctx, "erase a subject", None)?;
+        subject.check()?;
+        if batch == 0 {
+            return Err(StoreError::invalid("batch", "must be at least 1"));
+        }
+        let counts = self
+            .sweep(ctx, &Sweep::Subject(subject.clone()), Some(batch))
+            .instrument(span("erasure", "erase", ctx))
+            .await?;
+        Ok(counts.into_iter().filter(|c| c.records > 0).collect())
     }
 }
 

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, CHAIN_GENESIS, CallerContext,
-    ChainHead, ChainReport, ChainWalk, StoreError, VerifyChain, check_chain_reader,
+    ChainHead, ChainReport, ChainWalk, ERASURE_AUDIT_KIND, ErasureSubject, REDACTION_AUDIT_KIND,
+    Redaction, StoreError, VerifyChain, check_chain_reader, mentions_regex,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -199,6 +200,17 @@ async fn write_batch(
     entries: &[&AuditEntry],
 ) -> Result<(), StoreError> {
     let ctx = CallerContext::system().with_tenant(tenant);
+    let mut tx = begin(pool, &ctx).await?;
+    insert_sql(tenant, entries)?
+        .build()?
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+    tx.commit().await.map_err(store_error)
+}
+
+/// The `INSERT` of `entries` of `tenant` (the link trigger chains them).
+fn insert_sql(tenant: &str, entries: &[&AuditEntry]) -> Result<Sql, StoreError> {
     // PostgreSQL text holds no NUL: an entry quoting one (a filter, a
     // reason) is still recorded, with U+FFFD in its place.
     let text = |f: fn(&AuditEntry) -> Option<String>| -> Vec<Option<String>> {
@@ -255,9 +267,7 @@ async fn write_batch(
             "::text[]) AS u(at, principal, operation, kind, namespace, project_id, record_id, \
              filters, top_k, status, reason, source, tool)",
         );
-    let mut tx = begin(pool, &ctx).await?;
-    sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-    tx.commit().await.map_err(store_error)
+    Ok(sql)
 }
 
 /// `text` with each NUL replaced by U+FFFD.
@@ -338,6 +348,9 @@ const ENTRY_COLS: &str = "tenant_id, seq, at, principal, operation, record_kind,
      project_id, record_id, filters, top_k, status, reason, source, tool, chain_seq, \
      encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash";
 
+/// Redacted entries one redaction entry names.
+const REDACTIONS_PER_ENTRY: usize = openvibe_protocols::REDACTIONS_PER_ENTRY;
+
 /// Entries a chain walk reads per round trip.
 const VERIFY_PAGE: i64 = 5_000;
 
@@ -412,6 +425,96 @@ impl AuditLog for PgAuditLog {
         write_batch(&self.pool, ctx.tenant_id(), &[&entry]).await
     }
 
+    async fn redact(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        dry_run: bool,
+    ) -> Result<u64, StoreError> {
+        check_chain_reader(ctx, "redact the audit trail")?;
+        subject.check()?;
+        self.writer.flush().await?;
+        async {
+            let mut tx = begin(&self.pool, ctx).await?;
+            // Each entry quoting the subject, with the hash its redacted
+            // form computes to (PostgreSQL's own canonical encoding).
+            let mut sql = Sql::new(
+                "SELECT a.seq, a.chain_seq, encode(a.hash, 'hex') AS hash, \
+                 encode(openvibe_audit_hash(jsonb_populate_record(a, jsonb_build_object(\
+                 'filters', CASE WHEN a.filters IS NULL THEN NULL ELSE '{\"redacted\": true}'::jsonb END, \
+                 'reason', CASE WHEN a.reason IS NULL THEN NULL ELSE 'redacted' END))), 'hex') \
+                 AS redacted_hash FROM audit_log a WHERE a.chain_seq IS NOT NULL AND a.tenant_id = ",
+            );
+            sql.bind(ctx.tenant_id().to_owned()).push(&format!(
+                " AND a.record_kind NOT IN ('{ERASURE_AUDIT_KIND}', '{REDACTION_AUDIT_KIND}') \
+                 AND a.filters IS DISTINCT FROM '{{\"redacted\": true}}'::jsonb AND ("
+            ));
+            match subject {
+                ErasureSubject::Entity(entity) => {
+                    let re = mentions_regex(entity);
+                    sql.push("a.filters::text ~* ")
+                        .bind(re.clone())
+                        .push(" OR a.reason ~* ")
+                        .bind(re);
+                }
+                other => {
+                    let value = other.parts().1.to_owned();
+                    sql.push("strpos(a.filters::text, ")
+                        .bind(value.clone())
+                        .push(") > 0 OR strpos(a.reason, ")
+                        .bind(value)
+                        .push(") > 0");
+                }
+            }
+            sql.push(") ORDER BY a.chain_seq");
+            if !dry_run {
+                sql.push(" FOR UPDATE");
+            }
+            let rows = sql
+                .build()?
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            let mut seqs = Vec::with_capacity(rows.len());
+            let mut redactions = Vec::with_capacity(rows.len());
+            for row in &rows {
+                seqs.push(col::<i64>(row, "seq")?);
+                redactions.push(Redaction {
+                    chain_seq: u64::try_from(col::<i64>(row, "chain_seq")?).unwrap_or(0),
+                    hash: col::<Option<String>>(row, "hash")?.unwrap_or_default(),
+                    redacted_hash: col::<Option<String>>(row, "redacted_hash")?.unwrap_or_default(),
+                });
+            }
+            if dry_run || redactions.is_empty() {
+                return Ok(redactions.len() as u64);
+            }
+            let mut sql = Sql::new(
+                "UPDATE audit_log SET \
+                 filters = CASE WHEN filters IS NULL THEN NULL ELSE '{\"redacted\": true}'::jsonb END, \
+                 reason = CASE WHEN reason IS NULL THEN NULL ELSE 'redacted' END \
+                 WHERE tenant_id = ",
+            );
+            sql.bind(ctx.tenant_id().to_owned())
+                .push(" AND seq = ANY(")
+                .bind(seqs)
+                .push("::int8[])");
+            sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+            let entries: Vec<AuditEntry> = redactions
+                .chunks(REDACTIONS_PER_ENTRY)
+                .map(|chunk| Redaction::entry(ctx, subject, chunk).stamped(ctx))
+                .collect();
+            insert_sql(ctx.tenant_id(), &entries.iter().collect::<Vec<_>>())?
+                .build()?
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            tx.commit().await.map_err(store_error)?;
+            Ok(redactions.len() as u64)
+        }
+        .instrument(span("audit", "redact", ctx))
+        .await
+    }
+
     async fn verify(
         &self,
         ctx: &CallerContext,
@@ -420,7 +523,19 @@ impl AuditLog for PgAuditLog {
         check_chain_reader(ctx, "verify the audit chain")?;
         self.writer.flush().await?;
         async {
-            let mut walk = ChainWalk::new(ctx.tenant_id(), request.anchor.clone());
+            // The redactions the chain records, read first: their entries
+            // come after the entries they name.
+            let mut sql = Sql::new(&format!(
+                "SELECT {ENTRY_COLS} FROM audit_log WHERE record_kind = '{REDACTION_AUDIT_KIND}' \
+                 AND tenant_id = "
+            ));
+            sql.bind(ctx.tenant_id().to_owned());
+            let mut redactions = Vec::new();
+            for row in fetch_committed(&self.pool, ctx, sql).await? {
+                redactions.extend(Redaction::recorded_in(&decode(&row)?));
+            }
+            let mut walk =
+                ChainWalk::new(ctx.tenant_id(), request.anchor.clone()).with_redactions(redactions);
             // An entry outside the chain (its trigger switched off, or a row
             // inserted by hand) is a break wherever it is.
             let mut sql =

@@ -5,21 +5,22 @@
 use async_trait::async_trait;
 use chrono::NaiveDate;
 use openvibe_api::dto::{
-    Ack, AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, EmbedPending,
+    Ack, AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, EmbedPending, Erase,
     ExpireProposals, FinishProposal, MoveNamespace, PostMessages, PrioritiesOf, PruneRaw,
-    RetireBelief, SetState, SimilarInsight, Strengthen, Touch, VectorLookup,
+    RedactAudit, RetireBelief, SetState, SimilarInsight, Strengthen, Touch, VectorLookup,
 };
 use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
     AuditEntry, AuditLog, AuditQuery, Belief, BeliefQuery, BeliefStore, CallerContext, ChainHead,
-    ChainReport, ContextStore, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative,
-    Insight, InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, MetricReport,
-    NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
-    PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities,
-    Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention,
-    RecordStore, RecordVector, RecordVectors, ReportQuery, RevisableStore, Session, SessionDeleted,
-    SessionQuery, SessionStore, Space, SpaceMessage, SpaceQuery, SpaceStore, StateEntry,
-    StoreError, TaskContext, VectorStatus, Verdict, VerifyChain,
+    ChainReport, ContextStore, ErasureCount, ErasureSubject, Expect, Goal, GoalProgress, GoalQuery,
+    GoalStore, Initiative, Insight, InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery,
+    KnowledgeStore, MetricReport, NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan,
+    NewSession, Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStateStore,
+    PlanStore, PlanUpdate, Priorities, Proposal, ProposalQuery, ProposalStore, RawCall,
+    RawCallQuery, RawLogStore, RawRetention, RecordStore, RecordVector, RecordVectors, ReportQuery,
+    RevisableStore, Session, SessionDeleted, SessionQuery, SessionStore, Space, SpaceMessage,
+    SpaceQuery, SpaceStore, StateEntry, StoreError, TaskContext, VectorStatus, Verdict,
+    VerifyChain,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -762,6 +763,19 @@ impl AuditLog for RemoteMemory {
     async fn anchor(&self, ctx: &CallerContext) -> Result<ChainHead, StoreError> {
         self.call(ctx, &e::AUDIT_ANCHOR, &[], &()).await
     }
+
+    async fn redact(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        dry_run: bool,
+    ) -> Result<u64, StoreError> {
+        let body = RedactAudit {
+            subject: subject.clone(),
+            dry_run,
+        };
+        Ok(self.call(ctx, &e::REDACT_AUDIT, &[], &body).await?.redacted)
+    }
 }
 
 #[async_trait]
@@ -796,6 +810,27 @@ impl NamespaceAdmin for RemoteMemory {
             .call(ctx, &e::DELETE_EXPIRED, &[], &body)
             .await?
             .deleted_count)
+    }
+
+    async fn erasure_counts(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        self.call(ctx, &e::ERASURE_COUNTS, &[], subject).await
+    }
+
+    async fn erase(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        batch: usize,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        let body = Erase {
+            subject: subject.clone(),
+            batch,
+        };
+        self.call(ctx, &e::ERASE, &[], &body).await
     }
 }
 

@@ -289,7 +289,7 @@ const RULES: &[(&[&str], &str, Rule)] = &[
     (&["MoveNamespace"], "from", Rule::Label),
     (&["MoveNamespace"], "to", Rule::Label),
     (
-        &["MoveNamespace", "DeleteExpired", "EmbedPending"],
+        &["MoveNamespace", "DeleteExpired", "EmbedPending", "Erase"],
         "batch",
         Rule::Range(1, u64::MAX),
     ),
@@ -426,6 +426,14 @@ const VARIANT_RULES: &[(&str, &str, Rule)] = &[
     ("MessageBody", "/oneOf/0/properties/text", Rule::Content),
     // A tool call's input, as a model wrote it.
     ("ContentBlock", "/oneOf/1/properties/input", Rule::Json),
+    // An erasure's subject names something.
+    ("ErasureSubject", "/oneOf/0/properties/entity", Rule::Name),
+    ("ErasureSubject", "/oneOf/1/properties/owner", Rule::Name),
+    (
+        "ErasureSubject",
+        "/oneOf/2/properties/namespace",
+        Rule::Label,
+    ),
 ];
 
 /// The longest role id whose priorities' id (`<role>:<day>`) is a record

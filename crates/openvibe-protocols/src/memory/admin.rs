@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{CallerContext, Change, NamespaceScope, StoreError};
+use super::{CallerContext, Change, ErasureCount, ErasureSubject, NamespaceScope, StoreError};
 
 /// The record kinds that live in namespaces.
 pub const RECORD_KINDS: [&str; 14] = [
@@ -83,6 +83,30 @@ pub trait NamespaceAdmin: Send + Sync {
     /// how many went (0: none left). One transaction per call;
     /// each deleted record is audited as a delete.
     async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError>;
+
+    /// How many records of each of [`ERASURE_KINDS`](crate::ERASURE_KINDS)
+    /// in the caller's tenant are about `subject` (expired ones included:
+    /// they are still stored), then the derived rows of
+    /// [`DERIVED_KINDS`](crate::DERIVED_KINDS) left without their record
+    /// (0 on a sound backend). Privileged callers only.
+    async fn erasure_counts(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+    ) -> Result<Vec<ErasureCount>, StoreError>;
+
+    /// Delete at most `batch` records about `subject` in the caller's
+    /// tenant, kinds in the order of [`ERASURE_KINDS`](crate::ERASURE_KINDS),
+    /// with their derived data (vectors, postings, dependent rows), each
+    /// audited as a delete; returns how many went per kind (none: nothing
+    /// left). One transaction per call, so a run can stop and resume.
+    /// Privileged callers only.
+    async fn erase(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        batch: usize,
+    ) -> Result<Vec<ErasureCount>, StoreError>;
 }
 
 /// Where `ctx` may delete expired records, whoever owns them: everywhere

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CallerContext, NamespaceScope, RecordMeta, StoreError};
+use super::{CallerContext, ErasureSubject, NamespaceScope, RecordMeta, StoreError};
 
 /// What an audited operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -395,6 +395,21 @@ pub trait AuditLog: Send + Sync {
     /// first): keep it elsewhere, and [`AuditLog::verify`] later checks the
     /// trail still leads to it. Only a privileged caller.
     async fn anchor(&self, ctx: &CallerContext) -> Result<ChainHead, StoreError>;
+
+    /// Redact the caller's tenant's entries that quote `subject`
+    /// ([`quotes_subject`](crate::quotes_subject)): their filters and
+    /// reason replaced ([`redact_entry`](crate::redact_entry)), and, in the
+    /// same transaction, a redaction entry appended to the chain naming
+    /// each redacted entry with its original hash and the hash of its
+    /// redacted form, so that [`AuditLog::verify`] still passes and shows
+    /// where redaction happened. Returns how many entries were (with
+    /// `dry_run`: would be) redacted. Privileged callers only.
+    async fn redact(
+        &self,
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        dry_run: bool,
+    ) -> Result<u64, StoreError>;
 }
 
 /// Refuse a chain operation to a caller that may not read the whole trail.
@@ -468,7 +483,8 @@ pub struct ChainBreak {
     pub chain_seq: u64,
     /// The entry's position in the trail (`AuditEntry::seq`).
     pub seq: u64,
-    /// What does not hold: `hash` (the entry was changed), `prev_hash`
+    /// What does not hold: `hash` (the entry was changed), `redacted` (a
+    /// redacted entry is not what its redaction recorded), `prev_hash`
     /// (an entry before it was changed, removed or inserted), `gap` (a
     /// number is missing), `anchor` (the anchored entry carries another
     /// hash, or is gone), `unchained` (an entry has no place in the chain).
@@ -493,6 +509,10 @@ pub struct ChainReport {
     pub head: ChainHead,
     /// The first break, when there is one.
     pub broken: Option<ChainBreak>,
+    /// The entries (`chain_seq`) found redacted by an erasure, each as a
+    /// later redaction entry of the chain recorded it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<u64>,
 }
 
 impl ChainReport {
@@ -585,6 +605,64 @@ pub struct ChainWalk {
     report: ChainReport,
     anchor: Option<ChainHead>,
     anchored: bool,
+    /// `chain_seq` → (original hash, hash of the redacted form), from the
+    /// chain's redaction entries.
+    redactions: std::collections::HashMap<u64, (String, String)>,
+}
+
+/// One entry a redaction entry names: its place, its hash as written, and
+/// the hash its redacted form has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redaction {
+    /// The redacted entry's place in the chain.
+    pub chain_seq: u64,
+    /// Its hash as written (what it still carries).
+    pub hash: String,
+    /// The hash its redacted form computes to.
+    pub redacted_hash: String,
+}
+
+impl Redaction {
+    /// The redaction of `entry` (as written, hashes assigned) into `redacted`.
+    pub fn of(entry: &AuditEntry, redacted: &AuditEntry) -> Self {
+        Self {
+            chain_seq: entry.chain_seq,
+            hash: entry.hash.clone().unwrap_or_default(),
+            redacted_hash: audit_chain_hash(
+                redacted.prev_hash.as_deref().unwrap_or_default(),
+                redacted,
+            ),
+        }
+    }
+
+    /// The entry recording `redactions` for an erasure of `subject`, by `ctx`.
+    pub fn entry(
+        ctx: &CallerContext,
+        subject: &ErasureSubject,
+        redactions: &[Redaction],
+    ) -> AuditEntry {
+        let (field, value) = subject.parts();
+        let mut entry = AuditEntry::new(ctx, AuditOp::Update, crate::REDACTION_AUDIT_KIND);
+        entry.filters = Some(serde_json::json!({
+            "subject": { field: value },
+            "entries": redactions,
+        }));
+        entry
+    }
+
+    /// The redactions a chain entry records (none unless it is a
+    /// redaction entry).
+    pub fn recorded_in(entry: &AuditEntry) -> Vec<Self> {
+        if entry.kind != crate::REDACTION_AUDIT_KIND {
+            return Vec::new();
+        }
+        entry
+            .filters
+            .as_ref()
+            .and_then(|f| f.get("entries"))
+            .and_then(|e| serde_json::from_value(e.clone()).ok())
+            .unwrap_or_default()
+    }
 }
 
 impl ChainWalk {
@@ -604,10 +682,25 @@ impl ChainWalk {
                     hash: CHAIN_GENESIS.to_owned(),
                 },
                 broken: None,
+                redacted: Vec::new(),
             },
             anchor,
             anchored,
+            redactions: std::collections::HashMap::new(),
         }
+    }
+
+    /// Accept the redactions the chain's redaction entries record (read
+    /// before the walk: they come after the entries they name). A
+    /// redacted entry holds when it still carries its original hash and
+    /// its redacted form computes to the recorded one; anything else
+    /// about it is a break.
+    pub fn with_redactions(mut self, redactions: impl IntoIterator<Item = Redaction>) -> Self {
+        for r in redactions {
+            self.redactions
+                .insert(r.chain_seq, (r.hash, r.redacted_hash));
+        }
+        self
     }
 
     /// Check the next entry, whose recomputed hash is `expected`; `false`
@@ -641,8 +734,18 @@ impl ChainWalk {
         } else {
             None
         };
-        let broken = broken.or_else(|| {
-            (expected != found).then(|| brk("hash", expected.to_owned(), found.clone()))
+        let broken = broken.or_else(|| match self.redactions.get(&entry.chain_seq) {
+            Some((original, redacted)) => {
+                if *original != found {
+                    Some(brk("hash", original.clone(), found.clone()))
+                } else if redacted != expected {
+                    Some(brk("redacted", redacted.clone(), expected.to_owned()))
+                } else {
+                    self.report.redacted.push(entry.chain_seq);
+                    None
+                }
+            }
+            None => (expected != found).then(|| brk("hash", expected.to_owned(), found.clone())),
         });
         let broken = broken.or_else(|| match &self.anchor {
             Some(a) if a.chain_seq == entry.chain_seq => {

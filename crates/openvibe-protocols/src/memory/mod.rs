@@ -31,7 +31,9 @@ mod audit;
 mod beliefs;
 mod context;
 mod cursor;
+mod erasure;
 mod error;
+mod forget;
 mod goals;
 mod governance;
 mod kv;
@@ -54,8 +56,8 @@ pub use admin::{
 };
 pub use audit::{
     AuditEntry, AuditLog, AuditOp, AuditQuery, AuditStatus, CHAIN_GENESIS, ChainBreak, ChainHead,
-    ChainReport, ChainWalk, VerifyChain, audit_canonical, audit_chain_hash, check_chain_reader,
-    refusal_entry,
+    ChainReport, ChainWalk, Redaction, VerifyChain, audit_canonical, audit_chain_hash,
+    check_chain_reader, refusal_entry,
 };
 pub use beliefs::{
     BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
@@ -63,7 +65,13 @@ pub use beliefs::{
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use cursor::{page_cursor, parse_cursor};
+pub use erasure::{
+    DERIVED_KINDS, ERASURE_AUDIT_KIND, ERASURE_KINDS, ErasureCount, ErasureReport, ErasureSubject,
+    KindErasure, REDACTED_REASON, REDACTION_AUDIT_KIND, REDACTIONS_PER_ENTRY, Sweep, mentions,
+    mentions_json, mentions_regex, record_content, redacted_filters,
+};
 pub use error::{ErrorSource, StoreError};
+pub use forget::{ForgetOptions, forget, quotes_subject, redact_entry};
 pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
     MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE,

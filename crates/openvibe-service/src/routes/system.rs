@@ -5,12 +5,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use openvibe_api::dto::{
-    DeleteExpired, DeletedCount, EmbedPending, Embedded, Health, MoveNamespace, Moved, Promote,
-    SearchMemory, VectorLookup,
+    DeleteExpired, DeletedCount, EmbedPending, Embedded, Erase, Health, MoveNamespace, Moved,
+    Promote, RedactAudit, Redacted, SearchMemory, VectorLookup,
 };
 use openvibe_api::endpoints as E;
 use openvibe_protocols::{
-    AuditEntry, AuditQuery, Fact, NamespaceCount, RecordVector, VectorStatus,
+    AuditEntry, AuditQuery, ErasureCount, ErasureSubject, Fact, NamespaceCount, RecordVector,
+    VectorStatus,
 };
 
 use super::api::Api;
@@ -32,6 +33,9 @@ pub(super) fn routes(api: Api) -> Api {
         .route(&E::NAMESPACE_COUNTS, namespace_counts)
         .route(&E::MOVE_NAMESPACE, move_namespace)
         .route(&E::DELETE_EXPIRED, delete_expired)
+        .route(&E::ERASURE_COUNTS, erasure_counts)
+        .route(&E::ERASE, erase)
+        .route(&E::REDACT_AUDIT, redact_audit)
         .route(&E::RECORD_VECTORS, record_vectors)
         .route(&E::VECTOR_STATUS, vector_status)
         .route(&E::EMBED_PENDING, embed_pending)
@@ -143,6 +147,31 @@ async fn delete_expired(
 ) -> Result<Json<DeletedCount>, Failure> {
     let deleted_count = s.stores.admin.delete_expired(&ctx, d.batch).await?;
     Ok(Json(DeletedCount { deleted_count }))
+}
+
+async fn erasure_counts(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(subject): Body<ErasureSubject>,
+) -> Result<Json<Vec<ErasureCount>>, Failure> {
+    Ok(Json(s.stores.admin.erasure_counts(&ctx, &subject).await?))
+}
+
+async fn erase(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(e): Body<Erase>,
+) -> Result<Json<Vec<ErasureCount>>, Failure> {
+    Ok(Json(s.stores.admin.erase(&ctx, &e.subject, e.batch).await?))
+}
+
+async fn redact_audit(
+    State(s): State<AppState>,
+    Ctx(ctx): Ctx,
+    Body(r): Body<RedactAudit>,
+) -> Result<Json<Redacted>, Failure> {
+    let redacted = s.stores.audit.redact(&ctx, &r.subject, r.dry_run).await?;
+    Ok(Json(Redacted { redacted }))
 }
 
 async fn record_vectors(
