@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Classification, InsightStatus, NamespaceScope, RecordFilter as Filter,
-    RecordMeta, StoreError, Sweep, read_allowed, text_terms,
+    RecordMeta, StoreError, Sweep, read_allowed, record_terms, text_terms,
 };
 
 /// Where a record stands against a query's keyset position
@@ -551,7 +551,7 @@ impl<R: Indexed> Table<R> {
         for tag in rec.tags() {
             post(&mut self.by_tag, tag, slot);
         }
-        let mut terms = text_terms(&rec.search_text());
+        let mut terms = record_terms(&rec.search_text());
         terms.sort_unstable();
         for term in &terms {
             match self.by_term.get_mut(term) {

@@ -896,6 +896,11 @@ where
         Fact::new("entity-at-limit", "x").entity(label(MAX_LABEL_LEN)),
         Fact::new("tag-at-limit", "x").tags([label(MAX_LABEL_LEN)]),
         Fact::new("word-at-limit", format!("a {} b", "w".repeat(MAX_WORD_LEN))),
+        // A longer word is stored, not indexed: no one searches for it.
+        Fact::new(
+            "word-over",
+            format!("a {} zebra", "w".repeat(MAX_WORD_LEN + 1)),
+        ),
     ];
     for fact in ok {
         let id = fact.id.clone();
@@ -910,7 +915,6 @@ where
         Fact::new("domain-over", "x").domain(label(MAX_LABEL_LEN + 1)),
         Fact::new("tag-over", "x").tags([label(MAX_LABEL_LEN + 1)]),
         Fact::new("source-over", "x").source(label(MAX_LABEL_LEN + 1)),
-        Fact::new("word-over", format!("a {} b", "w".repeat(MAX_WORD_LEN + 1))),
         Fact::new("nul", "a \u{0} b"),
         Fact::new("nul-entity", "x").entity("a\u{0}"),
     ];
@@ -942,6 +946,22 @@ where
     assert!(is_invalid(s.episodes.store(&ctx, episode).await));
     assert_eq!(s.episodes.get(&ctx, "ep-over").await.unwrap(), None);
     assert_eq!(s.episodes.get(&ctx, "ep-nul").await.unwrap(), None);
+    // The over-long word is not searchable; the record's other words are.
+    let found = |text: String| {
+        let s = &s;
+        let ctx = &ctx;
+        async move {
+            s.facts
+                .query(ctx, &FactQuery::new().text(text))
+                .await
+                .unwrap()
+                .iter()
+                .any(|f| f.id == "word-over")
+        }
+    };
+    assert!(found("zebra".into()).await);
+    assert!(!found("w".repeat(MAX_WORD_LEN + 1)).await);
+    assert!(!found("w".repeat(MAX_WORD_LEN)).await);
 }
 
 /// Facts, insights and episodes page by cursor in their query's order

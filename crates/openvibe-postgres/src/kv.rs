@@ -77,7 +77,7 @@ impl MemoryProvider for PgMemoryProvider {
             check_label("namespace", namespace)?;
             check_label("key", key)?;
             check_text("content", content)?;
-            let terms = record_terms("content", content)?;
+            let terms = record_terms(content);
             let mut sql = Sql::new(
                 "INSERT INTO memory_entries AS f (tenant_id, namespace, key, content, project_id, \
                  owner, created_at, updated_at, content_hash, search) VALUES (",

@@ -235,9 +235,8 @@ impl Sweep {
     }
 }
 
-/// How many records of one kind (a count of
-/// [`NamespaceAdmin::erasure_counts`](crate::NamespaceAdmin::erasure_counts)
-/// or [`NamespaceAdmin::erase`](crate::NamespaceAdmin::erase)).
+/// How many records of one kind: a count of `NamespaceAdmin::erasure_counts`
+/// or `NamespaceAdmin::erase`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]

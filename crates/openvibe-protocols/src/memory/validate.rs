@@ -45,8 +45,9 @@ pub const MAX_LABEL_LEN: usize = 1024;
 /// Longest knowledge content, in bytes.
 pub const MAX_CONTENT_LEN: usize = 1_000_000;
 
-/// Longest word of a record's searchable text, in bytes (PostgreSQL's
-/// tsvector lexeme limit is 2,047).
+/// Longest word a record is found by, in bytes (PostgreSQL's tsvector
+/// lexeme limit is 2,047): a longer word is stored with the record but not
+/// indexed ([`record_terms`]).
 pub const MAX_WORD_LEN: usize = 2046;
 
 /// The largest JSON value a record field holds (metadata, goal data,
@@ -73,8 +74,9 @@ pub fn check_batch(len: usize) -> Result<(), StoreError> {
     }
 }
 
-/// Most bytes of distinct words one record's searchable text may hold
-/// (a tsvector holds at most 1 MiB of lexemes).
+/// Most bytes of distinct words one record is found by (a tsvector holds
+/// at most 1 MiB of lexemes): words past it are not indexed
+/// ([`record_terms`]).
 pub const MAX_SEARCH_BYTES: usize = 1_000_000;
 
 /// A short, indexed text field: at most [`MAX_LABEL_LEN`] bytes, no NUL.
@@ -207,27 +209,22 @@ pub fn check_content(content: &str) -> Result<(), StoreError> {
     }
 }
 
-/// The words `text` is found by ([`text_terms`]), checked against the
-/// search limits ([`MAX_WORD_LEN`], [`MAX_SEARCH_BYTES`]).
-pub fn record_terms(field: &str, text: &str) -> Result<Vec<String>, StoreError> {
-    let terms = text_terms(text);
+/// The words a record with searchable text `text` is found by: its
+/// [`text_terms`], but a word longer than [`MAX_WORD_LEN`] bytes (which no
+/// one searches for, and PostgreSQL's `tsvector` cannot hold) is not
+/// indexed, and words past [`MAX_SEARCH_BYTES`] of distinct words are not
+/// either. The record is stored all the same; every backend indexes these
+/// words and only these.
+pub fn record_terms(text: &str) -> Vec<String> {
     let mut bytes = 0usize;
-    for term in &terms {
-        if term.len() > MAX_WORD_LEN {
-            return Err(StoreError::invalid(
-                field,
-                format!("contains a word longer than {MAX_WORD_LEN} bytes"),
-            ));
-        }
-        bytes += term.len();
-    }
-    if bytes > MAX_SEARCH_BYTES {
-        return Err(StoreError::invalid(
-            field,
-            format!("its distinct words exceed {MAX_SEARCH_BYTES} bytes"),
-        ));
-    }
-    Ok(terms)
+    text_terms(text)
+        .into_iter()
+        .filter(|term| term.len() <= MAX_WORD_LEN)
+        .take_while(|term| {
+            bytes += term.len();
+            bytes <= MAX_SEARCH_BYTES
+        })
+        .collect()
 }
 
 /// The governance fields every record carries, and its addressing.
@@ -265,7 +262,7 @@ pub fn validate_fact(fact: &Fact) -> Result<Vec<String>, StoreError> {
     check_opt_label("supersedes", fact.supersedes.as_deref())?;
     check_opt_label("external_id", fact.external_id.as_deref())?;
     check_metadata("metadata", &fact.metadata)?;
-    record_terms("content", &fact.content)
+    Ok(record_terms(&fact.content))
 }
 
 /// The checks every backend makes on an insight before writing it; returns
@@ -282,7 +279,7 @@ pub fn validate_insight(insight: &Insight) -> Result<Vec<String>, StoreError> {
     check_tags("source_episode_ids", &i.source_episode_ids)?;
     check_opt_label("supersedes", i.supersedes.as_deref())?;
     check_opt_label("external_id", i.external_id.as_deref())?;
-    record_terms("content", &i.content)
+    Ok(record_terms(&i.content))
 }
 
 /// The checks every backend makes on an episode before writing it; returns
@@ -300,7 +297,7 @@ pub fn validate_episode(episode: &Episode) -> Result<Vec<String>, StoreError> {
     check_text("output_summary", &e.output_summary)?;
     check_json("outcome", &e.outcome)?;
     check_opt_label("external_id", e.external_id.as_deref())?;
-    record_terms("text", &e.searchable_text())
+    Ok(record_terms(&e.searchable_text()))
 }
 
 /// Name the batch item an error is about (`[3].content`).
@@ -337,7 +334,7 @@ pub fn validate_raw_call(call: &RawCall) -> Result<Vec<String>, StoreError> {
     if let Some(error) = &call.error {
         check_text("error", error)?;
     }
-    record_terms("text", &call.searchable_text())
+    Ok(record_terms(&call.searchable_text()))
 }
 
 #[cfg(test)]
