@@ -8,6 +8,12 @@
 //! Status 422 (`inconsistent_input`: values that are each well formed but
 //! disagree, by a rule no schema can state) is accepted for schema-valid
 //! requests; everything else the tester expects by default.
+//!
+//! The MCP tools get the same treatment through a real MCP client (the
+//! `mcp` SDK from PyPI, pinned): `xtask/mcp_fuzz.py` draws arguments from
+//! each tool's input schema (hypothesis-jsonschema) and calls the tool on
+//! the same servers' `/mcp`; schema-valid arguments refused as malformed or
+//! invalid, schema-invalid ones taken, protocol or server errors fail.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -22,6 +28,17 @@ use crate::{cargo, run, workspace_root};
 const SCHEMATHESIS: &str = "schemathesis";
 const SCHEMATHESIS_VERSION: &str = "4.32.5";
 
+/// The MCP client and the generator of arguments (pinned together:
+/// hypothesis-jsonschema 0.23 needs a hypothesis from before 6.113).
+const MCP_CLIENT: [&str; 3] = [
+    "mcp==1.22.0",
+    "hypothesis==6.112.0",
+    "hypothesis-jsonschema==0.23.1",
+];
+
+/// Examples per MCP tool in the test-all run.
+const DEFAULT_TOOL_EXAMPLES: &str = "40";
+
 /// The seed of the test-all run (reproducible; `--seed` to try others).
 const DEFAULT_SEED: &str = "43";
 
@@ -34,8 +51,11 @@ cargo xtask api-fuzz [--seed N | --random] [--max-examples N] [--only memory|pos
 Runs schemathesis (PyPI, pinned) against `openvibe serve`: every operation of the
 served /openapi.json, coverage and fuzzing phases, every check, in development mode
 (in-process memory) and governed (an API key, PostgreSQL from `cargo xtask db up` or
-DATABASE_URL). Fails on any mismatch between the document and the server or any
-server error. Logs: target/api-fuzz/<run>.log.";
+DATABASE_URL). Then every MCP tool of the same servers through a real MCP client
+(the `mcp` SDK, PyPI, pinned), with arguments drawn from the tool's input schema
+(hypothesis-jsonschema; --max-examples is per operation for schemathesis, and also
+per tool). Fails on any mismatch between a schema and the server or any server
+error. Logs: target/api-fuzz/<run>.log and mcp-<run>.log.";
 
 /// `cargo xtask api-fuzz ...`.
 pub fn main(args: &[String]) -> Result<(), String> {
@@ -51,6 +71,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             "--random" => options.seed = None,
             "--max-examples" => {
                 options.examples = it.next().ok_or("--max-examples needs a number")?.clone();
+                options.tool_examples = options.examples.clone();
             }
             "--only" => {
                 options.only = Some(it.next().ok_or("--only needs memory|postgres")?.clone())
@@ -69,6 +90,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
 pub struct Options {
     seed: Option<String>,
     examples: String,
+    tool_examples: String,
     only: Option<String>,
 }
 
@@ -77,6 +99,7 @@ impl Default for Options {
         Self {
             seed: Some(DEFAULT_SEED.to_owned()),
             examples: DEFAULT_EXAMPLES.to_owned(),
+            tool_examples: DEFAULT_TOOL_EXAMPLES.to_owned(),
             only: None,
         }
     }
@@ -86,6 +109,7 @@ impl Default for Options {
 /// it, which only `--only memory` asks for).
 pub fn run_all(options: &Options, database_url: Option<&str>) -> Result<(), String> {
     let tester = ensure_tester()?;
+    let mcp_client = ensure_mcp_client()?;
     run(
         "api-fuzz: build the openvibe CLI",
         cargo().args(["build", "--quiet", "-p", "openvibe-cli"]),
@@ -101,6 +125,14 @@ pub fn run_all(options: &Options, database_url: Option<&str>) -> Result<(), Stri
             &server,
             None,
             &logs.join("memory.log"),
+            "memory",
+        )?;
+        fuzz_tools(
+            &mcp_client,
+            options,
+            &server,
+            None,
+            &logs.join("mcp-memory.log"),
             "memory",
         )?;
     }
@@ -122,6 +154,14 @@ pub fn run_all(options: &Options, database_url: Option<&str>) -> Result<(), Stri
             &server,
             Some(&key),
             &logs.join("postgres.log"),
+            "postgres (governed)",
+        )?;
+        fuzz_tools(
+            &mcp_client,
+            options,
+            &server,
+            Some(&key),
+            &logs.join("mcp-postgres.log"),
             "postgres (governed)",
         )?;
     }
@@ -217,6 +257,95 @@ fn fuzz(
     }
 }
 
+/// The MCP property test against `server`'s `/mcp`; its output goes to `log`.
+fn fuzz_tools(
+    client: &Path,
+    options: &Options,
+    server: &Server,
+    key: Option<&str>,
+    log: &Path,
+    name: &str,
+) -> Result<(), String> {
+    let script = workspace_root().join("xtask").join("mcp_fuzz.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script)
+        .arg(format!("{}/mcp", server.url))
+        .env("PYTHONPATH", client)
+        .args(["--examples", &options.tool_examples]);
+    if let Some(seed) = &options.seed {
+        cmd.args(["--seed", seed]);
+    }
+    if let Some(key) = key {
+        cmd.args(["--key", key]);
+    }
+    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    eprintln!(
+        "==> api-fuzz {name}: MCP tools through the mcp SDK against {}/mcp (log: {})",
+        server.url,
+        log.display()
+    );
+    let started = Instant::now();
+    let status = cmd
+        .stdout(out)
+        .stderr(err)
+        .status()
+        .map_err(|e| format!("running {}: {e}", script.display()))?;
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let last = text.lines().rev().find(|l| l.starts_with("mcp-fuzz:"));
+    eprintln!("    {} in {:.0?}", last.unwrap_or(""), started.elapsed());
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "api-fuzz {name}: the MCP tools' schemas and the server disagree ({status}); see {}:\n{}",
+            log.display(),
+            text.lines()
+                .rev()
+                .take(40)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
+        ))
+    }
+}
+
+/// The MCP client and argument generator at their pinned versions in the
+/// cache, installed from PyPI on first use; the directory for `PYTHONPATH`.
+fn ensure_mcp_client() -> Result<PathBuf, String> {
+    let version = MCP_CLIENT.join(",");
+    let dir = cache_dir().join(format!("mcp-fuzz-{}", MCP_CLIENT[0].replace("==", "-")));
+    if std::fs::read_to_string(dir.join(".installed")).is_ok_and(|v| v == version) {
+        return Ok(dir);
+    }
+    eprintln!(
+        "api-fuzz: installing {} from PyPI into {} ...",
+        MCP_CLIENT.join(" "),
+        dir.display()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut pip = Command::new("python3");
+    pip.env("PIP_ROOT_USER_ACTION", "ignore");
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-warn-conflicts",
+        "--target",
+    ])
+    .arg(&dir)
+    .args(MCP_CLIENT);
+    run("api-fuzz: pip install the MCP client", &mut pip).map_err(|e| {
+        format!("{e}\n(the API tests need python3 with pip: `apt-get install python3-pip`)")
+    })?;
+    std::fs::write(dir.join(".installed"), version).map_err(|e| e.to_string())?;
+    Ok(dir)
+}
+
 /// The installed tester: a `pip install --target` directory.
 struct Tester {
     dir: PathBuf,
@@ -250,12 +379,14 @@ fn ensure_tester() -> Result<Tester, String> {
     );
     let _ = std::fs::remove_dir_all(&dir);
     let mut pip = Command::new("python3");
+    pip.env("PIP_ROOT_USER_ACTION", "ignore");
     pip.args([
         "-m",
         "pip",
         "install",
         "--quiet",
         "--disable-pip-version-check",
+        "--no-warn-conflicts",
         "--target",
     ])
     .arg(&dir)

@@ -27,12 +27,26 @@ const DOCUMENT_URI: &str = "urn:openvibe:openapi";
 /// What a request carries that its operation's schema checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Part {
+    /// An MCP tool's arguments.
+    Arguments,
     /// The JSON body.
     Body,
     /// The query string, as an object of its parameters.
     Query,
     /// The stated caller's header (the `Caller` schema).
     Caller,
+}
+
+impl Part {
+    /// What the part is, as a message's subject (`body is`).
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Arguments => "arguments are",
+            Self::Body => "body is",
+            Self::Query => "query string is",
+            Self::Caller => "caller is",
+        }
+    }
 }
 
 /// A part of an operation: `(part, method, path template)`.
@@ -69,9 +83,13 @@ pub(crate) fn check(part: Part, method: &str, path: &str, value: &Value) -> Resu
     let Some(validator) = validator(part, method, path) else {
         return Ok(());
     };
-    let Some(error) = validator.iter_errors(value).next() else {
-        return Ok(());
-    };
+    refusal(&validator, part, value).map_or(Ok(()), |body| Err(Failure::body(body)))
+}
+
+/// Why `value` is not what `validator` takes (its first error, as a
+/// malformed request naming the JSON pointer), or `None`.
+pub(crate) fn refusal(validator: &Validator, part: Part, value: &Value) -> Option<ErrorBody> {
+    let error = validator.iter_errors(value).next()?;
     let mut location = error.instance_path().to_string();
     // An unknown property is named itself, not the object holding it.
     if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected }
@@ -91,10 +109,12 @@ pub(crate) fn check(part: Part, method: &str, path: &str, value: &Value) -> Resu
         error.push('…');
     }
     let (pointer, message) = match part {
-        Part::Body if location.is_empty() => {
-            (String::new(), format!("the body is not valid: {error}"))
-        }
+        Part::Body | Part::Arguments if location.is_empty() => (
+            String::new(),
+            format!("the {} not valid: {error}", part.noun()),
+        ),
         Part::Body => (location.clone(), format!("`{location}`: {error}")),
+        Part::Arguments => (location.clone(), format!("argument `{location}`: {error}")),
         Part::Query => (
             format!("?{}", location.trim_start_matches('/')),
             format!(
@@ -110,7 +130,17 @@ pub(crate) fn check(part: Part, method: &str, path: &str, value: &Value) -> Resu
             ),
         ),
     };
-    Err(Failure::body(ErrorBody::malformed(pointer, message)))
+    Some(ErrorBody::malformed(pointer, message))
+}
+
+/// A validator of the self-contained schema `schema` (an MCP tool's input
+/// schema, its types in `$defs`), or `None` when it does not compile.
+pub(crate) fn compile_schema(name: &str, schema: &Value) -> Option<Validator> {
+    jsonschema::options()
+        .with_draft(Draft::Draft202012)
+        .build(schema)
+        .map_err(|e| tracing::error!("the input schema of {name} does not compile: {e}"))
+        .ok()
 }
 
 /// The compiled validator of one operation's part, if it has one.
@@ -139,6 +169,8 @@ fn compile(contract: &Contract, part: Part, method: &str, path: &str) -> Option<
         }
         Part::Query => query_schema(contract, &operation)?,
         Part::Caller => json!({"$ref": format!("{DOCUMENT_URI}#/components/schemas/Caller")}),
+        // A tool's arguments have a schema of their own (`compile_schema`).
+        Part::Arguments => return None,
     };
     jsonschema::options()
         .with_draft(Draft::Draft202012)

@@ -31,6 +31,11 @@
 //!
 //! A refusal or bad input is a tool result with `isError: true` and the
 //! service's [`ErrorBody`] as structured content, so the model sees why.
+//!
+//! Each tool's input schema states what the stores check (the rules of the
+//! HTTP document, `crate::rules::tool_schema`), and every call's arguments
+//! are checked against it before they are read: arguments it refuses are
+//! a `malformed_request` naming the argument, and reach no store.
 
 use std::sync::Arc;
 
@@ -338,13 +343,25 @@ pub struct DecideProposal {
 
 impl MemoryTools {
     /// Every tool: the memory tools and the proposal tools.
-    fn router() -> ToolRouter<Self> {
+    /// Every tool, with the input schemas `schemars` gives.
+    fn generated_router() -> ToolRouter<Self> {
         Self::tool_router()
             + Self::proposal_router()
             + Self::goal_router()
             + Self::belief_router()
             + Self::loop_router()
             + Self::space_router()
+    }
+
+    fn router() -> ToolRouter<Self> {
+        let mut router = Self::generated_router();
+        // Each tool's input schema states what the stores check (the same
+        // rules as the HTTP document), and every call is checked against it.
+        for route in router.map.values_mut() {
+            let (schema, _missed) = tool_schema(&route.attr.name, &route.attr.input_schema);
+            route.attr.input_schema = Arc::new(schema);
+        }
+        router
     }
 }
 
@@ -1206,8 +1223,88 @@ fn to_value(v: impl serde::Serialize) -> Result<Value, StoreError> {
     })
 }
 
+/// The input schema of the tool `tool` as rmcp gives it (`schemars`: the
+/// arguments type at the root, the types it uses in `$defs`) with the
+/// stores' rules: the tool's rows of `rules::TOOL_RULES`, the document's
+/// rows for the types it uses, every object closed as the document's are
+/// (`close_objects`), and the relations between properties. Returns the
+/// schema and the rows for this tool that found no property.
+pub(crate) fn tool_schema(
+    tool: &str,
+    input: &serde_json::Map<String, Value>,
+) -> (serde_json::Map<String, Value>, Vec<String>) {
+    use crate::rules::{ARGUMENTS, retarget};
+    let mut root = input.clone();
+    let mut schemas = match root.remove("$defs") {
+        Some(Value::Object(defs)) => defs,
+        _ => serde_json::Map::new(),
+    };
+    schemas.insert(ARGUMENTS.to_owned(), Value::Object(root));
+    retarget(&mut schemas, "#/$defs/", "#/components/schemas/");
+    crate::rules::add_json_schemas(&mut schemas);
+    // The document's rows name the types they are about; most are absent.
+    let _absent = crate::rules::constrain(&mut schemas);
+    let missed = crate::rules::constrain_tool(tool, &mut schemas);
+    crate::openapi::close_objects(&mut schemas);
+    let _absent = crate::rules::relate(&mut schemas);
+    retarget(&mut schemas, "#/components/schemas/", "#/$defs/");
+    let mut root = match schemas.remove(ARGUMENTS) {
+        Some(Value::Object(root)) => root,
+        _ => serde_json::Map::new(),
+    };
+    root.insert("$defs".to_owned(), Value::Object(schemas));
+    (root, missed)
+}
+
+/// Each tool's compiled input schema, by name.
+fn argument_validators() -> &'static std::collections::HashMap<String, jsonschema::Validator> {
+    static VALIDATORS: std::sync::OnceLock<
+        std::collections::HashMap<String, jsonschema::Validator>,
+    > = std::sync::OnceLock::new();
+    VALIDATORS.get_or_init(|| {
+        MemoryTools::router()
+            .list_all()
+            .into_iter()
+            .filter_map(|tool| {
+                let schema = Value::Object(tool.input_schema.as_ref().clone());
+                crate::contract::compile_schema(&tool.name, &schema)
+                    .map(|v| (tool.name.to_string(), v))
+            })
+            .collect()
+    })
+}
+
+/// Why `arguments` are not what the tool `name` takes (as the HTTP API
+/// refuses a body its document refuses), after integral floats are read
+/// as the integers they are; `None` when they are.
+fn refused_arguments(name: &str, arguments: &mut Value) -> Option<ErrorBody> {
+    let validator = argument_validators().get(name)?;
+    crate::contract::integral(arguments);
+    crate::contract::refusal(validator, crate::contract::Part::Arguments, arguments)
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryTools {
+    /// Check the arguments against the tool's input schema first: what it
+    /// refuses is a tool error (`malformed_request`, naming the argument)
+    /// and reaches no store.
+    async fn call_tool(
+        &self,
+        mut request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let mut arguments = Value::Object(request.arguments.take().unwrap_or_default());
+        if let Some(body) = refused_arguments(&request.name, &mut arguments) {
+            let body = serde_json::to_value(body).unwrap_or(Value::Null);
+            return Ok(CallToolResult::structured_error(body).into());
+        }
+        if let Value::Object(arguments) = arguments {
+            request.arguments = Some(arguments);
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
             "openvibe memory: save and search memories in the scopes your key may use, \
@@ -1261,4 +1358,44 @@ pub async fn serve_stdio(
         .map_err(std::io::Error::other)?;
     running.waiting().await.map_err(std::io::Error::other)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_rule_finds_its_argument_and_every_schema_compiles() {
+        let mut titles = Vec::new();
+        for tool in MemoryTools::generated_router().list_all() {
+            let (_, missed) = tool_schema(&tool.name, &tool.input_schema);
+            assert!(missed.is_empty(), "{}: {missed:?}", tool.name);
+            titles.push(tool.name.to_string());
+        }
+        for name in crate::rules::tool_rule_types() {
+            assert!(titles.iter().any(|t| t == name), "no tool {name}");
+        }
+        assert_eq!(
+            argument_validators().len(),
+            MemoryTools::tools().len(),
+            "every input schema compiles"
+        );
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_tools_schema() {
+        let mut args = json!({"content": "  "});
+        let body = refused_arguments("saveMemory", &mut args).unwrap();
+        assert_eq!(body.error.pointer.as_deref(), Some("/content"));
+        let mut args = json!({"content": "fine", "creator": "agent:x"});
+        let body = refused_arguments("saveMemory", &mut args).unwrap();
+        assert_eq!(body.error.pointer.as_deref(), Some("/creator"));
+        let mut args = json!({"limit": 10.0, "status": "any"});
+        assert!(refused_arguments("listProposals", &mut args).is_none());
+        assert_eq!(args["limit"], json!(10));
+        let mut args = json!({"status": "someday"});
+        assert!(refused_arguments("listProposals", &mut args).is_some());
+        let mut args = json!({"plan_id": "p1", "key": "", "value": 1});
+        assert!(refused_arguments("setPlanState", &mut args).is_some());
+    }
 }

@@ -74,6 +74,8 @@ enum Rule {
     JsonMap,
     /// One of these words, within what the type allows.
     Only(&'static [&'static str]),
+    /// One of these words, or `null` (an optional argument left out).
+    Word(&'static [&'static str]),
     /// A role id that makes a record id of its priorities (`<role>:<day>`):
     /// not blank, no `/` or control character, short enough.
     PrioritiesRole,
@@ -142,6 +144,11 @@ impl Rule {
                 "additionalProperties": {"$ref": "#/components/schemas/Json"},
             }),
             Self::Only(words) => json!({"enum": words}),
+            Self::Word(words) => {
+                let mut words: Vec<Value> = words.iter().map(|w| Value::from(*w)).collect();
+                words.push(Value::Null);
+                json!({ "enum": words })
+            }
             Self::PrioritiesRole => {
                 json!({"maxLength": PRIORITIES_ROLE_CHARS, "pattern": PRIORITIES_ROLE})
             }
@@ -439,6 +446,210 @@ const VARIANT_RULES: &[(&str, &str, Rule)] = &[
 /// The longest role id whose priorities' id (`<role>:<day>`) is a record
 /// id: 256 bytes less the day and colon, in characters of up to 4 bytes.
 const PRIORITIES_ROLE_CHARS: usize = (MAX_RECORD_ID_LEN - 11) / 4;
+
+/// The MCP tools' arguments (`openvibe_service::mcp`): `(tools, argument
+/// path, rule)`, as [`RULES`] for the document: what the stores
+/// check that the tools pass on, so that arguments a tool's schema allows
+/// are arguments it takes.
+const TOOL_RULES: &[(&[&str], &str, Rule)] = &[
+    (
+        &[
+            "saveMemory",
+            "deleteExpiredMemories",
+            "searchMemory",
+            "promoteMemory",
+            "getMemoryStats",
+            "listProposals",
+            "listGoals",
+            "goalProgress",
+            "reportMetric",
+            "listBeliefs",
+            "decideProposal",
+            "decideBelief",
+            "pushEvent",
+            "eventTrace",
+            "listSpaces",
+            "postMessage",
+            "readMessages",
+        ],
+        "project",
+        Rule::Label,
+    ),
+    (&["saveMemory"], "content", Rule::Content),
+    (&["saveMemory", "reportMetric"], "scope", Rule::Label),
+    (&["saveMemory"], "entity", Rule::Label),
+    (
+        &["saveMemory", "listProposals", "listBeliefs"],
+        "domain",
+        Rule::Label,
+    ),
+    (&["saveMemory"], "tags/items", Rule::Label),
+    (&["saveMemory"], "ttl_seconds", Rule::Range(1, u64::MAX)),
+    (&["saveMemory"], "metadata", Rule::JsonMap),
+    (
+        &["deleteExpiredMemories"],
+        "batch",
+        Rule::Range(1, u64::MAX),
+    ),
+    (&["searchMemory"], "scopes/items", Rule::Label),
+    (&["searchMemory"], "top_k", Rule::Range(1, 1000)),
+    (&["promoteMemory"], "id", Rule::Id),
+    (&["promoteMemory"], "kind", Rule::Word(&["fact", "insight"])),
+    (&["promoteMemory"], "to", Rule::Label),
+    (&["promoteMemory"], "note", Rule::Chars(MAX_REASON_CHARS)),
+    (
+        &["setPlanState", "getPlanState", "appendPlanState"],
+        "plan_id",
+        Rule::Id,
+    ),
+    (
+        &["setPlanState", "getPlanState", "appendPlanState"],
+        "key",
+        Rule::NonEmptyLabel,
+    ),
+    (&["setPlanState", "appendPlanState"], "value", Rule::Json),
+    (
+        &["setPlanState"],
+        "expect_version",
+        Rule::Range(0, i64::MAX as u64),
+    ),
+    (
+        &["listProposals"],
+        "status",
+        Rule::Word(&[
+            "pending", "approved", "rejected", "expired", "executed", "failed", "any",
+        ]),
+    ),
+    (
+        &["listBeliefs"],
+        "status",
+        Rule::Word(&["proposed", "active", "rejected", "retired", "any"]),
+    ),
+    (
+        &["listProposals", "listGoals", "listBeliefs"],
+        "role",
+        Rule::Label,
+    ),
+    (
+        &["listProposals"],
+        "limit",
+        Rule::Range(1, MAX_PROPOSAL_PAGE as u64),
+    ),
+    (
+        &["listGoals"],
+        "limit",
+        Rule::Range(1, MAX_GOAL_PAGE as u64),
+    ),
+    (
+        &["listBeliefs"],
+        "limit",
+        Rule::Range(1, MAX_BELIEF_PAGE as u64),
+    ),
+    (
+        &["listSpaces"],
+        "limit",
+        Rule::Range(1, MAX_SPACE_PAGE as u64),
+    ),
+    (
+        &["listProposals", "listGoals", "listBeliefs", "listSpaces"],
+        "cursor",
+        Rule::PageCursor,
+    ),
+    (
+        &[
+            "goalProgress",
+            "decideProposal",
+            "decideBelief",
+            "eventTrace",
+        ],
+        "id",
+        Rule::Id,
+    ),
+    (&["reportMetric"], "role", Rule::Name),
+    (&["reportMetric"], "metric", Rule::Name),
+    (&["reportMetric"], "mode", Rule::Word(&["add", "set"])),
+    (&["reportMetric"], "note", Rule::Chars(MAX_REASON_CHARS)),
+    (&["reportMetric"], "id", Rule::Id),
+    (
+        &["decideProposal", "decideBelief"],
+        "reason",
+        Rule::Chars(MAX_REASON_CHARS),
+    ),
+    (&["pushEvent", "eventTrace"], "role", Rule::Name),
+    (&["postMessage", "readMessages"], "space", Rule::Id),
+    (&["postMessage"], "id", Rule::Id),
+    (&["postMessage", "readMessages"], "thread", Rule::Label),
+    (&["postMessage"], "domain", Rule::Name),
+    (&["postMessage"], "to/items", Rule::OwnerKey),
+    (
+        &["readMessages"],
+        "limit",
+        Rule::Range(1, MAX_MESSAGE_PAGE as u64),
+    ),
+    (&["readMessages"], "wait_ms", Rule::Range(0, MAX_WAIT_MS)),
+    (&["readMessages"], "after", Rule::Range(0, i64::MAX as u64)),
+];
+
+/// The tools [`TOOL_RULES`] names.
+#[cfg(test)]
+pub(crate) fn tool_rule_types() -> Vec<&'static str> {
+    let mut names: Vec<&str> = TOOL_RULES
+        .iter()
+        .flat_map(|(n, _, _)| n.iter().copied())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// Where a tool's arguments type sits among its schemas while the rules
+/// are applied (no document type has this name).
+pub(crate) const ARGUMENTS: &str = "(arguments)";
+
+/// Apply the rows of [`TOOL_RULES`] for `tool` to its arguments' schema
+/// (`schemas[ARGUMENTS]`); returns the rows that found no property.
+pub(crate) fn constrain_tool(tool: &str, schemas: &mut Map<String, Value>) -> Vec<String> {
+    let mut missed = Vec::new();
+    for (names, path, rule) in TOOL_RULES {
+        if !names.contains(&tool) {
+            continue;
+        }
+        let target = schemas
+            .get_mut(ARGUMENTS)
+            .and_then(|schema| property(schema, path));
+        // An argument of any JSON (`true`) becomes an object to extend.
+        if let Some(target) = target {
+            if target == &Value::Bool(true) {
+                *target = Value::Object(Map::new());
+            }
+            if let (Value::Object(target), Value::Object(keywords)) = (target, rule.keywords()) {
+                target.extend(keywords);
+                continue;
+            }
+        }
+        missed.push(format!("{tool}.{path}"));
+    }
+    missed
+}
+
+/// Every `$ref` under `schemas` that starts with `from` starts with `to`.
+pub(crate) fn retarget(schemas: &mut Map<String, Value>, from: &str, to: &str) {
+    fn walk(value: &mut Value, from: &str, to: &str) {
+        match value {
+            Value::Object(o) => {
+                if let Some(Value::String(r)) = o.get_mut("$ref")
+                    && let Some(rest) = r.strip_prefix(from)
+                {
+                    *r = format!("{to}{rest}");
+                }
+                o.values_mut().for_each(|v| walk(v, from, to));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|v| walk(v, from, to)),
+            _ => {}
+        }
+    }
+    schemas.values_mut().for_each(|v| walk(v, from, to));
+}
 
 /// The components for JSON values the stores keep: no NUL in any string or
 /// key (`check_json`), and objects of them.

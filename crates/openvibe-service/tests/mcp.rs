@@ -497,3 +497,59 @@ async fn mcp_space_tools_post_as_the_key_and_read_as_members() {
     let none = call(&c, "listSpaces", json!({})).await;
     assert_eq!(structured(&none)["items"], json!([]));
 }
+
+/// Each tool's input schema states what the stores check, and arguments
+/// it refuses are a tool error naming the argument (`malformed_request`),
+/// reaching no store; what it allows the tool takes.
+#[tokio::test]
+async fn mcp_arguments_are_checked_against_each_tools_schema() {
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    let c = client(&url, "key-c").await;
+    let tools = c.list_all_tools().await.unwrap();
+    let save = tools.iter().find(|t| t.name == "saveMemory").unwrap();
+    let content = &save.input_schema["properties"]["content"];
+    assert!(content["pattern"].is_string(), "{content}");
+    assert_eq!(save.input_schema["additionalProperties"], json!(false));
+
+    for (tool, args, pointer) in [
+        ("saveMemory", json!({"content": "  "}), "/content"),
+        (
+            "saveMemory",
+            json!({"content": "x", "creator": "agent:x"}),
+            "/creator",
+        ),
+        (
+            "saveMemory",
+            json!({"content": "x", "ttl_seconds": 0}),
+            "/ttl_seconds",
+        ),
+        ("listProposals", json!({"status": "someday"}), "/status"),
+        ("listProposals", json!({"limit": 0}), "/limit"),
+        (
+            "setPlanState",
+            json!({"plan_id": "p", "key": "", "value": 1}),
+            "/key",
+        ),
+        (
+            "readMessages",
+            json!({"space": "s", "wait_ms": 999_999}),
+            "/wait_ms",
+        ),
+    ] {
+        let refused = call(&c, tool, args.clone()).await;
+        assert_eq!(refused.is_error, Some(true), "{tool} {args}: {refused:?}");
+        let error = &structured(&refused)["error"];
+        assert_eq!(error["code"], "malformed_request", "{tool} {args}: {error}");
+        assert_eq!(error["pointer"], pointer, "{tool} {args}: {error}");
+    }
+    let facts = stores
+        .facts
+        .query(&CallerContext::system(), &FactQuery::default())
+        .await
+        .unwrap();
+    assert!(facts.is_empty(), "nothing reached the store: {facts:?}");
+    // An integral float is the integer it is.
+    let listed = call(&c, "listProposals", json!({"limit": 5.0})).await;
+    assert_ne!(listed.is_error, Some(true), "{listed:?}");
+}
