@@ -91,12 +91,12 @@ const NOT_BLANK: &str = "^[^\\u0000]*[^\\u0000\\t\\n\\u000B\\f\\r \\u0085\\u00A0
 /// A record id: no `/`, no control character (Unicode's Cc).
 const RECORD_ID: &str = "^[^/\\u0000-\\u001F\\u007F-\\u009F]*$";
 
-/// Microseconds that `chrono` holds, then `|` and an id.
-const PAGE_CURSOR: &str = "^-?[0-9]{1,18}\\|";
+/// Microseconds that `chrono` holds, then `|` and an id (no NUL).
+const PAGE_CURSOR: &str = "^-?[0-9]{1,18}\\|[^\\u0000]*$";
 
 /// The bits of a finite `f64` in hex (16 digits whose exponent is all ones
 /// are infinities and NaNs), `|`, then a page cursor.
-const CONFIDENCE_CURSOR: &str = "^(?:[0-9a-fA-F]{1,15}|[0-689a-eA-E][0-9a-fA-F]{15}|[7Ff](?:[0-9a-eA-E][0-9a-fA-F]{14}|[Ff][0-9a-eA-E][0-9a-fA-F]{13}))\\|-?[0-9]{1,18}\\|";
+const CONFIDENCE_CURSOR: &str = "^(?:[0-9a-fA-F]{1,15}|[0-689a-eA-E][0-9a-fA-F]{15}|[7Ff](?:[0-9a-eA-E][0-9a-fA-F]{14}|[Ff][0-9a-eA-E][0-9a-fA-F]{13}))\\|-?[0-9]{1,18}\\|[^\\u0000]*$";
 
 const AUDIT_CURSOR: &str = "^-?[0-9]{1,18}\\|[0-9]{1,19}$";
 

@@ -553,3 +553,58 @@ async fn mcp_arguments_are_checked_against_each_tools_schema() {
     let listed = call(&c, "listProposals", json!({"limit": 5.0})).await;
     assert_ne!(listed.is_error, Some(true), "{listed:?}");
 }
+
+/// After an erasure, the MCP tools find nothing about the subject (and the
+/// audit entry of the search that quoted it is redacted).
+#[tokio::test]
+async fn mcp_finds_nothing_of_an_erased_entity() {
+    let stores = openvibe_memory::in_memory_stores();
+    let url = support::spawn(Service::governed(stores.clone(), governance())).await;
+    let c = client(&url, "key-c").await;
+    for content in ["acme_corp prefers sqlx", "globex prefers diesel"] {
+        let saved = call(
+            &c,
+            "saveMemory",
+            json!({"content": content, "scope": "global"}),
+        )
+        .await;
+        assert_ne!(saved.is_error, Some(true), "{saved:?}");
+    }
+    let found = call(&c, "searchMemory", json!({"query": "acme_corp"})).await;
+    assert!(
+        structured(&found).to_string().contains("acme_corp"),
+        "{found:?}"
+    );
+
+    let tenant = stores
+        .facts
+        .query(&CallerContext::system(), &FactQuery::default())
+        .await
+        .unwrap();
+    let tenant = tenant[0].meta.tenant_id.clone();
+    let admin = CallerContext::system().with_tenant(tenant);
+    let report = openvibe_protocols::forget(
+        stores.admin.as_ref(),
+        stores.audit.as_ref(),
+        &admin,
+        &openvibe_protocols::ErasureSubject::Entity("acme_corp".into()),
+        openvibe_protocols::ForgetOptions::default(),
+        &mut |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert!(report.complete() && report.deleted() == 1, "{report:?}");
+    assert!(report.audit_redacted >= 1, "{report:?}");
+
+    let found = call(&c, "searchMemory", json!({"query": "acme_corp"})).await;
+    assert_ne!(found.is_error, Some(true), "{found:?}");
+    assert!(
+        !structured(&found).to_string().contains("acme_corp"),
+        "{found:?}"
+    );
+    let found = call(&c, "searchMemory", json!({"query": "globex"})).await;
+    assert!(
+        structured(&found).to_string().contains("globex"),
+        "{found:?}"
+    );
+}

@@ -64,7 +64,7 @@ pub use beliefs::{
     MAX_BELIEF_PAGE, belief_page, decide_belief, decide_proposal, validate_belief,
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
-pub use cursor::{page_cursor, parse_cursor};
+pub use cursor::{MIN_CURSOR_MICROS, page_cursor, parse_cursor};
 pub use erasure::{
     DERIVED_KINDS, ERASURE_AUDIT_KIND, ERASURE_KINDS, ErasureCount, ErasureReport, ErasureSubject,
     KindErasure, REDACTED_REASON, REDACTION_AUDIT_KIND, REDACTIONS_PER_ENTRY, Sweep, mentions,

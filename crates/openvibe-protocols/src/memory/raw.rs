@@ -205,7 +205,9 @@ impl RawRetention {
     /// The oldest time a call may have at `now` (`None`: no age limit).
     pub fn cutoff(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let age = chrono::TimeDelta::from_std(self.max_age?).ok()?;
-        now.checked_sub_signed(age)
+        // Nothing is older than the oldest time PostgreSQL holds.
+        let oldest = DateTime::from_timestamp_micros(crate::MIN_CURSOR_MICROS)?;
+        now.checked_sub_signed(age).map(|cutoff| cutoff.max(oldest))
     }
 }
 
@@ -261,4 +263,20 @@ pub trait RawLogStore: Send + Sync {
         agent_id: &str,
         retention: &RawRetention,
     ) -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cutoff_is_never_older_than_postgresql_holds() {
+        let now = Utc::now();
+        let day = RawRetention::default().max_age(Duration::from_secs(86_400));
+        assert_eq!(day.cutoff(now), Some(now - chrono::TimeDelta::days(1)));
+        let ages = RawRetention::default().max_age(Duration::from_secs(894_621_236_472));
+        let oldest = DateTime::from_timestamp_micros(crate::MIN_CURSOR_MICROS).unwrap();
+        assert_eq!(ages.cutoff(now), Some(oldest));
+        assert_eq!(RawRetention::default().cutoff(now), None);
+    }
 }
