@@ -14,7 +14,7 @@ use openvibe_protocols::{
 };
 use openvibe_protocols::{
     ContextStore, DERIVED_KINDS, ERASURE_KINDS, ErasureCount, ErasureSubject, PlanStore,
-    SessionStore, Sweep,
+    SessionStore, Sweep, check_erasure,
 };
 use openvibe_protocols::{
     EMBEDDED_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
@@ -277,8 +277,7 @@ impl NamespaceAdmin for InMemoryAdmin {
         ctx: &CallerContext,
         subject: &ErasureSubject,
     ) -> Result<Vec<ErasureCount>, StoreError> {
-        check_admin(ctx, "count an erasure", None)?;
-        subject.check()?;
+        check_erasure(ctx, subject, None)?;
         let mut counts = self
             .sweep(ctx, &Sweep::Subject(subject.clone()), Pass::Count)
             .instrument(store_span_of("erasure", "erasure_counts", ctx))
@@ -303,11 +302,7 @@ impl NamespaceAdmin for InMemoryAdmin {
         subject: &ErasureSubject,
         batch: usize,
     ) -> Result<Vec<ErasureCount>, StoreError> {
-        check_admin(ctx, "erase a subject", None)?;
-        subject.check()?;
-        if batch == 0 {
-            return Err(StoreError::invalid("batch", "must be at least 1"));
-        }
+        check_erasure(ctx, subject, Some(batch))?;
         let swept = self
             .sweep(ctx, &Sweep::Subject(subject.clone()), Pass::Delete(batch))
             .instrument(store_span_of("erasure", "erase", ctx))

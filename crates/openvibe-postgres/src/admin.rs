@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditOp, CallerContext, DERIVED_KINDS, ErasureCount, ErasureSubject, NamespaceAdmin,
-    NamespaceCount, NamespaceScope, StoreError, Sweep, mentions_regex,
+    NamespaceCount, NamespaceScope, StoreError, Sweep, check_erasure, mentions_regex,
 };
 use openvibe_protocols::{check_admin, check_label, cleanup_scope};
 use sqlx::PgPool;
@@ -187,14 +187,7 @@ impl PgNamespaceAdmin {
                 None => {
                     sql.push(&format!("SELECT count(*)::bigint FROM {table} m WHERE "))
                         .append(cond);
-                    let n: i64 = sql
-                        .build()?
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(store_error)?
-                        .try_get(0)
-                        .map_err(store_error)?;
-                    u64::try_from(n).unwrap_or(0)
+                    count(&mut tx, sql).await?
                 }
                 Some(_) => {
                     // The batch is chosen once (a materialized CTE), locked,
@@ -226,6 +219,21 @@ impl PgNamespaceAdmin {
         tx.commit().await.map_err(store_error)?;
         Ok(out)
     }
+}
+
+/// The count a `SELECT count(*)::bigint …` returns.
+async fn count(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    sql: Sql,
+) -> Result<u64, StoreError> {
+    let n: i64 = sql
+        .build()?
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(store_error)?
+        .try_get(0)
+        .map_err(store_error)?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// The derived rows of `ctx`'s tenant whose record is gone: vectors in
@@ -267,30 +275,17 @@ async fn orphans(
             ));
         }
         sql.push(")");
-        let n: i64 = sql
-            .build()?
-            .fetch_one(&mut **tx)
-            .await
-            .map_err(store_error)?
-            .try_get(0)
-            .map_err(store_error)?;
-        vectors += u64::try_from(n).unwrap_or(0);
+        vectors += count(tx, sql).await?;
     }
     let mut sql =
         Sql::new("SELECT count(*)::bigint FROM knowledge_postings p WHERE p.tenant_id = ");
     sql.bind(ctx.tenant_id().to_owned()).push(
         " AND NOT EXISTS (SELECT 1 FROM knowledge k WHERE k.tenant_id = p.tenant_id AND k.id = p.id)",
     );
-    let postings: i64 = sql
-        .build()?
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(store_error)?
-        .try_get(0)
-        .map_err(store_error)?;
+    let postings = count(tx, sql).await?;
     Ok(DERIVED_KINDS
         .into_iter()
-        .zip([vectors, u64::try_from(postings).unwrap_or(0)])
+        .zip([vectors, postings])
         .map(|(kind, records)| ErasureCount {
             kind: kind.to_owned(),
             records,
@@ -404,8 +399,7 @@ impl NamespaceAdmin for PgNamespaceAdmin {
         ctx: &CallerContext,
         subject: &ErasureSubject,
     ) -> Result<Vec<ErasureCount>, StoreError> {
-        check_admin(ctx, "count an erasure", None)?;
-        subject.check()?;
+        check_erasure(ctx, subject, None)?;
         self.sweep(ctx, &Sweep::Subject(subject.clone()), None)
             .instrument(span("erasure", "erasure_counts", ctx))
             .await
@@ -417,11 +411,7 @@ impl NamespaceAdmin for PgNamespaceAdmin {
         subject: &ErasureSubject,
         batch: usize,
     ) -> Result<Vec<ErasureCount>, StoreError> {
-        check_admin(ctx, "erase a subject", None)?;
-        subject.check()?;
-        if batch == 0 {
-            return Err(StoreError::invalid("batch", "must be at least 1"));
-        }
+        check_erasure(ctx, subject, Some(batch))?;
         let counts = self
             .sweep(ctx, &Sweep::Subject(subject.clone()), Some(batch))
             .instrument(span("erasure", "erase", ctx))

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{
     AuditEntry, AuditLog, AuditOp, CallerContext, DERIVED_KINDS, ERASURE_AUDIT_KIND, ErasureCount,
     ErasureReport, ErasureSubject, KindErasure, NamespaceAdmin, REDACTED_REASON,
-    REDACTION_AUDIT_KIND, StoreError, check_admin, mentions, redacted_filters,
+    REDACTION_AUDIT_KIND, StoreError, check_erasure, mentions, redacted_filters,
 };
 
 /// How [`forget`] runs.
@@ -76,11 +76,7 @@ pub async fn forget(
     options: ForgetOptions,
     progress: &mut (dyn FnMut(u64, u64) + Send),
 ) -> Result<ErasureReport, StoreError> {
-    check_admin(ctx, "erase a subject", None)?;
-    subject.check()?;
-    if options.batch == 0 {
-        return Err(StoreError::invalid("batch", "must be at least 1"));
-    }
+    check_erasure(ctx, subject, Some(options.batch))?;
     let before = admin.erasure_counts(ctx, subject).await?;
     let total: u64 = before
         .iter()

@@ -67,8 +67,8 @@ pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use cursor::{MIN_CURSOR_MICROS, page_cursor, parse_cursor};
 pub use erasure::{
     DERIVED_KINDS, ERASURE_AUDIT_KIND, ERASURE_KINDS, ErasureCount, ErasureReport, ErasureSubject,
-    KindErasure, REDACTED_REASON, REDACTION_AUDIT_KIND, REDACTIONS_PER_ENTRY, Sweep, mentions,
-    mentions_json, mentions_regex, record_content, redacted_filters,
+    KindErasure, REDACTED_REASON, REDACTION_AUDIT_KIND, REDACTIONS_PER_ENTRY, Sweep, check_erasure,
+    mentions, mentions_json, mentions_regex, record_content, redacted_filters,
 };
 pub use error::{ErrorSource, StoreError};
 pub use forget::{ForgetOptions, forget, quotes_subject, redact_entry};
