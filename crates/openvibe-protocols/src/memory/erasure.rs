@@ -70,22 +70,6 @@ impl ErasureSubject {
     }
 }
 
-/// `Ok` when `ctx` may run an erasure of `subject` (privileged), the
-/// subject names something, and a batch (when given) is at least 1: the
-/// checks every backend's `erasure_counts` and `erase` make first.
-pub fn check_erasure(
-    ctx: &CallerContext,
-    subject: &ErasureSubject,
-    batch: Option<usize>,
-) -> Result<(), StoreError> {
-    super::check_admin(ctx, "erase a subject", None)?;
-    subject.check()?;
-    if batch == Some(0) {
-        return Err(StoreError::invalid("batch", "must be at least 1"));
-    }
-    Ok(())
-}
-
 /// The kinds an erasure deletes, in the order it deletes them: what hangs
 /// on a record before the record (the raw calls behind an episode, a
 /// space's messages), so that a run stopped between batches resumes with

@@ -8,8 +8,24 @@ use serde_json::{Value, json};
 use super::{
     AuditEntry, AuditLog, AuditOp, CallerContext, DERIVED_KINDS, ERASURE_AUDIT_KIND, ErasureCount,
     ErasureReport, ErasureSubject, KindErasure, NamespaceAdmin, REDACTED_REASON,
-    REDACTION_AUDIT_KIND, StoreError, check_erasure, mentions, redacted_filters,
+    REDACTION_AUDIT_KIND, StoreError, check_admin, mentions, redacted_filters,
 };
+
+/// `Ok` when `ctx` may run an erasure of `subject` (privileged), the
+/// subject names something, and a batch (when given) is at least 1: the
+/// checks every backend's `erasure_counts` and `erase` make first.
+pub fn check_erasure(
+    ctx: &CallerContext,
+    subject: &ErasureSubject,
+    batch: Option<usize>,
+) -> Result<(), StoreError> {
+    check_admin(ctx, "erase a subject", None)?;
+    subject.check()?;
+    if batch == Some(0) {
+        return Err(StoreError::invalid("batch", "must be at least 1"));
+    }
+    Ok(())
+}
 
 /// How [`forget`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -67,11 +67,11 @@ pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use cursor::{MIN_CURSOR_MICROS, page_cursor, parse_cursor};
 pub use erasure::{
     DERIVED_KINDS, ERASURE_AUDIT_KIND, ERASURE_KINDS, ErasureCount, ErasureReport, ErasureSubject,
-    KindErasure, REDACTED_REASON, REDACTION_AUDIT_KIND, REDACTIONS_PER_ENTRY, Sweep, check_erasure,
-    mentions, mentions_json, mentions_regex, record_content, redacted_filters,
+    KindErasure, REDACTED_REASON, REDACTION_AUDIT_KIND, REDACTIONS_PER_ENTRY, Sweep, mentions,
+    mentions_json, mentions_regex, record_content, redacted_filters,
 };
 pub use error::{ErrorSource, StoreError};
-pub use forget::{ForgetOptions, forget, quotes_subject, redact_entry};
+pub use forget::{ForgetOptions, check_erasure, forget, quotes_subject, redact_entry};
 pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
     MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE,
