@@ -350,6 +350,21 @@ impl InMemoryGoalStore {
                 self.audit
                     .record(AuditEntry::change(ctx, AuditOp::Delete, kind, id, meta));
             }
+            if kind == METRIC_KIND && !taken.is_empty() {
+                // A running total goes with the last of its reports.
+                let live: std::collections::HashSet<(String, String, String)> = tenant
+                    .reports
+                    .values()
+                    .map(|r| {
+                        (
+                            r.meta.namespace.clone(),
+                            r.role_id.clone(),
+                            r.metric.clone(),
+                        )
+                    })
+                    .collect();
+                tenant.streams.retain(|key, _| live.contains(key));
+            }
         }
         Ok(taken.len() as u64)
     }

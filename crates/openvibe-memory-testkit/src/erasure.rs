@@ -388,3 +388,44 @@ where
     assert!(s.admin.erase(&sys(), &ns, 10).await.unwrap().is_empty());
     assert!(s.facts.get(&cmo, "m1").await.unwrap().is_none());
 }
+
+/// A metric's running total goes with the last of its reports: a goal's
+/// progress no longer counts an erased report.
+pub async fn erasure_takes_a_metrics_total_with_its_reports<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::MetricReport;
+    let s = factory().await;
+    let cro = agent("cro");
+    s.goals
+        .put(&cro, Goal::new(crate::goals::objective("g2")))
+        .await
+        .unwrap();
+    let mut closed = MetricReport::add("cro", "pipeline_usd", 40_000.0);
+    closed.note = "closed acme_corp".into();
+    s.goals.report(&cro, closed).await.unwrap();
+    let reports = |p: &openvibe_protocols::GoalProgress| {
+        p.key_results
+            .iter()
+            .find(|k| k.key_result.metric == "pipeline_usd")
+            .map(|k| k.reports)
+            .unwrap()
+    };
+    let before = s.goals.progress(&cro, "g2").await.unwrap().unwrap();
+    assert_eq!(reports(&before), 1);
+    let report = forget(
+        s.admin.as_ref(),
+        s.audit.as_ref(),
+        &sys(),
+        &ErasureSubject::Entity(WHO.into()),
+        ForgetOptions::default(),
+        &mut |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert!(report.complete() && report.deleted() == 1, "{report:?}");
+    let after = s.goals.progress(&cro, "g2").await.unwrap().unwrap();
+    assert_eq!(reports(&after), 0, "{after:?}");
+}

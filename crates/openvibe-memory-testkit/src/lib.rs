@@ -165,6 +165,7 @@ cases! {
     governance::governance_audit_chain_holds;
     erasure::erasure_forgets_an_entity_everywhere;
     erasure::erasure_is_privileged_and_scoped;
+    erasure::erasure_takes_a_metrics_total_with_its_reports;
     governance::governance_promotion;
     governance::governance_namespace_migration;
     expiry::expiry_hides_records_from_that_instant;

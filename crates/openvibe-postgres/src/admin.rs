@@ -202,6 +202,21 @@ impl PgNamespaceAdmin {
                         " FOR UPDATE SKIP LOCKED) DELETE FROM {table} f USING batch WHERE f.ctid = batch.row"
                     ));
                     let done = sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
+                    if kind == openvibe_protocols::METRIC_KIND && done.rows_affected() > 0 {
+                        // A running total goes with the last of its reports.
+                        let mut streams =
+                            Sql::new("DELETE FROM metric_streams s WHERE s.tenant_id = ");
+                        streams.bind(ctx.tenant_id().to_owned()).push(
+                            " AND NOT EXISTS (SELECT 1 FROM metric_reports r WHERE \
+                             r.tenant_id = s.tenant_id AND r.namespace = s.namespace \
+                             AND r.role_id = s.role_id AND r.metric = s.metric)",
+                        );
+                        streams
+                            .build()?
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(store_error)?;
+                    }
                     left = left.saturating_sub(
                         usize::try_from(done.rows_affected()).unwrap_or(usize::MAX),
                     );
