@@ -223,20 +223,11 @@ fn fuzz(
     if let Some(key) = key {
         cmd.args(["--header", &format!("Authorization: Bearer {key}")]);
     }
-    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
-    eprintln!(
-        "==> api-fuzz {name}: schemathesis {SCHEMATHESIS_VERSION} against {} (log: {})",
-        server.url,
-        log.display()
+    let banner = format!(
+        "api-fuzz {name}: schemathesis {SCHEMATHESIS_VERSION} against {}",
+        server.url
     );
-    let started = Instant::now();
-    let status = cmd
-        .stdout(out)
-        .stderr(err)
-        .status()
-        .map_err(|e| format!("running schemathesis: {e}"))?;
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let (status, text, started) = run_logged(&mut cmd, log, &banner, "schemathesis")?;
     let summary: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.contains("SUMMARY"))
@@ -262,6 +253,30 @@ fn fuzz(
     }
 }
 
+/// Run a tester with its output (stdout and stderr) in `log`, announced by
+/// `banner`; its exit status, the log's text, and when it started.
+fn run_logged(
+    cmd: &mut Command,
+    log: &Path,
+    banner: &str,
+    what: &str,
+) -> Result<(std::process::ExitStatus, String, Instant), String> {
+    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    eprintln!("==> {banner} (log: {})", log.display());
+    let started = Instant::now();
+    let status = cmd
+        .stdout(out)
+        .stderr(err)
+        .status()
+        .map_err(|e| format!("running {what}: {e}"))?;
+    Ok((
+        status,
+        std::fs::read_to_string(log).unwrap_or_default(),
+        started,
+    ))
+}
+
 /// The MCP property test against `server`'s `/mcp`; its output goes to `log`.
 fn fuzz_tools(
     client: &Path,
@@ -283,20 +298,12 @@ fn fuzz_tools(
     if let Some(key) = key {
         cmd.args(["--key", key]);
     }
-    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
-    eprintln!(
-        "==> api-fuzz {name}: MCP tools through the mcp SDK against {}/mcp (log: {})",
-        server.url,
-        log.display()
+    let banner = format!(
+        "api-fuzz {name}: MCP tools through the mcp SDK against {}/mcp",
+        server.url
     );
-    let started = Instant::now();
-    let status = cmd
-        .stdout(out)
-        .stderr(err)
-        .status()
-        .map_err(|e| format!("running {}: {e}", script.display()))?;
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let (status, text, started) =
+        run_logged(&mut cmd, log, &banner, &script.display().to_string())?;
     let last = text.lines().rev().find(|l| l.starts_with("mcp-fuzz:"));
     eprintln!("    {} in {:.0?}", last.unwrap_or(""), started.elapsed());
     if status.success() {
