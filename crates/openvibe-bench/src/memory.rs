@@ -18,7 +18,7 @@ const ENTITIES: u32 = 500;
 const DOMAINS: u32 = 10;
 
 /// A small deterministic generator (no dependency, same data every run).
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
     fn next(&mut self) -> u32 {
@@ -34,17 +34,17 @@ impl Lcg {
     }
 }
 
-fn entity(i: u32) -> String {
+pub(crate) fn entity(i: u32) -> String {
     format!("entity{}", i % ENTITIES)
 }
 
-fn domain(i: u32) -> String {
+pub(crate) fn domain(i: u32) -> String {
     format!("domain{}", (i / ENTITIES) % DOMAINS)
 }
 
 /// Reads `domain0..2` up to confidential, `domain3..5` up to internal,
 /// the rest public only.
-fn clearance() -> ClearanceProfile {
+pub(crate) fn clearance() -> ClearanceProfile {
     (0..DOMAINS).fold(ClearanceProfile::new("cro"), |p, d| match d {
         0..=2 => p.with_domain(format!("domain{d}"), Classification::Confidential),
         3..=5 => p.with_domain(format!("domain{d}"), Classification::Internal),
@@ -53,12 +53,17 @@ fn clearance() -> ClearanceProfile {
 }
 
 async fn fill_facts(store: &dyn FactStore, rng: &mut Lcg) {
+    fill_fact_range(store, rng, 0..RECORDS).await;
+}
+
+/// Store facts `range` (the same every run for the same generator state).
+pub(crate) async fn fill_fact_range(store: &dyn FactStore, rng: &mut Lcg, range: std::ops::Range<u32>) {
     let writer = CallerContext::system();
     let start = Utc
         .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
         .single()
         .unwrap_or_default();
-    for i in 0..RECORDS {
+    for i in range {
         let fact = Fact::new(
             format!("f{i:06}"),
             format!(
@@ -79,6 +84,20 @@ async fn fill_facts(store: &dyn FactStore, rng: &mut Lcg) {
     }
 }
 
+/// 1,000 of the 5,000 (entity, domain) scopes, scattered: the working set
+/// of a tenant's active accounts.
+pub(crate) fn fact_queries() -> Vec<FactQuery> {
+    (0..1000u32)
+        .map(|k| {
+            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
+            FactQuery::new()
+                .entity(entity(i))
+                .domain(domain(i))
+                .limit(10)
+        })
+        .collect()
+}
+
 /// Run the group.
 pub async fn run() {
     let mut rng = Lcg(42);
@@ -91,15 +110,7 @@ pub async fn run() {
     // 1,000 of the 5,000 (entity, domain) scopes, scattered, queried in
     // turn: the working set of a tenant's active accounts. (Rotating over
     // all 5,000 makes every query cache-cold: about +3 us on a 2-vCPU VM.)
-    let pairs: Vec<FactQuery> = (0..1000u32)
-        .map(|k| {
-            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
-            FactQuery::new()
-                .entity(entity(i))
-                .domain(domain(i))
-                .limit(10)
-        })
-        .collect();
+    let pairs = fact_queries();
     let mut next = 0usize;
     let samples = sample(5_000, 20_000, || {
         let query = &pairs[next % pairs.len()];

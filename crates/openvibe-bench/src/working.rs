@@ -1,10 +1,17 @@
 //! Working and semantic memory benchmarks.
 //!
 //! Group `semantic` (in-process):
-//! - `mem_sem_query_p50_us`: top 10 by exact cosine over 100,000 pieces of
-//!   knowledge of 384 dimensions;
+//! - `mem_sem_insert_per_s`: pieces of knowledge stored per second, one by
+//!   one, into the default store (each linked into the HNSW graph once the
+//!   tenant holds 4,096);
+//! - `mem_sem_query_p50_us`: top 10 by cosine over 100,000 pieces of
+//!   knowledge of 384 dimensions (the default: an HNSW graph walked with
+//!   the access rule inside);
 //! - `mem_hybrid_query_p50_us`: top 10 by hybrid retrieval (three words of
-//!   text and a vector; BM25 with query expansion, cosine, fusion).
+//!   text and a vector; BM25 over the reader's postings with query
+//!   expansion, the graph, fusion);
+//! - `mem_sem_exact_query_p50_us`: `mem_sem_query_p50_us` with
+//!   `VectorSearch::EXACT` (every vector scanned).
 //!
 //! Group `pg_working` (needs `DATABASE_URL`; `cargo xtask bench` provides it):
 //! - `wm_record_action_per_s`: 8 concurrent writers appending to one plan's
@@ -37,7 +44,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use openvibe_bench::{report, sample};
+use openvibe_in_memory::InMemoryWorkingStore;
 use openvibe_memory::in_memory_stores_with_embedder;
+use openvibe_retrieval::VectorSearch;
 use openvibe_postgres::PgStores;
 use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{
@@ -71,7 +80,7 @@ fn text(rng: &mut Lcg, words: u32) -> String {
         .join(" ")
 }
 
-fn user(i: u32) -> CallerContext {
+pub(crate) fn user(i: u32) -> CallerContext {
     CallerContext::user(format!("user{}", i % USERS)).with_tenant(TENANT)
 }
 
@@ -91,7 +100,7 @@ fn normalised(mut v: Vec<f32>) -> Vec<f32> {
 }
 
 /// The cluster centres (the same every run).
-fn centres() -> Vec<Vec<f32>> {
+pub(crate) fn centres() -> Vec<Vec<f32>> {
     let mut rng = Lcg(2024);
     (0..CENTRES)
         .map(|_| normalised((0..DIMS).map(|_| gaussian(&mut rng)).collect()))
@@ -105,7 +114,7 @@ fn near_centre(centres: &[Vec<f32>], rng: &mut Lcg) -> Vec<f32> {
     normalised(c.iter().map(|x| x + scale * gaussian(rng)).collect())
 }
 
-fn item(i: u32, rng: &mut Lcg, centres: &[Vec<f32>]) -> NewKnowledge {
+pub(crate) fn item(i: u32, rng: &mut Lcg, centres: &[Vec<f32>]) -> NewKnowledge {
     let content = format!("{} (item {i})", text(rng, WORDS));
     NewKnowledge {
         embedding: Some(near_centre(centres, rng)),
@@ -119,7 +128,7 @@ fn queries(centres: &[Vec<f32>]) -> Vec<KnowledgeQuery> {
     queries_from(centres, 99)
 }
 
-fn queries_from(centres: &[Vec<f32>], seed: u64) -> Vec<KnowledgeQuery> {
+pub(crate) fn queries_from(centres: &[Vec<f32>], seed: u64) -> Vec<KnowledgeQuery> {
     let mut rng = Lcg(seed);
     (0..500)
         .map(|_| KnowledgeQuery {
@@ -134,7 +143,7 @@ fn hybrid_queries(centres: &[Vec<f32>]) -> Vec<KnowledgeQuery> {
     hybrid_queries_from(centres, 7)
 }
 
-fn hybrid_queries_from(centres: &[Vec<f32>], seed: u64) -> Vec<KnowledgeQuery> {
+pub(crate) fn hybrid_queries_from(centres: &[Vec<f32>], seed: u64) -> Vec<KnowledgeQuery> {
     let mut rng = Lcg(seed);
     (0..500)
         .map(|_| KnowledgeQuery {
@@ -149,7 +158,7 @@ async fn query_samples(store: &Arc<dyn KnowledgeStore>, warmup: usize, n: usize)
     samples_of(store, queries(&centres()), warmup, n).await
 }
 
-async fn samples_of(
+pub(crate) async fn samples_of(
     store: &Arc<dyn KnowledgeStore>,
     queries: Vec<KnowledgeQuery>,
     warmup: usize,
@@ -175,18 +184,28 @@ async fn samples_of(
     (samples.quantile_us(0.50), samples.quantile_us(0.99))
 }
 
-/// In-process semantic query latency.
+/// Store the `ITEMS` pieces of knowledge; returns how many per second.
+async fn load_memory(store: &dyn KnowledgeStore, centres: &[Vec<f32>]) -> Result<f64, String> {
+    let mut rng = Lcg(42);
+    let t0 = Instant::now();
+    for i in 0..ITEMS {
+        store
+            .store_knowledge(&user(i), item(i, &mut rng, centres))
+            .await
+            .map_err(|e| format!("semantic: load failed: {e}"))?;
+    }
+    Ok(f64::from(ITEMS) / t0.elapsed().as_secs_f64().max(1e-9))
+}
+
+/// In-process semantic query latency: the default store (an HNSW graph
+/// over the vectors), then the exact scan over the same data.
 pub async fn run_memory() {
     let stores = in_memory_stores_with_embedder(Arc::new(HashEmbedder::new(DIMS)));
     let centres = centres();
-    let mut rng = Lcg(42);
-    for i in 0..ITEMS {
-        if let Err(e) = stores
-            .knowledge
-            .store_knowledge(&user(i), item(i, &mut rng, &centres))
-            .await
-        {
-            eprintln!("semantic: load failed: {e}");
+    match load_memory(stores.knowledge.as_ref(), &centres).await {
+        Ok(per_s) => report("mem_sem_insert_per_s", per_s, "per_s"),
+        Err(e) => {
+            eprintln!("{e}");
             return;
         }
     }
@@ -194,6 +213,18 @@ pub async fn run_memory() {
     report("mem_sem_query_p50_us", p50, "us");
     let (p50, _) = samples_of(&stores.knowledge, hybrid_queries(&centres), 20, 200).await;
     report("mem_hybrid_query_p50_us", p50, "us");
+    drop(stores);
+    let exact: Arc<dyn KnowledgeStore> = Arc::new(
+        InMemoryWorkingStore::new()
+            .with_embedder(Arc::new(HashEmbedder::new(DIMS)))
+            .with_vector_search(VectorSearch::EXACT),
+    );
+    if let Err(e) = load_memory(exact.as_ref(), &centres).await {
+        eprintln!("{e}");
+        return;
+    }
+    let (p50, _) = query_samples(&exact, 20, 200).await;
+    report("mem_sem_exact_query_p50_us", p50, "us");
 }
 
 /// Load the 100,000 pieces of knowledge unless already there.

@@ -1,7 +1,7 @@
 //! `openvibe-eval`: retrieval evaluations, run by `cargo xtask eval`.
 //!
 //! ```text
-//! openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--misses FILE]
+//! openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--vectors default|exact|graph] [--misses FILE]
 //! ```
 //!
 //! Prints `EVAL <method> <metric> <value>` lines on standard output;
@@ -14,14 +14,18 @@ use std::sync::Arc;
 
 use openvibe_local_embed::LocalEmbedder;
 use openvibe_protocols::{Embedder, KnowledgeStore};
+use openvibe_retrieval::VectorSearch;
 
-const USAGE: &str = "usage: openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--misses FILE]
+const USAGE: &str = "usage: openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--vectors default|exact|graph] [--misses FILE]
 
 Indexes every LoCoMo conversation of DIR (one tenant each, one record per
 turn) and asks its category 1-4 questions; prints recall_any@5/@10/@20 and
 recall_all@10 per method. Needs the local model (cargo xtask models fetch);
 the postgres backend reads DATABASE_URL.
 
+  --vectors MODE  how the memory backend searches vectors: default (an HNSW
+                  graph from 4,096 records on, so exact for a conversation),
+                  exact (always the exact scan), graph (the graph at any size)
   --misses FILE   write every question with no evidence turn in its top 10:
                   the evidence as indexed, its rank, and what came first";
 
@@ -29,6 +33,7 @@ struct Args {
     data: PathBuf,
     backend: String,
     methods: Vec<String>,
+    vectors: VectorSearch,
     misses: Option<PathBuf>,
 }
 
@@ -37,6 +42,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
     let mut backend = "memory".to_owned();
     let mut method = "hybrid".to_owned();
     let mut misses = None;
+    let mut vectors = VectorSearch::default();
     let mut it = args.iter();
     match it.next().map(String::as_str) {
         Some("locomo") => {}
@@ -53,6 +59,18 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--backend" => backend = value()?,
             "--method" => method = value()?,
             "--misses" => misses = Some(PathBuf::from(value()?)),
+            "--vectors" => {
+                vectors = match value()?.as_str() {
+                    "default" => VectorSearch::default(),
+                    "exact" => VectorSearch::EXACT,
+                    "graph" => VectorSearch::APPROXIMATE.exact_below(1),
+                    other => {
+                        return Err(format!(
+                            "unknown --vectors `{other}` (default, exact, graph)\n\n{USAGE}"
+                        ));
+                    }
+                }
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
         }
@@ -70,6 +88,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         data: data.ok_or_else(|| format!("--data DIR is required\n\n{USAGE}"))?,
         backend,
         methods,
+        vectors,
         misses,
     })
 }
@@ -77,6 +96,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
 async fn store(
     backend: &str,
     embedder: Arc<dyn Embedder>,
+    vectors: VectorSearch,
 ) -> Result<Arc<dyn KnowledgeStore>, String> {
     match backend {
         "postgres" => {
@@ -91,7 +111,9 @@ async fn store(
             Ok(stores.knowledge())
         }
         _ => Ok(Arc::new(
-            openvibe_in_memory::InMemoryWorkingStore::new().with_embedder(embedder),
+            openvibe_in_memory::InMemoryWorkingStore::new()
+                .with_embedder(embedder)
+                .with_vector_search(vectors),
         )),
     }
 }
@@ -109,7 +131,7 @@ async fn main() -> std::process::ExitCode {
             Some(cache) => cache.clone(),
             None => local,
         };
-        let store = store(&args.backend, embedder.clone()).await?;
+        let store = store(&args.backend, embedder.clone(), args.vectors).await?;
         let started = std::time::Instant::now();
         let mut misses = args.misses.as_ref().map(|_| String::new());
         let lines =

@@ -68,6 +68,7 @@ pub use records::{
     InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, InMemoryRecord, InMemoryRecords,
 };
 pub use spaces::InMemorySpaceStore;
+pub use openvibe_retrieval::VectorSearch;
 pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 
 /// Fresh, empty in-memory stores: the embedded default backend as a

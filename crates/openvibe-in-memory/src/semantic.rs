@@ -1,6 +1,7 @@
 //! In-memory semantic memory: [`KnowledgeStore`] on the working store's
-//! state: hybrid search (an inverted index for BM25, exact cosine for
-//! vectors) over the readable knowledge.
+//! state: hybrid search (an inverted index for BM25 with postings per
+//! reader, an HNSW graph or the exact scan for vectors) over the readable
+//! knowledge.
 
 use async_trait::async_trait;
 use openvibe_protocols::{
@@ -24,6 +25,20 @@ fn readable(ctx: &CallerContext, k: &Knowledge) -> bool {
             ctx.is_owner(&k.meta.owner),
             k.is_public,
         )
+}
+
+/// Who may read knowledge's postings besides the read rule's other
+/// conditions: everyone for public knowledge, else its owner.
+const PUBLIC_READER: &str = "*";
+
+/// The reader its full-text postings are filed under: [`PUBLIC_READER`]
+/// or the owner's key (as PostgreSQL's `knowledge_postings.reader`).
+fn reader_of(k: &Knowledge) -> &str {
+    if k.is_public {
+        PUBLIC_READER
+    } else {
+        &k.meta.owner
+    }
 }
 
 /// The upsert key of knowledge owned by `owner`.
@@ -146,8 +161,12 @@ impl KnowledgeStore for InMemoryWorkingStore {
             AuditOp::Insert
         };
         self.audit_change(ctx, op, "knowledge", &id, &knowledge.meta);
-        tenant.knowledge_text.insert(&id, &knowledge.content);
-        tenant.knowledge_vectors.insert(&id, &knowledge.embedding);
+        tenant
+            .knowledge_text
+            .insert(&id, &knowledge.content, reader_of(&knowledge));
+        tenant
+            .knowledge_vectors
+            .insert(&id, &knowledge.embedding, self.vector_search);
         tenant.knowledge.insert(id, knowledge.clone());
         Ok(knowledge)
     }
@@ -182,9 +201,11 @@ impl KnowledgeStore for InMemoryWorkingStore {
         };
         let mut lists = Vec::new();
         if search.full_text() {
+            let owner = ctx.owner_key();
+            let readers = [owner.as_str(), PUBLIC_READER];
             let list = tenant
                 .knowledge_text
-                .rank(&search.terms, kept, search.depth);
+                .rank(&search.terms, &readers, kept, search.depth);
             lists.push((Retriever::FullText, list));
         }
         if let Some(vector) = &search.vector {

@@ -18,6 +18,7 @@ use openvibe_protocols::{
 use openvibe_protocols::{
     check_json, check_label, check_opt_label, check_state_key, json_object, normalize_ids,
 };
+use openvibe_retrieval::VectorSearch;
 use serde_json::Value;
 
 /// The default embedding model of a store without an embedder: what
@@ -49,8 +50,8 @@ pub(crate) struct Tenant {
 }
 
 /// In-memory [`WorkingStore`](openvibe_protocols::WorkingStore) and
-/// [`KnowledgeStore`](openvibe_protocols::KnowledgeStore) (exact cosine
-/// search), the embedded default.
+/// [`KnowledgeStore`](openvibe_protocols::KnowledgeStore) (BM25 over
+/// postings per reader, HNSW or exact cosine search), the embedded default.
 pub struct InMemoryWorkingStore {
     tenants: RwLock<HashMap<String, Tenant>>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
@@ -58,6 +59,8 @@ pub struct InMemoryWorkingStore {
     pub(crate) dimensions: usize,
     /// Where changes and knowledge searches are audited.
     pub(crate) audit: Arc<InMemoryAuditLog>,
+    /// How knowledge's vectors are searched.
+    pub(crate) vector_search: VectorSearch,
 }
 
 impl Default for InMemoryWorkingStore {
@@ -106,7 +109,19 @@ impl InMemoryWorkingStore {
             model: DEFAULT_EMBEDDING_MODEL.0.to_owned(),
             dimensions: DEFAULT_EMBEDDING_MODEL.1,
             audit: Arc::default(),
+            vector_search: VectorSearch::default(),
         }
+    }
+
+    /// Search knowledge's vectors per `search`: the default
+    /// ([`VectorSearch::APPROXIMATE`]) walks an HNSW graph once a tenant
+    /// holds 4,096 vectors, with the access rule inside the walk;
+    /// [`VectorSearch::EXACT`] always scans every vector. Set it before the
+    /// first write: a tenant's index keeps the search it was made with.
+    #[must_use]
+    pub fn with_vector_search(mut self, search: VectorSearch) -> Self {
+        self.vector_search = search;
+        self
     }
 
     /// Embed knowledge (and text queries) with `embedder`; its model and

@@ -32,6 +32,10 @@
 //! - **Knowledge queries** ([`knowledge_search`]): a query resolved for
 //!   running (its terms, vector, list depths and filters), the prologue of
 //!   every backend's `query_knowledge`.
+//! - **Vectors** ([`VectorGraph`]): unit vectors in one matrix and an HNSW
+//!   graph over them, searched with the caller's access rule inside the
+//!   walk, falling back to the exact scan ([`VectorSearch`]) when the walk
+//!   finds fewer than asked for.
 //! - **Documents in hand** ([`rank_candidates`]): the same retrievers over a
 //!   bounded set, for the memory assembler.
 //!
@@ -49,6 +53,7 @@ mod candidates;
 mod dates;
 mod expansion;
 mod fusion;
+mod hnsw;
 mod knowledge;
 mod vector;
 mod words;
@@ -59,7 +64,8 @@ pub use candidates::{Candidate, rank_candidates};
 pub use expansion::{EXPANSION, Expansion};
 pub use fusion::{FUSION, Fused, Fusion, RankKey, combine, fuse, rank_key, single, top_by_score};
 pub use knowledge::knowledge_search;
-pub use vector::cosine;
+pub use hnsw::{Node as VectorNode, VectorGraph, VectorSearch};
+pub use vector::{cosine, dot};
 
 /// The README's example, compiled and run as a doc test.
 #[doc = include_str!("../README.md")]

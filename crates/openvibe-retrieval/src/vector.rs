@@ -43,6 +43,27 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// The dot product of two vectors (over the shorter's length), in eight
+/// independent lanes as [`cosine`]: the similarity of unit vectors.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 8;
+    let mut sum = [0.0f32; LANES];
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    for (ca, cb) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
+        for i in 0..LANES {
+            sum[i] += ca[i] * cb[i];
+        }
+    }
+    let tail = n / LANES * LANES;
+    sum.iter().sum::<f32>()
+        + a[tail..]
+            .iter()
+            .zip(&b[tail..])
+            .map(|(x, y)| x * y)
+            .sum::<f32>()
+}
+
 /// [`cosine`] accumulated in `f64` (the slow path for huge values).
 fn cosine_f64(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
