@@ -31,8 +31,8 @@ mod examples;
 mod fuzz;
 mod layering;
 mod models;
-mod plot;
 mod modules;
+mod plot;
 mod reliability;
 mod temporal;
 

@@ -61,8 +61,14 @@ pub fn svg(title: &str, series: &BTreeMap<String, Series>) -> String {
         (x0, x1, y0, y1) = (1.0, 10.0, 1.0, 10.0);
     }
     // Whole decades around the data.
-    let (lx0, lx1) = (x0.log10().floor(), x1.log10().ceil().max(x0.log10().floor() + 1.0));
-    let (ly0, ly1) = (y0.log10().floor(), y1.log10().ceil().max(y0.log10().floor() + 1.0));
+    let (lx0, lx1) = (
+        x0.log10().floor(),
+        x1.log10().ceil().max(x0.log10().floor() + 1.0),
+    );
+    let (ly0, ly1) = (
+        y0.log10().floor(),
+        y1.log10().ceil().max(y0.log10().floor() + 1.0),
+    );
     let px = |n: f64| left + (n.log10() - lx0) / (lx1 - lx0) * (w - left - right);
     let py = |v: f64| h - bottom - (v.max(0.01).log10() - ly0) / (ly1 - ly0) * (h - top - bottom);
     let mut s = String::new();
@@ -166,7 +172,9 @@ fn micros(v: f64) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

@@ -6,58 +6,27 @@ use std::sync::Arc;
 
 use chrono::{Duration, TimeZone, Utc};
 use openvibe_bench::{report, sample};
+
+use crate::pg::{DOMAINS, ENTITIES, Lcg, clearance, domain, entity};
 use openvibe_in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
-use openvibe_memory::{AgentMemory, ClearanceProfile, MemoryAssembler, WorkspaceMemory};
+use openvibe_memory::{AgentMemory, MemoryAssembler, WorkspaceMemory};
 use openvibe_protocols::{
     CallerContext, Classification, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, Fact,
     FactQuery, FactStore, Insight, MemoryScope, RecordStore,
 };
 
 const RECORDS: u32 = 100_000;
-const ENTITIES: u32 = 500;
-const DOMAINS: u32 = 10;
-
-/// A small deterministic generator (no dependency, same data every run).
-pub(crate) struct Lcg(pub(crate) u64);
-
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        u32::try_from(self.0 >> 33).unwrap_or(0)
-    }
-
-    fn unit(&mut self) -> f64 {
-        f64::from(self.next() % 1000) / 1000.0
-    }
-}
-
-pub(crate) fn entity(i: u32) -> String {
-    format!("entity{}", i % ENTITIES)
-}
-
-pub(crate) fn domain(i: u32) -> String {
-    format!("domain{}", (i / ENTITIES) % DOMAINS)
-}
-
-/// Reads `domain0..2` up to confidential, `domain3..5` up to internal,
-/// the rest public only.
-pub(crate) fn clearance() -> ClearanceProfile {
-    (0..DOMAINS).fold(ClearanceProfile::new("cro"), |p, d| match d {
-        0..=2 => p.with_domain(format!("domain{d}"), Classification::Confidential),
-        3..=5 => p.with_domain(format!("domain{d}"), Classification::Internal),
-        _ => p,
-    })
-}
 
 async fn fill_facts(store: &dyn FactStore, rng: &mut Lcg) {
     fill_fact_range(store, rng, 0..RECORDS).await;
 }
 
 /// Store facts `range` (the same every run for the same generator state).
-pub(crate) async fn fill_fact_range(store: &dyn FactStore, rng: &mut Lcg, range: std::ops::Range<u32>) {
+pub(crate) async fn fill_fact_range(
+    store: &dyn FactStore,
+    rng: &mut Lcg,
+    range: std::ops::Range<u32>,
+) {
     let writer = CallerContext::system();
     let start = Utc
         .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)

@@ -50,7 +50,7 @@ impl Lcg {
         u32::try_from(self.0 >> 33).unwrap_or(0)
     }
 
-    fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         f64::from(self.next() % 1000) / 1000.0
     }
 }

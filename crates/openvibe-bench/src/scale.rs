@@ -33,7 +33,8 @@ use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{CallerContext, Classification, Fact, FactQuery, FactStore};
 use sqlx::{Executor, PgPool};
 
-use crate::memory::{Lcg, clearance, domain, entity, fact_queries, fill_fact_range};
+use crate::memory::{fact_queries, fill_fact_range};
+use crate::pg::{Lcg, clearance, domain, entity};
 use crate::working::{centres, hybrid_queries_from, item, queries_from, samples_of, user};
 
 const MEM_SIZES: [u32; 3] = [10_000, 100_000, 1_000_000];
@@ -106,9 +107,17 @@ async fn in_process() {
         );
         loaded = n;
         let (p50, _) = samples_of(&stores.knowledge, sem.clone(), 20, 200).await;
-        report(&format!("scale_mem_sem_query_p50_us_{}", label(n)), p50, "us");
+        report(
+            &format!("scale_mem_sem_query_p50_us_{}", label(n)),
+            p50,
+            "us",
+        );
         let (p50, _) = samples_of(&stores.knowledge, hybrid.clone(), 20, 200).await;
-        report(&format!("scale_mem_hybrid_query_p50_us_{}", label(n)), p50, "us");
+        report(
+            &format!("scale_mem_hybrid_query_p50_us_{}", label(n)),
+            p50,
+            "us",
+        );
     }
     drop(stores);
 
@@ -121,8 +130,16 @@ async fn in_process() {
         fill_fact_range(&facts, &mut rng, loaded..n).await;
         loaded = n;
         let (p50, p99) = fact_samples(&facts, &reader, 20_000).await;
-        report(&format!("scale_mem_fact_query_p50_us_{}", label(n)), p50, "us");
-        report(&format!("scale_mem_fact_query_p99_us_{}", label(n)), p99, "us");
+        report(
+            &format!("scale_mem_fact_query_p50_us_{}", label(n)),
+            p50,
+            "us",
+        );
+        report(
+            &format!("scale_mem_fact_query_p99_us_{}", label(n)),
+            p99,
+            "us",
+        );
     }
 }
 
@@ -142,7 +159,7 @@ fn fact(k: u32, rng: &mut Lcg) -> Fact {
     .domain(domain(k))
     .tags([format!("tag{}", k % 37)])
     .classification(Classification::ALL[(rng.next() % 4) as usize])
-    .confidence(f64::from(rng.next() % 1000) / 1000.0)
+    .confidence(rng.unit())
     .created_at(start + Duration::seconds(i64::from(k)))
 }
 
@@ -196,11 +213,13 @@ async fn grow_facts(pool: &PgPool, pg: &PgStores, n: u32) -> Result<(), String> 
     pool.execute("VACUUM (ANALYZE) facts")
         .await
         .map_err(|e| e.to_string())?;
-    sqlx::query("INSERT INTO bench_dataset (name, loaded_at) VALUES ($1, now()) ON CONFLICT DO NOTHING")
-        .bind(format!("scale-facts-{n}"))
-        .execute(pool)
-        .await
-        .map_err(|e| e.to_string())?;
+    sqlx::query(
+        "INSERT INTO bench_dataset (name, loaded_at) VALUES ($1, now()) ON CONFLICT DO NOTHING",
+    )
+    .bind(format!("scale-facts-{n}"))
+    .execute(pool)
+    .await
+    .map_err(|e| e.to_string())?;
     eprintln!("scale: loaded in {:.0}s", t0.elapsed().as_secs_f64());
     Ok(())
 }
@@ -220,8 +239,16 @@ async fn postgres(url: &str) -> Result<(), String> {
     for n in PG_SIZES.into_iter().filter(|n| *n <= max) {
         grow_facts(&pool, &pg, n).await?;
         let (p50, p99) = fact_samples(facts.as_ref(), &reader, 5_000).await;
-        report(&format!("scale_pg_fact_query_p50_us_{}", label(n)), p50, "us");
-        report(&format!("scale_pg_fact_query_p99_us_{}", label(n)), p99, "us");
+        report(
+            &format!("scale_pg_fact_query_p50_us_{}", label(n)),
+            p50,
+            "us",
+        );
+        report(
+            &format!("scale_pg_fact_query_p99_us_{}", label(n)),
+            p99,
+            "us",
+        );
     }
     pool.close().await;
     Ok(())

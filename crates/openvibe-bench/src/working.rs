@@ -46,12 +46,12 @@ use std::time::Instant;
 use openvibe_bench::{report, sample};
 use openvibe_in_memory::InMemoryWorkingStore;
 use openvibe_memory::in_memory_stores_with_embedder;
-use openvibe_retrieval::VectorSearch;
 use openvibe_postgres::PgStores;
 use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{
     CallerContext, KnowledgeQuery, KnowledgeStore, NewKnowledge, NewPlan, PlanStateStore, PlanStore,
 };
+use openvibe_retrieval::VectorSearch;
 use sqlx::PgPool;
 
 use crate::pg::{Lcg, bench_pool, set_tenant_and};
@@ -209,9 +209,9 @@ pub async fn run_memory() {
             return;
         }
     }
-    let (p50, _) = query_samples(&stores.knowledge, 20, 200).await;
+    let (p50, _) = query_samples(&stores.knowledge, 100, 2_000).await;
     report("mem_sem_query_p50_us", p50, "us");
-    let (p50, _) = samples_of(&stores.knowledge, hybrid_queries(&centres), 20, 200).await;
+    let (p50, _) = samples_of(&stores.knowledge, hybrid_queries(&centres), 100, 2_000).await;
     report("mem_hybrid_query_p50_us", p50, "us");
     drop(stores);
     let exact: Arc<dyn KnowledgeStore> = Arc::new(

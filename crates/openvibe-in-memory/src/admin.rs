@@ -513,11 +513,11 @@ impl InMemoryWorkingStore {
         sweep: &Sweep,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        fn pick<T: serde::Serialize>(
+        fn pick<T: serde::Serialize, S>(
             ctx: &CallerContext,
             sweep: &Sweep,
             limit: usize,
-            records: &std::collections::HashMap<String, T>,
+            records: &std::collections::HashMap<String, T, S>,
             meta: impl Fn(&T) -> &RecordMeta,
         ) -> Vec<String> {
             records

@@ -62,13 +62,13 @@ pub use admin::{InMemoryAdmin, MemorySnapshot, SnapshotHandle};
 pub use audit::InMemoryAuditLog;
 pub use beliefs::InMemoryBeliefStore;
 pub use goals::InMemoryGoalStore;
+pub use openvibe_retrieval::VectorSearch;
 pub use proposals::InMemoryProposalStore;
 pub use raw::{InMemoryRawLog, new_raw_id};
 pub use records::{
     InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore, InMemoryRecord, InMemoryRecords,
 };
 pub use spaces::InMemorySpaceStore;
-pub use openvibe_retrieval::VectorSearch;
 pub use working::{DEFAULT_EMBEDDING_MODEL, InMemoryWorkingStore};
 
 /// Fresh, empty in-memory stores: the embedded default backend as a

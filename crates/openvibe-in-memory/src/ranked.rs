@@ -1,23 +1,36 @@
 //! In-memory full-text retrieval: an inverted index scored by the shared
 //! BM25 of [`openvibe_retrieval`], and the vector list beside it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use openvibe_retrieval::{
-    CorpusStats, EXPANSION, TermCounts, VectorGraph, VectorNode, VectorSearch, bm25_rank,
+    Bm25Doc, CorpusStats, EXPANSION, TermCounts, VectorGraph, VectorNode, VectorSearch, bm25_rank,
     bm25_rank_weighted, cosine, top_by_score,
 };
 
 /// An inverted index over one tenant's documents of one kind, its
 /// postings filed by who may read them (as PostgreSQL's
 /// `knowledge_postings`): a search visits only its readers' postings.
+/// Documents are numbered, postings are sorted numbers, and a search asks
+/// `keep` once per document however many of its rounds name it.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TextIndex {
-    /// Id → term counts and the reader its postings are filed under.
-    docs: HashMap<String, (TermCounts, String)>,
-    /// Term → reader → ids of the documents holding it.
-    postings: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    /// By number; `None`: a free number.
+    docs: Vec<Option<Doc>>,
+    numbers: HashMap<String, u32>,
+    free: Vec<u32>,
+    /// Term → reader → (number, term frequency) of the documents holding
+    /// it, sorted by number.
+    postings: HashMap<String, HashMap<String, Vec<(u32, u32)>>>,
     stats: CorpusStats,
+}
+
+#[derive(Debug, Clone)]
+struct Doc {
+    id: String,
+    counts: TermCounts,
+    /// Who its postings are filed under.
+    reader: String,
 }
 
 impl TextIndex {
@@ -26,42 +39,68 @@ impl TextIndex {
     pub(crate) fn insert(&mut self, id: &str, text: &str, reader: &str) {
         self.remove(id);
         let counts = TermCounts::of(text);
-        for term in &counts.terms {
-            self.postings
+        let number = match self.free.pop() {
+            Some(n) => n,
+            None => {
+                self.docs.push(None);
+                u32::try_from(self.docs.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        for (term, tf) in counts.terms.iter().zip(&counts.tfs) {
+            let list = self
+                .postings
                 .entry(term.clone())
                 .or_default()
                 .entry(reader.to_owned())
-                .or_default()
-                .insert(id.to_owned());
+                .or_default();
+            if let Err(at) = list.binary_search_by_key(&number, |p| p.0) {
+                list.insert(at, (number, *tf));
+            }
         }
         self.stats.docs += 1;
         self.stats.total_len += u64::from(counts.len);
-        self.docs.insert(id.to_owned(), (counts, reader.to_owned()));
+        self.numbers.insert(id.to_owned(), number);
+        if let Some(place) = self.docs.get_mut(number as usize) {
+            *place = Some(Doc {
+                id: id.to_owned(),
+                counts,
+                reader: reader.to_owned(),
+            });
+        }
+    }
+
+    fn doc(&self, number: u32) -> Option<&Doc> {
+        self.docs.get(number as usize).and_then(Option::as_ref)
     }
 
     /// The document ids its documents and postings name (one per
     /// posting: an erasure's report counts those whose record is gone).
     pub(crate) fn ids(&self) -> impl Iterator<Item = &str> {
-        self.docs.keys().map(String::as_str).chain(
-            self.postings
-                .values()
-                .flat_map(HashMap::values)
-                .flatten()
-                .map(String::as_str),
-        )
+        let posted = self
+            .postings
+            .values()
+            .flat_map(HashMap::values)
+            .flatten()
+            .map(|(n, _)| self.doc(*n).map_or("", |d| d.id.as_str()));
+        self.numbers.keys().map(String::as_str).chain(posted)
     }
 
     /// Forget document `id`.
     pub(crate) fn remove(&mut self, id: &str) {
-        let Some((counts, reader)) = self.docs.remove(id) else {
+        let Some(number) = self.numbers.remove(id) else {
             return;
         };
-        for term in &counts.terms {
+        let Some(doc) = self.docs.get_mut(number as usize).and_then(Option::take) else {
+            return;
+        };
+        for term in &doc.counts.terms {
             if let Some(readers) = self.postings.get_mut(term) {
-                if let Some(ids) = readers.get_mut(&reader) {
-                    ids.remove(id);
-                    if ids.is_empty() {
-                        readers.remove(&reader);
+                if let Some(list) = readers.get_mut(&doc.reader) {
+                    if let Ok(at) = list.binary_search_by_key(&number, |p| p.0) {
+                        list.remove(at);
+                    }
+                    if list.is_empty() {
+                        readers.remove(&doc.reader);
                     }
                 }
                 if readers.is_empty() {
@@ -69,8 +108,9 @@ impl TextIndex {
                 }
             }
         }
+        self.free.push(number);
         self.stats.docs -= 1;
-        self.stats.total_len -= u64::from(counts.len);
+        self.stats.total_len -= u64::from(doc.counts.len);
     }
 
     /// The best `limit` documents for `terms` among those filed under one
@@ -85,48 +125,116 @@ impl TextIndex {
         keep: impl Fn(&str) -> Option<K>,
         limit: usize,
     ) -> Vec<(K, f32)> {
-        let first: BTreeMap<K, &TermCounts> = self
-            .candidates(terms, readers, &keep)
-            .into_iter()
-            .collect();
-        let best = bm25_rank(
-            terms,
-            self.stats,
-            first.iter().map(|(k, c)| (k.clone(), *c)),
-            EXPANSION.pool,
-        );
+        // What `keep` said of each document seen, across both rounds.
+        let mut kept: Kept<K> = Kept::default();
+        let first = self.candidates(terms, readers, &keep, &mut kept);
+        let best = bm25_rank(terms, self.stats, first.docs(&kept), EXPANSION.pool);
         let best: Vec<&TermCounts> = best
             .iter()
-            .filter_map(|(k, _)| first.get(k).copied())
+            .filter_map(|((_, n), _)| Some(&self.doc(*n)?.counts))
             .collect();
         let added = EXPANSION.select_from(terms, &best);
         let weighted = EXPANSION.weighted(terms, &added);
         let all: Vec<String> = weighted.iter().map(|(t, _)| t.clone()).collect();
-        let candidates = self.candidates(&all, readers, &keep);
-        bm25_rank_weighted(&weighted, self.stats, candidates, limit)
+        let second = self.candidates(&all, readers, &keep, &mut kept);
+        bm25_rank_weighted(&weighted, self.stats, second.docs(&kept), limit)
+            .into_iter()
+            .map(|((key, _), score)| (key.clone(), score))
+            .collect()
     }
 
-    /// The documents holding any of `terms`, filed under one of `readers`,
-    /// that `keep` accepts, as `(key, term counts)` in id order.
+    /// The documents holding any of `terms`, filed under one of
+    /// `readers`, that `keep` accepts (asked once per document: `kept`
+    /// remembers), in number order, with their term frequencies read off
+    /// the postings.
     fn candidates<K>(
         &self,
         terms: &[String],
         readers: &[&str],
         keep: &impl Fn(&str) -> Option<K>,
-    ) -> Vec<(K, &TermCounts)> {
-        let mut ids: BTreeSet<&str> = BTreeSet::new();
-        for term in terms {
+        kept: &mut Kept<K>,
+    ) -> Candidates {
+        // (number, term's place, tf) of every posting of the terms.
+        let mut posted: Vec<(u32, usize, u32)> = Vec::new();
+        for (i, term) in terms.iter().enumerate() {
             if let Some(filed) = self.postings.get(term) {
                 for reader in readers {
-                    if let Some(posting) = filed.get(*reader) {
-                        ids.extend(posting.iter().map(String::as_str));
+                    if let Some(list) = filed.get(*reader) {
+                        posted.extend(list.iter().map(|&(n, tf)| (n, i, tf)));
                     }
                 }
             }
         }
-        ids.into_iter()
-            .filter_map(|id| Some((keep(id)?, &self.docs.get(id)?.0)))
-            .collect()
+        posted.sort_unstable_by_key(|p| (p.0, p.1));
+        let width = terms.len();
+        let mut out = Candidates {
+            width,
+            numbers: Vec::new(),
+            lens: Vec::new(),
+            tfs: Vec::new(),
+        };
+        for group in posted.chunk_by(|a, b| a.0 == b.0) {
+            let n = group[0].0;
+            let Some(doc) = self.doc(n) else { continue };
+            let accepted = kept.entry(n).or_insert_with(|| keep(&doc.id)).is_some();
+            if !accepted {
+                continue;
+            }
+            out.numbers.push(n);
+            out.lens.push(doc.counts.len);
+            let start = out.tfs.len();
+            out.tfs.resize(start + width, 0);
+            for &(_, i, tf) in group {
+                out.tfs[start + i] = tf;
+            }
+        }
+        out
+    }
+}
+
+/// What `keep` said of each document number a search saw.
+type Kept<K> = HashMap<u32, Option<K>, foldhash::fast::RandomState>;
+
+/// A round's candidates: numbers, lengths, and term frequencies (a row of
+/// `width` per candidate, in the query's term order).
+struct Candidates {
+    width: usize,
+    numbers: Vec<u32>,
+    lens: Vec<u32>,
+    tfs: Vec<u32>,
+}
+
+/// One candidate's row, as BM25 reads it.
+struct Row<'a> {
+    len: u32,
+    tfs: &'a [u32],
+}
+
+impl Bm25Doc for Row<'_> {
+    fn length(&self) -> u32 {
+        self.len
+    }
+
+    fn tf(&self, i: usize, _: &str) -> u32 {
+        self.tfs.get(i).copied().unwrap_or(0)
+    }
+}
+
+impl Candidates {
+    /// Each candidate's key (borrowed from `kept`, with its number) and row.
+    fn docs<'a, K>(
+        &'a self,
+        kept: &'a Kept<K>,
+    ) -> impl Iterator<Item = ((&'a K, u32), Row<'a>)> + 'a {
+        let width = self.width.max(1);
+        self.numbers
+            .iter()
+            .zip(&self.lens)
+            .zip(self.tfs.chunks(width).chain(std::iter::repeat(&[][..])))
+            .filter_map(move |((n, len), tfs)| {
+                let key = kept.get(n)?.as_ref()?;
+                Some(((key, *n), Row { len: *len, tfs }))
+            })
     }
 }
 
@@ -251,7 +359,10 @@ mod tests {
     /// number of accepted records and nearly the same ones.
     #[test]
     fn nearest_is_the_brute_force_top_k() {
-        for search in [VectorSearch::EXACT, VectorSearch::APPROXIMATE.exact_below(1)] {
+        for search in [
+            VectorSearch::EXACT,
+            VectorSearch::APPROXIMATE.exact_below(1),
+        ] {
             let (mut same, mut total) = (0, 0);
             let mut rng = 7u64;
             let mut next = || {
@@ -314,7 +425,10 @@ mod tests {
                     }
                 }
             }
-            assert!(same * 10 >= total * 9, "{same} of {total} through the graph");
+            assert!(
+                same * 10 >= total * 9,
+                "{same} of {total} through the graph"
+            );
             assert!(
                 index
                     .nearest(&random, |id| Some(id.to_owned()), 0)
@@ -333,7 +447,11 @@ mod tests {
         let terms = openvibe_retrieval::query_terms("green apple");
         let public = ["*"];
         let ranked = index.rank(&terms, &public, |id| Some(id.to_owned()), 10);
-        assert_eq!(ranked.len(), 1, "b was replaced, c is not public: {ranked:?}");
+        assert_eq!(
+            ranked.len(),
+            1,
+            "b was replaced, c is not public: {ranked:?}"
+        );
         assert_eq!(ranked[0].0, "a");
         let ranked = index.rank(&terms, &["user:c", "*"], |id| Some(id.to_owned()), 10);
         assert_eq!(ranked.len(), 2, "c's own and the public: {ranked:?}");
@@ -345,9 +463,23 @@ mod tests {
         index.remove("a");
         index.remove("a");
         index.remove("c");
-        assert!(index.rank(&terms, &["*", "user:c"], |_| Some(()), 10).is_empty());
+        assert!(
+            index
+                .rank(&terms, &["*", "user:c"], |_| Some(()), 10)
+                .is_empty()
+        );
         assert_eq!(index.stats.docs, 1);
         assert_eq!(index.stats.total_len, 2);
         assert!(!index.postings.contains_key("appl"));
+        assert_eq!(
+            index.ids().collect::<Vec<_>>(),
+            ["b", "b", "b"],
+            "b and its two postings"
+        );
+        // A freed number is reused, and its old postings do not come back.
+        index.insert("d", "green pears", "*");
+        let ranked = index.rank(&terms, &public, |id| Some(id.to_owned()), 10);
+        assert_eq!(ranked.len(), 1);
+        assert_eq!(ranked[0].0, "d");
     }
 }

@@ -17,8 +17,13 @@ use crate::working::{InMemoryWorkingStore, Tenant, new_meta, not_found};
 
 /// Whether `ctx` may read `k` (see [`knowledge_read_allowed`]).
 fn readable(ctx: &CallerContext, k: &Knowledge) -> bool {
+    readable_at(ctx, k, chrono::Utc::now())
+}
+
+/// Whether `ctx` may read `k` at `now`.
+fn readable_at(ctx: &CallerContext, k: &Knowledge, now: chrono::DateTime<chrono::Utc>) -> bool {
     k.meta.tenant_id == ctx.tenant_id()
-        && !k.meta.is_expired(chrono::Utc::now())
+        && !k.meta.is_expired(now)
         && ctx.rights(&k.meta.namespace).read
         && knowledge_read_allowed(
             ctx.sees_project(k.meta.project_id.as_deref()),
@@ -192,8 +197,11 @@ impl KnowledgeStore for InMemoryWorkingStore {
         let Some(tenant) = guard.get(ctx.tenant_id()) else {
             return Ok(Vec::new());
         };
-        let keep =
-            |k: &Knowledge| readable(ctx, k) && search.filter.keeps(k, ctx.is_owner(&k.meta.owner));
+        // One instant for the whole search.
+        let now = chrono::Utc::now();
+        let keep = |k: &Knowledge| {
+            readable_at(ctx, k, now) && search.filter.keeps(k, ctx.is_owner(&k.meta.owner))
+        };
         // The rank key of knowledge `id` when the query keeps it.
         let kept = |id: &str| {
             let k = tenant.knowledge.get(id).filter(|k| keep(k))?;

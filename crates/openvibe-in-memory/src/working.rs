@@ -38,7 +38,9 @@ pub(crate) struct Tenant {
     pub correlations: HashMap<String, String>,
     /// Plan id → key → entry.
     pub state: HashMap<String, BTreeMap<String, StateEntry>>,
-    pub knowledge: HashMap<String, Knowledge>,
+    /// Hashed with foldhash: a search looks up every candidate by id
+    /// (ids come from the store; the hasher is seeded per process).
+    pub knowledge: HashMap<String, Knowledge, foldhash::fast::RandomState>,
     /// Full-text index of the knowledge's content.
     pub knowledge_text: crate::ranked::TextIndex,
     /// The knowledge's embeddings, one contiguous row each.

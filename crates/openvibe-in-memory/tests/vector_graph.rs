@@ -28,7 +28,11 @@ fn vector(seed: u32) -> Vec<f32> {
     let centre = seed % 40;
     (0..DIMS)
         .map(|d| {
-            let c = if (d as u32 + centre * 7) % 40 < 6 { 1.0 } else { 0.0 };
+            let c = if (d as u32 + centre * 7) % 40 < 6 {
+                1.0
+            } else {
+                0.0
+            };
             c + 0.5 * next()
         })
         .collect()
@@ -38,7 +42,7 @@ fn vector(seed: u32) -> Vec<f32> {
 fn item(i: u32) -> (CallerContext, NewKnowledge) {
     let k = NewKnowledge {
         embedding: Some(vector(i)),
-        is_public: i % 50 == 0,
+        is_public: i.is_multiple_of(50),
         ..NewKnowledge::new(format!("item {i}"))
     };
     (user(i % 30), k)
@@ -63,8 +67,8 @@ fn by_vector(seed: u32, top_k: usize) -> KnowledgeQuery {
 
 #[tokio::test]
 async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
-    let graph = InMemoryWorkingStore::new()
-        .with_vector_search(VectorSearch::APPROXIMATE.exact_below(64));
+    let graph =
+        InMemoryWorkingStore::new().with_vector_search(VectorSearch::APPROXIMATE.exact_below(64));
     let exact = InMemoryWorkingStore::new().with_vector_search(VectorSearch::EXACT);
     let both = [&graph, &exact];
     // Record ids per store, by item.
@@ -79,7 +83,7 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
     // the other 1,420 without returning them.
     let readable = |content: &str| {
         let i: u32 = content.trim_start_matches("item ").parse().unwrap();
-        i % 30 == 0 || i % 50 == 0
+        i.is_multiple_of(30) || i.is_multiple_of(50)
     };
     let (mut same, mut total) = (0, 0);
     for seed in 0..40 {
@@ -91,7 +95,10 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
         same += got.iter().filter(|c| want.contains(c)).count();
         total += want.len();
     }
-    assert!(same * 100 >= total * 95, "{same} of {total} as the exact scan");
+    assert!(
+        same * 100 >= total * 95,
+        "{same} of {total} as the exact scan"
+    );
 
     // A reader of three private records, public ones left out: exactly those
     // three, however far apart in the graph.
@@ -108,7 +115,10 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
         ..by_vector(5, 10)
     };
     let got: BTreeSet<String> = ids(&graph, &lonely, &q).await.into_iter().collect();
-    assert_eq!(got, BTreeSet::from(["lonely 3".into(), "lonely 17".into(), "lonely 29".into()]));
+    assert_eq!(
+        got,
+        BTreeSet::from(["lonely 3".into(), "lonely 17".into(), "lonely 29".into()])
+    );
 
     // Deleted: never again; rewritten with another vector: found there.
     let q = by_vector(10_001, 5);
@@ -130,7 +140,10 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
         };
         store.store_knowledge(&user(0), moved).await.unwrap();
     }
-    assert_eq!(ids(&graph, &user(0), &by_vector(777_777, 1)).await, ["item 60"]);
+    assert_eq!(
+        ids(&graph, &user(0), &by_vector(777_777, 1)).await,
+        ["item 60"]
+    );
 
     // Expired: gone from the walk without a sweep.
     let soon = NewKnowledge {
@@ -139,9 +152,15 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
         ..NewKnowledge::new("short-lived")
     };
     graph.store_knowledge(&user(0), soon).await.unwrap();
-    assert_eq!(ids(&graph, &user(0), &by_vector(888_888, 1)).await, ["short-lived"]);
+    assert_eq!(
+        ids(&graph, &user(0), &by_vector(888_888, 1)).await,
+        ["short-lived"]
+    );
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-    assert_ne!(ids(&graph, &user(0), &by_vector(888_888, 1)).await, ["short-lived"]);
+    assert_ne!(
+        ids(&graph, &user(0), &by_vector(888_888, 1)).await,
+        ["short-lived"]
+    );
 
     // Most records deleted (the graph is rebuilt without them): the rest
     // are still found, as the exact scan finds them.
@@ -162,5 +181,8 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
         same += got.iter().filter(|c| want.contains(c)).count();
         total += want.len();
     }
-    assert!(same * 100 >= total * 95, "{same} of {total} after the rebuild");
+    assert!(
+        same * 100 >= total * 95,
+        "{same} of {total} after the rebuild"
+    );
 }

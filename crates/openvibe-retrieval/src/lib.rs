@@ -63,8 +63,8 @@ pub use bm25::{BM25, Bm25, Bm25Doc, CorpusStats, bm25_rank, bm25_rank_weighted};
 pub use candidates::{Candidate, rank_candidates};
 pub use expansion::{EXPANSION, Expansion};
 pub use fusion::{FUSION, Fused, Fusion, RankKey, combine, fuse, rank_key, single, top_by_score};
-pub use knowledge::knowledge_search;
 pub use hnsw::{Node as VectorNode, VectorGraph, VectorSearch};
+pub use knowledge::knowledge_search;
 pub use vector::{cosine, dot};
 
 /// The README's example, compiled and run as a doc test.
