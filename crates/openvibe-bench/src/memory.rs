@@ -7,12 +7,12 @@ use std::sync::Arc;
 use chrono::{Duration, TimeZone, Utc};
 use openvibe_bench::{report, sample};
 
-use crate::pg::{DOMAINS, ENTITIES, Lcg, clearance, domain, entity};
+use crate::pg::{DOMAINS, ENTITIES, Lcg, clearance, domain, entity, fact};
 use openvibe_in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
 use openvibe_memory::{AgentMemory, MemoryAssembler, WorkspaceMemory};
 use openvibe_protocols::{
-    CallerContext, Classification, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, Fact,
-    FactQuery, FactStore, Insight, MemoryScope, RecordStore,
+    CallerContext, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, FactQuery, FactStore, Insight,
+    MemoryScope, RecordStore,
 };
 
 const RECORDS: u32 = 100_000;
@@ -28,24 +28,8 @@ pub(crate) async fn fill_fact_range(
     range: std::ops::Range<u32>,
 ) {
     let writer = CallerContext::system();
-    let start = Utc
-        .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
-        .single()
-        .unwrap_or_default();
     for i in range {
-        let fact = Fact::new(
-            format!("f{i:06}"),
-            format!(
-                "{} fact {i} about the pipeline and renewal terms",
-                entity(i)
-            ),
-        )
-        .entity(entity(i))
-        .domain(domain(i))
-        .tags([format!("tag{}", i % 37)])
-        .classification(Classification::ALL[(rng.next() % 4) as usize])
-        .confidence(rng.unit())
-        .created_at(start + Duration::seconds(i64::from(i)));
+        let fact = fact(format!("f{i:06}"), i, rng);
         if let Err(e) = store.store(&writer, fact).await {
             eprintln!("cannot fill the fact store: {e}");
             return;

@@ -79,6 +79,23 @@ fn start() -> chrono::DateTime<Utc> {
         .unwrap_or_default()
 }
 
+/// Fact `k` of the generated data sets (two draws of `rng`), named `id`.
+pub(crate) fn fact(id: String, k: u32, rng: &mut Lcg) -> Fact {
+    Fact::new(
+        id,
+        format!(
+            "{} fact {k} about the pipeline and renewal terms",
+            entity(k)
+        ),
+    )
+    .entity(entity(k))
+    .domain(domain(k))
+    .tags([format!("tag{}", k % 37)])
+    .classification(Classification::ALL[(rng.next() % 4) as usize])
+    .confidence(rng.unit())
+    .created_at(start() + Duration::seconds(i64::from(k)))
+}
+
 fn episode(i: u32, rng: &mut Lcg) -> Episode {
     Episode {
         id: format!("ep{i:07}"),
@@ -192,21 +209,7 @@ pub(crate) async fn ensure_loaded(pool: &PgPool, pg: &PgStores) -> Result<(), St
     while i < RECORDS {
         let end = (i + LOAD_BATCH).min(RECORDS);
         let facts: Vec<Fact> = (i..end)
-            .map(|k| {
-                Fact::new(
-                    format!("f{k:07}"),
-                    format!(
-                        "{} fact {k} about the pipeline and renewal terms",
-                        entity(k)
-                    ),
-                )
-                .entity(entity(k))
-                .domain(domain(k))
-                .tags([format!("tag{}", k % 37)])
-                .classification(Classification::ALL[(rng.next() % 4) as usize])
-                .confidence(rng.unit())
-                .created_at(start() + Duration::seconds(i64::from(k)))
-            })
+            .map(|k| fact(format!("f{k:07}"), k, &mut rng))
             .collect();
         pg.facts()
             .store_batch(&system, facts)

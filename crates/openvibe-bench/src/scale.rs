@@ -24,17 +24,16 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{Duration, TimeZone, Utc};
 use openvibe_bench::{report, sample};
 use openvibe_in_memory::InMemoryFactStore;
 use openvibe_memory::in_memory_stores_with_embedder;
 use openvibe_postgres::PgStores;
 use openvibe_protocols::testing::HashEmbedder;
-use openvibe_protocols::{CallerContext, Classification, Fact, FactQuery, FactStore};
+use openvibe_protocols::{CallerContext, Fact, FactQuery, FactStore};
 use sqlx::{Executor, PgPool};
 
 use crate::memory::{fact_queries, fill_fact_range};
-use crate::pg::{Lcg, clearance, domain, entity};
+use crate::pg::{Lcg, clearance, fact};
 use crate::working::{centres, hybrid_queries_from, item, queries_from, samples_of, user};
 
 const MEM_SIZES: [u32; 3] = [10_000, 100_000, 1_000_000];
@@ -143,26 +142,6 @@ async fn in_process() {
     }
 }
 
-fn fact(k: u32, rng: &mut Lcg) -> Fact {
-    let start = Utc
-        .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
-        .single()
-        .unwrap_or_default();
-    Fact::new(
-        format!("f{k:08}"),
-        format!(
-            "{} fact {k} about the pipeline and renewal terms",
-            entity(k)
-        ),
-    )
-    .entity(entity(k))
-    .domain(domain(k))
-    .tags([format!("tag{}", k % 37)])
-    .classification(Classification::ALL[(rng.next() % 4) as usize])
-    .confidence(rng.unit())
-    .created_at(start + Duration::seconds(i64::from(k)))
-}
-
 /// How many facts the scale schema holds (by its markers).
 async fn loaded_facts(pool: &PgPool) -> Result<u32, String> {
     let names: Vec<String> =
@@ -196,7 +175,9 @@ async fn grow_facts(pool: &PgPool, pg: &PgStores, n: u32) -> Result<(), String> 
     let mut i = from;
     while i < n {
         let end = (i + LOAD_BATCH).min(n);
-        let batch: Vec<Fact> = (i..end).map(|k| fact(k, &mut rng)).collect();
+        let batch: Vec<Fact> = (i..end)
+            .map(|k| fact(format!("f{k:08}"), k, &mut rng))
+            .collect();
         pg.facts()
             .store_batch(&system, batch)
             .await
