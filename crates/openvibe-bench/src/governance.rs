@@ -30,7 +30,7 @@ use openvibe_protocols::{
     AuditLog, CallerContext, Classification, Fact, FactQuery, Grants, RecordStore, Rights,
 };
 
-use crate::pg::{self, DOMAINS, ENTITIES, TENANT, domain, entity};
+use crate::pg::{self, TENANT};
 
 /// The `pg` group's reader (clearance in six of ten domains).
 fn reader() -> CallerContext {
@@ -53,15 +53,7 @@ async fn run_inner(url: &str) -> Result<(), String> {
         .recall(["", "cro", "shared", "team"]);
     let plain = reader();
     let ruled = reader().with_grants(grants).with_project("p1");
-    let queries: Vec<FactQuery> = (0..1000u32)
-        .map(|k| {
-            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
-            FactQuery::new()
-                .entity(entity(i))
-                .domain(domain(i))
-                .limit(10)
-        })
-        .collect();
+    let queries: Vec<FactQuery> = pg::fact_queries();
     // Both must see the same facts, or the comparison means nothing.
     for q in queries.iter().take(20) {
         let a = base

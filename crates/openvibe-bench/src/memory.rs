@@ -7,11 +7,11 @@ use std::sync::Arc;
 use chrono::{Duration, TimeZone, Utc};
 use openvibe_bench::{report, sample};
 
-use crate::pg::{DOMAINS, ENTITIES, Lcg, clearance, domain, entity, fact};
+use crate::pg::{Lcg, clearance, domain, entity, fact, fact_queries};
 use openvibe_in_memory::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
 use openvibe_memory::{AgentMemory, MemoryAssembler, WorkspaceMemory};
 use openvibe_protocols::{
-    CallerContext, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, FactQuery, FactStore, Insight,
+    CallerContext, ContextAssembler, DEFAULT_TOKEN_BUDGET, Episode, FactStore, Insight,
     MemoryScope, RecordStore,
 };
 
@@ -35,20 +35,6 @@ pub(crate) async fn fill_fact_range(
             return;
         }
     }
-}
-
-/// 1,000 of the 5,000 (entity, domain) scopes, scattered: the working set
-/// of a tenant's active accounts.
-pub(crate) fn fact_queries() -> Vec<FactQuery> {
-    (0..1000u32)
-        .map(|k| {
-            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
-            FactQuery::new()
-                .entity(entity(i))
-                .domain(domain(i))
-                .limit(10)
-        })
-        .collect()
 }
 
 /// Run the group.

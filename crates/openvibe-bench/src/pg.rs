@@ -79,6 +79,20 @@ fn start() -> chrono::DateTime<Utc> {
         .unwrap_or_default()
 }
 
+/// 1,000 of the 5,000 (entity, domain) scopes, scattered: the working set
+/// of a tenant's active accounts (entity + domain, limit 10).
+pub(crate) fn fact_queries() -> Vec<FactQuery> {
+    (0..1000u32)
+        .map(|k| {
+            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
+            FactQuery::new()
+                .entity(entity(i))
+                .domain(domain(i))
+                .limit(10)
+        })
+        .collect()
+}
+
 /// Fact `k` of the generated data sets (two draws of `rng`), named `id`.
 pub(crate) fn fact(id: String, k: u32, rng: &mut Lcg) -> Fact {
     Fact::new(
@@ -333,15 +347,7 @@ async fn run_inner(url: &str) -> Result<(), String> {
     // --- fact query: entity + domain + clearance, limit 10, over 1M facts ---
     let profile = clearance();
     let reader = profile.context(TENANT);
-    let pairs: Vec<FactQuery> = (0..1000u32)
-        .map(|k| {
-            let i = k.wrapping_mul(7919) % (ENTITIES * DOMAINS);
-            FactQuery::new()
-                .entity(entity(i))
-                .domain(domain(i))
-                .limit(10)
-        })
-        .collect();
+    let pairs: Vec<FactQuery> = fact_queries();
     let facts = pg.facts();
     if let Some(q) = pairs.get(1) {
         match facts.explain_query(&reader, q).await {

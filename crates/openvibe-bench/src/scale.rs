@@ -32,8 +32,8 @@ use openvibe_protocols::testing::HashEmbedder;
 use openvibe_protocols::{CallerContext, Fact, FactQuery, FactStore};
 use sqlx::{Executor, PgPool};
 
-use crate::memory::{fact_queries, fill_fact_range};
-use crate::pg::{Lcg, clearance, fact};
+use crate::memory::fill_fact_range;
+use crate::pg::{Lcg, clearance, fact, fact_queries};
 use crate::working::{centres, hybrid_queries_from, item, queries_from, samples_of, user};
 
 const MEM_SIZES: [u32; 3] = [10_000, 100_000, 1_000_000];
