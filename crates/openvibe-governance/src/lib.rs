@@ -156,10 +156,7 @@ impl Projects {
 
 /// The SHA-256 digest of an API key, as the governance file stores it (hex).
 pub fn api_key_digest(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(key.as_bytes()))
 }
 
 impl Governance {

@@ -41,6 +41,16 @@ macro_rules! confidence_ordered {
         fn search_text(&self) -> Cow<'_, str> {
             Cow::Borrowed(&self.content)
         }
+        fn heap_fields(&self, visit: &mut dyn FnMut(&[u8])) {
+            visit(self.id.as_bytes());
+            visit(self.content.as_bytes());
+            for tag in &self.tags {
+                visit(tag.as_bytes());
+            }
+            if let Some(hash) = &self.content_hash {
+                visit(hash.as_bytes());
+            }
+        }
         fn order_key(&self) -> ConfidenceOrder {
             (
                 Reverse(Score(self.confidence)),

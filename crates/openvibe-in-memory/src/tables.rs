@@ -385,23 +385,19 @@ impl<R: Indexed> Tables<R> {
             };
             let slots = table.query(ctx, filter);
             let now = Utc::now();
-            let mut out = Vec::with_capacity(slots.len());
-            for slot in slots {
-                if let Some(rec) = table.rec_mut(slot) {
+            for slot in &slots {
+                if let Some(rec) = table.rec_mut(*slot) {
                     rec.record_access(now);
                 }
-                out.extend(table.materialize(slot));
             }
-            Ok(out)
+            Ok(table.materialize_all(&slots))
         } else {
             let guard = self.read()?;
             let Some(table) = guard.get(ctx.tenant_id()) else {
                 return Ok(Vec::new());
             };
             let slots = table.query(ctx, filter);
-            let mut out = Vec::with_capacity(slots.len());
-            out.extend(slots.into_iter().filter_map(|slot| table.materialize(slot)));
-            Ok(out)
+            Ok(table.materialize_all(&slots))
         }
     }
 

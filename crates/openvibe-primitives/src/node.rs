@@ -281,10 +281,7 @@ impl Spec {
             }
             let output_text = match &output {
                 Value::String(s) => truncate_chars(s, SUMMARY_CHARS).to_owned(),
-                other => {
-                    let text = other.to_string();
-                    truncate_chars(&text, SUMMARY_CHARS).to_owned()
-                }
+                other => truncated(other.to_string()),
             };
             let MemoryScope {
                 entity,
@@ -299,7 +296,7 @@ impl Spec {
                 node_name: self.name.clone(),
                 timestamp: Utc::now(),
                 action: self.action.clone().unwrap_or_else(|| self.name.clone()),
-                input_summary: truncate_chars(&prepared.user, SUMMARY_CHARS).to_owned(),
+                input_summary: truncated(prepared.user),
                 output_summary: output_text,
                 outcome: Value::Object(outcome),
                 duration_ms,
@@ -323,6 +320,13 @@ impl Spec {
         }
         Ok(state)
     }
+}
+
+/// `text` cut to [`SUMMARY_CHARS`] characters, in place.
+fn truncated(mut text: String) -> String {
+    let end = truncate_chars(&text, SUMMARY_CHARS).len();
+    text.truncate(end);
+    text
 }
 
 /// A unique episode id (`ep_` + a random v4 UUID). Drawn from a fast

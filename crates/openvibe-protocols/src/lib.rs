@@ -83,6 +83,10 @@ pub fn bound_tool_result(text: String) -> String {
 /// Truncate `text` to at most `max_chars` characters, never splitting a
 /// UTF-8 character. Used for episode summaries and error excerpts.
 pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
+    // No more bytes than allowed characters: nothing to count.
+    if text.len() <= max_chars {
+        return text;
+    }
     match text.char_indices().nth(max_chars) {
         Some((idx, _)) => &text[..idx],
         None => text,
@@ -111,6 +115,9 @@ mod tests {
         assert_eq!(truncate_chars("héllo", 10), "héllo");
         assert_eq!(truncate_chars("日本語", 1), "日");
         assert_eq!(truncate_chars("", 3), "");
+        assert_eq!(truncate_chars("abc", 3), "abc");
+        assert_eq!(truncate_chars("abcd", 3), "abc");
+        assert_eq!(truncate_chars("日本", 2), "日本");
     }
 }
 

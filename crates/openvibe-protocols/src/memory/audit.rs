@@ -525,14 +525,12 @@ impl ChainReport {
 /// A text field of the canonical encoding: length-prefixed (`~` for none),
 /// so that no two entries encode alike.
 fn canonical_field(out: &mut String, value: Option<&str>) {
-    out.push('\u{1f}');
+    use std::fmt::Write as _;
     match value {
         Some(v) => {
-            out.push_str(&v.chars().count().to_string());
-            out.push(':');
-            out.push_str(v);
+            let _ = write!(out, "\u{1f}{}:{v}", v.chars().count());
         }
-        None => out.push('~'),
+        None => out.push_str("\u{1f}~"),
     }
 }
 
@@ -541,24 +539,32 @@ fn canonical_field(out: &mut String, value: Option<&str>) {
 /// the same way in SQL (`openvibe_audit_canonical`), with the jsonb's own
 /// text for `filters`.
 pub fn audit_canonical(entry: &AuditEntry) -> Vec<u8> {
-    let mut out = String::from("openvibe-audit-v1");
+    use std::fmt::Write as _;
+    let filters = entry.filters.as_ref().map(ToString::to_string);
+    let mut out = String::with_capacity(256 + filters.as_ref().map_or(0, String::len));
+    out.push_str("openvibe-audit-v1");
     canonical_field(&mut out, Some(&entry.tenant_id));
-    out.push('\u{1f}');
-    out.push_str(&entry.chain_seq.to_string());
-    out.push('\u{1f}');
-    out.push_str(&entry.seq.to_string());
-    out.push('\u{1f}');
-    out.push_str(&entry.at.timestamp_micros().to_string());
+    let _ = write!(
+        out,
+        "\u{1f}{}\u{1f}{}\u{1f}{}",
+        entry.chain_seq,
+        entry.seq,
+        entry.at.timestamp_micros()
+    );
     canonical_field(&mut out, Some(&entry.principal));
     canonical_field(&mut out, Some(entry.operation.as_str()));
     canonical_field(&mut out, Some(&entry.kind));
     canonical_field(&mut out, entry.namespace.as_deref());
     canonical_field(&mut out, entry.project_id.as_deref());
     canonical_field(&mut out, entry.record_id.as_deref());
-    let filters = entry.filters.as_ref().map(ToString::to_string);
     canonical_field(&mut out, filters.as_deref());
-    let top_k = entry.top_k.map(|k| k.to_string());
-    canonical_field(&mut out, top_k.as_deref());
+    match entry.top_k {
+        Some(k) => {
+            let digits = k.checked_ilog10().map_or(1, |d| d + 1);
+            let _ = write!(out, "\u{1f}{digits}:{k}");
+        }
+        None => out.push_str("\u{1f}~"),
+    }
     canonical_field(&mut out, Some(entry.status.as_str()));
     canonical_field(&mut out, entry.reason.as_deref());
     canonical_field(&mut out, entry.source.as_deref());
@@ -571,13 +577,13 @@ pub fn audit_canonical(entry: &AuditEntry) -> Vec<u8> {
 pub fn audit_chain_hash(prev: &str, entry: &AuditEntry) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
-    hasher.update(hex_bytes(prev));
+    let mut digest = [0u8; 32];
+    match hex::decode_to_slice(prev, &mut digest) {
+        Ok(()) => hasher.update(digest),
+        Err(_) => hasher.update(hex_bytes(prev)),
+    }
     hasher.update(audit_canonical(entry));
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(hasher.finalize())
 }
 
 /// The bytes of hex `text` (pairs that are not hex count as zero: a
@@ -890,6 +896,36 @@ mod tests {
         let mut forged = entries.clone();
         forged[0].prev_hash = Some("ab".repeat(32));
         assert_eq!(walk(&forged, None).broken.unwrap().what, "prev_hash");
+    }
+
+    #[test]
+    fn the_canonical_encoding_and_the_chain_hash_are_stable() {
+        // PostgreSQL computes the same bytes in SQL: any change here breaks
+        // every stored chain (values from the encoding as first written).
+        let mut e = chain(2).remove(1);
+        e.at = chrono::DateTime::from_timestamp_micros(1_790_000_000_123_456).unwrap_or_default();
+        e.top_k = Some(10);
+        e.namespace = Some("ns·ü".into());
+        e.reason = Some("because".into());
+        let canonical = String::from_utf8_lossy(&audit_canonical(&e)).replace('\u{1f}', "|");
+        assert_eq!(
+            canonical,
+            r#"openvibe-audit-v1|2:t1|2|20|1790000000123456|9:agent:cro|6:insert|4:fact|4:ns·ü|~|2:f2|22:{"limit":2,"text":"x"}|2:10|2:ok|7:because|~|~"#
+        );
+        assert_eq!(
+            audit_chain_hash(CHAIN_GENESIS, &e),
+            "71f2839b26a7ba317fd20f53eff82c79b0415342e89b274ef95b468b645f39f7"
+        );
+        // A malformed predecessor counts its bad pairs as zero bytes.
+        assert_eq!(
+            audit_chain_hash("ab1", &e),
+            "3874d4b4d17530a4446f9f12a1c9c40e14e209bea8c9de1dd7475c88d3b50697"
+        );
+        e.top_k = Some(0);
+        assert_eq!(
+            audit_chain_hash(&"9f".repeat(32), &e),
+            "bb66c414508210ae67f47cb62be079ba8ce15fa4c345f01f2a30e89885628c66"
+        );
     }
 
     #[test]

@@ -227,7 +227,7 @@ pub fn stream_conflict(to: &str, role: &str, metric: &str) -> StoreError {
 pub fn objective_fingerprint(objective: &Objective) -> String {
     let json = serde_json::to_vec(objective).unwrap_or_default();
     let digest = Sha256::digest(&json);
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..16])
 }
 
 /// One way to pursue an objective: what a decomposition produces.

@@ -136,7 +136,7 @@ fn forwarded_https(headers: &HeaderMap) -> bool {
 fn token() -> Option<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Some(hex::encode(bytes))
 }
 
 /// The session id the request's cookie carries.
