@@ -256,21 +256,27 @@ impl MemoryAssembler {
         // A scope about one entity also gets the general knowledge of its
         // domain (records that name no entity), after the specific records.
         let about_entity = facts_query.entity.is_some();
-        let found = self.memory.recall_insights(insights_query.clone()).await?;
-        let mut insights = self
-            .relevant(query.as_deref(), found, self.limits.insights)
-            .await;
-        if about_entity && insights.len() < self.limits.insights {
-            let general = InsightQuery {
-                entity: None,
-                general: true,
-                ..insights_query
-            };
-            let found = self.memory.recall_insights(general).await?;
-            let left = self.limits.insights - insights.len();
-            insights.extend(self.relevant(query.as_deref(), found, left).await);
-        }
-        let facts = if self.limits.facts > 0 {
+        let insights = async {
+            let found = self.memory.recall_insights(insights_query.clone()).await?;
+            let mut insights = self
+                .relevant(query.as_deref(), found, self.limits.insights)
+                .await;
+            if about_entity && insights.len() < self.limits.insights {
+                let general = InsightQuery {
+                    entity: None,
+                    general: true,
+                    ..insights_query
+                };
+                let found = self.memory.recall_insights(general).await?;
+                let left = self.limits.insights - insights.len();
+                insights.extend(self.relevant(query.as_deref(), found, left).await);
+            }
+            Ok::<_, MemoryError>(insights)
+        };
+        let facts = async {
+            if self.limits.facts == 0 {
+                return Ok(Vec::new());
+            }
             let specific = facts_query.clone().limit(pool(self.limits.facts));
             let found = self.memory.workspace_facts(&specific).await?;
             let mut facts = self
@@ -288,25 +294,21 @@ impl MemoryAssembler {
             }
             // A fact and its promoted copies are one memory: the one in
             // the agent's own namespace (seed 004's merge + dedupe).
-            one_per_lineage(self.memory.context(), facts, |(f, _)| f)
-        } else {
-            Vec::new()
+            Ok::<_, MemoryError>(one_per_lineage(self.memory.context(), facts, |(f, _)| f))
         };
-        let episodes = self
-            .memory
-            .recall_episodes(EpisodeQuery {
-                entity: facts_query.entity.clone(),
-                domain: facts_query.domain.clone(),
-                tags: facts_query.tags.clone(),
-                limit: self.limits.episodes,
-                ..EpisodeQuery::default()
-            })
-            .await?;
-
-        let beliefs = self
-            .memory
-            .active_beliefs(facts_query.domain.as_deref())
-            .await?;
+        let episodes = self.memory.recall_episodes(EpisodeQuery {
+            entity: facts_query.entity.clone(),
+            domain: facts_query.domain.clone(),
+            tags: facts_query.tags.clone(),
+            limit: self.limits.episodes,
+            ..EpisodeQuery::default()
+        });
+        let beliefs = self.memory.active_beliefs(facts_query.domain.as_deref());
+        // The four sources are independent: asked at once, an assembly on a
+        // backend with round trips (PostgreSQL, the remote client) waits for
+        // the longest of them, not for their sum.
+        let (insights, facts, episodes, beliefs) =
+            tokio::try_join!(insights, facts, episodes, beliefs)?;
         let mut out = Builder::new(&*self.counter, token_budget);
         let mut recalled = Vec::new();
         // Beliefs first: what a person approved outranks what was inferred.
