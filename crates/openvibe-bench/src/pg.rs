@@ -93,6 +93,17 @@ pub(crate) fn fact_queries() -> Vec<FactQuery> {
         .collect()
 }
 
+/// The generator's state before fact `k` of a data set started at `Lcg(42)`
+/// ([`fact`] draws twice per fact).
+pub(crate) fn fact_generator_at(k: u32) -> Lcg {
+    let mut rng = Lcg(42);
+    for _ in 0..k {
+        rng.next();
+        rng.next();
+    }
+    rng
+}
+
 /// Fact `k` of the generated data sets (two draws of `rng`), named `id`.
 pub(crate) fn fact(id: String, k: u32, rng: &mut Lcg) -> Fact {
     Fact::new(

@@ -33,7 +33,7 @@ use openvibe_protocols::{CallerContext, Fact, FactQuery, FactStore};
 use sqlx::{Executor, PgPool};
 
 use crate::memory::fill_fact_range;
-use crate::pg::{Lcg, clearance, fact, fact_queries};
+use crate::pg::{Lcg, clearance, fact, fact_generator_at, fact_queries};
 use crate::working::{centres, hybrid_queries_from, item, queries_from, samples_of, user};
 
 const MEM_SIZES: [u32; 3] = [10_000, 100_000, 1_000_000];
@@ -123,7 +123,7 @@ async fn in_process() {
     let facts = InMemoryFactStore::new();
     let profile = clearance();
     let reader = profile.context("default");
-    let mut rng = Lcg(42);
+    let mut rng = fact_generator_at(0);
     let mut loaded = 0;
     for n in MEM_SIZES.into_iter().filter(|n| *n <= max) {
         fill_fact_range(&facts, &mut rng, loaded..n).await;
@@ -165,12 +165,7 @@ async fn grow_facts(pool: &PgPool, pg: &PgStores, n: u32) -> Result<(), String> 
     }
     eprintln!("scale: loading facts {from}..{n} into schema {SCHEMA} (once)");
     let system = CallerContext::system().with_tenant(TENANT);
-    // The generator's state at `from`: two draws per fact.
-    let mut rng = Lcg(42);
-    for _ in 0..from {
-        rng.next();
-        rng.next();
-    }
+    let mut rng = fact_generator_at(from);
     let t0 = Instant::now();
     let mut i = from;
     while i < n {

@@ -600,7 +600,9 @@ impl VectorGraph {
             } else {
                 self.params.m.max(2)
             };
-            let chosen = self.select(&found, self.params.m.max(2).min(max));
+            // A new node takes `m` links on every layer (layer 0 allows
+            // others up to `m0` = 2m links back).
+            let chosen = self.select(&found, self.params.m.max(2));
             self.set_neighbours(node, layer, &chosen);
             for &other in &chosen {
                 let mut links: Vec<Node> = self.neighbours(other, layer).to_vec();
