@@ -558,13 +558,8 @@ pub fn audit_canonical(entry: &AuditEntry) -> Vec<u8> {
     canonical_field(&mut out, entry.project_id.as_deref());
     canonical_field(&mut out, entry.record_id.as_deref());
     canonical_field(&mut out, filters.as_deref());
-    match entry.top_k {
-        Some(k) => {
-            let digits = k.checked_ilog10().map_or(1, |d| d + 1);
-            let _ = write!(out, "\u{1f}{digits}:{k}");
-        }
-        None => out.push_str("\u{1f}~"),
-    }
+    let top_k = entry.top_k.map(|k| k.to_string());
+    canonical_field(&mut out, top_k.as_deref());
     canonical_field(&mut out, Some(entry.status.as_str()));
     canonical_field(&mut out, entry.reason.as_deref());
     canonical_field(&mut out, entry.source.as_deref());
