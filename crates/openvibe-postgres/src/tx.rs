@@ -171,9 +171,8 @@ pub(crate) async fn begin_then(
     then: Option<&str>,
 ) -> Result<Transaction<'static, Postgres>, StoreError> {
     let statement = begin_statement(ctx, then)?;
-    pool.begin_with(AssertSqlSafe(statement))
-        .await
-        .map_err(store_error)
+    let pool = pool.clone();
+    uncancelled(async move { pool.begin_with(AssertSqlSafe(statement)).await }).await
 }
 
 /// [`begin_then`] on an idle connection of the pool, or `None` at once when
@@ -185,8 +184,26 @@ pub(crate) async fn try_begin_then(
     then: Option<&str>,
 ) -> Result<Option<Transaction<'static, Postgres>>, StoreError> {
     let statement = begin_statement(ctx, then)?;
-    pool.try_begin_with(AssertSqlSafe(statement))
+    let pool = pool.clone();
+    uncancelled(async move { pool.try_begin_with(AssertSqlSafe(statement)).await }).await
+}
+
+/// Run `begin` (a pool's `begin_with`) to its end in a task of its own.
+/// sqlx's `begin` is not cancel-safe on PostgreSQL (sqlx #4393): a future
+/// dropped while its BEGIN is unanswered returns the connection to the
+/// pool inside a transaction nothing tracks, and the next caller's
+/// statements run in it (with whatever the abandoned transaction set, such
+/// as `openvibe.include_expired`). In a task, a caller that is cancelled
+/// (a `select!`, a timeout, an HTTP client gone) leaves the BEGIN to
+/// finish; the transaction it returns is then dropped, which rolls it back
+/// before the connection goes back to the pool. The task stays in the
+/// caller's span.
+async fn uncancelled<T: Send + 'static>(
+    begin: impl Future<Output = Result<T, sqlx::Error>> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::spawn(tracing::Instrument::in_current_span(begin))
         .await
+        .map_err(|e| StoreError::backend(format!("beginning a transaction: {e}")))?
         .map_err(store_error)
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use openvibe_postgres::{PgStores, connect_options, migrate, pool_options};
 use openvibe_protocols::{CallerContext, Episode, Fact, RecordStore, RevisableStore, StoreError};
-use sqlx::{Connection, PgConnection};
+use sqlx::{Connection, PgConnection, Row};
 
 fn sys() -> CallerContext {
     CallerContext::system().with_tenant("t1")
@@ -218,4 +218,54 @@ async fn an_exhausted_pool_is_a_typed_timeout_not_a_hang() {
     );
     drop(held);
     assert!(pg.facts().get(&sys(), "f1").await.unwrap().is_none());
+}
+
+/// A store call cancelled while its `BEGIN` is on the wire (a `select!`, a
+/// timeout, an HTTP client gone) leaves no transaction open on the pooled
+/// connection: the next statement on that connection (the pool has one)
+/// runs in a transaction of its own. sqlx's `begin` alone is not
+/// cancel-safe on PostgreSQL (sqlx #4393): its connection went back to the
+/// pool inside a transaction nobody tracked, and the next caller's
+/// statements ran in it (PostgreSQL: "there is already a transaction in
+/// progress").
+#[tokio::test]
+async fn a_call_cancelled_during_its_begin_leaves_no_open_transaction() {
+    let Some(url) = common::database_url() else {
+        return;
+    };
+    let pg = stores_named(&url, "ovt-cancel", 1, "30s").await;
+    let pool = pg.pool().clone();
+    let ctx = sys();
+    let facts = pg.facts();
+    let mut cancelled = 0;
+    for round in 0..120u32 {
+        // Cancelled after `round % 24` turns of the runtime: early rounds
+        // while it waits for the connection, later ones with its BEGIN
+        // sent and unanswered, the last ones after it finished.
+        let write = facts.store(&ctx, Fact::new(format!("c{round}"), "x"));
+        let turns = async {
+            for _ in 0..round % 24 {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = write => {}
+            () = turns => cancelled += 1,
+        }
+        // One simple-protocol message: in a transaction of its own, the
+        // transaction began with the statement.
+        let own: bool = sqlx::raw_sql("SELECT now() = statement_timestamp()")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+            .get(0);
+        assert!(
+            own,
+            "round {round}: the next statement ran in a leftover transaction"
+        );
+    }
+    assert!(cancelled > 0, "no call was cancelled");
+    // The pool still works for the store.
+    facts.store(&ctx, Fact::new("after", "x")).await.unwrap();
 }

@@ -471,8 +471,8 @@ pub enum Error {
 /// in the raw log too) and publishes what it learned. Its goals
 /// (`goals.yaml`) are put in the goal store first; qualifying the lead
 /// reports the metrics that move them; the model decomposes the objective,
-/// and a scheduler (its clock just before 06:00 UTC on [`example_day`])
-/// runs the daily prioritization.
+/// and a scheduler (its clock just before 06:00 UTC on [`example_day`]
+/// when it registers the schedules) runs the daily prioritization.
 ///
 /// ```
 /// # #[cfg(feature = "testing")] // the stand-in model is a test double
@@ -508,14 +508,14 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         })
         .try_fold(runtime, RoleRuntime::role)?;
     // The objectives people set (goals.yaml), put in the goal store; the
-    // daily prioritization runs on a scheduler whose clock starts just
-    // before it is due.
+    // daily prioritization runs on a scheduler whose clock reads just
+    // before it is due when the schedules are registered.
     let dawn = example_day()
         .and_hms_milli_opt(5, 59, 59, 700)
         .unwrap_or_default()
         .and_utc();
     let scheduler = openvibe_schedule::InProcessScheduler::with_clock(std::sync::Arc::new(
-        openvibe_schedule::TokioClock::starting_at(dawn),
+        FirstReadClock::new(dawn),
     ));
     let runtime = runtime
         .with_goals(openvibe_roles::goals::load_goals(config_path, &["cro"])?)
@@ -635,6 +635,35 @@ async fn brand_beliefs(runtime: &RoleRuntime) -> Result<(), Error> {
     Ok(())
 }
 
+/// A clock that reads `start` the first time it is read (when the
+/// scheduler registers the roles' schedules) and follows tokio's time from
+/// there. A clock started when the runtime is built would be past 06:00 by
+/// then on a slow or busy machine (the run before the prioritization takes
+/// longer than 300 ms on PostgreSQL under load), and the daily schedule
+/// would be due tomorrow.
+#[derive(Debug)]
+struct FirstReadClock {
+    start: chrono::DateTime<chrono::Utc>,
+    clock: std::sync::OnceLock<openvibe_schedule::TokioClock>,
+}
+
+impl FirstReadClock {
+    fn new(start: chrono::DateTime<chrono::Utc>) -> Self {
+        Self {
+            start,
+            clock: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl openvibe_schedule::Clock for FirstReadClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock
+            .get_or_init(|| openvibe_schedule::TokioClock::starting_at(self.start))
+            .now()
+    }
+}
+
 /// The CRO asks the owner of `marketing` for a case study of `customer`
 /// while the roles' loop runs (the CMO's takes the request); the CMO's
 /// answer, as a state, and the request's path through the CMO's loop.
@@ -681,13 +710,24 @@ async fn delegate_case_study(
     Ok((state, trace))
 }
 
+/// How long [`prioritize_by_schedule`] waits for the firing.
+const PRIORITIZATION_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Serve `runtime`'s schedules until the CRO's daily prioritization has
-/// run; its priorities.
+/// run (at most [`PRIORITIZATION_WAIT`]); its priorities.
 async fn prioritize_by_schedule(runtime: &RoleRuntime) -> Result<Priorities, Error> {
     let done = tokio::sync::Notify::new();
     let mut outcome: Option<Result<Priorities, String>> = None;
+    // Due 300 ms after the schedules are registered: a firing that has not
+    // come in a minute will not come (a failure, not a hang).
+    let stop = async {
+        tokio::select! {
+            () = done.notified() => {}
+            () = tokio::time::sleep(PRIORITIZATION_WAIT) => {}
+        }
+    };
     runtime
-        .serve(done.notified(), |fired| match &fired.outcome {
+        .serve(stop, |fired| match &fired.outcome {
             openvibe_roles::Outcome::Prioritized(p) => {
                 outcome = Some(Ok(p.clone()));
                 done.notify_one();
@@ -702,7 +742,10 @@ async fn prioritize_by_schedule(runtime: &RoleRuntime) -> Result<Priorities, Err
     match outcome {
         Some(Ok(p)) => Ok(p),
         Some(Err(e)) => Err(Error::Prioritization(e)),
-        None => Err(Error::Prioritization("no firing".into())),
+        None => Err(Error::Prioritization(format!(
+            "no firing within {} s of its schedule's registration",
+            PRIORITIZATION_WAIT.as_secs()
+        ))),
     }
 }
 
@@ -846,4 +889,24 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
                 )
             })
         })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use openvibe_schedule::Clock;
+
+    use super::FirstReadClock;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_example_clock_starts_at_its_first_read_not_at_its_making() {
+        let dawn = chrono::DateTime::<chrono::Utc>::from_timestamp(1_000_000, 0).unwrap();
+        let clock = FirstReadClock::new(dawn);
+        // However long the run before the schedules takes...
+        tokio::time::advance(std::time::Duration::from_secs(5)).await;
+        assert_eq!(clock.now(), dawn);
+        // ...from the first read on, it follows tokio's time.
+        tokio::time::advance(std::time::Duration::from_millis(300)).await;
+        assert_eq!(clock.now(), dawn + chrono::Duration::milliseconds(300));
+    }
 }
