@@ -238,7 +238,85 @@ impl Candidates {
     }
 }
 
-/// One tenant's knowledge embeddings: a [`VectorGraph`] (one contiguous
+/// One tenant's knowledge embeddings filed by reader, as its postings are
+/// ([`TextIndex`]): a [`VectorIndex`] for the public knowledge and one per
+/// owner for their private knowledge. A search walks only the indexes of
+/// the readers it names (the caller and the public), so a walk passes over
+/// few records its caller may not read (on one graph of everything, a
+/// reader of a third of the records walked about three times as far); the
+/// access check still runs inside each walk (namespaces, projects, expiry,
+/// the query's filters).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ReaderVectors {
+    /// Reader → its index in `indexes`.
+    numbers: HashMap<String, usize>,
+    indexes: Vec<VectorIndex>,
+    /// Record id → the number of the reader its vector is filed under.
+    filed: HashMap<String, usize>,
+}
+
+impl ReaderVectors {
+    /// Index `vector` as record `id` readable by `reader` (replacing what
+    /// `id` had, under whichever reader), searched per `search`.
+    pub(crate) fn insert(&mut self, id: &str, vector: &[f32], reader: &str, search: VectorSearch) {
+        self.remove(id);
+        let number = match self.numbers.get(reader) {
+            Some(&n) => n,
+            None => {
+                self.indexes.push(VectorIndex::default());
+                self.numbers
+                    .insert(reader.to_owned(), self.indexes.len() - 1);
+                self.indexes.len() - 1
+            }
+        };
+        if let Some(index) = self.indexes.get_mut(number) {
+            index.insert(id, vector, search);
+            self.filed.insert(id.to_owned(), number);
+        }
+    }
+
+    /// Forget record `id`.
+    pub(crate) fn remove(&mut self, id: &str) {
+        if let Some(index) = self
+            .filed
+            .remove(id)
+            .and_then(|number| self.indexes.get_mut(number))
+        {
+            index.remove(id);
+        }
+    }
+
+    /// The record ids it holds a vector of.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &str> {
+        self.indexes.iter().flat_map(VectorIndex::ids)
+    }
+
+    /// The best `limit` records readable by one of `readers` by cosine
+    /// similarity to `query` among those `keep` accepts (see
+    /// [`VectorIndex::nearest`]): the best `limit` of each reader's index,
+    /// then the best `limit` of those.
+    pub(crate) fn nearest<K: Ord + Clone>(
+        &self,
+        query: &[f32],
+        readers: &[&str],
+        keep: impl Fn(&str) -> Option<K>,
+        limit: usize,
+    ) -> Vec<(K, f32)> {
+        let mut numbers: Vec<usize> = readers
+            .iter()
+            .filter_map(|r| self.numbers.get(*r).copied())
+            .collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        let mut found = Vec::new();
+        for index in numbers.iter().filter_map(|&n| self.indexes.get(n)) {
+            found.extend(index.nearest(query, &keep, limit));
+        }
+        top_by_score(found, limit)
+    }
+}
+
+/// One reader's knowledge embeddings (see [`ReaderVectors`]): a [`VectorGraph`] (one contiguous
 /// matrix of unit vectors and, past [`VectorSearch::exact_below`] rows, an
 /// HNSW graph over them) and the record id of each node. The access check
 /// runs inside the graph's walk (or on the exact scan's best rows, in

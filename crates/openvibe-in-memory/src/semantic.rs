@@ -169,9 +169,12 @@ impl KnowledgeStore for InMemoryWorkingStore {
         tenant
             .knowledge_text
             .insert(&id, &knowledge.content, reader_of(&knowledge));
-        tenant
-            .knowledge_vectors
-            .insert(&id, &knowledge.embedding, self.vector_search);
+        tenant.knowledge_vectors.insert(
+            &id,
+            &knowledge.embedding,
+            reader_of(&knowledge),
+            self.vector_search,
+        );
         tenant.knowledge.insert(id, knowledge.clone());
         Ok(knowledge)
     }
@@ -208,18 +211,19 @@ impl KnowledgeStore for InMemoryWorkingStore {
             Some(rank_key(k.meta.created_at, &k.id))
         };
         let mut lists = Vec::new();
+        let owner = ctx.owner_key();
+        let readers = [owner.as_str(), PUBLIC_READER];
         if search.full_text() {
-            let owner = ctx.owner_key();
-            let readers = [owner.as_str(), PUBLIC_READER];
             let list = tenant
                 .knowledge_text
                 .rank(&search.terms, &readers, kept, search.depth);
             lists.push((Retriever::FullText, list));
         }
         if let Some(vector) = &search.vector {
-            let list = tenant
-                .knowledge_vectors
-                .nearest(vector, kept, search.vector_depth);
+            let list =
+                tenant
+                    .knowledge_vectors
+                    .nearest(vector, &readers, kept, search.vector_depth);
             lists.push((Retriever::Vector, list));
         }
         Ok(combine(lists, search.top_k)

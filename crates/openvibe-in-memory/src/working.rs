@@ -43,8 +43,9 @@ pub(crate) struct Tenant {
     pub knowledge: HashMap<String, Knowledge, foldhash::fast::RandomState>,
     /// Full-text index of the knowledge's content.
     pub knowledge_text: crate::ranked::TextIndex,
-    /// The knowledge's embeddings, one contiguous row each.
-    pub knowledge_vectors: crate::ranked::VectorIndex,
+    /// The knowledge's embeddings, one contiguous row each, filed by
+    /// reader as the postings are.
+    pub knowledge_vectors: crate::ranked::ReaderVectors,
     /// (owner, external id) → knowledge id.
     pub by_external: HashMap<(String, String), String>,
     /// (owner, content hash) → knowledge id, for knowledge without an external id.

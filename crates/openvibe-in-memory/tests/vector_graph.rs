@@ -38,11 +38,13 @@ fn vector(seed: u32) -> Vec<f32> {
         .collect()
 }
 
-/// Owner of item `i`: thirty users; every fiftieth item is public.
+/// Owner of item `i`: thirty users; every fiftieth item is public; tag
+/// `t<i % 7>`.
 fn item(i: u32) -> (CallerContext, NewKnowledge) {
     let k = NewKnowledge {
         embedding: Some(vector(i)),
         is_public: i.is_multiple_of(50),
+        tags: vec![format!("t{}", i % 7)],
         ..NewKnowledge::new(format!("item {i}"))
     };
     (user(i % 30), k)
@@ -67,8 +69,10 @@ fn by_vector(seed: u32, top_k: usize) -> KnowledgeQuery {
 
 #[tokio::test]
 async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
+    // Vectors are filed by reader (the public's, each owner's): a graph
+    // from 16 rows gives every one of them a graph here.
     let graph =
-        InMemoryWorkingStore::new().with_vector_search(VectorSearch::APPROXIMATE.exact_below(64));
+        InMemoryWorkingStore::new().with_vector_search(VectorSearch::APPROXIMATE.exact_below(16));
     let exact = InMemoryWorkingStore::new().with_vector_search(VectorSearch::EXACT);
     let both = [&graph, &exact];
     // Record ids per store, by item.
@@ -79,8 +83,8 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
         let e = exact.store_knowledge(&ctx, k).await.unwrap().id;
         stored.push([g, e]);
     }
-    // user0 may read its own 50 and the 30 public: the walk passes through
-    // the other 1,420 without returning them.
+    // user0 may read its own 50 and the 30 public: its search walks their
+    // two graphs, never the other owners'.
     let readable = |content: &str| {
         let i: u32 = content.trim_start_matches("item ").parse().unwrap();
         i.is_multiple_of(30) || i.is_multiple_of(50)
@@ -99,6 +103,25 @@ async fn the_graph_is_governed_kept_in_step_and_close_to_the_exact_scan() {
         same * 100 >= total * 95,
         "{same} of {total} as the exact scan"
     );
+
+    // A filter inside the walk: one tag in seven. The walks pass over the
+    // other six and still return as many as the exact scan (every tagged
+    // record user0 may read, or `top_k` of them).
+    let tagged = |content: &str| {
+        let i: u32 = content.trim_start_matches("item ").parse().unwrap();
+        i % 7 == 1
+    };
+    for seed in 0..20 {
+        let q = KnowledgeQuery {
+            tags: vec!["t1".into()],
+            ..by_vector(30_000 + seed, 5)
+        };
+        let got = ids(&graph, &user(0), &q).await;
+        let want = ids(&exact, &user(0), &q).await;
+        assert_eq!(got.len(), 5, "{want:?}");
+        assert_eq!(got.len(), want.len());
+        assert!(got.iter().all(|c| readable(c) && tagged(c)), "{got:?}");
+    }
 
     // A reader of three private records, public ones left out: exactly those
     // three, however far apart in the graph.
