@@ -13,7 +13,10 @@ mod support;
 use support::{ALL, journal, stage_names};
 
 fn dir(name: &str) -> PathBuf {
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/cro");
+    let demo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"),
+    )
+    .join("demo/cro");
     let dir = std::env::temp_dir().join(format!("openvibe-loop-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

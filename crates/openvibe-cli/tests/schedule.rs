@@ -7,7 +7,10 @@ use std::process::{Command, Output};
 
 /// The demo role in a directory of its own, its trigger replaced by `trigger`.
 fn role_dir(name: &str, trigger: &str) -> PathBuf {
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/cro");
+    let demo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"),
+    )
+    .join("demo/cro");
     let dir = std::env::temp_dir().join(format!("openvibe-schedule-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

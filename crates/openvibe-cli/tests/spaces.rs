@@ -21,7 +21,10 @@ use journal::{ALL, journal, stage_names};
 use team::answers_per_request;
 
 fn dir(name: &str) -> PathBuf {
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/team");
+    let demo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"),
+    )
+    .join("demo/team");
     let dir = std::env::temp_dir().join(format!("openvibe-team-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

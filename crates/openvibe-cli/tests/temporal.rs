@@ -15,7 +15,10 @@ use openvibe::temporal::{TemporalConfig, TemporalScheduler};
 
 /// The demo role in a directory of its own with a 1-second interval trigger.
 fn role_dir(name: &str) -> PathBuf {
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/cro");
+    let demo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"),
+    )
+    .join("demo/cro");
     let dir = std::env::temp_dir().join(format!(
         "openvibe-temporal-cli-{name}-{}",
         std::process::id()
@@ -304,7 +307,10 @@ async fn delegation_runs_across_two_temporal_workers_and_survives_a_kill() {
     };
     let schema = pg::TempSchema::new(&base).await;
     let db = schema.url();
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/team");
+    let demo = Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"),
+    )
+    .join("demo/team");
     let stamp = chrono::Utc::now().timestamp_micros();
     let tenant = format!("tteam{stamp}");
     let dir = std::env::temp_dir().join(format!("openvibe-temporal-team-{stamp}"));

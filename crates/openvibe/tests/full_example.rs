@@ -14,7 +14,8 @@ use openvibe::primitives::testing::{RecordReplayProvider, request_key};
 use openvibe::protocols::LlmResponse;
 
 fn config() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/full")
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"))
+        .join("examples/full")
 }
 
 #[tokio::test]
