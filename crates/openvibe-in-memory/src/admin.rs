@@ -513,15 +513,15 @@ impl InMemoryWorkingStore {
         sweep: &Sweep,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        fn pick<T: serde::Serialize, S>(
+        fn pick<'a, T: serde::Serialize + 'a>(
             ctx: &CallerContext,
             sweep: &Sweep,
             limit: usize,
-            records: &std::collections::HashMap<String, T, S>,
+            records: impl IntoIterator<Item = (&'a String, &'a T)>,
             meta: impl Fn(&T) -> &RecordMeta,
         ) -> Vec<String> {
             records
-                .iter()
+                .into_iter()
                 .filter(|(_, r)| sweep.takes_record(ctx, meta(r), r))
                 .map(|(id, _)| id.clone())
                 .take(limit)
@@ -640,12 +640,9 @@ impl InMemoryWorkingStore {
                 to,
                 batch,
             ),
-            "knowledge" => relocate(
-                t.knowledge.iter_mut().map(|(k, r)| (k, &mut r.meta)),
-                from,
-                to,
-                batch,
-            ),
+            "knowledge" => t
+                .knowledge
+                .with_each_mut(|all| relocate(all.map(|(k, r)| (k, &mut r.meta)), from, to, batch)),
             other => {
                 return Err(StoreError::invalid(
                     "kind",

@@ -24,6 +24,8 @@ use openvibe_protocols::{
     RecordMeta, StoreError, Sweep, read_allowed, record_terms, text_terms,
 };
 
+use crate::rows::Interner;
+
 /// Where a record stands against a query's keyset position
 /// ([`RecordFilter::after`](openvibe_protocols::RecordFilter::after)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,42 +144,6 @@ pub enum WalkBy {
     Confidence,
     /// Time, newest first.
     Time,
-}
-
-/// Strings of one table, as small integer ids (0 is the empty string).
-/// Ids are never reused or removed: the table stays small per distinct value.
-struct Interner {
-    ids: HashMap<String, u32>,
-    names: Vec<String>,
-}
-
-impl Default for Interner {
-    fn default() -> Self {
-        Self {
-            ids: HashMap::from([(String::new(), 0)]),
-            names: vec![String::new()],
-        }
-    }
-}
-
-impl Interner {
-    fn intern(&mut self, s: &str) -> u32 {
-        if let Some(id) = self.ids.get(s) {
-            return *id;
-        }
-        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.ids.insert(s.to_owned(), id);
-        self.names.push(s.to_owned());
-        id
-    }
-
-    fn get(&self, s: &str) -> Option<u32> {
-        self.ids.get(s).copied()
-    }
-
-    fn name(&self, id: u32) -> &str {
-        self.names.get(id as usize).map_or("", String::as_str)
-    }
 }
 
 /// What queries check on every candidate, kept dense and apart from the

@@ -47,6 +47,7 @@ mod proposals;
 mod ranked;
 mod raw;
 mod records;
+mod rows;
 mod semantic;
 mod spaces;
 mod span;

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::rows::Row;
 use openvibe_retrieval::{
     Bm25Doc, CorpusStats, EXPANSION, TermCounts, VectorGraph, VectorNode, VectorSearch, bm25_rank,
     bm25_rank_weighted, cosine, top_by_score,
@@ -12,7 +13,8 @@ use openvibe_retrieval::{
 /// postings filed by who may read them (as PostgreSQL's
 /// `knowledge_postings`): a search visits only its readers' postings.
 /// Documents are numbered, postings are sorted numbers, and a search asks
-/// `keep` once per document however many of its rounds name it.
+/// `keep` once per document (of its record's row) however many of its
+/// rounds name it.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TextIndex {
     /// By number; `None`: a free number.
@@ -28,15 +30,17 @@ pub(crate) struct TextIndex {
 #[derive(Debug, Clone)]
 struct Doc {
     id: String,
+    /// Its record's row (what `keep` is asked of).
+    row: Row,
     counts: TermCounts,
     /// Who its postings are filed under.
     reader: String,
 }
 
 impl TextIndex {
-    /// Index `text` as document `id` (replacing what `id` had), its
-    /// postings filed under `reader`.
-    pub(crate) fn insert(&mut self, id: &str, text: &str, reader: &str) {
+    /// Index `text` as document `id` at row `row` (replacing what `id`
+    /// had), its postings filed under `reader`.
+    pub(crate) fn insert(&mut self, id: &str, row: Row, text: &str, reader: &str) {
         self.remove(id);
         let counts = TermCounts::of(text);
         let number = match self.free.pop() {
@@ -63,6 +67,7 @@ impl TextIndex {
         if let Some(place) = self.docs.get_mut(number as usize) {
             *place = Some(Doc {
                 id: id.to_owned(),
+                row,
                 counts,
                 reader: reader.to_owned(),
             });
@@ -114,15 +119,15 @@ impl TextIndex {
     }
 
     /// The best `limit` documents for `terms` among those filed under one
-    /// of `readers` that `keep` accepts (it gives their ranking key, or
-    /// `None` to leave one out), as `(key, BM25 score)`, best first, ties
-    /// by key; the query is expanded by pseudo-relevance feedback
-    /// ([`EXPANSION`]) first.
+    /// of `readers` that `keep` accepts (asked of their rows, it gives
+    /// their ranking key, or `None` to leave one out), as `(key, BM25
+    /// score)`, best first, ties by key; the query is expanded by
+    /// pseudo-relevance feedback ([`EXPANSION`]) first.
     pub(crate) fn rank<K: Ord + Clone>(
         &self,
         terms: &[String],
         readers: &[&str],
-        keep: impl Fn(&str) -> Option<K>,
+        keep: impl Fn(Row) -> Option<K>,
         limit: usize,
     ) -> Vec<(K, f32)> {
         // What `keep` said of each document seen, across both rounds.
@@ -151,7 +156,7 @@ impl TextIndex {
         &self,
         terms: &[String],
         readers: &[&str],
-        keep: &impl Fn(&str) -> Option<K>,
+        keep: &impl Fn(Row) -> Option<K>,
         kept: &mut Kept<K>,
     ) -> Candidates {
         // (number, term's place, tf) of every posting of the terms.
@@ -176,7 +181,7 @@ impl TextIndex {
         for group in posted.chunk_by(|a, b| a.0 == b.0) {
             let n = group[0].0;
             let Some(doc) = self.doc(n) else { continue };
-            let accepted = kept.entry(n).or_insert_with(|| keep(&doc.id)).is_some();
+            let accepted = kept.entry(n).or_insert_with(|| keep(doc.row)).is_some();
             if !accepted {
                 continue;
             }
@@ -205,12 +210,12 @@ struct Candidates {
 }
 
 /// One candidate's row, as BM25 reads it.
-struct Row<'a> {
+struct TfRow<'a> {
     len: u32,
     tfs: &'a [u32],
 }
 
-impl Bm25Doc for Row<'_> {
+impl Bm25Doc for TfRow<'_> {
     fn length(&self) -> u32 {
         self.len
     }
@@ -225,7 +230,7 @@ impl Candidates {
     fn docs<'a, K>(
         &'a self,
         kept: &'a Kept<K>,
-    ) -> impl Iterator<Item = ((&'a K, u32), Row<'a>)> + 'a {
+    ) -> impl Iterator<Item = ((&'a K, u32), TfRow<'a>)> + 'a {
         let width = self.width.max(1);
         self.numbers
             .iter()
@@ -233,7 +238,7 @@ impl Candidates {
             .zip(self.tfs.chunks(width).chain(std::iter::repeat(&[][..])))
             .filter_map(move |((n, len), tfs)| {
                 let key = kept.get(n)?.as_ref()?;
-                Some(((key, *n), Row { len: *len, tfs }))
+                Some(((key, *n), TfRow { len: *len, tfs }))
             })
     }
 }
@@ -256,9 +261,17 @@ pub(crate) struct ReaderVectors {
 }
 
 impl ReaderVectors {
-    /// Index `vector` as record `id` readable by `reader` (replacing what
-    /// `id` had, under whichever reader), searched per `search`.
-    pub(crate) fn insert(&mut self, id: &str, vector: &[f32], reader: &str, search: VectorSearch) {
+    /// Index `vector` as record `id` at row `row` readable by `reader`
+    /// (replacing what `id` had, under whichever reader), searched per
+    /// `search`.
+    pub(crate) fn insert(
+        &mut self,
+        id: &str,
+        row: Row,
+        vector: &[f32],
+        reader: &str,
+        search: VectorSearch,
+    ) {
         self.remove(id);
         let number = match self.numbers.get(reader) {
             Some(&n) => n,
@@ -270,7 +283,7 @@ impl ReaderVectors {
             }
         };
         if let Some(index) = self.indexes.get_mut(number) {
-            index.insert(id, vector, search);
+            index.insert(id, row, vector, search);
             self.filed.insert(id.to_owned(), number);
         }
     }
@@ -299,7 +312,7 @@ impl ReaderVectors {
         &self,
         query: &[f32],
         readers: &[&str],
-        keep: impl Fn(&str) -> Option<K>,
+        keep: impl Fn(Row) -> Option<K>,
         limit: usize,
     ) -> Vec<(K, f32)> {
         let mut numbers: Vec<usize> = readers
@@ -318,7 +331,7 @@ impl ReaderVectors {
 
 /// One reader's knowledge embeddings (see [`ReaderVectors`]): a [`VectorGraph`] (one contiguous
 /// matrix of unit vectors and, past [`VectorSearch::exact_below`] rows, an
-/// HNSW graph over them) and the record id of each node. The access check
+/// HNSW graph over them) and the record id and row of each node. The access check
 /// runs inside the graph's walk (or on the exact scan's best rows, in
 /// score order), so `limit` accepted records come back whenever that many
 /// exist.
@@ -328,16 +341,17 @@ impl ReaderVectors {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct VectorIndex {
     graph: Option<VectorGraph>,
-    /// Node → record id (`None`: removed).
-    ids: Vec<Option<String>>,
+    /// Node → record id and row (`None`: removed).
+    ids: Vec<Option<(String, Row)>>,
     slots: HashMap<String, VectorNode>,
-    others: BTreeMap<String, Vec<f32>>,
+    /// Record id → row and vector.
+    others: BTreeMap<String, (Row, Vec<f32>)>,
 }
 
 impl VectorIndex {
-    /// Index `vector` as record `id` (replacing what `id` had), searched
-    /// per `search` (which the first vector fixes).
-    pub(crate) fn insert(&mut self, id: &str, vector: &[f32], search: VectorSearch) {
+    /// Index `vector` as record `id` at row `row` (replacing what `id`
+    /// had), searched per `search` (which the first vector fixes).
+    pub(crate) fn insert(&mut self, id: &str, row: Row, vector: &[f32], search: VectorSearch) {
         self.remove(id);
         if self.graph.is_none() && !vector.is_empty() {
             self.graph = Some(VectorGraph::new(vector.len(), search));
@@ -349,10 +363,10 @@ impl VectorIndex {
                 if self.ids.len() <= node as usize {
                     self.ids.resize(node as usize + 1, None);
                 }
-                self.ids[node as usize] = Some(id.to_owned());
+                self.ids[node as usize] = Some((id.to_owned(), row));
             }
             _ => {
-                self.others.insert(id.to_owned(), vector.to_vec());
+                self.others.insert(id.to_owned(), (row, vector.to_vec()));
             }
         }
     }
@@ -362,7 +376,7 @@ impl VectorIndex {
         self.ids
             .iter()
             .flatten()
-            .map(String::as_str)
+            .map(|(id, _)| id.as_str())
             .chain(self.others.keys().map(String::as_str))
     }
 
@@ -383,9 +397,9 @@ impl VectorIndex {
             let (fresh, map) = graph.compacted();
             let mut ids = vec![None; fresh.nodes()];
             for (old, new) in map.iter().enumerate() {
-                if let (Some(new), Some(Some(id))) = (new, self.ids.get(old)) {
-                    self.slots.insert(id.clone(), *new);
-                    ids[*new as usize] = Some(id.clone());
+                if let (Some(new), Some(Some(entry))) = (new, self.ids.get(old)) {
+                    self.slots.insert(entry.0.clone(), *new);
+                    ids[*new as usize] = Some(entry.clone());
                 }
             }
             self.ids = ids;
@@ -394,15 +408,16 @@ impl VectorIndex {
     }
 
     /// The best `limit` records by cosine similarity to `query` among those
-    /// `keep` accepts (it gives their ranking key, or `None` to leave one
-    /// out), as `(key, similarity)`, best first, ties by key: through the
-    /// graph when it is built (the exact scan when the walk finds fewer
-    /// than `limit`), else [`top_by_score`] over every accepted record,
-    /// without the check on records that cannot make the list.
+    /// `keep` accepts (asked of their rows, it gives their ranking key, or
+    /// `None` to leave one out), as `(key, similarity)`, best first, ties
+    /// by key: through the graph when it is built (the exact scan when
+    /// the walk finds fewer than `limit`), else [`top_by_score`] over every
+    /// accepted record, without the check on records that cannot make the
+    /// list.
     pub(crate) fn nearest<K: Ord + Clone>(
         &self,
         query: &[f32],
-        keep: impl Fn(&str) -> Option<K>,
+        keep: impl Fn(Row) -> Option<K>,
         limit: usize,
     ) -> Vec<(K, f32)> {
         if limit == 0 {
@@ -411,7 +426,7 @@ impl VectorIndex {
         let mut found = self.graph.as_ref().map_or_else(Vec::new, |graph| {
             graph.nearest(
                 query,
-                |node| keep(self.ids.get(node as usize)?.as_deref()?),
+                |node| keep(self.ids.get(node as usize)?.as_ref()?.1),
                 limit,
             )
         });
@@ -419,7 +434,7 @@ impl VectorIndex {
             found.extend(
                 self.others
                     .iter()
-                    .filter_map(|(id, v)| Some((keep(id)?, cosine(query, v)))),
+                    .filter_map(|(_, (row, v))| Some((keep(*row)?, cosine(query, v)))),
             );
             found = top_by_score(found, limit);
         }
@@ -459,7 +474,7 @@ mod tests {
                 } else {
                     (0..8).map(|_| next()).collect()
                 };
-                index.insert(&format!("r{i:03}"), &v, search);
+                index.insert(&format!("r{i:03}"), i, &v, search);
                 all.insert(format!("r{i:03}"), v);
             }
             for i in (0..300).step_by(7) {
@@ -467,7 +482,7 @@ mod tests {
                 all.remove(&format!("r{i:03}"));
             }
             index.remove("nothing");
-            index.insert("r001", &[0.25; 8], search);
+            index.insert("r001", 1, &[0.25; 8], search);
             all.insert("r001".into(), vec![0.25; 8]);
             let random: Vec<f32> = (0..8).map(|_| next()).collect();
             // The second query ties every `[0.25; 8]` row at the top (cosine 1),
@@ -476,19 +491,18 @@ mod tests {
                 .into_iter()
                 .flat_map(|(m, l)| [(random.clone(), m, l), (vec![1.0; 8], m, l)])
             {
-                let keep = |id: &str| {
-                    let n: usize = id[1..].parse().unwrap_or(0);
-                    n.is_multiple_of(modulo).then(|| id.to_owned())
-                };
+                // Row `n` is record `r{n:03}`.
+                let keep = |row: Row| row.is_multiple_of(modulo).then(|| format!("r{row:03}"));
+                let row = |id: &str| id[1..].parse::<Row>().unwrap_or(0);
                 let want = top_by_score(
                     all.iter()
-                        .filter_map(|(id, v)| Some((keep(id)?, cosine(&query, v))))
+                        .filter_map(|(id, v)| Some((keep(row(id))?, cosine(&query, v))))
                         .collect(),
                     limit,
                 );
                 let got = index.nearest(&query, keep, limit);
                 assert_eq!(got.len(), want.len(), "{modulo} {limit}");
-                assert!(got.iter().all(|(id, _)| keep(id).is_some()));
+                assert!(got.iter().all(|(id, _)| keep(row(id)).is_some()));
                 if search.approximate {
                     // Ties are broken among what the walk found.
                     same += got
@@ -518,24 +532,27 @@ mod tests {
     #[test]
     fn the_index_follows_inserts_replacements_and_removals() {
         let mut index = TextIndex::default();
-        index.insert("a", "red apples and green apples", "*");
-        index.insert("b", "green pears", "user:b");
-        index.insert("b", "yellow bananas", "user:b");
-        index.insert("c", "green apples", "user:c");
+        // Row `n` is record `ids[n]`.
+        let ids = ["a", "b", "c", "d"];
+        let id = |row: Row| Some(ids[row as usize].to_owned());
+        index.insert("a", 0, "red apples and green apples", "*");
+        index.insert("b", 1, "green pears", "user:b");
+        index.insert("b", 1, "yellow bananas", "user:b");
+        index.insert("c", 2, "green apples", "user:c");
         let terms = openvibe_retrieval::query_terms("green apple");
         let public = ["*"];
-        let ranked = index.rank(&terms, &public, |id| Some(id.to_owned()), 10);
+        let ranked = index.rank(&terms, &public, id, 10);
         assert_eq!(
             ranked.len(),
             1,
             "b was replaced, c is not public: {ranked:?}"
         );
         assert_eq!(ranked[0].0, "a");
-        let ranked = index.rank(&terms, &["user:c", "*"], |id| Some(id.to_owned()), 10);
+        let ranked = index.rank(&terms, &["user:c", "*"], id, 10);
         assert_eq!(ranked.len(), 2, "c's own and the public: {ranked:?}");
         assert!(
             index
-                .rank(&terms, &public, |id| (id != "a").then_some(()), 10)
+                .rank(&terms, &public, |row| (row != 0).then_some(()), 10)
                 .is_empty()
         );
         index.remove("a");
@@ -555,8 +572,8 @@ mod tests {
             "b and its two postings"
         );
         // A freed number is reused, and its old postings do not come back.
-        index.insert("d", "green pears", "*");
-        let ranked = index.rank(&terms, &public, |id| Some(id.to_owned()), 10);
+        index.insert("d", 3, "green pears", "*");
+        let ranked = index.rank(&terms, &public, id, 10);
         assert_eq!(ranked.len(), 1);
         assert_eq!(ranked[0].0, "d");
     }

@@ -38,9 +38,9 @@ pub(crate) struct Tenant {
     pub correlations: HashMap<String, String>,
     /// Plan id → key → entry.
     pub state: HashMap<String, BTreeMap<String, StateEntry>>,
-    /// Hashed with foldhash: a search looks up every candidate by id
-    /// (ids come from the store; the hasher is seeded per process).
-    pub knowledge: HashMap<String, Knowledge, foldhash::fast::RandomState>,
+    /// By id and by row: the indexes file rows, so a search checks each
+    /// candidate at its row.
+    pub knowledge: crate::rows::Rows<Knowledge>,
     /// Full-text index of the knowledge's content.
     pub knowledge_text: crate::ranked::TextIndex,
     /// The knowledge's embeddings, one contiguous row each, filed by
@@ -379,11 +379,13 @@ impl SessionStore for InMemoryWorkingStore {
                 context.session_id = None;
             }
         }
-        for k in tenant.knowledge.values_mut() {
-            if k.session_id.as_deref() == Some(id) {
-                k.session_id = None;
+        tenant.knowledge.with_each_mut(|all| {
+            for (_, k) in all {
+                if k.session_id.as_deref() == Some(id) {
+                    k.session_id = None;
+                }
             }
-        }
+        });
         Ok(SessionDeleted {
             plans_detached: detached,
         })
@@ -546,11 +548,13 @@ impl PlanStore for InMemoryWorkingStore {
                 task.plan_id = None;
             }
         }
-        for k in tenant.knowledge.values_mut() {
-            if k.plan_id.as_deref() == Some(id) {
-                k.plan_id = None;
+        tenant.knowledge.with_each_mut(|all| {
+            for (_, k) in all {
+                if k.plan_id.as_deref() == Some(id) {
+                    k.plan_id = None;
+                }
             }
-        }
+        });
         Ok(PlanDeleted {
             state_keys,
             context,
