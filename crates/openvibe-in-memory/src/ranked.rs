@@ -19,6 +19,9 @@ use openvibe_retrieval::{
 pub(crate) struct TextIndex {
     /// By number; `None`: a free number.
     docs: Vec<Option<Doc>>,
+    /// By number: each document's row and length, dense (a round reads
+    /// them of every candidate).
+    heads: Vec<(Row, u32)>,
     numbers: HashMap<String, u32>,
     free: Vec<u32>,
     /// Term → reader → (number, term frequency) of the documents holding
@@ -30,8 +33,6 @@ pub(crate) struct TextIndex {
 #[derive(Debug, Clone)]
 struct Doc {
     id: String,
-    /// Its record's row (what `keep` is asked of).
-    row: Row,
     counts: TermCounts,
     /// Who its postings are filed under.
     reader: String,
@@ -64,10 +65,13 @@ impl TextIndex {
         self.stats.docs += 1;
         self.stats.total_len += u64::from(counts.len);
         self.numbers.insert(id.to_owned(), number);
+        if self.heads.len() <= number as usize {
+            self.heads.resize(number as usize + 1, (Row::MAX, 0));
+        }
+        self.heads[number as usize] = (row, counts.len);
         if let Some(place) = self.docs.get_mut(number as usize) {
             *place = Some(Doc {
                 id: id.to_owned(),
-                row,
                 counts,
                 reader: reader.to_owned(),
             });
@@ -98,6 +102,9 @@ impl TextIndex {
         let Some(doc) = self.docs.get_mut(number as usize).and_then(Option::take) else {
             return;
         };
+        if let Some(head) = self.heads.get_mut(number as usize) {
+            *head = (Row::MAX, 0);
+        }
         for term in &doc.counts.terms {
             if let Some(readers) = self.postings.get_mut(term) {
                 if let Some(list) = readers.get_mut(&doc.reader) {
@@ -159,18 +166,24 @@ impl TextIndex {
         keep: &impl Fn(Row) -> Option<K>,
         kept: &mut Kept<K>,
     ) -> Candidates {
-        // (number, term's place, tf) of every posting of the terms.
-        let mut posted: Vec<(u32, usize, u32)> = Vec::new();
+        // (term's place, tf) of every posting of the terms, and a key per
+        // posting (its document's number, then its place in `posted`):
+        // sorting plain integers groups each document's postings.
+        let mut posted: Vec<(usize, u32)> = Vec::new();
+        let mut keys: Vec<u64> = Vec::new();
         for (i, term) in terms.iter().enumerate() {
             if let Some(filed) = self.postings.get(term) {
                 for reader in readers {
                     if let Some(list) = filed.get(*reader) {
-                        posted.extend(list.iter().map(|&(n, tf)| (n, i, tf)));
+                        for &(n, tf) in list {
+                            keys.push(u64::from(n) << 32 | posted.len() as u64);
+                            posted.push((i, tf));
+                        }
                     }
                 }
             }
         }
-        posted.sort_unstable_by_key(|p| (p.0, p.1));
+        keys.sort_unstable();
         let width = terms.len();
         let mut out = Candidates {
             width,
@@ -178,19 +191,25 @@ impl TextIndex {
             lens: Vec::new(),
             tfs: Vec::new(),
         };
-        for group in posted.chunk_by(|a, b| a.0 == b.0) {
-            let n = group[0].0;
-            let Some(doc) = self.doc(n) else { continue };
-            let accepted = kept.entry(n).or_insert_with(|| keep(doc.row)).is_some();
+        for group in keys.chunk_by(|a, b| a >> 32 == b >> 32) {
+            #[allow(clippy::cast_possible_truncation)]
+            let n = (group[0] >> 32) as u32;
+            let Some(&(row, len)) = self.heads.get(n as usize) else {
+                continue;
+            };
+            let accepted = kept.entry(n).or_insert_with(|| keep(row)).is_some();
             if !accepted {
                 continue;
             }
             out.numbers.push(n);
-            out.lens.push(doc.counts.len);
+            out.lens.push(len);
             let start = out.tfs.len();
             out.tfs.resize(start + width, 0);
-            for &(_, i, tf) in group {
-                out.tfs[start + i] = tf;
+            for key in group {
+                #[allow(clippy::cast_possible_truncation)]
+                if let Some(&(i, tf)) = posted.get((key & u64::from(u32::MAX)) as usize) {
+                    out.tfs[start + i] = tf;
+                }
             }
         }
         out

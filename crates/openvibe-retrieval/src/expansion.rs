@@ -1,6 +1,9 @@
 //! Pseudo-relevance feedback: the terms a first round lends the query.
 
-use std::collections::HashMap;
+/// Maps and sets keyed by terms, hashed with foldhash: a query's expansion
+/// looks up every term of its hundred best documents.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use crate::analyzer::TermCounts;
 use crate::bm25::{BM25, CorpusStats};
@@ -51,7 +54,7 @@ impl Expansion {
         let mut weights: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
         // A term in several feedback documents: its frequency is looked up
         // once (in memory it is a walk of the term's postings).
-        let mut idfs: HashMap<&str, f64> = HashMap::new();
+        let mut idfs: HashMap<&str, f64> = HashMap::default();
         for counts in feedback.into_iter().take(self.docs) {
             for (term, &tf) in counts.terms.iter().zip(&counts.tfs) {
                 // A date term is never lent: the feedback documents often
@@ -98,12 +101,12 @@ impl Expansion {
         candidates: impl IntoIterator<Item = &'a TermCounts>,
     ) -> Vec<String> {
         let feedback = &feedback[..feedback.len().min(self.docs)];
-        let pool: std::collections::HashSet<&str> = feedback
+        let pool: HashSet<&str> = feedback
             .iter()
             .flat_map(|c| c.terms.iter().map(String::as_str))
             .filter(|t| !query.iter().any(|q| q == t))
             .collect();
-        let mut df: HashMap<&str, u64> = HashMap::new();
+        let mut df: HashMap<&str, u64> = HashMap::default();
         let mut docs = 0u64;
         for counts in candidates {
             docs += 1;

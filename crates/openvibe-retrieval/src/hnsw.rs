@@ -263,8 +263,9 @@ impl VectorGraph {
 
     /// [`sim`](Self::sim) of each of `nodes`, into `out` (cleared first).
     /// A walk's rows are scattered in memory: one byte of every cache line
-    /// of every row is read first, loads that do not wait on each other,
-    /// so the rows come from memory together instead of one after another.
+    /// of every row (and each row's step) is read first, loads that do not
+    /// wait on each other, so the rows come from memory together instead
+    /// of one after another.
     fn sims(&self, query: (&[i8], f32), nodes: &[Node], out: &mut Vec<f32>) {
         let mut touched = 0i8;
         let mut steps = 0.0f32;
