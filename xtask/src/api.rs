@@ -6,7 +6,7 @@
 //!
 //! The items come from rustdoc's JSON output (`--output-format json`, an
 //! unstable rustdoc flag enabled on the stable toolchain with
-//! `RUSTC_BOOTSTRAP=1`, scoped to this one command). Everything reachable
+//! `RUSTC_BOOTSTRAP=1`, given to rustdoc's processes alone). Everything reachable
 //! from the crate root through public modules and re-exports is listed:
 //! modules, types with their public fields and variants, functions and
 //! methods with their signatures, traits with their items, trait
@@ -104,40 +104,63 @@ pub(crate) fn check() -> Result<(), String> {
     }
 }
 
-/// rustdoc's JSON of every library crate of the workspace, in one cargo
-/// run (dependencies are not documented, only type-checked, as for the
-/// HTML docs).
-/// Where the rustdoc JSON is built: a target directory of its own, because
-/// `RUSTC_BOOTSTRAP` is in the fingerprint of build scripts that probe for
-/// nightly features (proc-macro2's, among others). Sharing the main target
-/// directory flipped it there and back on every `test-all`, rebuilding
-/// every proc macro and nearly every crate twice.
-fn json_target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
-        .join("api")
+/// The variable that names the real rustdoc when this program runs as
+/// cargo's `RUSTDOC` ([`as_rustdoc`]).
+const REAL_RUSTDOC: &str = "OPENVIBE_XTASK_REAL_RUSTDOC";
+
+/// When cargo runs this program as its rustdoc (see [`rustdoc_json`]): run
+/// the real one with `RUSTC_BOOTSTRAP=1` and exit as it does.
+pub(crate) fn as_rustdoc() -> Option<std::process::ExitCode> {
+    let real = std::env::var_os(REAL_RUSTDOC)?;
+    let status = std::process::Command::new(&real)
+        .args(std::env::args_os().skip(1))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .status();
+    Some(match status {
+        Ok(status) => std::process::ExitCode::from(
+            status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        ),
+        Err(e) => {
+            eprintln!(
+                "xtask: could not run rustdoc ({}): {e}",
+                real.to_string_lossy()
+            );
+            std::process::ExitCode::FAILURE
+        }
+    })
 }
 
+/// rustdoc's JSON of every library crate of the workspace, in one cargo
+/// run (dependencies are not documented, only type-checked, as for the
+/// HTML docs), in the shared target directory and with the tests'
+/// dependency features ([`crate::AS_THE_TESTS`]), so it reuses what
+/// clippy checked.
+///
+/// `--output-format json` is unstable: rustdoc accepts it with
+/// `RUSTC_BOOTSTRAP=1`. Cargo runs this program as its `RUSTDOC`, which
+/// passes that variable to rustdoc alone ([`as_rustdoc`]): set for the
+/// whole cargo run, it would reach the build scripts that probe for
+/// nightly features (proc-macro2's, among others) and change their output,
+/// rebuilding every proc macro and nearly every crate, there and back, on
+/// each `test-all`.
 fn rustdoc_json() -> Result<(), String> {
+    let this = std::env::current_exe().map_err(|e| format!("api: this program's path: {e}"))?;
+    let real = std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into());
     let mut cmd = cargo();
-    cmd.env("CARGO_TARGET_DIR", json_target_dir());
-    cmd.args([
-        "doc",
-        "--quiet",
-        "--workspace",
-        "--no-deps",
-        "--lib",
-        "--all-features",
-    ])
-    .env("RUSTC_BOOTSTRAP", "1")
-    .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json");
+    cmd.args(["doc", "--quiet", "--no-deps", "--lib"])
+        .args(crate::AS_THE_TESTS)
+        .env("RUSTDOC", this)
+        .env(REAL_RUSTDOC, real)
+        .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json");
     crate::run("api (rustdoc JSON)", &mut cmd)
 }
 
 /// The public API of `krate` (from [`rustdoc_json`]), one sorted line per item.
 fn public_api(krate: &str) -> Result<String, String> {
-    let file = json_target_dir()
+    let file = crate::target_dir()
         .join("doc")
         .join(format!("{}.json", krate.replace('-', "_")));
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{cargo, run, workspace_root};
+use crate::{run, workspace_root};
 
 /// The tester and its version (pinned: a new version finds new things,
 /// which should arrive as a change, not as a red CI).
@@ -110,11 +110,7 @@ impl Default for Options {
 pub fn run_all(options: &Options, database_url: Option<&str>) -> Result<(), String> {
     let tester = ensure_tester()?;
     let mcp_client = ensure_mcp_client()?;
-    run(
-        "api-fuzz: build the openvibe CLI",
-        cargo().args(["build", "--quiet", "-p", "openvibe-cli"]),
-    )?;
-    let binary = target_dir().join("debug").join("openvibe");
+    let binary = crate::build_as_the_tests()?.join("openvibe");
     let logs = workspace_root().join("target").join("api-fuzz");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     if options.only.as_deref() != Some("postgres") {
@@ -408,13 +404,6 @@ fn cache_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(|| PathBuf::from(".cache"))
         .join("openvibe")
-}
-
-/// Cargo's target directory (`CARGO_TARGET_DIR`, else `target/`).
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 /// `openvibe serve` on a free port, stopped when dropped.

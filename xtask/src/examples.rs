@@ -8,8 +8,6 @@
 //! not use) and shares one target directory, `<target>/examples`, so their
 //! common dependencies build once.
 
-use std::path::PathBuf;
-
 use crate::{cargo, run, workspace_root};
 
 /// The projects, in the order they run; `memory-postgres` needs a database.
@@ -46,10 +44,7 @@ pub(crate) fn main(rest: &[String]) -> Result<(), String> {
 /// Build and run `names`; `database_url` for the one that needs it.
 pub(crate) fn run_all(names: &[&str], database_url: Option<&str>) -> Result<(), String> {
     let root = workspace_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("examples");
+    let target = crate::target_dir().join("examples");
     for name in names {
         let dir = root.join("examples").join(name);
         std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock"))

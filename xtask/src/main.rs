@@ -74,6 +74,10 @@ tasks:
                         retrieval recall on a LoCoMo-format dataset (EVAL lines; see docs/retrieval.md)";
 
 fn main() -> std::process::ExitCode {
+    // `cargo doc` runs this program as its rustdoc for the API step.
+    if let Some(code) = api::as_rustdoc() {
+        return code;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
@@ -121,24 +125,104 @@ pub(crate) fn workspace_root() -> PathBuf {
         .unwrap_or(manifest_dir)
 }
 
-/// `cargo` as invoked by the user (respects `$CARGO`).
+/// Cargo's target directory (`CARGO_TARGET_DIR`, else `target/`).
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The arguments that select, for `cargo doc` and `cargo build`, the same
+/// dependency features as `cargo test --workspace --all-features` and
+/// `cargo clippy --all-targets`: an example is a target that needs the
+/// dev-dependencies, so their features (tokio's `test-util`, syn's `fold`,
+/// rmcp's client, ...) are unified in as they are for the tests. Without
+/// it, each of those steps rebuilt nearly every crate a second time.
+pub(crate) const AS_THE_TESTS: [&str; 3] = ["--workspace", "--all-features", "--examples"];
+
+/// Build the CLI (`openvibe`) and the workspace's examples with the features
+/// the tests built them with (a no-op after `cargo test --workspace
+/// --all-features`); the directory they are in.
+pub(crate) fn build_as_the_tests() -> Result<PathBuf, String> {
+    run(
+        "build the CLI and the examples (as the tests built them)",
+        cargo()
+            .args(["build", "--quiet", "--bin", "openvibe"])
+            .args(AS_THE_TESTS),
+    )?;
+    Ok(target_dir().join("debug"))
+}
+
+/// `cargo` as invoked by the user (respects `$CARGO`), without the
+/// variables `cargo run` set for this program (`CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_NAME`, ...): build scripts that watch one of them (ring's
+/// watches `CARGO_MANIFEST_DIR`) would otherwise rerun, and rebuild what
+/// depends on them, whenever a cargo command is run by hand between two
+/// runs of this program, or from another checkout.
 pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(workspace_root());
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || matches!(
+                name.as_ref(),
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            cmd.env_remove(name.as_ref());
+        }
+    }
     cmd
 }
 
 /// Run `cmd`, echoing it; an unsuccessful exit is an error naming the step.
 pub(crate) fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
     eprintln!("==> {step}: {cmd:?}");
+    let started = std::time::Instant::now();
     let status = cmd
         .status()
         .map_err(|e| format!("{step}: could not start {cmd:?}: {e}"))?;
+    timed(step, started);
     if status.success() {
         Ok(())
     } else {
         Err(format!("{step} failed ({status})"))
     }
+}
+
+/// How long each step [`run`] so far took, in order.
+static STEP_TIMES: std::sync::Mutex<Vec<(String, std::time::Duration)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Record (and print) that `step`, started at `started`, is over.
+pub(crate) fn timed(step: &str, started: std::time::Instant) {
+    let took = started.elapsed();
+    eprintln!("==> {step}: {}", seconds(took));
+    if let Ok(mut times) = STEP_TIMES.lock() {
+        times.push((step.to_owned(), took));
+    }
+}
+
+fn seconds(d: std::time::Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+/// Print every step's time and the total (test-all's last lines, so a slow
+/// CI run says where its time went).
+fn print_step_times(started: std::time::Instant) {
+    let Ok(times) = STEP_TIMES.lock() else {
+        return;
+    };
+    eprintln!("==> time per step:");
+    for (step, took) in times.iter() {
+        eprintln!("    {:>9}  {step}", seconds(*took));
+    }
+    eprintln!("    {:>9}  test-all in all", seconds(started.elapsed()));
 }
 
 /// [`run`], its standard output echoed as it comes and returned.
@@ -167,6 +251,13 @@ fn run_echoed(step: &str, cmd: &mut Command) -> Result<String, String> {
 }
 
 fn test_all() -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let result = test_all_steps();
+    print_step_times(started);
+    result
+}
+
+fn test_all_steps() -> Result<(), String> {
     run("format check", cargo().args(["fmt", "--all", "--check"]))?;
     // The Temporal SDK's build compiles protobuf files.
     temporal::ensure_protoc()?;
@@ -183,15 +274,18 @@ fn test_all() -> Result<(), String> {
         ]),
     )?;
     eprintln!("==> layering check");
+    let layering = std::time::Instant::now();
     layering::check()?;
     modules::check()?;
+    timed("layering check", layering);
     // Public API changes show in review (api/*.txt).
     api::check()?;
     // Broken intra-doc links and other rustdoc warnings fail the build.
     run(
         "docs (rustdoc -D warnings)",
         cargo()
-            .args(["doc", "--workspace", "--no-deps", "--all-features", "--lib"])
+            .args(["doc", "--no-deps", "--lib"])
+            .args(AS_THE_TESTS)
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     let mut tests = cargo();
@@ -220,10 +314,13 @@ fn test_all() -> Result<(), String> {
     let skipped = skipped_tests(&report);
     let _ = std::fs::remove_file(&report);
     result?;
-    // The source design's full example, as `cargo run --example full` runs it.
+    // The source design's full example, as `cargo run --example full` runs
+    // it (the binary the tests built: `cargo run -p openvibe` would resolve
+    // the facade's features alone and rebuild most crates for it).
+    let built = build_as_the_tests()?;
     run(
         "the facade's full example",
-        cargo().args(["run", "--quiet", "-p", "openvibe", "--example", "full"]),
+        Command::new(built.join("examples").join("full")).current_dir(workspace_root()),
     )?;
     // Each crate as a user's project picks it, outside the workspace.
     examples::run_all(&examples::EXAMPLES, url.as_deref())?;
