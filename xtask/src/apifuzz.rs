@@ -224,6 +224,7 @@ fn fuzz(
         server.url
     );
     let (status, text, started) = run_logged(&mut cmd, log, &banner, "schemathesis")?;
+    crate::record_time(&format!("api-fuzz {name}"), started.elapsed());
     let summary: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.contains("SUMMARY"))
@@ -300,6 +301,7 @@ fn fuzz_tools(
     );
     let (status, text, started) =
         run_logged(&mut cmd, log, &banner, &script.display().to_string())?;
+    crate::record_time(&format!("api-fuzz {name}: MCP tools"), started.elapsed());
     let last = text.lines().rev().find(|l| l.starts_with("mcp-fuzz:"));
     eprintln!("    {} in {:.0?}", last.unwrap_or(""), started.elapsed());
     if status.success() {

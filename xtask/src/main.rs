@@ -182,17 +182,37 @@ pub(crate) fn cargo() -> Command {
 
 /// Run `cmd`, echoing it; an unsuccessful exit is an error naming the step.
 pub(crate) fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
-    eprintln!("==> {step}: {cmd:?}");
+    eprintln!("==> {step}: {}", shown(cmd));
     let started = std::time::Instant::now();
     let status = cmd
         .status()
-        .map_err(|e| format!("{step}: could not start {cmd:?}: {e}"))?;
+        .map_err(|e| format!("{step}: could not start {}: {e}", shown(cmd)))?;
     timed(step, started);
     if status.success() {
         Ok(())
     } else {
         Err(format!("{step} failed ({status})"))
     }
+}
+
+/// `cmd` as a shell line: its directory, the variables it sets (not the
+/// ones it removes: see [`cargo`]), the program and its arguments.
+pub(crate) fn shown(cmd: &Command) -> String {
+    use std::fmt::Write as _;
+    let mut line = String::new();
+    if let Some(dir) = cmd.get_current_dir() {
+        let _ = write!(line, "cd {dir:?} && ");
+    }
+    for (name, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            let _ = write!(line, "{}={value:?} ", name.to_string_lossy());
+        }
+    }
+    let _ = write!(line, "{:?}", cmd.get_program());
+    for arg in cmd.get_args() {
+        let _ = write!(line, " {arg:?}");
+    }
+    line
 }
 
 /// How long each step [`run`] so far took, in order.
@@ -203,6 +223,11 @@ static STEP_TIMES: std::sync::Mutex<Vec<(String, std::time::Duration)>> =
 pub(crate) fn timed(step: &str, started: std::time::Instant) {
     let took = started.elapsed();
     eprintln!("==> {step}: {}", seconds(took));
+    record_time(step, took);
+}
+
+/// Record that `step` took `took` (for the summary; printing is the caller's).
+pub(crate) fn record_time(step: &str, took: std::time::Duration) {
     if let Ok(mut times) = STEP_TIMES.lock() {
         times.push((step.to_owned(), took));
     }
@@ -228,11 +253,11 @@ fn print_step_times(started: std::time::Instant) {
 /// [`run`], its standard output echoed as it comes and returned.
 fn run_echoed(step: &str, cmd: &mut Command) -> Result<String, String> {
     use std::io::{BufRead, BufReader};
-    eprintln!("==> {step}: {cmd:?}");
+    eprintln!("==> {step}: {}", shown(cmd));
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{step}: could not start {cmd:?}: {e}"))?;
+        .map_err(|e| format!("{step}: could not start {}: {e}", shown(cmd)))?;
     let mut out = String::new();
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines() {

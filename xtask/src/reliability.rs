@@ -88,7 +88,7 @@ fn capture(step: &str, cmd: &mut Command) -> Result<(bool, String), String> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("{step}: could not start {cmd:?}: {e}"))?;
+        .map_err(|e| format!("{step}: could not start {}: {e}", crate::shown(cmd)))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     Ok((out.status.success(), text))
