@@ -451,14 +451,7 @@ impl VectorGraph {
             if list.len() >= ef && list.peek().is_some_and(|Reverse((w, _))| sim < w.0) {
                 break;
             }
-            fresh.clear();
-            fresh.extend(
-                self.neighbours(node, 0)
-                    .iter()
-                    .copied()
-                    .filter(|&next| visited.insert(next)),
-            );
-            self.sims(q, &fresh, &mut sims);
+            self.expand(q, node, 0, &mut visited, &mut fresh, &mut sims);
             for (&next, &s) in fresh.iter().zip(&sims) {
                 let worst = list.peek().map(|Reverse((w, _))| w.0);
                 if list.len() < ef || worst.is_some_and(|w| s > w) {
@@ -473,6 +466,28 @@ impl VectorGraph {
                 Some((key.take()?, dot(query, self.vector(*node))))
             })
             .collect()
+    }
+
+    /// One step of a best-first walk: the neighbours of `node` on `layer`
+    /// not visited yet into `fresh` (now marked visited), and their
+    /// similarities to `query` into `sims` ([`Self::sims`]).
+    fn expand(
+        &self,
+        query: (&[i8], f32),
+        node: Node,
+        layer: usize,
+        visited: &mut Visited,
+        fresh: &mut Vec<Node>,
+        sims: &mut Vec<f32>,
+    ) {
+        fresh.clear();
+        fresh.extend(
+            self.neighbours(node, layer)
+                .iter()
+                .copied()
+                .filter(|&next| visited.insert(next)),
+        );
+        self.sims(query, fresh, sims);
     }
 
     /// The node nearest `query` on `layer`, greedily from `ep`.
@@ -563,14 +578,7 @@ impl VectorGraph {
             if list.len() >= ef && list.peek().is_some_and(|Reverse((w, _))| sim < w.0) {
                 break;
             }
-            fresh.clear();
-            fresh.extend(
-                self.neighbours(node, layer)
-                    .iter()
-                    .copied()
-                    .filter(|&next| visited.insert(next)),
-            );
-            self.sims(query, &fresh, &mut sims);
+            self.expand(query, node, layer, &mut visited, &mut fresh, &mut sims);
             for (&next, &s) in fresh.iter().zip(&sims) {
                 if list.len() < ef || list.peek().is_some_and(|Reverse((w, _))| s > w.0) {
                     candidates.push((Sim(s), next));
