@@ -83,7 +83,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
         Some("memory") => None,
         _ => Some(crate::db::ensure_up()?),
     };
-    run_all(&options, url.as_deref())
+    let binary = crate::build_as_the_tests()?.join("openvibe");
+    run_all(&options, url.as_deref(), &binary)
 }
 
 /// How a run goes.
@@ -105,16 +106,15 @@ impl Default for Options {
     }
 }
 
-/// Both runs (`database_url`: the governed run's database; `None` skips
-/// it, which only `--only memory` asks for).
-pub fn run_all(options: &Options, database_url: Option<&str>) -> Result<(), String> {
+/// Both runs against the CLI `binary` (`database_url`: the governed run's
+/// database; `None` skips it, which only `--only memory` asks for).
+pub fn run_all(options: &Options, database_url: Option<&str>, binary: &Path) -> Result<(), String> {
     let tester = ensure_tester()?;
     let mcp_client = ensure_mcp_client()?;
-    let binary = crate::build_as_the_tests()?.join("openvibe");
     let logs = workspace_root().join("target").join("api-fuzz");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     if options.only.as_deref() != Some("postgres") {
-        let server = Server::start(&binary, &["--memory"], &[])?;
+        let server = Server::start(binary, &["--memory"], &[])?;
         fuzz(
             &tester,
             options,
@@ -140,7 +140,7 @@ pub fn run_all(options: &Options, database_url: Option<&str>) -> Result<(), Stri
             .map_err(|e| format!("{}: {e}", governance.display()))?;
         let governance = governance.display().to_string();
         let server = Server::start(
-            &binary,
+            binary,
             &["--database-url", url, "--governance", &governance],
             &[("OPENVIBE_API_FUZZ_KEY", key.as_str())],
         )?;

@@ -376,7 +376,11 @@ fn test_all_steps() -> Result<(), String> {
     // The served OpenAPI document against the server, by a property-based
     // API tester (schemathesis), in development mode and governed on
     // PostgreSQL.
-    apifuzz::run_all(&apifuzz::Options::default(), url.as_deref())?;
+    apifuzz::run_all(
+        &apifuzz::Options::default(),
+        url.as_deref(),
+        &built.join("openvibe"),
+    )?;
     // Every fuzz target for a short while (the long runs: `cargo xtask fuzz`).
     let targets: Vec<String> = fuzz::TARGETS.iter().map(|t| (*t).to_owned()).collect();
     fuzz::run(&targets, fuzz::SMOKE_SECONDS)?;
