@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, BELIEF_KIND, Belief, BeliefQuery, BeliefStore, CallerContext, Page,
-    StoreError, Verdict, belief_page, check_caller, parse_cursor, store_time, validate_belief,
+    PageQuery, StoreError, Verdict, check_caller, parse_cursor, store_time, validate_belief,
 };
 
 use crate::audit::InMemoryAuditLog;
@@ -287,7 +287,7 @@ impl BeliefStore for InMemoryBeliefStore {
             &query.namespaces,
             limit,
         ));
-        Ok(belief_page(found, limit))
+        Ok(Page::of(found, limit))
     }
 
     async fn decide(

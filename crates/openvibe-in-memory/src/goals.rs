@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use chrono::{NaiveDate, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore,
-    Initiative, METRIC_KIND, MetricReport, MetricValue, PRIORITIES_KIND, Page, Priorities,
-    RecordMeta, ReportQuery, StoreError, Sweep, check_caller, goal_page, report_page, store_time,
+    Initiative, METRIC_KIND, MetricReport, MetricValue, PRIORITIES_KIND, Page, PageQuery,
+    Priorities, RecordMeta, ReportQuery, StoreError, Sweep, check_caller, store_time,
     validate_goal, validate_metric_report, validate_priorities,
 };
 
@@ -433,7 +433,7 @@ impl GoalStore for InMemoryGoalStore {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(goal_page(found, limit))
+        Ok(Page::of(found, limit))
     }
 
     async fn decompose(
@@ -547,6 +547,6 @@ impl GoalStore for InMemoryGoalStore {
             .unwrap_or_default();
         found.sort_by(|a, b| (a.meta.created_at, &a.id).cmp(&(b.meta.created_at, &b.id)));
         found.truncate(limit + 1);
-        Ok(report_page(found, limit))
+        Ok(Page::of(found, limit))
     }
 }

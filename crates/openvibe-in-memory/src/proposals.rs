@@ -7,8 +7,8 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use chrono::Utc;
 use openvibe_protocols::{
-    AuditEntry, AuditOp, CallerContext, Change, PROPOSAL_KIND, Page, Proposal, ProposalQuery,
-    ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, parse_cursor, proposal_page,
+    AuditEntry, AuditOp, CallerContext, Change, PROPOSAL_KIND, Page, PageQuery, Proposal,
+    ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, parse_cursor,
     validate_proposal,
 };
 use serde_json::Value;
@@ -250,7 +250,7 @@ impl ProposalStore for InMemoryProposalStore {
             &query.namespaces,
             limit,
         ));
-        Ok(proposal_page(
+        Ok(Page::of(
             found.into_iter().map(|p| p.as_of(now)).collect(),
             limit,
         ))

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use openvibe_protocols::validate_raw_call;
 use openvibe_protocols::{
     CallerContext, Page, RawCall, RawCallQuery, RawLogStore, RawRetention, RecordFilter,
     RecordMeta, StoreError,
 };
-use openvibe_protocols::{raw_page, validate_raw_call};
 
 use crate::audit::InMemoryAuditLog;
 use crate::index::{Indexed, WalkBy};
@@ -161,7 +161,7 @@ impl RawLogStore for InMemoryRawLog {
     ) -> Result<Page<RawCall>, StoreError> {
         let filter = query.filter()?;
         let found = self.tables.search(ctx, query, &filter)?;
-        Ok(raw_page(found, query.limit))
+        Ok(Page::of(found, query.limit))
     }
 
     async fn prune(

@@ -9,9 +9,9 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use chrono::Utc;
 use openvibe_protocols::{
-    AuditEntry, AuditOp, CallerContext, MESSAGE_KIND, Member, MessageQuery, Page, SPACE_KIND,
-    Space, SpaceMessage, SpaceQuery, SpaceStore, StoreError, Sweep, check_caller, merge_posted,
-    newest_page, parse_cursor, space_not_found, split_reposts, store_time,
+    AuditEntry, AuditOp, CallerContext, MESSAGE_KIND, Member, MessageQuery, Page, PageQuery,
+    SPACE_KIND, Space, SpaceMessage, SpaceQuery, SpaceStore, StoreError, Sweep, check_caller,
+    merge_posted, parse_cursor, space_not_found, split_reposts, store_time,
 };
 use serde_json::json;
 use tokio::sync::watch;
@@ -358,7 +358,7 @@ impl SpaceStore for InMemorySpaceStore {
             .collect();
         found.sort_by(|a, b| (b.meta.created_at, &b.id).cmp(&(a.meta.created_at, &a.id)));
         found.truncate(limit + 1);
-        Ok(newest_page(found, limit, |s| (s.meta.created_at, &s.id)))
+        Ok(Page::of(found, limit))
     }
 
     async fn add_member(

@@ -7,7 +7,9 @@ use openvibe_protocols::{
     AuditOp, CallerContext, DERIVED_KINDS, ErasureCount, ErasureSubject, NamespaceAdmin,
     NamespaceCount, NamespaceScope, StoreError, Sweep, check_erasure, mentions_regex,
 };
-use openvibe_protocols::{check_admin, check_label, cleanup_scope};
+use openvibe_protocols::{
+    ERASURE_KINDS, KINDS, KindSpec, check_admin, check_label, cleanup_scope, kind_spec,
+};
 use sqlx::PgPool;
 use sqlx::Row;
 use tracing::Instrument;
@@ -19,39 +21,6 @@ use crate::span::span;
 use crate::sql::Sql;
 use crate::tx::{INCLUDE_EXPIRED, begin, begin_then};
 
-/// The tables of the kinds that expire (`EXPIRING_KINDS`).
-const EXPIRING_TABLES: [&str; 11] = [
-    "facts",
-    "episodes",
-    "insights",
-    "knowledge",
-    "raw_calls",
-    "proposals",
-    "goals",
-    "goal_priorities",
-    "beliefs",
-    "spaces",
-    "space_messages",
-];
-
-/// Each record kind's table.
-const TABLES: [(&str, &str); 14] = [
-    ("fact", "facts"),
-    ("episode", "episodes"),
-    ("insight", "insights"),
-    ("session", "sessions"),
-    ("plan", "plans"),
-    ("task_context", "task_contexts"),
-    ("knowledge", "knowledge"),
-    ("proposal", "proposals"),
-    ("goal", "goals"),
-    ("priorities", "goal_priorities"),
-    ("metric", "metric_reports"),
-    ("belief", "beliefs"),
-    ("space", "spaces"),
-    ("message", "space_messages"),
-];
-
 /// [`NamespaceAdmin`] over a pool.
 #[derive(Debug, Clone)]
 pub struct PgNamespaceAdmin {
@@ -60,26 +29,6 @@ pub struct PgNamespaceAdmin {
 }
 
 crate::audit::audited_store!(PgNamespaceAdmin);
-
-/// Each kind an erasure deletes, with its table, in the order of
-/// `ERASURE_KINDS` (what hangs on a record first).
-const ERASURE_TABLES: [(&str, &str); 15] = [
-    ("raw_call", "raw_calls"),
-    ("fact", "facts"),
-    ("episode", "episodes"),
-    ("insight", "insights"),
-    ("knowledge", "knowledge"),
-    ("task_context", "task_contexts"),
-    ("plan", "plans"),
-    ("session", "sessions"),
-    ("proposal", "proposals"),
-    ("goal", "goals"),
-    ("priorities", "goal_priorities"),
-    ("metric", "metric_reports"),
-    ("belief", "beliefs"),
-    ("message", "space_messages"),
-    ("space", "spaces"),
-];
 
 /// The governance columns of every table, left out of what a subject's
 /// entity is looked for in (as `record_content` leaves them out in memory).
@@ -162,7 +111,8 @@ impl PgNamespaceAdmin {
         let mut tx = begin_then(&self.pool, ctx, Some(INCLUDE_EXPIRED)).await?;
         let mut out = Vec::new();
         let mut left = delete.unwrap_or(usize::MAX);
-        for (kind, table) in ERASURE_TABLES {
+        for spec in ERASURE_KINDS.iter().filter_map(|k| kind_spec(k)) {
+            let (kind, table) = (spec.name, spec.table);
             if left == 0 {
                 break;
             }
@@ -170,7 +120,7 @@ impl PgNamespaceAdmin {
             cond.bind(ctx.tenant_id().to_owned()).push(" AND ");
             match sweep {
                 Sweep::Expired { scope, .. } => {
-                    if !EXPIRING_TABLES.contains(&table) {
+                    if !spec.expires {
                         continue;
                     }
                     cond.push("m.expires_at <= now()");
@@ -317,7 +267,14 @@ impl NamespaceAdmin for PgNamespaceAdmin {
         check_admin(ctx, "count namespaces", None)?;
         async {
             let mut sql = Sql::new("");
-            for (i, (kind, table)) in TABLES.iter().enumerate() {
+            let namespaced = KINDS.iter().filter(|k| k.namespaced);
+            for (
+                i,
+                KindSpec {
+                    name: kind, table, ..
+                },
+            ) in namespaced.enumerate()
+            {
                 if i > 0 {
                     sql.push(" UNION ALL ");
                 }
@@ -361,10 +318,9 @@ impl NamespaceAdmin for PgNamespaceAdmin {
     ) -> Result<u64, StoreError> {
         check_admin(ctx, "move records between namespaces", Some(kind))?;
         check_label("namespace", to)?;
-        let table = TABLES
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map(|(_, t)| *t)
+        let table = kind_spec(kind)
+            .filter(|k| k.namespaced)
+            .map(|k| k.table)
             .ok_or_else(|| StoreError::invalid("kind", format!("`{kind}` is not a record kind")))?;
         async {
             // The batch is chosen once (a materialized CTE), locked, and

@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore,
-    CallerContext, Page, StoreError, Verdict, check_caller, store_time, validate_belief,
+    CallerContext, Page, PageQuery, StoreError, Verdict, check_caller, store_time, validate_belief,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;

@@ -15,8 +15,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, GOAL_KIND, Goal, GoalProgress, GoalQuery,
     GoalStore, Initiative, METRIC_KIND, MetricMode, MetricReport, MetricValue, Objective,
-    PRIORITIES_KIND, Page, Priorities, Priority, ReportQuery, StoreError, check_caller, goal_page,
-    report_page, store_time, validate_goal, validate_metric_report, validate_priorities,
+    PRIORITIES_KIND, Page, PageQuery, Priorities, Priority, ReportQuery, StoreError, check_caller,
+    store_time, validate_goal, validate_metric_report, validate_priorities,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -280,7 +280,7 @@ impl PgGoalStore {
         let mut tx = begin(&self.pool, ctx).await?;
         let found = fetch_all::<Goal>(&mut tx, sql).await?;
         end_read(tx);
-        Ok(goal_page(found, limit))
+        Ok(Page::of(found, limit))
     }
 
     async fn reports_unaudited(
@@ -317,7 +317,7 @@ impl PgGoalStore {
         let mut tx = begin(&self.pool, ctx).await?;
         let found = fetch_all::<MetricReport>(&mut tx, sql).await?;
         end_read(tx);
-        Ok(report_page(found, limit))
+        Ok(Page::of(found, limit))
     }
 
     async fn put_priorities_unaudited(

@@ -8,9 +8,9 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openvibe_protocols::{
-    Action, AuditEntry, AuditOp, CallerContext, Change, Decision, PROPOSAL_KIND, Page, Proposal,
-    ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller, store_time,
-    validate_proposal,
+    Action, AuditEntry, AuditOp, CallerContext, Change, Decision, PROPOSAL_KIND, Page, PageQuery,
+    Proposal, ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller,
+    store_time, validate_proposal,
 };
 use serde_json::Value;
 use sqlx::PgPool;

@@ -6,7 +6,7 @@ use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, Page, RawCall, RawCallQuery, RawLogStore,
     RawRetention, StoreError, store_time,
 };
-use openvibe_protocols::{at_index, raw_page, validate_raw_call};
+use openvibe_protocols::{at_index, validate_raw_call};
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
@@ -347,12 +347,12 @@ impl RawLogStore for PgRawLog {
         self.audit
             .record_with(|| AuditEntry::search(ctx, "raw_call", q, &q.namespaces, q.limit));
         let Some(sql) = select::<RawCall>(ctx, &filter, &BY_TIME) else {
-            return Ok(raw_page(Vec::new(), q.limit));
+            return Ok(Page::of(Vec::new(), q.limit));
         };
         let found = records::read(&self.pool, ctx, sql, false)
             .instrument(span("raw_call", "query", ctx))
             .await?;
-        Ok(raw_page(found, q.limit))
+        Ok(Page::of(found, q.limit))
     }
 
     async fn prune(

@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, MESSAGE_KIND, Member, MessageBody, MessageQuery, Page,
-    SPACE_KIND, Space, SpaceMessage, SpaceQuery, SpaceStore, StoreError, check_caller,
+    PageQuery, SPACE_KIND, Space, SpaceMessage, SpaceQuery, SpaceStore, StoreError, check_caller,
     merge_posted, space_not_found, split_reposts, store_time,
 };
 use serde_json::{Value, json};

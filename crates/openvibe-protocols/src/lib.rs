@@ -32,6 +32,7 @@ mod schedule;
 mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod vocabulary;
 
 pub use cognitive::{
     Accepted, ActOutcome, EventInbox, EventSource, LoopTrace, REFLECT_EVENT, Stage, StageRecord,
@@ -54,6 +55,8 @@ pub use schedule::{
     Firing, FiringSource, ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind,
 };
 pub use state::{State, StateError};
+pub use vocabulary::Vocabulary;
+pub(crate) use vocabulary::vocabulary;
 
 /// The most text of one tool result a model is shown: 100,000 bytes. A
 /// longer result is cut at a character boundary and ends with a note of

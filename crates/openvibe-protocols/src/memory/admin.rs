@@ -5,41 +5,19 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::kinds::{Select, count, names};
 use super::{CallerContext, Change, ErasureCount, ErasureSubject, NamespaceScope, StoreError};
 
-/// The record kinds that live in namespaces.
-pub const RECORD_KINDS: [&str; 14] = [
-    "fact",
-    "episode",
-    "insight",
-    "session",
-    "plan",
-    "task_context",
-    "knowledge",
-    "proposal",
-    "goal",
-    "priorities",
-    "metric",
-    "belief",
-    "space",
-    "message",
-];
+/// The record kinds that live in namespaces (the kind registry's
+/// namespaced kinds, [`KINDS`](crate::KINDS)).
+pub const RECORD_KINDS: [&str; N_RECORD] = names(Select::Namespaced);
+const N_RECORD: usize = count(Select::Namespaced);
 
 /// The record kinds that can expire ([`RecordMeta::expires_at`](crate::RecordMeta::expires_at)):
-/// the long-lived ones. Working memory ends with its plan or session.
-pub const EXPIRING_KINDS: [&str; 11] = [
-    "fact",
-    "episode",
-    "insight",
-    "knowledge",
-    "raw_call",
-    "proposal",
-    "goal",
-    "priorities",
-    "belief",
-    "space",
-    "message",
-];
+/// the long-lived ones (the kind registry's expiring kinds). Working
+/// memory ends with its plan or session.
+pub const EXPIRING_KINDS: [&str; N_EXPIRING] = names(Select::Expiring);
+const N_EXPIRING: usize = count(Select::Expiring);
 
 /// How many records of one kind one namespace holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -32,45 +32,19 @@ pub const MAX_BELIEF_PAGE: usize = 1000;
 /// The most insights one belief cites.
 pub const MAX_BELIEF_INSIGHTS: usize = 100;
 
-/// Where a belief stands.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum BeliefStatus {
-    /// Waiting for a person.
-    #[default]
-    Proposed,
-    /// Approved: it shapes the role's prompts and decisions.
-    Active,
-    /// Rejected, with a reason.
-    Rejected,
-    /// No longer held (retired, or superseded by a newer belief).
-    Retired,
-}
-
-impl BeliefStatus {
-    /// Every status.
-    pub const ALL: [Self; 4] = [Self::Proposed, Self::Active, Self::Rejected, Self::Retired];
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Proposed => "proposed",
-            Self::Active => "active",
-            Self::Rejected => "rejected",
-            Self::Retired => "retired",
-        }
-    }
-
-    /// The status named `s`.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-}
-
-impl std::fmt::Display for BeliefStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// Where a belief stands.
+    #[derive(Default)]
+    pub enum BeliefStatus {
+        /// Waiting for a person.
+        #[default]
+        Proposed = "proposed",
+        /// Approved: it shapes the role's prompts and decisions.
+        Active = "active",
+        /// Rejected, with a reason.
+        Rejected = "rejected",
+        /// No longer held (retired, or superseded by a newer belief).
+        Retired = "retired",
     }
 }
 
@@ -439,17 +413,6 @@ impl BeliefQuery {
         self
     }
 
-    /// The limit, checked: 1 to [`MAX_BELIEF_PAGE`].
-    pub fn checked_limit(&self) -> Result<usize, StoreError> {
-        if self.limit == 0 || self.limit > MAX_BELIEF_PAGE {
-            return Err(StoreError::invalid(
-                "limit",
-                format!("must be between 1 and {MAX_BELIEF_PAGE}"),
-            ));
-        }
-        Ok(self.limit)
-    }
-
     /// Whether `b` (readable) matches the filters (namespaces and the
     /// cursor are the store's).
     pub fn matches(&self, b: &Belief) -> bool {
@@ -459,10 +422,8 @@ impl BeliefQuery {
     }
 }
 
-/// The page of `beliefs` (newest first, one more than `limit` fetched).
-pub fn belief_page(beliefs: Vec<Belief>, limit: usize) -> Page<Belief> {
-    super::newest_page(beliefs, limit, |b| (b.meta.created_at, &b.id))
-}
+super::listed_by_creation!(Belief);
+super::page_query!(BeliefQuery => MAX_BELIEF_PAGE);
 
 /// Beliefs: proposed by roles (the learn step), decided by people. Every
 /// backend enforces the caller-context rules of the module documentation

@@ -1,9 +1,86 @@
-//! Page cursors: the opaque position a keyset-paged list continues after,
-//! the same on every backend.
+//! Paging, written once for every kind listed a page at a time: the
+//! opaque cursor a keyset-paged list continues after (the same on every
+//! backend), a list query's checked limit ([`PageQuery`]) and the page of
+//! what a store fetched ([`Listed`], [`Page::of`]).
 
 use chrono::{DateTime, Utc};
 
-use super::StoreError;
+use super::{Page, StoreError};
+
+/// A list query read a page at a time: its limit, checked once for every
+/// kind (the service states the same bound in its document).
+pub trait PageQuery {
+    /// The most items one page holds.
+    const MAX_PAGE: usize;
+
+    /// The page size asked for.
+    fn page_limit(&self) -> usize;
+
+    /// The limit, checked: 1 to [`PageQuery::MAX_PAGE`].
+    fn checked_limit(&self) -> Result<usize, StoreError> {
+        check_limit(self.page_limit(), Self::MAX_PAGE)
+    }
+}
+
+/// `limit`, when it is 1 to `max`.
+pub fn check_limit(limit: usize, max: usize) -> Result<usize, StoreError> {
+    if limit == 0 || limit > max {
+        return Err(StoreError::invalid(
+            "limit",
+            format!("must be between 1 and {max}"),
+        ));
+    }
+    Ok(limit)
+}
+
+/// A record listed a page at a time: where a page that ends with it
+/// continues (its [`page_cursor`], or its id for lists in id order).
+pub trait Listed {
+    /// The cursor of a page that ends with this record.
+    fn cursor(&self) -> String;
+}
+
+impl<T: Listed> Page<T> {
+    /// The page of `fetched`, in list order, of which a store fetched one
+    /// more than `limit` to know whether another page follows.
+    pub fn of(mut fetched: Vec<T>, limit: usize) -> Self {
+        let next_cursor = if fetched.len() > limit {
+            fetched.truncate(limit);
+            fetched.last().map(Listed::cursor)
+        } else {
+            None
+        };
+        Page {
+            items: fetched,
+            next_cursor,
+        }
+    }
+}
+
+/// `Listed` for records whose cursor is their creation time and id.
+macro_rules! listed_by_creation {
+    ($($record:ty),* $(,)?) => {$(
+        impl $crate::Listed for $record {
+            fn cursor(&self) -> String {
+                $crate::page_cursor(self.meta.created_at, &self.id)
+            }
+        }
+    )*};
+}
+pub(crate) use listed_by_creation;
+
+/// `PageQuery` for queries with a `limit` field bounded by a constant.
+macro_rules! page_query {
+    ($($query:ty => $max:expr),* $(,)?) => {$(
+        impl $crate::PageQuery for $query {
+            const MAX_PAGE: usize = $max;
+            fn page_limit(&self) -> usize {
+                self.limit
+            }
+        }
+    )*};
+}
+pub(crate) use page_query;
 
 /// The cursor of a page that ends with an item created at `created_at`
 /// with id `id` (opaque to callers; the same on every backend).

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::kinds::{Select, count, names};
 use super::{CallerContext, NamespaceScope, RecordMeta, StoreError, check_label};
 
 /// Whom or what an erasure is about.
@@ -74,23 +75,8 @@ impl ErasureSubject {
 /// on a record before the record (the raw calls behind an episode, a
 /// space's messages), so that a run stopped between batches resumes with
 /// nothing orphaned.
-pub const ERASURE_KINDS: [&str; 15] = [
-    "raw_call",
-    "fact",
-    "episode",
-    "insight",
-    "knowledge",
-    "task_context",
-    "plan",
-    "session",
-    "proposal",
-    "goal",
-    "priorities",
-    "metric",
-    "belief",
-    "message",
-    "space",
-];
+pub const ERASURE_KINDS: [&str; N_ERASURE] = names(Select::Erasure);
+const N_ERASURE: usize = count(Select::Erasure);
 
 /// The derived data an erasure's report counts after the run: `vector`
 /// (an embedding whose record is gone) and `posting` (a full-text posting

@@ -368,17 +368,6 @@ impl GoalQuery {
         self
     }
 
-    /// The limit, checked: 1 to [`MAX_GOAL_PAGE`].
-    pub fn checked_limit(&self) -> Result<usize, StoreError> {
-        if self.limit == 0 || self.limit > MAX_GOAL_PAGE {
-            return Err(StoreError::invalid(
-                "limit",
-                format!("must be between 1 and {MAX_GOAL_PAGE}"),
-            ));
-        }
-        Ok(self.limit)
-    }
-
     /// Whether `goal` (readable) matches the role filter and comes after
     /// the cursor.
     pub fn matches(&self, goal: &Goal) -> bool {
@@ -387,20 +376,13 @@ impl GoalQuery {
     }
 }
 
-/// The page of `goals` (in id order, one more than `limit` fetched to know
-/// whether another page follows; the cursor is the last id).
-pub fn goal_page(mut goals: Vec<Goal>, limit: usize) -> Page<Goal> {
-    let next_cursor = if goals.len() > limit {
-        goals.truncate(limit);
-        goals.last().map(|g| g.id().to_owned())
-    } else {
-        None
-    };
-    Page {
-        items: goals,
-        next_cursor,
+/// Goals list in id order: a page continues after its last id.
+impl super::Listed for Goal {
+    fn cursor(&self) -> String {
+        self.id().to_owned()
     }
 }
+super::page_query!(GoalQuery => MAX_GOAL_PAGE);
 
 /// One thing a role should do first today.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -560,12 +542,7 @@ impl ReportQuery {
             return Err(StoreError::invalid("role_id", "must not be empty"));
         }
         super::check_label("role_id", &self.role_id)?;
-        if self.limit == 0 || self.limit > MAX_REPORT_PAGE {
-            return Err(StoreError::invalid(
-                "limit",
-                format!("must be between 1 and {MAX_REPORT_PAGE}"),
-            ));
-        }
+        super::check_limit(self.limit, MAX_REPORT_PAGE)?;
         let after = match &self.cursor {
             None => None,
             Some(cursor) => {
@@ -591,36 +568,17 @@ impl ReportQuery {
     }
 }
 
-/// The page of `reports` (oldest first, one more than `limit` fetched to
-/// know whether another page follows).
-pub fn report_page(reports: Vec<MetricReport>, limit: usize) -> Page<MetricReport> {
-    super::newest_page(reports, limit, |r| (r.meta.created_at, &r.id))
-}
+super::listed_by_creation!(MetricReport);
 
-/// How a report moves its metric.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum MetricMode {
-    /// Add the value (a deal closed: `+40000`).
-    #[default]
-    Add,
-    /// The metric is now the value (a count taken from elsewhere).
-    Set,
-}
-
-impl MetricMode {
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Add => "add",
-            Self::Set => "set",
-        }
-    }
-
-    /// The mode named `s`.
-    pub fn parse(s: &str) -> Option<Self> {
-        [Self::Add, Self::Set].into_iter().find(|m| m.as_str() == s)
+crate::vocabulary! {
+    /// How a report moves its metric.
+    #[derive(Default)]
+    pub enum MetricMode {
+        /// Add the value (a deal closed: `+40000`).
+        #[default]
+        Add = "add",
+        /// The metric is now the value (a count taken from elsewhere).
+        Set = "set",
     }
 }
 

@@ -21,6 +21,7 @@
 //! | goals: objectives, their decomposition, daily priorities, metric reports and progress ([`GoalStore`]) | `goals` |
 //! | beliefs (L4): what a role holds true once a person approved it ([`BeliefStore`]) | `beliefs` |
 //! | spaces: members, an ordered message log per space, cursors, routing by domain, delegation's request and answer ([`SpaceStore`]) | `spaces` |
+//! | the kind registry: every governed store kind with its table, expiry, erasure order, embedding and statuses ([`KINDS`], [`KindSpec`]) | `kinds` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
 //!
 //! Everything here is re-exported at the crate root, its one import path.
@@ -36,6 +37,7 @@ mod error;
 mod forget;
 mod goals;
 mod governance;
+mod kinds;
 mod kv;
 pub mod promotion;
 mod proposals;
@@ -61,10 +63,11 @@ pub use audit::{
 };
 pub use beliefs::{
     BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
-    MAX_BELIEF_PAGE, belief_page, decide_belief, decide_proposal, validate_belief,
+    MAX_BELIEF_PAGE, decide_belief, decide_proposal, validate_belief,
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
-pub use cursor::{MIN_CURSOR_MICROS, page_cursor, parse_cursor};
+pub use cursor::{Listed, MIN_CURSOR_MICROS, PageQuery, check_limit, page_cursor, parse_cursor};
+pub(crate) use cursor::{listed_by_creation, page_query};
 pub use erasure::{
     DERIVED_KINDS, ERASURE_AUDIT_KIND, ERASURE_KINDS, ErasureCount, ErasureReport, ErasureSubject,
     KindErasure, REDACTED_REASON, REDACTION_AUDIT_KIND, REDACTIONS_PER_ENTRY, Sweep, mentions,
@@ -76,24 +79,25 @@ pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
     MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE,
     MAX_TITLE_CHARS, METRIC_KIND, MetricMode, MetricOutput, MetricReport, MetricValue,
-    PRIORITIES_KIND, Priorities, Priority, ReportQuery, goal_page, objective_fingerprint,
-    report_page, stream_conflict, total_out_of_range, validate_goal, validate_initiatives,
-    validate_metric_report, validate_priorities,
+    PRIORITIES_KIND, Priorities, Priority, ReportQuery, objective_fingerprint, stream_conflict,
+    total_out_of_range, validate_goal, validate_initiatives, validate_metric_report,
+    validate_priorities,
 };
 pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
     check_fixed_namespace,
 };
+pub use kinds::{KINDS, KindSpec, kind_spec};
 pub use kv::{MemoryEntry, MemoryProvider};
 pub use proposals::{
     ADOPT_BELIEF_ACTION, ADOPT_BELIEF_TOOL, MAX_ERROR_CHARS, MAX_PROPOSAL_PAGE, PROPOSAL_KIND,
     Proposal, ProposalQuery, ProposalStatus, ProposalStore, Verdict, belief_proposal_id,
-    newest_page, proposal_page, validate_proposal,
+    validate_proposal,
 };
 pub use query::{
     EpisodeQuery, FactQuery, InsightQuery, RecordFilter, RecordQuery, record_cursor, text_terms,
 };
-pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention, raw_page};
+pub use raw::{MAX_RAW_PAGE, RawCallQuery, RawLogStore, RawRetention};
 pub use records::{
     Classification, Episode, Fact, Insight, InsightStatus, Observed, ParseClassificationError,
     RawCall, RecordMeta, RetrievalTrace, TraceAction, content_hash,

@@ -32,58 +32,23 @@ pub const PROPOSAL_KIND: &str = "proposal";
 /// The most proposals one list returns.
 pub const MAX_PROPOSAL_PAGE: usize = 1000;
 
-/// Where a proposal stands.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum ProposalStatus {
-    /// Waiting for a person.
-    #[default]
-    Pending,
-    /// Approved: its action runs once (see [`Proposal::claimed_by`]).
-    Approved,
-    /// Rejected, with a reason: it never runs.
-    Rejected,
-    /// Nobody decided before its deadline: it never runs.
-    Expired,
-    /// Its action ran.
-    Executed,
-    /// Its action ran and failed (or was interrupted).
-    Failed,
-}
-
-impl ProposalStatus {
-    /// Every status.
-    pub const ALL: [Self; 6] = [
-        Self::Pending,
-        Self::Approved,
-        Self::Rejected,
-        Self::Expired,
-        Self::Executed,
-        Self::Failed,
-    ];
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Approved => "approved",
-            Self::Rejected => "rejected",
-            Self::Expired => "expired",
-            Self::Executed => "executed",
-            Self::Failed => "failed",
-        }
-    }
-
-    /// The status named `s`.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-}
-
-impl std::fmt::Display for ProposalStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// Where a proposal stands.
+    #[derive(Default)]
+    pub enum ProposalStatus {
+        /// Waiting for a person.
+        #[default]
+        Pending = "pending",
+        /// Approved: its action runs once (see [`Proposal::claimed_by`]).
+        Approved = "approved",
+        /// Rejected, with a reason: it never runs.
+        Rejected = "rejected",
+        /// Nobody decided before its deadline: it never runs.
+        Expired = "expired",
+        /// Its action ran.
+        Executed = "executed",
+        /// Its action ran and failed (or was interrupted).
+        Failed = "failed",
     }
 }
 
@@ -612,17 +577,6 @@ impl ProposalQuery {
         self
     }
 
-    /// The limit, checked: 1 to [`MAX_PROPOSAL_PAGE`].
-    pub fn checked_limit(&self) -> Result<usize, StoreError> {
-        if self.limit == 0 || self.limit > MAX_PROPOSAL_PAGE {
-            return Err(StoreError::invalid(
-                "limit",
-                format!("must be between 1 and {MAX_PROPOSAL_PAGE}"),
-            ));
-        }
-        Ok(self.limit)
-    }
-
     /// Whether `p` (readable, of the tenant) matches the filters as of
     /// `now` (namespaces and the cursor are the store's).
     pub fn matches(&self, p: &Proposal, now: DateTime<Utc>) -> bool {
@@ -636,31 +590,8 @@ impl ProposalQuery {
     }
 }
 
-/// The page of `proposals` (newest first, one more than `limit` fetched to
-/// know whether another page follows).
-pub fn proposal_page(proposals: Vec<Proposal>, limit: usize) -> Page<Proposal> {
-    newest_page(proposals, limit, |p| (p.meta.created_at, &p.id))
-}
-
-/// The page of `items` listed newest first (one more than `limit` fetched
-/// to know whether another page follows): its cursor is the last item's
-/// creation time and id (`key`).
-pub fn newest_page<T>(
-    mut items: Vec<T>,
-    limit: usize,
-    key: impl Fn(&T) -> (DateTime<Utc>, &String),
-) -> Page<T> {
-    let next_cursor = if items.len() > limit {
-        items.truncate(limit);
-        items.last().map(|item| {
-            let (at, id) = key(item);
-            super::page_cursor(at, id)
-        })
-    } else {
-        None
-    };
-    Page { items, next_cursor }
-}
+super::listed_by_creation!(Proposal);
+super::page_query!(ProposalQuery => MAX_PROPOSAL_PAGE);
 
 fn check_action(field: &str, action: &Action) -> Result<(), StoreError> {
     if action.action.trim().is_empty() {

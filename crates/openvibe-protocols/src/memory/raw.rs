@@ -153,18 +153,10 @@ impl RawCallQuery {
     }
 }
 
-/// A page of raw calls from a query that asked for `limit` and got up to
-/// `limit + 1` (see [`RawCallQuery::filter`]).
-pub fn raw_page(mut calls: Vec<RawCall>, limit: usize) -> Page<RawCall> {
-    let next_cursor = if calls.len() > limit {
-        calls.truncate(limit);
-        calls.last().map(|c| super::page_cursor(c.timestamp, &c.id))
-    } else {
-        None
-    };
-    Page {
-        items: calls,
-        next_cursor,
+/// Raw calls list newest first by their time.
+impl super::Listed for RawCall {
+    fn cursor(&self) -> String {
+        super::page_cursor(self.timestamp, &self.id)
     }
 }
 

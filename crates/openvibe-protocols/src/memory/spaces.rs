@@ -431,40 +431,28 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-/// How a delegated request went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum AnswerStatus {
-    /// Done: `output` is the result.
-    Done,
-    /// The owner refused (outside its authority, or it decided not to):
-    /// `reason` says why.
-    Refused,
-    /// The owner proposed it to a person: a final answer follows once
-    /// decided (`proposal` names the proposal).
-    Proposed,
-    /// The owner escalated it to a person: a final answer follows.
-    Escalated,
-    /// It was tried and failed: `reason` says how.
-    Failed,
+crate::vocabulary! {
+    /// How a delegated request went.
+    pub enum AnswerStatus {
+        /// Done: `output` is the result.
+        Done = "done",
+        /// The owner refused (outside its authority, or it decided not to):
+        /// `reason` says why.
+        Refused = "refused",
+        /// The owner proposed it to a person: a final answer follows once
+        /// decided (`proposal` names the proposal).
+        Proposed = "proposed",
+        /// The owner escalated it to a person: a final answer follows.
+        Escalated = "escalated",
+        /// It was tried and failed: `reason` says how.
+        Failed = "failed",
+    }
 }
 
 impl AnswerStatus {
     /// Whether no further answer follows.
     pub fn is_final(self) -> bool {
         !matches!(self, Self::Proposed | Self::Escalated)
-    }
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Done => "done",
-            Self::Refused => "refused",
-            Self::Proposed => "proposed",
-            Self::Escalated => "escalated",
-            Self::Failed => "failed",
-        }
     }
 }
 
@@ -719,22 +707,10 @@ impl SpaceQuery {
         self.cursor = Some(cursor.into());
         self
     }
-
-    /// The limit, checked.
-    pub fn checked_limit(&self) -> Result<usize, StoreError> {
-        checked_limit(self.limit, MAX_SPACE_PAGE)
-    }
 }
 
-fn checked_limit(limit: usize, max: usize) -> Result<usize, StoreError> {
-    if limit == 0 || limit > max {
-        return Err(StoreError::invalid(
-            "limit",
-            format!("must be between 1 and {max}"),
-        ));
-    }
-    Ok(limit)
-}
+super::listed_by_creation!(Space);
+super::page_query!(SpaceQuery => MAX_SPACE_PAGE);
 
 /// Which messages of a space a read returns: those after `after`, in
 /// order.
@@ -810,7 +786,7 @@ impl MessageQuery {
 
     /// The limit and the wait, checked.
     pub fn checked(&self) -> Result<(usize, std::time::Duration), StoreError> {
-        let limit = checked_limit(self.limit, MAX_MESSAGE_PAGE)?;
+        let limit = super::check_limit(self.limit, MAX_MESSAGE_PAGE)?;
         if self.wait_ms > MAX_WAIT_MS {
             return Err(StoreError::invalid(
                 "wait_ms",

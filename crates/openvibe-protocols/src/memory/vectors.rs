@@ -15,11 +15,13 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::kinds::{Select, count, names};
 use super::{CallerContext, Episode, Fact, Insight, Knowledge, StoreError, check_embedding};
 use crate::Embedder;
 
-/// The record kinds a store embeds.
-pub const EMBEDDED_KINDS: [&str; 4] = ["fact", "insight", "episode", "knowledge"];
+/// The record kinds a store embeds (the kind registry's embedded kinds).
+pub const EMBEDDED_KINDS: [&str; N_EMBEDDED] = names(Select::Embedded);
+const N_EMBEDDED: usize = count(Select::Embedded);
 
 /// The most records [`RecordVectors::vectors`] answers for in one call.
 pub const MAX_VECTOR_IDS: usize = 1000;

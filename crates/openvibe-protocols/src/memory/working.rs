@@ -27,40 +27,19 @@ use serde_json::Value;
 
 use super::{CallerContext, RecordMeta, StoreError, check_label, check_tags};
 
-/// Lifecycle of a [`Plan`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum PlanStatus {
-    /// Being worked on (the default).
-    #[default]
-    Active,
-    /// Finished successfully.
-    Completed,
-    /// Finished unsuccessfully.
-    Failed,
-    /// Waiting; may be resumed.
-    Paused,
-}
-
-impl PlanStatus {
-    /// Every status.
-    pub const ALL: [Self; 4] = [Self::Active, Self::Completed, Self::Failed, Self::Paused];
-
-    /// The lowercase name (`"active"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Paused => "paused",
-        }
-    }
-}
-
-impl std::fmt::Display for PlanStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// Lifecycle of a [`Plan`].
+    #[derive(Default)]
+    pub enum PlanStatus {
+        /// Being worked on (the default).
+        #[default]
+        Active = "active",
+        /// Finished successfully.
+        Completed = "completed",
+        /// Finished unsuccessfully.
+        Failed = "failed",
+        /// Waiting; may be resumed.
+        Paused = "paused",
     }
 }
 

@@ -1,40 +1,21 @@
 //! L3 insights: patterns an agent distilled from its episodes.
 
-use std::fmt;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{Classification, RecordMeta};
 
-/// Lifecycle of an [`Insight`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum InsightStatus {
-    /// In use (the default).
-    #[default]
-    Active,
-    /// Replaced by a newer insight (see `supersedes`).
-    Superseded,
-    /// Kept for the record but no longer used.
-    Archived,
-}
-
-impl InsightStatus {
-    /// The lowercase name (`"active"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Superseded => "superseded",
-            Self::Archived => "archived",
-        }
-    }
-}
-
-impl fmt::Display for InsightStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// Lifecycle of an [`Insight`].
+    #[derive(Default)]
+    pub enum InsightStatus {
+        /// In use (the default).
+        #[default]
+        Active = "active",
+        /// Replaced by a newer insight (see `supersedes`).
+        Superseded = "superseded",
+        /// Kept for the record but no longer used.
+        Archived = "archived",
     }
 }
 

@@ -1,0 +1,154 @@
+//! Closed sets of names (a status, a mode, a level): each an enum whose
+//! names, parsing and display are written once, by [`vocabulary!`], so a
+//! backend's column, the CLI's value list, the MCP and OpenAPI schemas and
+//! a SQL check all read the same names from the type ([`Vocabulary`]).
+
+/// A closed set of names: a status, a mode, a level.
+///
+/// Every vocabulary of the contract implements it (through the crate's
+/// `vocabulary!` macro), so code written once for all of them (the CLI's
+/// value parsers, the MCP argument schemas, the kind registry's status
+/// lists) never spells a name again.
+pub trait Vocabulary: Copy + Eq + Send + Sync + 'static {
+    /// Every value, in declaration order.
+    const VALUES: &'static [Self];
+    /// Every name, in declaration order (what [`Vocabulary::name`] gives).
+    const NAMES: &'static [&'static str];
+
+    /// This value's name (its serialised form).
+    fn name(self) -> &'static str;
+
+    /// The value named `name`, if any.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::VALUES.iter().copied().find(|v| v.name() == name)
+    }
+
+    /// `a, b or c`: the names, for an error message.
+    fn names_listed() -> String {
+        listed(Self::NAMES)
+    }
+}
+
+/// `a, b or c`.
+pub(crate) fn listed(names: &[&str]) -> String {
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// Declare a vocabulary: the enum (serialised by name, with a JSON schema
+/// under the `schema` feature), its `ALL` values, `as_str`, `parse`,
+/// `Display` and its [`Vocabulary`] impl.
+///
+/// ```ignore
+/// vocabulary! {
+///     /// Where a belief stands.
+///     #[derive(Default)]
+///     pub enum BeliefStatus {
+///         /// Waiting for a person.
+///         #[default]
+///         Proposed = "proposed",
+///         /// Approved.
+///         Active = "active",
+///     }
+/// }
+/// ```
+macro_rules! vocabulary {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident = $text:literal
+            ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+        $vis enum $name {
+            $(
+                $(#[$vmeta])*
+                #[serde(rename = $text)]
+                $variant,
+            )+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: [Self; [$(stringify!($variant)),+].len()] = [$(Self::$variant),+];
+
+            /// The name (its serialised form).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+
+            /// The value named `s`.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s {
+                    $($text => Some(Self::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl $crate::Vocabulary for $name {
+            const VALUES: &'static [Self] = &Self::ALL;
+            const NAMES: &'static [&'static str] = &[$($text),+];
+
+            fn name(self) -> &'static str {
+                self.as_str()
+            }
+
+            fn from_name(name: &str) -> Option<Self> {
+                Self::parse(name)
+            }
+        }
+    };
+}
+pub(crate) use vocabulary;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    vocabulary! {
+        /// A test vocabulary.
+        #[derive(Default)]
+        pub enum Colour {
+            /// Red.
+            #[default]
+            Red = "red",
+            /// Dark blue.
+            DarkBlue = "dark_blue",
+        }
+    }
+
+    #[test]
+    fn a_vocabulary_names_parses_and_serialises_each_value_one_way() {
+        assert_eq!(Colour::ALL, [Colour::Red, Colour::DarkBlue]);
+        assert_eq!(Colour::NAMES, ["red", "dark_blue"]);
+        for c in Colour::ALL {
+            assert_eq!(Colour::parse(c.as_str()), Some(c));
+            assert_eq!(c.to_string(), c.as_str());
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::json!(c.as_str())
+            );
+        }
+        assert_eq!(Colour::parse("green"), None);
+        assert_eq!(Colour::default(), Colour::Red);
+        assert_eq!(Colour::names_listed(), "red or dark_blue");
+        assert_eq!(listed(&["a", "b", "c"]), "a, b or c");
+    }
+}
