@@ -2,15 +2,15 @@
 //! and snapshot files ([`MemorySnapshot`]): what the CLI's `namespaces`
 //! commands use with `--memory-file`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use crate::governed::Pass;
+use crate::governed::{Maintained, Pass, Swept, counts};
 use async_trait::async_trait;
 use openvibe_protocols::{
-    AuditOp, BELIEF_KIND, CallerContext, Episode, Fact, GOAL_KIND, Insight, KnowledgeStore,
-    MESSAGE_KIND, METRIC_KIND, NamespaceAdmin, NamespaceCount, PRIORITIES_KIND, RecordMeta,
-    RecordVector, RecordVectors, SPACE_KIND, StoreError, Stores, VectorStatus, store_time,
+    AuditOp, CallerContext, Episode, Fact, Insight, KnowledgeStore, NamespaceAdmin, NamespaceCount,
+    RECORD_KINDS, RecordMeta, RecordVector, RecordVectors, StoreError, Stores, VectorStatus,
+    store_time,
 };
 use openvibe_protocols::{
     ContextStore, DERIVED_KINDS, ERASURE_KINDS, ErasureCount, ErasureSubject, PlanStore,
@@ -36,20 +36,6 @@ use tracing::Instrument;
 /// `record` serialised, without its governance fields and id.
 fn content_of<T: serde::Serialize>(record: &T) -> serde_json::Value {
     openvibe_protocols::record_content(serde_json::to_value(record).unwrap_or_default())
-}
-
-/// `counts` of `kind` as [`NamespaceCount`]s.
-fn counts_of(
-    kind: &str,
-    counts: BTreeMap<String, u64>,
-) -> impl Iterator<Item = NamespaceCount> + '_ {
-    counts
-        .into_iter()
-        .map(move |(namespace, records)| NamespaceCount {
-            kind: kind.to_owned(),
-            namespace,
-            records,
-        })
 }
 
 impl InMemoryAdmin {
@@ -204,6 +190,77 @@ impl RecordVectors for InMemoryAdmin {
     }
 }
 
+impl InMemoryAdmin {
+    /// Every store, as maintenance sees it.
+    fn keepers(&self) -> [&dyn Maintained; 9] {
+        [
+            &*self.raw,
+            &*self.facts,
+            &*self.episodes,
+            &*self.insights,
+            &*self.working,
+            &*self.proposals,
+            &*self.goals,
+            &*self.beliefs,
+            &*self.spaces,
+        ]
+    }
+
+    /// The store that keeps `kind` (a row of the registry).
+    fn keeper(&self, kind: &str) -> Result<&dyn Maintained, StoreError> {
+        self.keepers()
+            .into_iter()
+            .find(|k| k.keeps(kind))
+            .ok_or_else(|| StoreError::invalid("kind", format!("`{kind}` is not a record kind")))
+    }
+
+    /// One pass of `sweep` over every kind, in the order of
+    /// [`ERASURE_KINDS`]: the records it takes counted, or at most a
+    /// batch deleted (each kind's derived data with it); how many per kind.
+    /// The cleanup of expired records and an erasure both run through it.
+    async fn sweep(
+        &self,
+        ctx: &CallerContext,
+        sweep: &Sweep,
+        pass: Pass,
+    ) -> Result<Vec<ErasureCount>, StoreError> {
+        let mut out = Vec::new();
+        let mut left = pass.limit();
+        // The raw calls behind an episode about the subject go with it
+        // (first: a run stopped after the episodes went would orphan them).
+        let episodes: HashSet<String> = match sweep {
+            Sweep::Subject(_) => self
+                .episodes
+                .sweep_ids(ctx, sweep, &|_| false, Pass::Count)?
+                .into_iter()
+                .collect(),
+            Sweep::Expired { .. } => HashSet::new(),
+        };
+        let swept = Swept {
+            sweep,
+            episodes: &episodes,
+        };
+        for kind in ERASURE_KINDS {
+            if left == 0 {
+                break;
+            }
+            let this = match pass {
+                Pass::Count => Pass::Count,
+                Pass::Delete(_) => Pass::Delete(left),
+            };
+            let n = self.keeper(kind)?.sweep(ctx, kind, &swept, this).await?;
+            if let Pass::Delete(_) = pass {
+                left = left.saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+            }
+            out.push(ErasureCount {
+                kind: kind.to_owned(),
+                records: n,
+            });
+        }
+        Ok(out)
+    }
+}
+
 #[async_trait]
 impl NamespaceAdmin for InMemoryAdmin {
     async fn namespace_counts(
@@ -213,17 +270,17 @@ impl NamespaceAdmin for InMemoryAdmin {
         let _span = crate::span::store_span("namespace", "namespace_counts", ctx);
         check_admin(ctx, "count namespaces", None)?;
         let mut out = Vec::new();
-        out.extend(counts_of("fact", self.facts.namespace_counts(ctx)?));
-        out.extend(counts_of("episode", self.episodes.namespace_counts(ctx)?));
-        out.extend(counts_of("insight", self.insights.namespace_counts(ctx)?));
-        out.extend(self.working.namespace_counts(ctx)?);
-        out.extend(counts_of("proposal", self.proposals.namespace_counts(ctx)?));
-        out.extend(counts_of(BELIEF_KIND, self.beliefs.namespace_counts(ctx)?));
-        for kind in [SPACE_KIND, MESSAGE_KIND] {
-            out.extend(counts_of(kind, self.spaces.namespace_counts(ctx, kind)?));
-        }
-        for kind in [GOAL_KIND, PRIORITIES_KIND, METRIC_KIND] {
-            out.extend(counts_of(kind, self.goals.namespace_counts(ctx, kind)?));
+        for kind in RECORD_KINDS {
+            let counts = self.keeper(kind)?.counts(ctx, kind)?;
+            out.extend(
+                counts
+                    .into_iter()
+                    .map(|(namespace, records)| NamespaceCount {
+                        kind: kind.to_owned(),
+                        namespace,
+                        records,
+                    }),
+            );
         }
         out.sort_by(|a, b| (&a.kind, &a.namespace).cmp(&(&b.kind, &b.namespace)));
         Ok(out)
@@ -240,20 +297,8 @@ impl NamespaceAdmin for InMemoryAdmin {
         let _span = crate::span::store_span("namespace", "move_namespace", ctx);
         check_admin(ctx, "move records between namespaces", Some(kind))?;
         openvibe_protocols::check_label("namespace", to)?;
-        match kind {
-            "fact" => self.facts.move_namespace(ctx, from, to, batch),
-            "episode" => self.episodes.move_namespace(ctx, from, to, batch),
-            "insight" => self.insights.move_namespace(ctx, from, to, batch),
-            "proposal" => self.proposals.move_namespace(ctx, from, to, batch),
-            BELIEF_KIND => self.beliefs.move_namespace(ctx, from, to, batch),
-            SPACE_KIND | MESSAGE_KIND => self.spaces.move_namespace(ctx, kind, from, to, batch),
-            GOAL_KIND => self.goals.move_namespace(ctx, GOAL_KIND, from, to, batch),
-            PRIORITIES_KIND => self
-                .goals
-                .move_namespace(ctx, PRIORITIES_KIND, from, to, batch),
-            METRIC_KIND => self.goals.move_namespace(ctx, METRIC_KIND, from, to, batch),
-            _ => self.working.move_namespace(ctx, kind, from, to, batch),
-        }
+        self.keeper(kind)?
+            .move_namespace(ctx, kind, from, to, batch)
     }
 
     async fn delete_expired(&self, ctx: &CallerContext, batch: usize) -> Result<u64, StoreError> {
@@ -308,95 +353,6 @@ impl NamespaceAdmin for InMemoryAdmin {
             .instrument(store_span_of("erasure", "erase", ctx))
             .await?;
         Ok(swept.into_iter().filter(|c| c.records > 0).collect())
-    }
-}
-
-impl InMemoryAdmin {
-    /// One pass of `sweep` over every kind, in the order of
-    /// [`ERASURE_KINDS`]: the records it takes counted, or at most a
-    /// batch deleted (each kind's derived data with it); how many per kind.
-    /// The cleanup of expired records and an erasure both run through it.
-    async fn sweep(
-        &self,
-        ctx: &CallerContext,
-        sweep: &Sweep,
-        pass: Pass,
-    ) -> Result<Vec<ErasureCount>, StoreError> {
-        let mut out = Vec::new();
-        let mut left = pass.limit();
-        // The raw calls behind an episode about the subject go with it
-        // (first: a run stopped after the episodes went would orphan them).
-        let episodes: std::collections::HashSet<String> = match sweep {
-            Sweep::Subject(_) => self
-                .episodes
-                .sweep(ctx, sweep, &|_| false, Pass::Count)?
-                .into_iter()
-                .collect(),
-            Sweep::Expired { .. } => Default::default(),
-        };
-        for kind in ERASURE_KINDS {
-            if left == 0 {
-                break;
-            }
-            let this = match pass {
-                Pass::Count => Pass::Count,
-                Pass::Delete(_) => Pass::Delete(left),
-            };
-            let n = match kind {
-                "raw_call" => {
-                    let behind = |r: &openvibe_protocols::RawCall| {
-                        r.episode_id.as_ref().is_some_and(|e| episodes.contains(e))
-                    };
-                    self.raw.sweep(ctx, sweep, &behind, this)?.len() as u64
-                }
-                "fact" => self.facts.sweep(ctx, sweep, &|_| false, this)?.len() as u64,
-                "episode" => self.episodes.sweep(ctx, sweep, &|_| false, this)?.len() as u64,
-                "insight" => self.insights.sweep(ctx, sweep, &|_| false, this)?.len() as u64,
-                "proposal" => self.proposals.sweep(ctx, sweep, this)?,
-                BELIEF_KIND => self.beliefs.sweep(ctx, sweep, this)?,
-                SPACE_KIND | MESSAGE_KIND => self.spaces.sweep(ctx, kind, sweep, this)?,
-                GOAL_KIND => self.goals.sweep(ctx, GOAL_KIND, sweep, this)?,
-                PRIORITIES_KIND => self.goals.sweep(ctx, PRIORITIES_KIND, sweep, this)?,
-                METRIC_KIND => self.goals.sweep(ctx, METRIC_KIND, sweep, this)?,
-                _ => {
-                    let ids = self.working.swept(ctx, kind, sweep, this.limit())?;
-                    if let Pass::Delete(_) = this {
-                        self.delete_working(ctx, kind, &ids).await?;
-                    }
-                    ids.len() as u64
-                }
-            };
-            if let Pass::Delete(_) = pass {
-                left = left.saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
-            }
-            out.push(ErasureCount {
-                kind: kind.to_owned(),
-                records: n,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Delete the working or semantic records `ids` of `kind` as their
-    /// stores delete one (a plan with its context, state and correlations).
-    async fn delete_working(
-        &self,
-        ctx: &CallerContext,
-        kind: &str,
-        ids: &[String],
-    ) -> Result<(), StoreError> {
-        if kind == "knowledge" {
-            self.working.remove_knowledge(ctx, ids)?;
-            return Ok(());
-        }
-        for id in ids {
-            match kind {
-                "session" => drop(self.working.delete_session(ctx, id).await?),
-                "plan" => drop(self.working.delete_plan(ctx, id).await?),
-                _ => drop(self.working.delete_task_context(ctx, id).await?),
-            }
-        }
-        Ok(())
     }
 }
 
@@ -471,38 +427,68 @@ impl SnapshotHandle {
     }
 }
 
-/// Namespace maintenance of the working and semantic records (see
-/// [`NamespaceAdmin`](openvibe_protocols::NamespaceAdmin)).
-impl InMemoryWorkingStore {
-    /// Records per namespace, per kind, in `ctx`'s tenant.
-    pub(crate) fn namespace_counts(
-        &self,
-        ctx: &CallerContext,
-    ) -> Result<Vec<NamespaceCount>, StoreError> {
-        fn count<'a>(metas: impl Iterator<Item = &'a RecordMeta>) -> BTreeMap<String, u64> {
-            let now = chrono::Utc::now();
-            let mut counts = BTreeMap::new();
-            for meta in metas.filter(|m| !m.is_expired(now)) {
-                *counts.entry(meta.namespace.clone()).or_insert(0) += 1;
-            }
-            counts
-        }
-        let guard = self.read()?;
-        let Some(t) = guard.get(ctx.tenant_id()) else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for (kind, counts) in [
-            ("session", count(t.sessions.values().map(|r| &r.meta))),
-            ("plan", count(t.plans.values().map(|r| &r.meta))),
-            ("task_context", count(t.tasks.values().map(|r| &r.meta))),
-            ("knowledge", count(t.knowledge.values().map(|r| &r.meta))),
-        ] {
-            out.extend(counts_of(kind, counts));
-        }
-        Ok(out)
+/// Namespace maintenance of the working and semantic records: sessions,
+/// plans (with their context and state), task contexts and knowledge.
+#[async_trait]
+impl Maintained for InMemoryWorkingStore {
+    fn keeps(&self, kind: &str) -> bool {
+        WORKING_KINDS.contains(&kind)
     }
 
+    fn counts(&self, ctx: &CallerContext, kind: &str) -> Result<BTreeMap<String, u64>, StoreError> {
+        let guard = self.read()?;
+        let Some(t) = guard.get(ctx.tenant_id()) else {
+            return Ok(BTreeMap::new());
+        };
+        Ok(match kind {
+            "session" => counts(t.sessions.values().map(|r| &r.meta)),
+            "plan" => counts(t.plans.values().map(|r| &r.meta)),
+            "task_context" => counts(t.tasks.values().map(|r| &r.meta)),
+            _ => counts(t.knowledge.values().map(|r| &r.meta)),
+        })
+    }
+
+    fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        self.relocate(ctx, kind, from, to, batch)
+    }
+
+    /// A plan is read (and goes) with its context and state.
+    async fn sweep(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        swept: &Swept<'_>,
+        pass: Pass,
+    ) -> Result<u64, StoreError> {
+        let ids = self.swept(ctx, kind, swept.sweep, pass.limit())?;
+        if let Pass::Delete(_) = pass {
+            if kind == "knowledge" {
+                self.remove_knowledge(ctx, &ids)?;
+            } else {
+                for id in &ids {
+                    match kind {
+                        "session" => drop(self.delete_session(ctx, id).await?),
+                        "plan" => drop(self.delete_plan(ctx, id).await?),
+                        _ => drop(self.delete_task_context(ctx, id).await?),
+                    }
+                }
+            }
+        }
+        Ok(ids.len() as u64)
+    }
+}
+
+/// The kinds the working store keeps.
+const WORKING_KINDS: [&str; 4] = ["session", "plan", "task_context", "knowledge"];
+
+impl InMemoryWorkingStore {
     /// The ids of the working or semantic records of `kind` (`knowledge`,
     /// `session`, `plan`, `task_context`) that `sweep` takes, at most
     /// `limit`. A plan is read with its context and state.
@@ -592,7 +578,7 @@ impl InMemoryWorkingStore {
     }
 
     /// Move at most `batch` records of `kind` from `from` to `to`.
-    pub(crate) fn move_namespace(
+    fn relocate(
         &self,
         ctx: &CallerContext,
         kind: &str,
@@ -600,7 +586,7 @@ impl InMemoryWorkingStore {
         to: &str,
         batch: usize,
     ) -> Result<u64, StoreError> {
-        fn relocate<'a>(
+        fn relocated<'a>(
             metas: impl Iterator<Item = (&'a String, &'a mut RecordMeta)>,
             from: &str,
             to: &str,
@@ -622,27 +608,27 @@ impl InMemoryWorkingStore {
             return Ok(0);
         };
         let moved = match kind {
-            "session" => relocate(
+            "session" => relocated(
                 t.sessions.iter_mut().map(|(k, r)| (k, &mut r.meta)),
                 from,
                 to,
                 batch,
             ),
-            "plan" => relocate(
+            "plan" => relocated(
                 t.plans.iter_mut().map(|(k, r)| (k, &mut r.meta)),
                 from,
                 to,
                 batch,
             ),
-            "task_context" => relocate(
+            "task_context" => relocated(
                 t.tasks.iter_mut().map(|(k, r)| (k, &mut r.meta)),
                 from,
                 to,
                 batch,
             ),
-            "knowledge" => t
-                .knowledge
-                .with_each_mut(|all| relocate(all.map(|(k, r)| (k, &mut r.meta)), from, to, batch)),
+            "knowledge" => t.knowledge.with_each_mut(|all| {
+                relocated(all.map(|(k, r)| (k, &mut r.meta)), from, to, batch)
+            }),
             other => {
                 return Err(StoreError::invalid(
                     "kind",
@@ -654,5 +640,23 @@ impl InMemoryWorkingStore {
             self.audit_change(ctx, AuditOp::Update, kind, id, meta);
         }
         Ok(moved.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_the_registry_has_one_store_that_keeps_it() {
+        let admin = InMemoryAdmin::fresh();
+        for kind in openvibe_protocols::KINDS {
+            let keepers = admin
+                .keepers()
+                .iter()
+                .filter(|k| k.keeps(kind.name))
+                .count();
+            assert_eq!(keepers, 1, "the stores that keep `{}`", kind.name);
+        }
     }
 }

@@ -12,6 +12,7 @@ use openvibe_protocols::{
 };
 
 use crate::audit::InMemoryAuditLog;
+use crate::governed::{Maintained, Pass, Swept};
 use crate::index::{Indexed, WalkBy};
 use crate::tables::Tables;
 
@@ -120,17 +121,49 @@ impl InMemoryRawLog {
     pub fn audit(&self) -> Arc<InMemoryAuditLog> {
         self.tables.audit_log()
     }
+}
 
-    /// The raw calls `sweep` (or `also`) takes: counted, or at most a
-    /// batch deleted; their ids.
-    pub(crate) fn sweep(
+/// The raw log in maintenance: swept by expiry and erasure (the calls
+/// behind an episode the sweep takes go with it); its calls are pruned by
+/// retention, never counted or moved by namespace.
+#[async_trait]
+impl Maintained for InMemoryRawLog {
+    fn keeps(&self, kind: &str) -> bool {
+        kind == <RawCall as Indexed>::KIND
+    }
+
+    fn counts(
+        &self,
+        _ctx: &CallerContext,
+        _kind: &str,
+    ) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
+        Ok(Default::default())
+    }
+
+    fn move_namespace(
+        &self,
+        _ctx: &CallerContext,
+        _kind: &str,
+        _from: &str,
+        _to: &str,
+        _batch: usize,
+    ) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    async fn sweep(
         &self,
         ctx: &CallerContext,
-        sweep: &openvibe_protocols::Sweep,
-        also: &dyn Fn(&RawCall) -> bool,
-        pass: crate::governed::Pass,
-    ) -> Result<Vec<String>, StoreError> {
-        self.tables.sweep(ctx, sweep, also, pass)
+        _kind: &str,
+        swept: &Swept<'_>,
+        pass: Pass,
+    ) -> Result<u64, StoreError> {
+        let behind = |r: &RawCall| {
+            r.episode_id
+                .as_ref()
+                .is_some_and(|e| swept.episodes.contains(e))
+        };
+        Ok(self.tables.sweep(ctx, swept.sweep, &behind, pass)?.len() as u64)
     }
 }
 

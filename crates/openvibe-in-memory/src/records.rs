@@ -14,7 +14,7 @@ use openvibe_protocols::{
 };
 
 use crate::audit::InMemoryAuditLog;
-use crate::governed::Pass;
+use crate::governed::{Maintained, Pass, Swept};
 use crate::index::Indexed;
 use crate::span::store_span;
 use crate::tables::{Mode, Tables};
@@ -98,26 +98,9 @@ impl<R: InMemoryRecord> InMemoryRecords<R> {
 
     // What namespace administration, snapshots and vectors need.
 
-    pub(crate) fn namespace_counts(
-        &self,
-        ctx: &CallerContext,
-    ) -> Result<BTreeMap<String, u64>, StoreError> {
-        self.tables.namespace_counts(ctx)
-    }
-
-    pub(crate) fn move_namespace(
-        &self,
-        ctx: &CallerContext,
-        from: &str,
-        to: &str,
-        batch: usize,
-    ) -> Result<u64, StoreError> {
-        self.tables.move_namespace(ctx, from, to, batch)
-    }
-
     /// The records `sweep` (or `also`) takes: counted, or at most a batch
     /// deleted with their vectors; their ids.
-    pub(crate) fn sweep(
+    pub(crate) fn sweep_ids(
         &self,
         ctx: &CallerContext,
         sweep: &Sweep,
@@ -305,5 +288,42 @@ impl InsightStore for InMemoryRecords<Insight> {
             |id, episodes| async move { self.strengthen(ctx, &id, &episodes).await },
         )
         .await
+    }
+}
+
+/// Namespace maintenance of a record kind: its indexed tables'.
+#[async_trait]
+impl<R: InMemoryRecord> Maintained for InMemoryRecords<R> {
+    fn keeps(&self, kind: &str) -> bool {
+        kind == <R as EmbeddingText>::KIND
+    }
+
+    fn counts(
+        &self,
+        ctx: &CallerContext,
+        _kind: &str,
+    ) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.tables.namespace_counts(ctx)
+    }
+
+    fn move_namespace(
+        &self,
+        ctx: &CallerContext,
+        _kind: &str,
+        from: &str,
+        to: &str,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        self.tables.move_namespace(ctx, from, to, batch)
+    }
+
+    async fn sweep(
+        &self,
+        ctx: &CallerContext,
+        _kind: &str,
+        swept: &Swept<'_>,
+        pass: Pass,
+    ) -> Result<u64, StoreError> {
+        Ok(self.sweep_ids(ctx, swept.sweep, &|_| false, pass)?.len() as u64)
     }
 }

@@ -6,9 +6,14 @@
 //! are derived from it when the crate compiles, so a new kind is one row
 //! here and each list picks it up.
 
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+
 use super::{
-    BELIEF_KIND, BeliefStatus, GOAL_KIND, InsightStatus, MESSAGE_KIND, METRIC_KIND,
-    PRIORITIES_KIND, PROPOSAL_KIND, PlanStatus, ProposalStatus, SPACE_KIND,
+    BELIEF_KIND, Belief, BeliefStatus, CallerContext, GOAL_KIND, Goal, Governed, InsightStatus,
+    MESSAGE_KIND, METRIC_KIND, MetricReport, PRIORITIES_KIND, PROPOSAL_KIND, PlanStatus,
+    Priorities, Proposal, ProposalStatus, RecordMeta, SPACE_KIND, Space, SpaceMessage, StoreError,
 };
 use crate::Vocabulary;
 
@@ -100,6 +105,241 @@ pub const KINDS: [KindSpec; 15] = [
 /// The kind named `name`.
 pub fn kind_spec(name: &str) -> Option<&'static KindSpec> {
     KINDS.iter().find(|k| k.name == name)
+}
+
+/// A record of a governed kind kept by id: proposals, goals, priorities,
+/// metric reports, beliefs, spaces and their messages. What each backend's
+/// governed-table kernel needs of it, so that creating, reading, listing,
+/// changing and maintaining one is written once per backend, and a kind
+/// states only what differs (its checks, its transitions, its queries).
+pub trait KeptRecord: Governed + Serialize + Clone + Send + Sync + 'static {
+    /// Its kind: a row of [`KINDS`].
+    const KIND: &'static str;
+
+    /// Its id, unique in its tenant.
+    fn record_id(&self) -> &str;
+
+    /// Its id, to set (a store generates one when a create gives none).
+    fn id_mut(&mut self) -> &mut String;
+
+    /// Its governance metadata, to change before a write.
+    fn meta_mut(&mut self) -> &mut RecordMeta;
+
+    /// Whether `ctx` may read it: the read rule on its metadata and
+    /// domain ([`CallerContext::can_read`]), unless the kind says more.
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(self.meta(), self.domain())
+    }
+
+    /// Whether `other`, created with this one's id, asks for what this one
+    /// holds (an idempotent create answers the stored record when it does).
+    fn same_request(&self, other: &Self) -> bool;
+
+    /// The refusal of a create whose id a record asking for something
+    /// else holds.
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!("{} `{}` exists", Self::KIND, self.record_id()))
+    }
+
+    /// The audit `filters` of the change from `before` to this one (the
+    /// transition's name and what it moved), or none for a plain update.
+    fn transition_detail(&self, before: &Self) -> Option<Value> {
+        let _ = before;
+        None
+    }
+
+    /// This record as a reader sees it at `now`: itself, except where time
+    /// changes what it says (a pending proposal past its deadline reads
+    /// expired, [`Proposal::as_of`]). What every backend answers.
+    #[must_use]
+    fn read_at(self, now: DateTime<Utc>) -> Self {
+        let _ = now;
+        self
+    }
+
+    /// Whether its records expire ([`KindSpec::expires`] of its row).
+    fn expires() -> bool {
+        kind_spec(Self::KIND).is_some_and(|k| k.expires)
+    }
+}
+
+/// `Governed` and `KeptRecord` for a kind kept by id: its kind, its domain
+/// (`""` for kinds without one), the field its id lives in.
+macro_rules! kept {
+    ($($record:ty => $kind:expr, domain $domain:tt, id $($id:ident).+ $(, read $read:ident)?;)*) => {$(
+        impl Governed for $record {
+            fn meta(&self) -> &RecordMeta {
+                &self.meta
+            }
+            fn domain(&self) -> &str {
+                kept!(@domain self $domain)
+            }
+        }
+
+        impl KeptRecord for $record {
+            const KIND: &'static str = $kind;
+            fn record_id(&self) -> &str {
+                &self.$($id).+
+            }
+            fn id_mut(&mut self) -> &mut String {
+                &mut self.$($id).+
+            }
+            fn meta_mut(&mut self) -> &mut RecordMeta {
+                &mut self.meta
+            }
+            fn same_request(&self, other: &Self) -> bool {
+                <$record>::same_request(self, other)
+            }
+            fn id_taken(&self) -> StoreError {
+                <$record>::id_taken(self)
+            }
+            fn transition_detail(&self, before: &Self) -> Option<Value> {
+                <$record>::audit_detail(self, before)
+            }
+            fn readable_by(&self, ctx: &CallerContext) -> bool {
+                <$record>::readable_by(self, ctx)
+            }
+            $(
+                fn read_at(self, now: DateTime<Utc>) -> Self {
+                    <$record>::$read(self, now)
+                }
+            )?
+        }
+    )*};
+    (@domain $self:ident none) => { "" };
+    (@domain $self:ident field) => { &$self.domain };
+    (@domain $self:ident optional) => { $self.domain.as_deref().unwrap_or("") };
+}
+
+kept! {
+    Proposal => PROPOSAL_KIND, domain field, id id, read as_of;
+    Belief => BELIEF_KIND, domain field, id id;
+    Goal => GOAL_KIND, domain none, id objective.id;
+    Priorities => PRIORITIES_KIND, domain none, id id;
+    MetricReport => METRIC_KIND, domain none, id id;
+    Space => SPACE_KIND, domain field, id id;
+    SpaceMessage => MESSAGE_KIND, domain optional, id id;
+}
+
+/// What each kind kept by id says of itself beyond its fields: written
+/// here, one block per kind, so that the `KeptRecord` impls above are one
+/// line each.
+impl Proposal {
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!(
+            "proposal `{}` exists and proposes something else",
+            self.id
+        ))
+    }
+    fn audit_detail(&self, before: &Self) -> Option<Value> {
+        Some(self.transition_detail(before))
+    }
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(&self.meta, &self.domain)
+    }
+}
+
+impl Belief {
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!(
+            "belief `{}` exists and holds something else",
+            self.id
+        ))
+    }
+    fn audit_detail(&self, before: &Self) -> Option<Value> {
+        Some(self.transition_detail(before))
+    }
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(&self.meta, &self.domain)
+    }
+}
+
+impl Goal {
+    /// Putting a goal is an upsert (a new version), never a duplicate.
+    fn same_request(&self, other: &Self) -> bool {
+        self.objective == other.objective
+    }
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!(
+            "goal `{}` exists in a namespace this caller may not read",
+            self.id()
+        ))
+    }
+    fn audit_detail(&self, before: &Self) -> Option<Value> {
+        Some(self.transition_detail(before))
+    }
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(&self.meta, "")
+    }
+}
+
+impl Priorities {
+    /// A role's priorities of a day are replaced, never duplicated.
+    fn same_request(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!(
+            "priorities `{}` exist in a namespace this caller may not read",
+            self.id
+        ))
+    }
+    fn audit_detail(&self, _before: &Self) -> Option<Value> {
+        None
+    }
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(&self.meta, "")
+    }
+}
+
+impl MetricReport {
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!(
+            "metric report `{}` exists and reports something else",
+            self.id
+        ))
+    }
+    fn audit_detail(&self, _before: &Self) -> Option<Value> {
+        None
+    }
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(&self.meta, "")
+    }
+}
+
+impl Space {
+    /// Creating a space twice with one id and title is one space.
+    fn same_request(&self, other: &Self) -> bool {
+        self.title == other.title
+    }
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!("space `{}` exists", self.id))
+    }
+    fn audit_detail(&self, _before: &Self) -> Option<Value> {
+        None
+    }
+}
+
+impl SpaceMessage {
+    /// Posting a message twice with one id is one message.
+    fn same_request(&self, other: &Self) -> bool {
+        self.body == other.body
+    }
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!("message `{}` exists", self.id))
+    }
+    fn audit_detail(&self, _before: &Self) -> Option<Value> {
+        None
+    }
+    /// A message is governed by its space: a reader of the space reads it.
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(&self.meta, self.domain.as_deref().unwrap_or(""))
+    }
+}
+
+/// The audit `filters` of a member change of a space.
+pub fn member_change(transition: &str, member: &str) -> Value {
+    json!({"transition": transition, "member": member})
 }
 
 /// A property of kinds that selects a list of them.
