@@ -22,7 +22,7 @@ crate::governed::kept_store!(InMemoryBeliefStore, BELIEF_KIND, maintained);
 
 impl InMemoryBeliefStore {
     fn propose_belief(&self, ctx: &CallerContext, mut b: Belief) -> Result<Belief, StoreError> {
-        ready_new(ctx, &mut b, validate_belief)?;
+        ready_new(ctx, &mut b, |b| validate_belief(b))?;
         let now = store_time();
         place_new(ctx, "propose", &mut b, now)?;
         self.0.tenants.changing(ctx, |table| {

@@ -152,7 +152,7 @@ impl InMemoryGoalStore {
         ctx: &CallerContext,
         mut r: MetricReport,
     ) -> Result<MetricReport, StoreError> {
-        ready_new(ctx, &mut r, validate_metric_report)?;
+        ready_new(ctx, &mut r, |r| validate_metric_report(r))?;
         let now = store_time();
         place_new(ctx, "create", &mut r, now)?;
         self.0.tenants.changing(ctx, |tenant| {

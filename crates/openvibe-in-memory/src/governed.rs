@@ -98,19 +98,20 @@ impl<T: Default> Default for Tenants<T> {
 
 /// A new record of `R`'s kind, made ready by `ctx` at `now`: the caller
 /// checked, an id generated when it has none, the caller's source
-/// stamped, and the contract's checks (`validate`) passed. Placement is
+/// stamped, and the contract's checks (`check`, which may also complete
+/// it: a space's members) passed. Placement is
 /// [`place_new`]'s.
 pub(crate) fn ready_new<R: KeptRecord>(
     ctx: &CallerContext,
     record: &mut R,
-    validate: impl FnOnce(&R) -> Result<(), StoreError>,
+    check: impl FnOnce(&mut R) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
     check_caller(ctx)?;
-    if record.record_id().is_empty() {
+    if R::GENERATED_ID && record.record_id().is_empty() {
         *record.id_mut() = uuid::Uuid::new_v4().simple().to_string();
     }
     ctx.stamp(record.meta_mut());
-    validate(record)
+    check(record)
 }
 
 /// Give a new record of `R`'s kind `ctx`'s identity at `now` where `ctx`
@@ -608,7 +609,7 @@ impl<H: Holds> Kept<Table<H>> {
         Ok(Page::of(found, limit))
     }
 
-    /// Store `record` as new (checked with `validate` and made ready with
+    /// Store `record` as new (checked with `check` and made ready with
     /// `prepare`), or answer the record with its id when it asks for the
     /// same ([`KeptRecord::same_request`]); audited.
     pub(crate) fn create(
@@ -616,10 +617,10 @@ impl<H: Holds> Kept<Table<H>> {
         ctx: &CallerContext,
         verb: &str,
         mut record: H::Record,
-        validate: impl FnOnce(&H::Record) -> Result<(), StoreError>,
+        check: impl FnOnce(&mut H::Record) -> Result<(), StoreError>,
         prepare: impl FnOnce(&mut H::Record),
     ) -> Result<H::Record, StoreError> {
-        ready_new(ctx, &mut record, validate)?;
+        ready_new(ctx, &mut record, check)?;
         let now = openvibe_protocols::store_time();
         place_new(ctx, verb, &mut record, now)?;
         prepare(&mut record);

@@ -35,7 +35,7 @@ impl ProposalStore for InMemoryProposalStore {
                     ctx,
                     "create",
                     proposal,
-                    validate_proposal,
+                    |p| validate_proposal(p),
                     Proposal::prepare_new,
                 )
             })

@@ -237,8 +237,7 @@ impl SpaceStore for InMemorySpaceStore {
         let id = space.id.clone();
         self.0
             .audited(ctx, SPACE_KIND, AuditOp::Insert, "create", &id, || {
-                ready_new(ctx, &mut space, |_| Ok(()))?;
-                space.prepare_new(ctx)?;
+                ready_new(ctx, &mut space, |s| s.prepare_new(ctx))?;
                 let now = store_time();
                 place_new(ctx, "create", &mut space, now)?;
                 self.0.tenants.changing(ctx, |table| {

@@ -9,7 +9,8 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore,
-    CallerContext, Page, PageQuery, StoreError, Verdict, check_caller, store_time, validate_belief,
+    CallerContext, Page, PageQuery, StoreError, Verdict, check_caller, store_time, table_of,
+    validate_belief,
 };
 use sqlx::PgPool;
 use sqlx::postgres::PgRow;
@@ -18,15 +19,14 @@ use tracing::Instrument;
 use crate::access::push_readable_in;
 use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
-use crate::identity::{check_given_expiry, new_id, push_new_identity};
+use crate::kept::{self, KeptRow};
 use crate::records::{
-    GOVERNED_FIXED, Record, end_read, fetch_optional, fetch_page, governed_cols, not_found,
-    select_readable,
+    GOVERNED_FIXED, Record, fetch_optional, fetch_page, governed_cols, not_found, select_readable,
 };
 use crate::rows::{col, columns, decode_meta};
 use crate::span::span;
 use crate::sql::Sql;
-use crate::tx::{begin, begin_replacing_expired};
+use crate::tx::begin;
 
 /// Beliefs in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ const COLS: &[&str] = governed_cols![
 
 impl Record for Belief {
     const KIND: &'static str = BELIEF_KIND;
-    const TABLE: &'static str = "beliefs";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
@@ -90,25 +90,46 @@ impl Record for Belief {
     }
 }
 
-/// `UPDATE` of `b`'s transition columns ([`Belief::MUTABLE`]).
-fn update_of(ctx: &CallerContext, b: &Belief) -> Sql {
-    let mut sql = Sql::new(&format!("UPDATE beliefs SET ({}) = (", Belief::MUTABLE));
-    sql.bind(b.status.as_str())
-        .push(", ")
-        .bind(b.superseded_by.clone())
-        .push(", ")
-        .bind(b.decided_by.clone())
-        .push(", ")
-        .bind(b.decided_at)
-        .push(", ")
-        .bind(b.reason.clone())
-        .push(", ")
-        .bind(b.meta.updated_at)
-        .push(") WHERE tenant_id = ")
-        .bind(ctx.tenant_id().to_owned())
-        .push(" AND id = ")
-        .bind(b.id.clone());
-    sql
+impl KeptRow for Belief {
+    const INSERTED: &'static str = "role_id, statement, domain, confidence, is_constraint, \
+         insight_ids, evidence, supersedes, version";
+
+    fn push_inserted(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.push(", ")
+            .bind(self.role_id.clone())
+            .push(", ")
+            .bind(self.statement.clone())
+            .push(", ")
+            .bind(self.domain.clone())
+            .push(", ")
+            .bind(self.confidence)
+            .push(", ")
+            .bind(self.constraint)
+            .push(", ")
+            .bind(self.insight_ids.clone())
+            .push("::text[], ")
+            .bind(i32::try_from(self.evidence).unwrap_or(i32::MAX))
+            .push(", ")
+            .bind(self.supersedes.clone())
+            .push(", ")
+            .bind(i32::try_from(self.version).unwrap_or(i32::MAX));
+        Ok(())
+    }
+
+    fn push_mutable(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.bind(self.status.as_str())
+            .push(", ")
+            .bind(self.superseded_by.clone())
+            .push(", ")
+            .bind(self.decided_by.clone())
+            .push(", ")
+            .bind(self.decided_at)
+            .push(", ")
+            .bind(self.reason.clone())
+            .push(", ")
+            .bind(self.meta.updated_at);
+        Ok(())
+    }
 }
 
 impl PgBeliefStore {
@@ -117,19 +138,8 @@ impl PgBeliefStore {
         ctx: &CallerContext,
         mut b: Belief,
     ) -> Result<Belief, StoreError> {
-        check_caller(ctx)?;
-        if b.id.is_empty() {
-            b.id = new_id();
-        }
-        ctx.stamp(&mut b.meta);
-        validate_belief(&b)?;
-        check_given_expiry(b.meta.expires_at)?;
-        let now = store_time();
-        let placement = ctx.placement(&b.meta.namespace, &format!("propose belief {}", b.id))?;
-        let expires_at = ctx.expiry(BELIEF_KIND, &placement.namespace, now, b.meta.expires_at)?;
-        let mut tx =
-            begin_replacing_expired(&self.pool, ctx, "beliefs", std::slice::from_ref(&b.id))
-                .await?;
+        let placed = kept::ready_new(ctx, &mut b, "propose", |b| validate_belief(b))?;
+        let mut tx = kept::begin_new(&self.pool, ctx, &b).await?;
         let superseded = match &b.supersedes {
             Some(old) => Some(
                 fetch_optional::<Belief>(&mut tx, select_readable::<Belief>(ctx, old, false))
@@ -139,55 +149,12 @@ impl PgBeliefStore {
             None => None,
         };
         b.prepare_new(superseded.as_ref());
-        let mut sql = Sql::new(
-            "INSERT INTO beliefs (tenant_id, id, namespace, project_id, owner, created_at, \
-             updated_at, classification, source, expires_at, role_id, statement, domain, \
-             confidence, is_constraint, insight_ids, evidence, supersedes, version) VALUES (",
-        );
-        push_new_identity(&mut sql, ctx, &placement, b.id.clone(), now);
-        sql.bind(b.meta.classification.as_str())
-            .push(", ")
-            .bind(b.meta.source.clone())
-            .push(", ")
-            .bind(expires_at)
-            .push(", ")
-            .bind(b.role_id.clone())
-            .push(", ")
-            .bind(b.statement.clone())
-            .push(", ")
-            .bind(b.domain.clone())
-            .push(", ")
-            .bind(b.confidence)
-            .push(", ")
-            .bind(b.constraint)
-            .push(", ")
-            .bind(b.insight_ids.clone())
-            .push("::text[], ")
-            .bind(i32::try_from(b.evidence).unwrap_or(i32::MAX))
-            .push(", ")
-            .bind(b.supersedes.clone())
-            .push(", ")
-            .bind(i32::try_from(b.version).unwrap_or(i32::MAX))
-            .push(&format!(
-                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
-                columns(COLS, "")
-            ));
-        if let Some(created) = fetch_optional::<Belief>(&mut tx, sql).await? {
-            tx.commit().await.map_err(store_error)?;
-            return Ok(created);
-        }
-        let existing =
-            fetch_optional::<Belief>(&mut tx, select_readable::<Belief>(ctx, &b.id, false)).await?;
-        end_read(tx);
-        match existing {
-            Some(e) if e.same_request(&b) => Ok(e),
-            _ => Err(StoreError::conflict(format!(
-                "belief `{}` exists and holds something else",
-                b.id
-            ))),
-        }
+        let insert = kept::insert_sql(ctx, &placed, &b)?;
+        kept::insert_or_existing(tx, ctx, insert, &b).await
     }
 
+    /// A superseding approval locks the old belief and retires it in the
+    /// same transaction, or nothing changes.
     async fn decide_unaudited(
         &self,
         ctx: &CallerContext,
@@ -196,50 +163,16 @@ impl PgBeliefStore {
     ) -> Result<Belief, StoreError> {
         check_caller(ctx)?;
         let mut tx = begin(&self.pool, ctx).await?;
-        let current = fetch_optional::<Belief>(&mut tx, select_readable::<Belief>(ctx, id, true))
-            .await?
-            .ok_or_else(|| not_found(BELIEF_KIND, id))?;
+        let current = kept::lock::<Belief>(&mut tx, ctx, id).await?;
         let now = store_time();
         let next = current.decide_as(ctx, verdict, now)?;
         if let (BeliefStatus::Active, Some(old_id)) = (next.status, &next.supersedes) {
-            let old =
-                fetch_optional::<Belief>(&mut tx, select_readable::<Belief>(ctx, old_id, true))
-                    .await?
-                    .ok_or_else(|| not_found(BELIEF_KIND, old_id))?;
+            let old = kept::lock::<Belief>(&mut tx, ctx, old_id).await?;
             let reason = format!("superseded by belief `{id}`");
             let retired = old.retired(&ctx.owner_key(), &reason, Some(id), now)?;
-            update_of(ctx, &retired)
-                .build()?
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            kept::write_back(&mut tx, ctx, &retired).await?;
         }
-        update_of(ctx, &next)
-            .build()?
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
-        Ok(next)
-    }
-
-    async fn retire_unaudited(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        reason: &str,
-    ) -> Result<Belief, StoreError> {
-        check_caller(ctx)?;
-        let mut tx = begin(&self.pool, ctx).await?;
-        let current = fetch_optional::<Belief>(&mut tx, select_readable::<Belief>(ctx, id, true))
-            .await?
-            .ok_or_else(|| not_found(BELIEF_KIND, id))?;
-        let next = current.retire_as(ctx, reason, store_time())?;
-        update_of(ctx, &next)
-            .build()?
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
+        kept::write_back(&mut tx, ctx, &next).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(next)
     }
@@ -279,12 +212,17 @@ impl PgBeliefStore {
 impl BeliefStore for PgBeliefStore {
     async fn propose(&self, ctx: &CallerContext, belief: Belief) -> Result<Belief, StoreError> {
         let id = belief.id.clone();
-        let result = self
-            .propose_unaudited(ctx, belief)
-            .instrument(span(BELIEF_KIND, "propose", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Insert, BELIEF_KIND, &id, result)
+        let propose = self.propose_unaudited(ctx, belief);
+        kept::audited(
+            &self.audit,
+            ctx,
+            BELIEF_KIND,
+            AuditOp::Insert,
+            "propose",
+            &id,
+            propose,
+        )
+        .await
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Belief>, StoreError> {
@@ -310,12 +248,17 @@ impl BeliefStore for PgBeliefStore {
         id: &str,
         verdict: &Verdict,
     ) -> Result<Belief, StoreError> {
-        let result = self
-            .decide_unaudited(ctx, id, verdict)
-            .instrument(span(BELIEF_KIND, "decide", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, BELIEF_KIND, id, result)
+        let decide = self.decide_unaudited(ctx, id, verdict);
+        kept::audited(
+            &self.audit,
+            ctx,
+            BELIEF_KIND,
+            AuditOp::Update,
+            "decide",
+            id,
+            decide,
+        )
+        .await
     }
 
     async fn retire(
@@ -324,11 +267,18 @@ impl BeliefStore for PgBeliefStore {
         id: &str,
         reason: &str,
     ) -> Result<Belief, StoreError> {
-        let result = self
-            .retire_unaudited(ctx, id, reason)
-            .instrument(span(BELIEF_KIND, "retire", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, BELIEF_KIND, id, result)
+        let retire = kept::transition(&self.pool, ctx, id, |b: &Belief, now| {
+            b.retire_as(ctx, reason, now)
+        });
+        kept::audited(
+            &self.audit,
+            ctx,
+            BELIEF_KIND,
+            AuditOp::Update,
+            "retire",
+            id,
+            retire,
+        )
+        .await
     }
 }

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     CallerContext, Change, ContextStore, Plan, PlanContext, Session, StoreError, TaskContext,
-    store_time, validate_record_id,
+    store_time, table_of, validate_record_id,
 };
 use openvibe_protocols::{check_json, check_opt_label, normalize_ids};
 use sqlx::postgres::PgRow;
@@ -43,7 +43,7 @@ const TASK_COLS: &[&str] = &[
 
 impl Record for TaskContext {
     const KIND: &'static str = "task context";
-    const TABLE: &'static str = "task_contexts";
+    const TABLE: &'static str = table_of("task_context");
     const COLS: &'static [&'static str] = TASK_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = "tenant_id, id, project_id, owner, created_at";

@@ -1,6 +1,8 @@
 //! [`EpisodicStore`] on PostgreSQL, with a batched insert.
 
-use openvibe_protocols::{CallerContext, Episode, StoreError, content_hash, validate_episode};
+use openvibe_protocols::{
+    CallerContext, Episode, StoreError, content_hash, table_of, validate_episode,
+};
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
@@ -54,7 +56,7 @@ const MUTABLE: &str = "classification, domain, entity, tags, source, updated_at,
 
 impl Record for Episode {
     const KIND: &'static str = "episode";
-    const TABLE: &'static str = "episodes";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = FIXED;

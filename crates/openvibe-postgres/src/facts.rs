@@ -1,7 +1,7 @@
 //! [`FactStore`] on PostgreSQL.
 
 use openvibe_protocols::{
-    CallerContext, Fact, FactQuery, RecordFilter, StoreError, content_hash, validate_fact,
+    CallerContext, Fact, FactQuery, RecordFilter, StoreError, content_hash, table_of, validate_fact,
 };
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
@@ -52,7 +52,7 @@ const MUTABLE: &str = "classification, domain, entity, tags, source, updated_at,
 
 impl Record for Fact {
     const KIND: &'static str = "fact";
-    const TABLE: &'static str = "facts";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = true;
     const FIXED: &'static str = FIXED;

@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, GOAL_KIND, Goal, GoalProgress, GoalQuery,
-    GoalStore, Initiative, METRIC_KIND, MetricMode, MetricReport, MetricValue, Objective,
-    PRIORITIES_KIND, Page, PageQuery, Priorities, Priority, ReportQuery, StoreError, check_caller,
-    store_time, validate_goal, validate_metric_report, validate_priorities,
+    GoalStore, Initiative, KeptRecord, METRIC_KIND, MetricMode, MetricReport, MetricValue,
+    Objective, PRIORITIES_KIND, Page, PageQuery, Priorities, Priority, ReportQuery, StoreError,
+    check_caller, store_time, table_of, validate_goal, validate_metric_report, validate_priorities,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -26,15 +26,15 @@ use tracing::Instrument;
 use crate::access::{push_readable, push_readable_in};
 use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
-use crate::identity::{check_given_expiry, new_id, push_new_identity};
+use crate::identity::push_new_identity;
+use crate::kept::{self, KeptRow};
 use crate::records::{
-    GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, governed_cols, not_found,
-    select_readable,
+    GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, governed_cols, select_readable,
 };
 use crate::rows::{col, columns, decode_meta};
 use crate::span::span;
 use crate::sql::Sql;
-use crate::tx::{begin, begin_replacing_expired};
+use crate::tx::begin;
 
 /// Goals, priorities and metric reports in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -86,7 +86,7 @@ fn unsigned(kind: &str, id: &str, value: i64) -> Result<u64, StoreError> {
 
 impl Record for Goal {
     const KIND: &'static str = GOAL_KIND;
-    const TABLE: &'static str = "goals";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = GOAL_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
@@ -109,7 +109,7 @@ impl Record for Goal {
 
 impl Record for Priorities {
     const KIND: &'static str = PRIORITIES_KIND;
-    const TABLE: &'static str = "goal_priorities";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = PRIORITY_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
@@ -129,7 +129,7 @@ impl Record for Priorities {
 
 impl Record for MetricReport {
     const KIND: &'static str = METRIC_KIND;
-    const TABLE: &'static str = "metric_reports";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = REPORT_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
@@ -153,86 +153,82 @@ impl Record for MetricReport {
     }
 }
 
+impl KeptRow for Goal {
+    const INSERTED: &'static str = "role_id, objective, version, fingerprint";
+
+    fn push_inserted(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.push(", ")
+            .bind(self.role_id().to_owned())
+            .push(", ")
+            .bind(to_json(&self.objective)?)
+            .push(", ")
+            .bind(i32::try_from(self.version).unwrap_or(i32::MAX))
+            .push(", ")
+            .bind(self.fingerprint.clone());
+        Ok(())
+    }
+
+    fn push_mutable(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.bind(self.role_id().to_owned())
+            .push(", ")
+            .bind(to_json(&self.objective)?)
+            .push(", ")
+            .bind(i32::try_from(self.version).unwrap_or(i32::MAX))
+            .push(", ")
+            .bind(self.fingerprint.clone())
+            .push(", ")
+            .bind(to_json(&self.initiatives)?)
+            .push(", ")
+            .bind(self.decomposed.clone())
+            .push(", ")
+            .bind(self.meta.updated_at);
+        Ok(())
+    }
+}
+
+impl KeptRow for Priorities {
+    const INSERTED: &'static str = "role_id, day, items";
+
+    fn push_inserted(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.push(", ")
+            .bind(self.role_id.clone())
+            .push(", ")
+            .bind(self.day)
+            .push(", ")
+            .bind(to_json(&self.items)?);
+        Ok(())
+    }
+
+    fn push_mutable(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.bind(to_json(&self.items)?)
+            .push(", ")
+            .bind(self.meta.updated_at);
+        Ok(())
+    }
+}
+
 impl PgGoalStore {
+    /// A new goal, or a new version of the goal its objective names (the
+    /// same objective again changes nothing).
     async fn put_unaudited(&self, ctx: &CallerContext, mut goal: Goal) -> Result<Goal, StoreError> {
-        check_caller(ctx)?;
-        ctx.stamp(&mut goal.meta);
-        validate_goal(&goal)?;
-        check_given_expiry(goal.meta.expires_at)?;
-        let id = goal.id().to_owned();
-        let now = store_time();
-        let placement = ctx.placement(&goal.meta.namespace, &format!("create goal {id}"))?;
-        let expires_at = ctx.expiry(GOAL_KIND, &placement.namespace, now, goal.meta.expires_at)?;
+        let placed = kept::ready_new(ctx, &mut goal, "create", |g| validate_goal(g))?;
         goal.prepare_new();
-        let mut sql = Sql::new(
-            "INSERT INTO goals (tenant_id, id, namespace, project_id, owner, created_at, \
-             updated_at, classification, source, expires_at, role_id, objective, version, \
-             fingerprint) VALUES (",
-        );
-        push_new_identity(&mut sql, ctx, &placement, id.clone(), now);
-        sql.bind(goal.meta.classification.as_str())
-            .push(", ")
-            .bind(goal.meta.source.clone())
-            .push(", ")
-            .bind(expires_at)
-            .push(", ")
-            .bind(goal.role_id().to_owned())
-            .push(", ")
-            .bind(to_json(&goal.objective)?)
-            .push(", 1, ")
-            .bind(goal.fingerprint.clone())
-            .push(&format!(
-                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
-                columns(GOAL_COLS, "")
-            ));
-        let mut tx =
-            begin_replacing_expired(&self.pool, ctx, "goals", std::slice::from_ref(&id)).await?;
-        if let Some(created) = fetch_optional::<Goal>(&mut tx, sql).await? {
+        let insert = kept::insert_sql(ctx, &placed, &goal)?;
+        let mut tx = kept::begin_new(&self.pool, ctx, &goal).await?;
+        if let Some(created) = fetch_optional::<Goal>(&mut tx, insert).await? {
             tx.commit().await.map_err(store_error)?;
             return Ok(created);
         }
-        let Some(current) =
-            fetch_optional::<Goal>(&mut tx, select_readable::<Goal>(ctx, &id, true)).await?
-        else {
-            return Err(StoreError::conflict(format!(
-                "goal `{id}` exists in a namespace this caller may not read"
-            )));
+        let Some(current) = kept::find::<Goal>(&mut tx, ctx, goal.id(), true).await? else {
+            return Err(goal.id_taken());
         };
-        let Some(next) = current.revise_as(ctx, &goal.objective, now)? else {
+        let Some(next) = current.revise_as(ctx, &goal.objective, placed.now)? else {
             end_read(tx);
             return Ok(current);
         };
-        self.write_goal(tx, ctx, &next).await?;
+        kept::write_back(&mut tx, ctx, &next).await?;
+        tx.commit().await.map_err(store_error)?;
         Ok(next)
-    }
-
-    /// Write `goal`'s mutable columns back and commit.
-    async fn write_goal(
-        &self,
-        mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
-        ctx: &CallerContext,
-        goal: &Goal,
-    ) -> Result<(), StoreError> {
-        let mut sql = Sql::new(&format!("UPDATE goals SET ({}) = (", Goal::MUTABLE));
-        sql.bind(goal.role_id().to_owned())
-            .push(", ")
-            .bind(to_json(&goal.objective)?)
-            .push(", ")
-            .bind(i32::try_from(goal.version).unwrap_or(i32::MAX))
-            .push(", ")
-            .bind(goal.fingerprint.clone())
-            .push(", ")
-            .bind(to_json(&goal.initiatives)?)
-            .push(", ")
-            .bind(goal.decomposed.clone())
-            .push(", ")
-            .bind(goal.meta.updated_at)
-            .push(") WHERE tenant_id = ")
-            .bind(ctx.tenant_id().to_owned())
-            .push(" AND id = ")
-            .bind(goal.id().to_owned());
-        sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-        tx.commit().await.map_err(store_error)
     }
 
     async fn decompose_unaudited(
@@ -244,14 +240,13 @@ impl PgGoalStore {
     ) -> Result<Goal, StoreError> {
         check_caller(ctx)?;
         let mut tx = begin(&self.pool, ctx).await?;
-        let current = fetch_optional::<Goal>(&mut tx, select_readable::<Goal>(ctx, id, true))
-            .await?
-            .ok_or_else(|| not_found(GOAL_KIND, id))?;
+        let current = kept::lock::<Goal>(&mut tx, ctx, id).await?;
         let Some(next) = current.decompose_as(ctx, fingerprint, initiatives, store_time())? else {
             end_read(tx);
             return Ok(current);
         };
-        self.write_goal(tx, ctx, &next).await?;
+        kept::write_back(&mut tx, ctx, &next).await?;
+        tx.commit().await.map_err(store_error)?;
         Ok(next)
     }
 
@@ -320,78 +315,33 @@ impl PgGoalStore {
         Ok(Page::of(found, limit))
     }
 
+    /// A role's priorities of a day, replacing that day's (with the write
+    /// right over them).
     async fn put_priorities_unaudited(
         &self,
         ctx: &CallerContext,
         mut p: Priorities,
     ) -> Result<Priorities, StoreError> {
-        check_caller(ctx)?;
         p.id = Priorities::id_of(&p.role_id, p.day);
-        ctx.stamp(&mut p.meta);
-        validate_priorities(&p)?;
-        check_given_expiry(p.meta.expires_at)?;
-        let now = store_time();
-        let placement = ctx.placement(&p.meta.namespace, &format!("create priorities {}", p.id))?;
-        let expires_at = ctx.expiry(
-            PRIORITIES_KIND,
-            &placement.namespace,
-            now,
-            p.meta.expires_at,
-        )?;
-        let items = to_json(&p.items)?;
-        let mut sql = Sql::new(
-            "INSERT INTO goal_priorities (tenant_id, id, namespace, project_id, owner, \
-             created_at, updated_at, classification, source, expires_at, role_id, day, items) \
-             VALUES (",
-        );
-        push_new_identity(&mut sql, ctx, &placement, p.id.clone(), now);
-        sql.bind(p.meta.classification.as_str())
-            .push(", ")
-            .bind(p.meta.source.clone())
-            .push(", ")
-            .bind(expires_at)
-            .push(", ")
-            .bind(p.role_id.clone())
-            .push(", ")
-            .bind(p.day)
-            .push(", ")
-            .bind(items.clone())
-            .push(&format!(
-                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
-                columns(PRIORITY_COLS, "")
-            ));
-        let mut tx =
-            begin_replacing_expired(&self.pool, ctx, "goal_priorities", &[p.id.clone()]).await?;
-        if let Some(created) = fetch_optional::<Priorities>(&mut tx, sql).await? {
+        let placed = kept::ready_new(ctx, &mut p, "create", |p| validate_priorities(p))?;
+        let insert = kept::insert_sql(ctx, &placed, &p)?;
+        let mut tx = kept::begin_new(&self.pool, ctx, &p).await?;
+        if let Some(created) = fetch_optional::<Priorities>(&mut tx, insert).await? {
             tx.commit().await.map_err(store_error)?;
             return Ok(created);
         }
-        let Some(mut current) =
-            fetch_optional::<Priorities>(&mut tx, select_readable::<Priorities>(ctx, &p.id, true))
-                .await?
-        else {
-            return Err(StoreError::conflict(format!(
-                "priorities `{}` exist in a namespace this caller may not read",
-                p.id
-            )));
+        let Some(mut current) = kept::find::<Priorities>(&mut tx, ctx, &p.id, true).await? else {
+            return Err(p.id_taken());
         };
         ctx.require_change(
             &current.meta,
             Change::Write,
             format!("replace priorities {}", p.id),
         )?;
-        let mut sql = Sql::new("UPDATE goal_priorities SET (items, updated_at) = (");
-        sql.bind(items)
-            .push(", ")
-            .bind(now)
-            .push(") WHERE tenant_id = ")
-            .bind(ctx.tenant_id().to_owned())
-            .push(" AND id = ")
-            .bind(p.id.clone());
-        sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
         current.items = p.items;
-        current.meta.updated_at = now;
+        current.meta.updated_at = placed.now;
+        kept::write_back(&mut tx, ctx, &current).await?;
+        tx.commit().await.map_err(store_error)?;
         Ok(current)
     }
 
@@ -425,14 +375,8 @@ impl PgGoalStore {
         ctx: &CallerContext,
         mut r: MetricReport,
     ) -> Result<MetricReport, StoreError> {
-        check_caller(ctx)?;
-        if r.id.is_empty() {
-            r.id = new_id();
-        }
-        ctx.stamp(&mut r.meta);
-        validate_metric_report(&r)?;
-        let now = store_time();
-        let placement = ctx.placement(&r.meta.namespace, &format!("report metric {}", r.id))?;
+        let kept::Placed { placement, now, .. } =
+            kept::ready_new(ctx, &mut r, "report", |r| validate_metric_report(r))?;
         // One statement: move the stream (its row lock orders concurrent
         // reports) and insert the report with the stream's new state.
         let mut sql = Sql::new(
@@ -492,26 +436,8 @@ impl PgGoalStore {
                 }
                 other => other,
             })?;
-        if let Some(created) = created {
-            tx.commit().await.map_err(store_error)?;
-            return Ok(created);
-        }
         // The id exists: nothing counts (the stream's move rolls back).
-        tx.rollback().await.map_err(store_error)?;
-        let mut tx = begin(&self.pool, ctx).await?;
-        let existing = fetch_optional::<MetricReport>(
-            &mut tx,
-            select_readable::<MetricReport>(ctx, &r.id, false),
-        )
-        .await?;
-        end_read(tx);
-        match existing {
-            Some(e) if e.same_request(&r) => Ok(e),
-            _ => Err(StoreError::conflict(format!(
-                "metric report `{}` exists and reports something else",
-                r.id
-            ))),
-        }
+        kept::answer_insert(tx, ctx, created, &r).await
     }
 
     async fn progress_unaudited(
@@ -618,12 +544,17 @@ pub(crate) async fn move_streams(
 impl GoalStore for PgGoalStore {
     async fn put(&self, ctx: &CallerContext, goal: Goal) -> Result<Goal, StoreError> {
         let id = goal.id().to_owned();
-        let result = self
-            .put_unaudited(ctx, goal)
-            .instrument(span(GOAL_KIND, "put", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Insert, GOAL_KIND, &id, result)
+        let write = self.put_unaudited(ctx, goal);
+        kept::audited(
+            &self.audit,
+            ctx,
+            GOAL_KIND,
+            AuditOp::Insert,
+            "put",
+            &id,
+            write,
+        )
+        .await
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Goal>, StoreError> {
@@ -646,12 +577,17 @@ impl GoalStore for PgGoalStore {
         fingerprint: &str,
         initiatives: Vec<Initiative>,
     ) -> Result<Goal, StoreError> {
-        let result = self
-            .decompose_unaudited(ctx, id, fingerprint, &initiatives)
-            .instrument(span(GOAL_KIND, "decompose", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, GOAL_KIND, id, result)
+        let write = self.decompose_unaudited(ctx, id, fingerprint, &initiatives);
+        kept::audited(
+            &self.audit,
+            ctx,
+            GOAL_KIND,
+            AuditOp::Update,
+            "decompose",
+            id,
+            write,
+        )
+        .await
     }
 
     async fn put_priorities(
@@ -660,12 +596,17 @@ impl GoalStore for PgGoalStore {
         priorities: Priorities,
     ) -> Result<Priorities, StoreError> {
         let id = Priorities::id_of(&priorities.role_id, priorities.day);
-        let result = self
-            .put_priorities_unaudited(ctx, priorities)
-            .instrument(span(PRIORITIES_KIND, "put", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Insert, PRIORITIES_KIND, &id, result)
+        let write = self.put_priorities_unaudited(ctx, priorities);
+        kept::audited(
+            &self.audit,
+            ctx,
+            PRIORITIES_KIND,
+            AuditOp::Insert,
+            "put",
+            &id,
+            write,
+        )
+        .await
     }
 
     async fn priorities(
@@ -685,12 +626,17 @@ impl GoalStore for PgGoalStore {
         report: MetricReport,
     ) -> Result<MetricReport, StoreError> {
         let id = report.id.clone();
-        let result = self
-            .report_unaudited(ctx, report)
-            .instrument(span(METRIC_KIND, "report", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Insert, METRIC_KIND, &id, result)
+        let write = self.report_unaudited(ctx, report);
+        kept::audited(
+            &self.audit,
+            ctx,
+            METRIC_KIND,
+            AuditOp::Insert,
+            "report",
+            &id,
+            write,
+        )
+        .await
     }
 
     async fn progress(

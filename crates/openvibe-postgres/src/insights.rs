@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     CallerContext, Change, Insight, InsightStatus, InsightStore, STRENGTHEN_STEP, StoreError,
-    content_hash, validate_insight,
+    content_hash, table_of, validate_insight,
 };
 use sqlx::postgres::PgRow;
 use tracing::Instrument;
@@ -73,7 +73,7 @@ fn parse_status(id: &str, value: &str) -> Result<InsightStatus, StoreError> {
 
 impl Record for Insight {
     const KIND: &'static str = "insight";
-    const TABLE: &'static str = "insights";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = true;
     const FIXED: &'static str = FIXED;

@@ -51,6 +51,7 @@ mod goals;
 mod group;
 mod identity;
 mod insights;
+mod kept;
 mod kv;
 mod plan_state;
 mod proposals;

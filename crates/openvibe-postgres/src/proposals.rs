@@ -6,11 +6,10 @@
 //! table's trigger audits every transition with its name.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     Action, AuditEntry, AuditOp, CallerContext, Change, Decision, PROPOSAL_KIND, Page, PageQuery,
     Proposal, ProposalQuery, ProposalStatus, ProposalStore, StoreError, Verdict, check_caller,
-    store_time, validate_proposal,
+    store_time, table_of, validate_proposal,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -19,16 +18,11 @@ use tracing::Instrument;
 
 use crate::access::{push_changeable, push_readable_in};
 use crate::audit::AuditWriter;
-use crate::error::store_error;
-use crate::identity::{check_given_expiry, new_id, push_new_identity};
-use crate::records::{
-    GOVERNED_FIXED, Record, end_read, fetch_optional, fetch_page, governed_cols, not_found,
-    select_readable,
-};
+use crate::kept::{self, KeptRow};
+use crate::records::{GOVERNED_FIXED, Record, fetch_page, governed_cols};
 use crate::rows::{col, columns, decode_meta};
 use crate::span::span;
 use crate::sql::Sql;
-use crate::tx::{begin, begin_replacing_expired};
 
 /// Proposals in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -80,7 +74,7 @@ fn to_json(value: &impl serde::Serialize) -> Result<Value, StoreError> {
 
 impl Record for Proposal {
     const KIND: &'static str = PROPOSAL_KIND;
-    const TABLE: &'static str = "proposals";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
@@ -118,127 +112,60 @@ impl Record for Proposal {
     }
 }
 
-/// Bind the values of [`Proposal::MUTABLE`] (in its order) from `p`.
-fn push_mutable(sql: &mut Sql, p: &Proposal) -> Result<(), StoreError> {
-    let action = p.action.as_ref().map(to_json).transpose()?;
-    sql.bind(p.status.as_str())
-        .push(", ")
-        .bind(p.decided_by.clone())
-        .push(", ")
-        .bind(p.decided_at)
-        .push(", ")
-        .bind(p.reason.clone())
-        .push(", ")
-        .bind(action)
-        .push(", ")
-        .bind(p.claimed_by.clone())
-        .push(", ")
-        .bind(p.claimed_at)
-        .push(", ")
-        .bind(p.finished_at)
-        .push(", ")
-        .bind(p.result.clone())
-        .push(", ")
-        .bind(p.error.clone())
-        .push(", ")
-        .bind(p.meta.updated_at);
-    Ok(())
-}
+impl KeptRow for Proposal {
+    const INSERTED: &'static str =
+        "role_id, domain, summary, outcome, decision, action, assignee, deadline";
 
-impl PgProposalStore {
-    async fn create_unaudited(
-        &self,
-        ctx: &CallerContext,
-        mut p: Proposal,
-    ) -> Result<Proposal, StoreError> {
-        check_caller(ctx)?;
-        if p.id.is_empty() {
-            p.id = new_id();
-        }
-        ctx.stamp(&mut p.meta);
-        validate_proposal(&p)?;
-        check_given_expiry(p.meta.expires_at)?;
-        let now = store_time();
-        let placement = ctx.placement(&p.meta.namespace, &format!("create proposal {}", p.id))?;
-        let expires_at = ctx.expiry(PROPOSAL_KIND, &placement.namespace, now, p.meta.expires_at)?;
-        p.prepare_new();
-        let mut sql = Sql::new(
-            "INSERT INTO proposals (tenant_id, id, namespace, project_id, owner, created_at, \
-             updated_at, classification, source, expires_at, role_id, domain, summary, outcome, \
-             decision, action, assignee, deadline) VALUES (",
-        );
-        push_new_identity(&mut sql, ctx, &placement, p.id.clone(), now);
-        let decision = p.decision.as_ref().map(to_json).transpose()?;
-        let action = p.action.as_ref().map(to_json).transpose()?;
-        sql.bind(p.meta.classification.as_str())
+    fn push_inserted(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        let decision = self.decision.as_ref().map(to_json).transpose()?;
+        let action = self.action.as_ref().map(to_json).transpose()?;
+        sql.push(", ")
+            .bind(self.role_id.clone())
             .push(", ")
-            .bind(p.meta.source.clone())
+            .bind(self.domain.clone())
             .push(", ")
-            .bind(expires_at)
+            .bind(self.summary.clone())
             .push(", ")
-            .bind(p.role_id.clone())
-            .push(", ")
-            .bind(p.domain.clone())
-            .push(", ")
-            .bind(p.summary.clone())
-            .push(", ")
-            .bind(p.outcome.as_str())
+            .bind(self.outcome.as_str())
             .push(", ")
             .bind(decision)
             .push(", ")
             .bind(action)
             .push(", ")
-            .bind(p.assignee.clone())
+            .bind(self.assignee.clone())
             .push(", ")
-            .bind(p.deadline)
-            .push(&format!(
-                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
-                columns(COLS, "")
-            ));
-        let mut tx = begin_replacing_expired(&self.pool, ctx, "proposals", &[p.id.clone()]).await?;
-        if let Some(created) = fetch_optional::<Proposal>(&mut tx, sql).await? {
-            tx.commit().await.map_err(store_error)?;
-            return Ok(created);
-        }
-        let existing =
-            fetch_optional::<Proposal>(&mut tx, select_readable::<Proposal>(ctx, &p.id, false))
-                .await?;
-        end_read(tx);
-        match existing {
-            Some(e) if e.same_request(&p) => Ok(e.as_of(store_time())),
-            _ => Err(StoreError::conflict(format!(
-                "proposal `{}` exists and proposes something else",
-                p.id
-            ))),
-        }
+            .bind(self.deadline);
+        Ok(())
     }
 
-    /// Lock the readable proposal `id`, apply `change`, write it back.
-    async fn transition(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        change: impl FnOnce(&Proposal, DateTime<Utc>) -> Result<Proposal, StoreError>,
-    ) -> Result<Proposal, StoreError> {
-        check_caller(ctx)?;
-        let mut tx = begin(&self.pool, ctx).await?;
-        let current =
-            fetch_optional::<Proposal>(&mut tx, select_readable::<Proposal>(ctx, id, true))
-                .await?
-                .ok_or_else(|| not_found(PROPOSAL_KIND, id))?;
-        let now = store_time();
-        let next = change(&current, now)?;
-        let mut sql = Sql::new(&format!("UPDATE proposals SET ({}) = (", Proposal::MUTABLE));
-        push_mutable(&mut sql, &next)?;
-        sql.push(") WHERE tenant_id = ")
-            .bind(ctx.tenant_id().to_owned())
-            .push(" AND id = ")
-            .bind(id.to_owned());
-        sql.build()?.execute(&mut *tx).await.map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
-        Ok(next.as_of(now))
+    fn push_mutable(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        let action = self.action.as_ref().map(to_json).transpose()?;
+        sql.bind(self.status.as_str())
+            .push(", ")
+            .bind(self.decided_by.clone())
+            .push(", ")
+            .bind(self.decided_at)
+            .push(", ")
+            .bind(self.reason.clone())
+            .push(", ")
+            .bind(action)
+            .push(", ")
+            .bind(self.claimed_by.clone())
+            .push(", ")
+            .bind(self.claimed_at)
+            .push(", ")
+            .bind(self.finished_at)
+            .push(", ")
+            .bind(self.result.clone())
+            .push(", ")
+            .bind(self.error.clone())
+            .push(", ")
+            .bind(self.meta.updated_at);
+        Ok(())
     }
+}
 
+impl PgProposalStore {
     async fn list_unaudited(
         &self,
         ctx: &CallerContext,
@@ -321,12 +248,24 @@ impl ProposalStore for PgProposalStore {
         proposal: Proposal,
     ) -> Result<Proposal, StoreError> {
         let id = proposal.id.clone();
-        let result = self
-            .create_unaudited(ctx, proposal)
-            .instrument(span(PROPOSAL_KIND, "create", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Insert, PROPOSAL_KIND, &id, result)
+        let create = kept::create(
+            &self.pool,
+            ctx,
+            "create",
+            proposal,
+            |p| validate_proposal(p),
+            Proposal::prepare_new,
+        );
+        kept::audited(
+            &self.audit,
+            ctx,
+            PROPOSAL_KIND,
+            AuditOp::Insert,
+            "create",
+            &id,
+            create,
+        )
+        .await
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Proposal>, StoreError> {
@@ -354,21 +293,35 @@ impl ProposalStore for PgProposalStore {
         id: &str,
         verdict: &Verdict,
     ) -> Result<Proposal, StoreError> {
-        let result = self
-            .transition(ctx, id, |p, now| p.decide_as(ctx, verdict, now))
-            .instrument(span(PROPOSAL_KIND, "decide", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+        let decide = kept::transition(&self.pool, ctx, id, |p: &Proposal, now| {
+            p.decide_as(ctx, verdict, now)
+        });
+        kept::audited(
+            &self.audit,
+            ctx,
+            PROPOSAL_KIND,
+            AuditOp::Update,
+            "decide",
+            id,
+            decide,
+        )
+        .await
     }
 
     async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError> {
-        let result = self
-            .transition(ctx, id, |p, now| p.claim_as(ctx, now))
-            .instrument(span(PROPOSAL_KIND, "claim", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+        let claim = kept::transition(&self.pool, ctx, id, |p: &Proposal, now| {
+            p.claim_as(ctx, now)
+        });
+        kept::audited(
+            &self.audit,
+            ctx,
+            PROPOSAL_KIND,
+            AuditOp::Update,
+            "claim",
+            id,
+            claim,
+        )
+        .await
     }
 
     async fn finish(
@@ -377,12 +330,19 @@ impl ProposalStore for PgProposalStore {
         id: &str,
         outcome: Result<Value, String>,
     ) -> Result<Proposal, StoreError> {
-        let result = self
-            .transition(ctx, id, |p, now| p.finish_as(ctx, &outcome, now))
-            .instrument(span(PROPOSAL_KIND, "finish", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, PROPOSAL_KIND, id, result)
+        let finish = kept::transition(&self.pool, ctx, id, |p: &Proposal, now| {
+            p.finish_as(ctx, &outcome, now)
+        });
+        kept::audited(
+            &self.audit,
+            ctx,
+            PROPOSAL_KIND,
+            AuditOp::Update,
+            "finish",
+            id,
+            finish,
+        )
+        .await
     }
 
     async fn expire_due(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError> {

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, Page, RawCall, RawCallQuery, RawLogStore,
-    RawRetention, StoreError, store_time,
+    RawRetention, StoreError, store_time, table_of,
 };
 use openvibe_protocols::{at_index, validate_raw_call};
 use sqlx::PgPool;
@@ -56,7 +56,7 @@ const COLS: &[&str] = &[
 
 impl Record for RawCall {
     const KIND: &'static str = "raw_call";
-    const TABLE: &'static str = "raw_calls";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = false;
     // Raw calls are only appended (`RawLogStore::append`), never written

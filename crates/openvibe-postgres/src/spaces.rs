@@ -19,9 +19,9 @@ use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, MESSAGE_KIND, Member, MessageBody, MessageQuery, Page,
     PageQuery, SPACE_KIND, Space, SpaceMessage, SpaceQuery, SpaceStore, StoreError, check_caller,
-    merge_posted, space_not_found, split_reposts, store_time,
+    member_change, merge_posted, space_not_found, split_reposts, store_time, table_of,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgRow};
 use tokio::sync::{Notify, watch};
@@ -30,15 +30,12 @@ use tracing::Instrument;
 use crate::access::push_readable_in;
 use crate::audit::AuditWriter;
 use crate::error::store_error;
-use crate::identity::{check_given_expiry, new_id, push_new_identity};
-use crate::records::{
-    GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, fetch_page, governed_cols,
-    select_readable,
-};
+use crate::kept::{self, KeptRow};
+use crate::records::{GOVERNED_FIXED, Record, end_read, fetch_all, fetch_page, governed_cols};
 use crate::rows::{col, columns, decode_meta, to_i64};
 use crate::span::span;
 use crate::sql::Sql;
-use crate::tx::{Tx, begin, begin_replacing_expired};
+use crate::tx::{Tx, begin};
 
 /// The channel the messages' trigger notifies.
 const CHANNEL: &str = "openvibe_spaces";
@@ -70,7 +67,7 @@ fn seq_of(kind: &str, id: &str, row: &PgRow, name: &str) -> Result<u64, StoreErr
 
 impl Record for Space {
     const KIND: &'static str = SPACE_KIND;
-    const TABLE: &'static str = "spaces";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = SPACE_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
@@ -93,7 +90,7 @@ impl Record for Space {
 
 impl Record for SpaceMessage {
     const KIND: &'static str = MESSAGE_KIND;
-    const TABLE: &'static str = "space_messages";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = MESSAGE_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
@@ -124,6 +121,31 @@ fn to_json(value: &impl serde::Serialize) -> Result<Value, StoreError> {
 
 fn member_keys(space: &Space) -> Vec<String> {
     space.members.iter().map(|m| m.principal.clone()).collect()
+}
+
+impl KeptRow for Space {
+    const INSERTED: &'static str = "title, domain, members, member_keys";
+
+    fn push_inserted(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.push(", ")
+            .bind(self.title.clone())
+            .push(", ")
+            .bind(self.domain.clone())
+            .push(", ")
+            .bind(to_json(&self.members)?)
+            .push(", ")
+            .bind(member_keys(self));
+        Ok(())
+    }
+
+    fn push_mutable(&self, sql: &mut Sql) -> Result<(), StoreError> {
+        sql.bind(to_json(&self.members)?)
+            .push(", ")
+            .bind(member_keys(self))
+            .push(", ")
+            .bind(self.meta.updated_at);
+        Ok(())
+    }
 }
 
 /// Wakes readers waiting for a space's next message: one `LISTEN`
@@ -273,71 +295,16 @@ impl PgSpaceStore {
     crate::audit::audited_store!(@with_audit);
 
     /// The space `id` locked (`lock`) or read in `tx`, when `ctx` may read
-    /// it.
+    /// it (a member, or privileged).
     async fn visible(
         tx: &mut Tx,
         ctx: &CallerContext,
         id: &str,
         lock: bool,
     ) -> Result<Space, StoreError> {
-        fetch_optional::<Space>(tx, select_readable::<Space>(ctx, id, lock))
+        kept::find::<Space>(tx, ctx, id, lock)
             .await?
-            .filter(|s| s.readable_by(ctx))
             .ok_or_else(|| space_not_found(id))
-    }
-
-    async fn create_unaudited(
-        &self,
-        ctx: &CallerContext,
-        mut space: Space,
-    ) -> Result<Space, StoreError> {
-        check_caller(ctx)?;
-        if space.id.is_empty() {
-            space.id = new_id();
-        }
-        ctx.stamp(&mut space.meta);
-        space.prepare_new(ctx)?;
-        check_given_expiry(space.meta.expires_at)?;
-        let now = store_time();
-        let placement =
-            ctx.placement(&space.meta.namespace, &format!("create space {}", space.id))?;
-        let expires_at =
-            ctx.expiry(SPACE_KIND, &placement.namespace, now, space.meta.expires_at)?;
-        let mut sql = Sql::new(
-            "INSERT INTO spaces (tenant_id, id, namespace, project_id, owner, created_at, \
-             updated_at, classification, source, expires_at, title, domain, members, \
-             member_keys) VALUES (",
-        );
-        push_new_identity(&mut sql, ctx, &placement, space.id.clone(), now);
-        sql.bind(space.meta.classification.as_str())
-            .push(", ")
-            .bind(space.meta.source.clone())
-            .push(", ")
-            .bind(expires_at)
-            .push(", ")
-            .bind(space.title.clone())
-            .push(", ")
-            .bind(space.domain.clone())
-            .push(", ")
-            .bind(to_json(&space.members)?)
-            .push(", ")
-            .bind(member_keys(&space))
-            .push(&format!(
-                ") ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
-                columns(SPACE_COLS, "")
-            ));
-        let mut tx =
-            begin_replacing_expired(&self.pool, ctx, "spaces", &[space.id.clone()]).await?;
-        if let Some(created) = fetch_optional::<Space>(&mut tx, sql).await? {
-            tx.commit().await.map_err(store_error)?;
-            return Ok(created);
-        }
-        let existing = Self::visible(&mut tx, ctx, &space.id, false).await.ok();
-        end_read(tx);
-        match existing {
-            Some(e) if e.title == space.title => Ok(e),
-            _ => Err(StoreError::conflict(format!("space `{}` exists", space.id))),
-        }
     }
 
     /// Lock the readable space `id`, check `ctx` may change its members,
@@ -357,16 +324,15 @@ impl PgSpaceStore {
         current.require_manage(ctx)?;
         let mut next = change(&current)?;
         next.meta.updated_at = store_time();
-        let detail = json!({"transition": transition, "member": member}).to_string();
+        // The trigger names the change from a setting of this statement.
+        let detail = member_change(transition, member).to_string();
         let mut sql = Sql::new("WITH said AS (SELECT set_config('openvibe.space_change', ");
-        sql.bind(detail)
-            .push(", true)) UPDATE spaces SET (members, member_keys, updated_at) = (")
-            .bind(to_json(&next.members)?)
-            .push(", ")
-            .bind(member_keys(&next))
-            .push(", ")
-            .bind(next.meta.updated_at)
-            .push(") FROM said WHERE tenant_id = ")
+        sql.bind(detail).push(&format!(
+            ", true)) UPDATE spaces SET ({}) = (",
+            Space::MUTABLE
+        ));
+        next.push_mutable(&mut sql)?;
+        sql.push(") FROM said WHERE tenant_id = ")
             .bind(ctx.tenant_id().to_owned())
             .push(" AND id = ")
             .bind(id.to_owned());
@@ -617,12 +583,24 @@ impl PgSpaceStore {
 impl SpaceStore for PgSpaceStore {
     async fn create(&self, ctx: &CallerContext, space: Space) -> Result<Space, StoreError> {
         let id = space.id.clone();
-        let result = self
-            .create_unaudited(ctx, space)
-            .instrument(span(SPACE_KIND, "create", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Insert, SPACE_KIND, &id, result)
+        let create = kept::create(
+            &self.pool,
+            ctx,
+            "create",
+            space,
+            |s| s.prepare_new(ctx),
+            |_| {},
+        );
+        kept::audited(
+            &self.audit,
+            ctx,
+            SPACE_KIND,
+            AuditOp::Insert,
+            "create",
+            &id,
+            create,
+        )
+        .await
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Space>, StoreError> {
@@ -652,12 +630,17 @@ impl SpaceStore for PgSpaceStore {
         member: Member,
     ) -> Result<Space, StoreError> {
         let who = member.principal.clone();
-        let result = self
-            .change_members(ctx, space_id, "add_member", &who, |s| s.with_member(member))
-            .instrument(span(SPACE_KIND, "add_member", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, SPACE_KIND, space_id, result)
+        let add = self.change_members(ctx, space_id, "add_member", &who, |s| s.with_member(member));
+        kept::audited(
+            &self.audit,
+            ctx,
+            SPACE_KIND,
+            AuditOp::Update,
+            "add_member",
+            space_id,
+            add,
+        )
+        .await
     }
 
     async fn remove_member(
@@ -666,14 +649,19 @@ impl SpaceStore for PgSpaceStore {
         space_id: &str,
         principal: &str,
     ) -> Result<Space, StoreError> {
-        let result = self
-            .change_members(ctx, space_id, "remove_member", principal, |s| {
-                s.without_member(principal)
-            })
-            .instrument(span(SPACE_KIND, "remove_member", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Update, SPACE_KIND, space_id, result)
+        let remove = self.change_members(ctx, space_id, "remove_member", principal, |s| {
+            s.without_member(principal)
+        });
+        kept::audited(
+            &self.audit,
+            ctx,
+            SPACE_KIND,
+            AuditOp::Update,
+            "remove_member",
+            space_id,
+            remove,
+        )
+        .await
     }
 
     async fn post_all(
@@ -682,12 +670,17 @@ impl SpaceStore for PgSpaceStore {
         space_id: &str,
         messages: Vec<SpaceMessage>,
     ) -> Result<Vec<SpaceMessage>, StoreError> {
-        let result = self
-            .post_unaudited(ctx, space_id, messages)
-            .instrument(span(MESSAGE_KIND, "post", ctx))
-            .await;
-        self.audit
-            .refusal(ctx, AuditOp::Insert, MESSAGE_KIND, space_id, result)
+        let post = self.post_unaudited(ctx, space_id, messages);
+        kept::audited(
+            &self.audit,
+            ctx,
+            MESSAGE_KIND,
+            AuditOp::Insert,
+            "post",
+            space_id,
+            post,
+        )
+        .await
     }
 
     async fn messages(

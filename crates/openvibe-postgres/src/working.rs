@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Change, NewPlan, NewSession, Page, Plan, PlanDeleted, PlanQuery, PlanStatus,
     PlanStore, PlanUpdate, Session, SessionDeleted, SessionQuery, SessionStore, StoreError,
-    store_time, validate_record_id,
+    store_time, table_of, validate_record_id,
 };
 use openvibe_protocols::{check_label, check_opt_label, json_object};
 use sqlx::postgres::PgRow;
@@ -67,7 +67,7 @@ const PLAN_COLS: &[&str] = &[
 
 impl Record for Session {
     const KIND: &'static str = "session";
-    const TABLE: &'static str = "sessions";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = SESSION_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = "tenant_id, id, project_id, owner, created_at";
@@ -88,7 +88,7 @@ impl Record for Session {
 
 impl Record for Plan {
     const KIND: &'static str = "plan";
-    const TABLE: &'static str = "plans";
+    const TABLE: &'static str = table_of(<Self as Record>::KIND);
     const COLS: &'static [&'static str] = PLAN_COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = "tenant_id, id, project_id, owner, created_at";

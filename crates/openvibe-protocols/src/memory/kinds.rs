@@ -107,6 +107,36 @@ pub fn kind_spec(name: &str) -> Option<&'static KindSpec> {
     KINDS.iter().find(|k| k.name == name)
 }
 
+/// The table of the kind named `kind`, for constants (a backend's table
+/// name is the registry's: `const TABLE: &str = table_of(PROPOSAL_KIND)`).
+/// A name not in the registry fails to compile.
+// Evaluated in constants: a panic here is a compile error.
+#[allow(clippy::panic)]
+pub const fn table_of(kind: &str) -> &'static str {
+    let mut i = 0;
+    while i < KINDS.len() {
+        if same(KINDS[i].name.as_bytes(), kind.as_bytes()) {
+            return KINDS[i].table;
+        }
+        i += 1;
+    }
+    panic!("not a kind of the registry")
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// A record of a governed kind kept by id: proposals, goals, priorities,
 /// metric reports, beliefs, spaces and their messages. What each backend's
 /// governed-table kernel needs of it, so that creating, reading, listing,
@@ -115,6 +145,10 @@ pub fn kind_spec(name: &str) -> Option<&'static KindSpec> {
 pub trait KeptRecord: Governed + Serialize + Clone + Send + Sync + 'static {
     /// Its kind: a row of [`KINDS`].
     const KIND: &'static str;
+
+    /// Whether a store chooses an id for a record created without one (a
+    /// goal's id is its objective's: it must be given).
+    const GENERATED_ID: bool = true;
 
     /// Its id, unique in its tenant.
     fn record_id(&self) -> &str;
@@ -166,7 +200,7 @@ pub trait KeptRecord: Governed + Serialize + Clone + Send + Sync + 'static {
 /// `Governed` and `KeptRecord` for a kind kept by id: its kind, its domain
 /// (`""` for kinds without one), the field its id lives in.
 macro_rules! kept {
-    ($($record:ty => $kind:expr, domain $domain:tt, id $($id:ident).+ $(, read $read:ident)?;)*) => {$(
+    ($($record:ty => $kind:expr, domain $domain:tt, id $($id:ident).+ $(, read $read:ident)? $(, generated $generated:literal)?;)*) => {$(
         impl Governed for $record {
             fn meta(&self) -> &RecordMeta {
                 &self.meta
@@ -178,6 +212,7 @@ macro_rules! kept {
 
         impl KeptRecord for $record {
             const KIND: &'static str = $kind;
+            $(const GENERATED_ID: bool = $generated;)?
             fn record_id(&self) -> &str {
                 &self.$($id).+
             }
@@ -214,7 +249,7 @@ macro_rules! kept {
 kept! {
     Proposal => PROPOSAL_KIND, domain field, id id, read as_of;
     Belief => BELIEF_KIND, domain field, id id;
-    Goal => GOAL_KIND, domain none, id objective.id;
+    Goal => GOAL_KIND, domain none, id objective.id, generated false;
     Priorities => PRIORITIES_KIND, domain none, id id;
     MetricReport => METRIC_KIND, domain none, id id;
     Space => SPACE_KIND, domain field, id id;
@@ -506,5 +541,7 @@ mod tests {
             Some(ProposalStatus::NAMES)
         );
         assert!(kind_spec("nothing").is_none());
+        const BELIEFS: &str = table_of(BELIEF_KIND);
+        assert_eq!(BELIEFS, "beliefs");
     }
 }

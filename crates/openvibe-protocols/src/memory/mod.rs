@@ -87,7 +87,7 @@ pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
     check_fixed_namespace,
 };
-pub use kinds::{KINDS, KeptRecord, KindSpec, kind_spec, member_change};
+pub use kinds::{KINDS, KeptRecord, KindSpec, kind_spec, member_change, table_of};
 pub use kv::{MemoryEntry, MemoryProvider};
 pub use proposals::{
     ADOPT_BELIEF_ACTION, ADOPT_BELIEF_TOOL, MAX_ERROR_CHARS, MAX_PROPOSAL_PAGE, PROPOSAL_KIND,
