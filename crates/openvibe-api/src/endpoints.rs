@@ -20,6 +20,8 @@
 //! assert!(endpoints::all().iter().any(|op| op.operation_id == "storeFact"));
 //! ```
 
+mod stores;
+
 use std::marker::PhantomData;
 
 use openvibe_protocols::{
@@ -354,9 +356,56 @@ impl RevisableEndpoints for Insight {
     const TOUCH: Endpoint<Touch, Touched> = TOUCH_INSIGHTS;
 }
 
+/// The rows of a store trait's wire ([`store_wire!`](crate::store_wire)),
+/// each documented as `` `METHOD path`: summary. ``, and the function
+/// that lists them in their order (for [`all`]).
+macro_rules! rows {
+    ($trait:ident $ops:ident; $(
+        fn $name:ident $args:tt -> $ret:ty = $row:ident {
+            $m:ident $path:literal [$($p:ident),*] ($($input:tt)*) -> $out:ty;
+            $op:literal, $summary:literal [$($flag:ident),*];
+            $(or_none $kind:literal $(($id:expr))?;)?
+            server $server:tt;
+            client $client:tt;
+        }
+    )*) => {
+        $(
+            #[doc = concat!("`", stringify!($m), " ", $path, "`: ", $summary, ".")]
+            pub const $row: Endpoint<rows!(@input $($input)*), $out> =
+                rows!(@new $m ($($input)*) $path, $op, $summary) $(.$flag())* $(.or_none($kind))?;
+        )*
+
+        /// The rows of the trait, in the table's order.
+        fn $ops() -> Vec<Operation> {
+            vec![$($row.operation()),*]
+        }
+
+        #[cfg(test)]
+        mod $ops {
+            /// Each row's path has one `{…}` segment per path argument.
+            #[test]
+            fn the_path_arguments_fill_the_paths() {
+                $(assert_eq!(
+                    super::$row.params().count(),
+                    <[&str]>::len(&[$(stringify!($p)),*]),
+                    "{:?}",
+                    super::$row
+                );)*
+            }
+        }
+    };
+    (@input none) => { () };
+    (@input body $t:ty) => { $t };
+    (@new GET (none) $($a:tt)*) => { Endpoint::get($($a)*) };
+    (@new DELETE (none) $($a:tt)*) => { Endpoint::delete($($a)*) };
+    (@new POST (none) $($a:tt)*) => { Endpoint::post($($a)*).no_input() };
+    (@new POST (body $t:ty) $($a:tt)*) => { Endpoint::post($($a)*) };
+    (@new PUT (body $t:ty) $($a:tt)*) => { Endpoint::put($($a)*) };
+}
+
 /// Every endpoint of the table, with its schemas, in the table's order.
 pub fn all() -> Vec<Operation> {
-    vec![
+    let mut all = vec![
         HEALTHZ.operation(),
         READYZ.operation(),
         OPENAPI.operation(),
@@ -377,36 +426,12 @@ pub fn all() -> Vec<Operation> {
         EMBED_PENDING.operation(),
         PROMOTE.operation(),
         SEARCH_MEMORY.operation(),
-        CREATE_PROPOSAL.operation(),
-        GET_PROPOSAL.operation(),
-        QUERY_PROPOSALS.operation(),
-        DECIDE_PROPOSAL.operation(),
-        CLAIM_PROPOSAL.operation(),
-        FINISH_PROPOSAL.operation(),
-        EXPIRE_PROPOSALS.operation(),
-        CREATE_SPACE.operation(),
-        GET_SPACE.operation(),
-        QUERY_SPACES.operation(),
-        ADD_SPACE_MEMBER.operation(),
-        REMOVE_SPACE_MEMBER.operation(),
-        POST_MESSAGES.operation(),
-        READ_MESSAGES.operation(),
-        ACK_MESSAGES.operation(),
-        SPACE_CURSOR.operation(),
-        PUT_GOAL.operation(),
-        GET_GOAL.operation(),
-        QUERY_GOALS.operation(),
-        DECOMPOSE_GOAL.operation(),
-        GOAL_PROGRESS.operation(),
-        PUT_PRIORITIES.operation(),
-        GET_PRIORITIES.operation(),
-        REPORT_METRIC.operation(),
-        QUERY_REPORTS.operation(),
-        PROPOSE_BELIEF.operation(),
-        GET_BELIEF.operation(),
-        QUERY_BELIEFS.operation(),
-        DECIDE_BELIEF.operation(),
-        RETIRE_BELIEF.operation(),
+    ];
+    all.extend(proposal_ops());
+    all.extend(space_ops());
+    all.extend(goal_ops());
+    all.extend(belief_ops());
+    all.extend([
         STORE_FACT.operation(),
         GET_FACT.operation(),
         UPDATE_FACT.operation(),
@@ -461,7 +486,8 @@ pub fn all() -> Vec<Operation> {
         DELETE_PLAN_STATE_KEY.operation(),
         ATOMIC_APPEND.operation(),
         ATOMIC_INCREMENT.operation(),
-    ]
+    ]);
+    all
 }
 
 // --- System: health, the document, audit, namespaces, expiry, vectors, promotion ---
@@ -622,249 +648,14 @@ pub const SEARCH_MEMORY: Endpoint<SearchMemory, Vec<Fact>> = Endpoint::post(
 )
 .idempotent();
 
-// --- Proposals: what waits for a person ---
+// --- Proposals, spaces, goals, beliefs: the wire of their store traits ---
+// (declared once in `stores.rs`; these rows, the service's handlers and the
+// remote's impls are expanded from it)
 
-/// `POST /v1/memory/proposals`: Create a pending proposal (the same id and request again: the existing one).
-pub const CREATE_PROPOSAL: Endpoint<Proposal, Proposal> = Endpoint::post(
-    "/v1/memory/proposals",
-    "createProposal",
-    "Create a pending proposal (the same id and request again: the existing one)",
-)
-.idempotent();
-
-/// `GET /v1/memory/proposals/{id}`: A proposal the caller may read (its status as of now).
-pub const GET_PROPOSAL: Endpoint<(), Proposal> = Endpoint::get(
-    "/v1/memory/proposals/{id}",
-    "getProposal",
-    "A proposal the caller may read (its status as of now)",
-)
-.or_none("proposal");
-
-/// `POST /v1/memory/proposals/query`: A page of proposals, newest first.
-pub const QUERY_PROPOSALS: Endpoint<ProposalQuery, Page<Proposal>> = Endpoint::post(
-    "/v1/memory/proposals/query",
-    "queryProposals",
-    "A page of proposals, newest first",
-)
-.idempotent();
-
-/// `POST /v1/memory/proposals/{id}/decide`: Approve or reject a pending proposal (needs the approve right; of racing callers one wins, the others get 409).
-pub const DECIDE_PROPOSAL: Endpoint<Verdict, Proposal> = Endpoint::post(
-    "/v1/memory/proposals/{id}/decide",
-    "decideProposal",
-    "Approve or reject a pending proposal (needs the approve right; of racing callers one wins, the others get 409)",
-);
-
-/// `POST /v1/memory/proposals/{id}/claim`: Claim an approved proposal's one execution (409 when claimed already).
-pub const CLAIM_PROPOSAL: Endpoint<(), Proposal> = Endpoint::post(
-    "/v1/memory/proposals/{id}/claim",
-    "claimProposal",
-    "Claim an approved proposal's one execution (409 when claimed already)",
-)
-.no_input();
-
-/// `POST /v1/memory/proposals/{id}/finish`: Record how a claimed proposal's action went.
-pub const FINISH_PROPOSAL: Endpoint<FinishProposal, Proposal> = Endpoint::post(
-    "/v1/memory/proposals/{id}/finish",
-    "finishProposal",
-    "Record how a claimed proposal's action went",
-);
-
-/// `POST /v1/memory/proposals/expire`: Mark pending proposals past their deadline expired.
-pub const EXPIRE_PROPOSALS: Endpoint<ExpireProposals, ExpiredCount> = Endpoint::post(
-    "/v1/memory/proposals/expire",
-    "expireProposals",
-    "Mark pending proposals past their deadline expired",
-)
-.idempotent();
-
-// --- Spaces: members, ordered message logs, cursors ---
-
-/// `POST /v1/memory/spaces`: Create a space, the caller an admin member (the same id and title again: the existing one).
-pub const CREATE_SPACE: Endpoint<Space, Space> = Endpoint::post(
-    "/v1/memory/spaces",
-    "createSpace",
-    "Create a space, the caller an admin member (the same id and title again: the existing one)",
-)
-.idempotent();
-
-/// `GET /v1/memory/spaces/{id}`: A space the caller is a member of.
-pub const GET_SPACE: Endpoint<(), Space> = Endpoint::get(
-    "/v1/memory/spaces/{id}",
-    "getSpace",
-    "A space the caller is a member of",
-)
-.or_none("space");
-
-/// `POST /v1/memory/spaces/query`: A page of the caller's spaces, newest first.
-pub const QUERY_SPACES: Endpoint<SpaceQuery, Page<Space>> = Endpoint::post(
-    "/v1/memory/spaces/query",
-    "querySpaces",
-    "A page of the caller's spaces, newest first",
-)
-.idempotent();
-
-/// `POST /v1/memory/spaces/{id}/members`: Add a member (or replace its admin flag and domains; needs a space admin or the manage right).
-pub const ADD_SPACE_MEMBER: Endpoint<openvibe_protocols::Member, Space> = Endpoint::post(
-    "/v1/memory/spaces/{id}/members",
-    "addSpaceMember",
-    "Add a member (or replace its admin flag and domains; needs a space admin or the manage right)",
-)
-.idempotent();
-
-/// `DELETE /v1/memory/spaces/{id}/members/{principal}`: Remove a member (the last admin stays).
-pub const REMOVE_SPACE_MEMBER: Endpoint<(), Space> = Endpoint::delete(
-    "/v1/memory/spaces/{id}/members/{principal}",
-    "removeSpaceMember",
-    "Remove a member (the last admin stays)",
-);
-
-/// `POST /v1/memory/spaces/{id}/messages`: Append messages in order, as the caller (a member with the write right); an id already posted returns the stored message.
-pub const POST_MESSAGES: Endpoint<PostMessages, Vec<SpaceMessage>> = Endpoint::post(
-    "/v1/memory/spaces/{id}/messages",
-    "postMessages",
-    "Append messages in order, as the caller (a member with the write right); an id already posted returns the stored message",
-)
-.idempotent();
-
-/// `POST /v1/memory/spaces/{id}/messages/query`: Messages after a seq, in order; waits up to `wait_ms` for the next one when none follows.
-pub const READ_MESSAGES: Endpoint<openvibe_protocols::MessageQuery, Vec<SpaceMessage>> =
-    Endpoint::post(
-        "/v1/memory/spaces/{id}/messages/query",
-        "readMessages",
-        "Messages after a seq, in order; waits up to `wait_ms` for the next one when none follows",
-    )
-    .idempotent();
-
-/// `POST /v1/memory/spaces/{id}/ack`: Move the caller's cursor forward (never back, never past the head).
-pub const ACK_MESSAGES: Endpoint<Ack, Cursor> = Endpoint::post(
-    "/v1/memory/spaces/{id}/ack",
-    "ackMessages",
-    "Move the caller's cursor forward (never back, never past the head)",
-)
-.idempotent();
-
-/// `GET /v1/memory/spaces/{id}/cursor`: The caller's cursor in the space.
-pub const SPACE_CURSOR: Endpoint<(), Cursor> = Endpoint::get(
-    "/v1/memory/spaces/{id}/cursor",
-    "spaceCursor",
-    "The caller's cursor in the space",
-);
-
-// --- Goals: objectives, decomposition, priorities, metric reports ---
-
-/// `POST /v1/memory/goals`: Put an objective: create its goal, or revise it (a new version when it changed; the same objective again changes nothing).
-pub const PUT_GOAL: Endpoint<Goal, Goal> = Endpoint::post(
-    "/v1/memory/goals",
-    "putGoal",
-    "Put an objective: create its goal, or revise it (a new version when it changed; the same objective again changes nothing)",
-)
-.idempotent();
-
-/// `GET /v1/memory/goals/{id}`: A goal the caller may read.
-pub const GET_GOAL: Endpoint<(), Goal> = Endpoint::get(
-    "/v1/memory/goals/{id}",
-    "getGoal",
-    "A goal the caller may read",
-)
-.or_none("goal");
-
-/// `POST /v1/memory/goals/query`: A page of goals, in id order.
-pub const QUERY_GOALS: Endpoint<GoalQuery, Page<Goal>> = Endpoint::post(
-    "/v1/memory/goals/query",
-    "queryGoals",
-    "A page of goals, in id order",
-)
-.idempotent();
-
-/// `POST /v1/memory/goals/{id}/decompose`: Store a goal's initiatives (the first decomposition of an objective stays; 409 when the objective changed since the fingerprint).
-pub const DECOMPOSE_GOAL: Endpoint<Decompose, Goal> = Endpoint::post(
-    "/v1/memory/goals/{id}/decompose",
-    "decomposeGoal",
-    "Store a goal's initiatives (the first decomposition of an objective stays; 409 when the objective changed since the fingerprint)",
-)
-.idempotent();
-
-/// `GET /v1/memory/goals/{id}/progress`: Where a goal stands: each key result's value and progress, computed from its metric reports.
-pub const GOAL_PROGRESS: Endpoint<(), GoalProgress> = Endpoint::get(
-    "/v1/memory/goals/{id}/progress",
-    "goalProgress",
-    "Where a goal stands: each key result's value and progress, computed from its metric reports",
-)
-.or_none("goal");
-
-/// `POST /v1/memory/priorities`: Put a role's priorities of a day (replacing that day's).
-pub const PUT_PRIORITIES: Endpoint<Priorities, Priorities> = Endpoint::post(
-    "/v1/memory/priorities",
-    "putPriorities",
-    "Put a role's priorities of a day (replacing that day's)",
-)
-.idempotent();
-
-/// `POST /v1/memory/priorities/query`: A role's latest priorities on or before a day (404 when none).
-pub const GET_PRIORITIES: Endpoint<PrioritiesOf, Priorities> = Endpoint::post(
-    "/v1/memory/priorities/query",
-    "getPriorities",
-    "A role's latest priorities on or before a day (404 when none)",
-)
-.idempotent()
-.or_none("priorities");
-
-/// `POST /v1/memory/metrics`: Report a metric of a role (`add` or `set`); a report with the id of an earlier one counts once.
-pub const REPORT_METRIC: Endpoint<MetricReport, MetricReport> = Endpoint::post(
-    "/v1/memory/metrics",
-    "reportMetric",
-    "Report a metric of a role (`add` or `set`); a report with the id of an earlier one counts once",
-)
-.idempotent();
-
-/// `POST /v1/memory/metrics/query`: A page of a role's metric reports, oldest first (each with its stream's total after it): the history of a key result.
-pub const QUERY_REPORTS: Endpoint<ReportQuery, Page<MetricReport>> = Endpoint::post(
-    "/v1/memory/metrics/query",
-    "queryMetricReports",
-    "A page of a role's metric reports, oldest first (each with its stream's total after it): the history of a key result",
-)
-.idempotent();
-
-// --- Beliefs (L4): what a role holds true once a person approved it ---
-
-/// `POST /v1/memory/beliefs`: Propose a belief (the same id and request again: the existing one).
-pub const PROPOSE_BELIEF: Endpoint<Belief, Belief> = Endpoint::post(
-    "/v1/memory/beliefs",
-    "proposeBelief",
-    "Propose a belief (the same id and request again: the existing one)",
-)
-.idempotent();
-
-/// `GET /v1/memory/beliefs/{id}`: A belief the caller may read.
-pub const GET_BELIEF: Endpoint<(), Belief> = Endpoint::get(
-    "/v1/memory/beliefs/{id}",
-    "getBelief",
-    "A belief the caller may read",
-)
-.or_none("belief");
-
-/// `POST /v1/memory/beliefs/query`: A page of beliefs, newest first.
-pub const QUERY_BELIEFS: Endpoint<BeliefQuery, Page<Belief>> = Endpoint::post(
-    "/v1/memory/beliefs/query",
-    "queryBeliefs",
-    "A page of beliefs, newest first",
-)
-.idempotent();
-
-/// `POST /v1/memory/beliefs/{id}/decide`: Approve or reject a proposed belief (needs the approve right; approving one that supersedes an active belief retires it; of racing callers one wins, the others get 409).
-pub const DECIDE_BELIEF: Endpoint<Verdict, Belief> = Endpoint::post(
-    "/v1/memory/beliefs/{id}/decide",
-    "decideBelief",
-    "Approve or reject a proposed belief (needs the approve right; approving one that supersedes an active belief retires it; of racing callers one wins, the others get 409)",
-);
-
-/// `POST /v1/memory/beliefs/{id}/retire`: Retire an active belief, with a reason (needs the approve right).
-pub const RETIRE_BELIEF: Endpoint<RetireBelief, Belief> = Endpoint::post(
-    "/v1/memory/beliefs/{id}/retire",
-    "retireBelief",
-    "Retire an active belief, with a reason (needs the approve right)",
-);
+crate::store_wire!(ProposalStore => rows);
+crate::store_wire!(SpaceStore => rows);
+crate::store_wire!(GoalStore => rows);
+crate::store_wire!(BeliefStore => rows);
 
 // --- Records: facts, episodes, the raw log, insights, semantic knowledge ---
 

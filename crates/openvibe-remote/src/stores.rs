@@ -201,265 +201,70 @@ impl RawLogStore for RemoteMemory {
     }
 }
 
-#[async_trait]
-impl BeliefStore for RemoteMemory {
-    async fn propose(&self, ctx: &CallerContext, belief: Belief) -> Result<Belief, StoreError> {
-        self.call(ctx, &e::PROPOSE_BELIEF, &[], &belief).await
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Belief>, StoreError> {
-        self.find(ctx, &e::GET_BELIEF, &[id]).await
-    }
-
-    async fn list(
-        &self,
-        ctx: &CallerContext,
-        query: &BeliefQuery,
-    ) -> Result<Page<Belief>, StoreError> {
-        self.call(ctx, &e::QUERY_BELIEFS, &[], query).await
-    }
-
-    async fn decide(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        verdict: &Verdict,
-    ) -> Result<Belief, StoreError> {
-        self.call(ctx, &e::DECIDE_BELIEF, &[id], verdict).await
-    }
-
-    async fn retire(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        reason: &str,
-    ) -> Result<Belief, StoreError> {
-        let body = RetireBelief {
-            reason: reason.to_owned(),
-        };
-        self.call(ctx, &e::RETIRE_BELIEF, &[id], &body).await
-    }
-}
-
-#[async_trait]
-impl GoalStore for RemoteMemory {
-    async fn put(&self, ctx: &CallerContext, goal: Goal) -> Result<Goal, StoreError> {
-        self.call(ctx, &e::PUT_GOAL, &[], &goal).await
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Goal>, StoreError> {
-        self.find(ctx, &e::GET_GOAL, &[id]).await
-    }
-
-    async fn list(&self, ctx: &CallerContext, query: &GoalQuery) -> Result<Page<Goal>, StoreError> {
-        self.call(ctx, &e::QUERY_GOALS, &[], query).await
-    }
-
-    async fn decompose(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        fingerprint: &str,
-        initiatives: Vec<Initiative>,
-    ) -> Result<Goal, StoreError> {
-        let body = Decompose {
-            fingerprint: fingerprint.to_owned(),
-            initiatives,
-        };
-        self.call(ctx, &e::DECOMPOSE_GOAL, &[id], &body).await
-    }
-
-    async fn put_priorities(
-        &self,
-        ctx: &CallerContext,
-        priorities: Priorities,
-    ) -> Result<Priorities, StoreError> {
-        self.call(ctx, &e::PUT_PRIORITIES, &[], &priorities).await
-    }
-
-    async fn priorities(
-        &self,
-        ctx: &CallerContext,
-        role_id: &str,
-        day: NaiveDate,
-    ) -> Result<Option<Priorities>, StoreError> {
-        let body = PrioritiesOf {
-            role_id: role_id.to_owned(),
-            day,
-        };
-        self.find_with(ctx, &e::GET_PRIORITIES, &[], &body).await
-    }
-
-    async fn report(
-        &self,
-        ctx: &CallerContext,
-        mut report: MetricReport,
-    ) -> Result<MetricReport, StoreError> {
-        // The id is chosen here, so a retry of a report that may have
-        // arrived counts once.
-        if report.id.is_empty() {
-            report.id = uuid::Uuid::new_v4().simple().to_string();
+/// A store trait's impl, expanded from its wire (`openvibe_api::store_wire!`):
+/// each method calls its row with its path arguments and what the
+/// declaration's `client` sends; an `or_none` row's 404 naming its kind
+/// is `None`.
+macro_rules! remote_store {
+    ($trait:ident $ops:ident; $(
+        fn $name:ident ($($arg:ident: $argty:ty),*) -> $ret:ty = $row:ident {
+            $m:ident $path:literal [$($p:ident),*] $input:tt -> $out:ty;
+            $op:literal, $summary:literal [$($flag:ident),*];
+            $(or_none $kind:literal $(($id:expr))?;)?
+            server $server:tt;
+            client ($($sent:expr)? $(=> |$c:ident| $unwrap:expr)?);
         }
-        self.call(ctx, &e::REPORT_METRIC, &[], &report).await
-    }
-
-    async fn progress(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-    ) -> Result<Option<GoalProgress>, StoreError> {
-        self.find(ctx, &e::GOAL_PROGRESS, &[id]).await
-    }
-
-    async fn reports(
-        &self,
-        ctx: &CallerContext,
-        query: &ReportQuery,
-    ) -> Result<Page<MetricReport>, StoreError> {
-        self.call(ctx, &e::QUERY_REPORTS, &[], query).await
-    }
-}
-
-#[async_trait]
-impl ProposalStore for RemoteMemory {
-    async fn create(
-        &self,
-        ctx: &CallerContext,
-        proposal: Proposal,
-    ) -> Result<Proposal, StoreError> {
-        self.call(ctx, &e::CREATE_PROPOSAL, &[], &proposal).await
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Proposal>, StoreError> {
-        self.find(ctx, &e::GET_PROPOSAL, &[id]).await
-    }
-
-    async fn list(
-        &self,
-        ctx: &CallerContext,
-        query: &ProposalQuery,
-    ) -> Result<Page<Proposal>, StoreError> {
-        self.call(ctx, &e::QUERY_PROPOSALS, &[], query).await
-    }
-
-    async fn decide(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        verdict: &Verdict,
-    ) -> Result<Proposal, StoreError> {
-        self.call(ctx, &e::DECIDE_PROPOSAL, &[id], verdict).await
-    }
-
-    async fn claim(&self, ctx: &CallerContext, id: &str) -> Result<Proposal, StoreError> {
-        self.call(ctx, &e::CLAIM_PROPOSAL, &[id], &()).await
-    }
-
-    async fn finish(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        outcome: Result<Value, String>,
-    ) -> Result<Proposal, StoreError> {
-        self.call(
-            ctx,
-            &e::FINISH_PROPOSAL,
-            &[id],
-            &FinishProposal::of(outcome),
-        )
-        .await
-    }
-
-    async fn expire_due(&self, ctx: &CallerContext, limit: usize) -> Result<u64, StoreError> {
-        Ok(self
-            .call(ctx, &e::EXPIRE_PROPOSALS, &[], &ExpireProposals { limit })
-            .await?
-            .expired)
-    }
-}
-
-#[async_trait]
-impl SpaceStore for RemoteMemory {
-    async fn create(&self, ctx: &CallerContext, space: Space) -> Result<Space, StoreError> {
-        self.call(ctx, &e::CREATE_SPACE, &[], &space).await
-    }
-
-    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<Space>, StoreError> {
-        self.find(ctx, &e::GET_SPACE, &[id]).await
-    }
-
-    async fn list(
-        &self,
-        ctx: &CallerContext,
-        query: &SpaceQuery,
-    ) -> Result<Page<Space>, StoreError> {
-        self.call(ctx, &e::QUERY_SPACES, &[], query).await
-    }
-
-    async fn add_member(
-        &self,
-        ctx: &CallerContext,
-        space_id: &str,
-        member: openvibe_protocols::Member,
-    ) -> Result<Space, StoreError> {
-        self.call(ctx, &e::ADD_SPACE_MEMBER, &[space_id], &member)
-            .await
-    }
-
-    async fn remove_member(
-        &self,
-        ctx: &CallerContext,
-        space_id: &str,
-        principal: &str,
-    ) -> Result<Space, StoreError> {
-        self.call(ctx, &e::REMOVE_SPACE_MEMBER, &[space_id, principal], &())
-            .await
-    }
-
-    async fn post_all(
-        &self,
-        ctx: &CallerContext,
-        space_id: &str,
-        mut messages: Vec<SpaceMessage>,
-    ) -> Result<Vec<SpaceMessage>, StoreError> {
-        // Ids chosen here make a retried request the same post.
-        for m in &mut messages {
-            if m.id.is_empty() {
-                m.id = uuid::Uuid::new_v4().simple().to_string();
-            }
+    )*) => {
+        #[async_trait]
+        impl $trait for RemoteMemory {
+            $(
+                async fn $name(
+                    &self,
+                    ctx: &CallerContext,
+                    $($arg: $argty),*
+                ) -> Result<$ret, StoreError> {
+                    let sent = remote_store!(@sent $($sent)?);
+                    let out = remote_store!(@call self, ctx, e::$row, [$($p),*], sent $(, $kind)?);
+                    $(let out = { let $c = out; $unwrap };)?
+                    Ok(out)
+                }
+            )*
         }
-        self.call(
-            ctx,
-            &e::POST_MESSAGES,
-            &[space_id],
-            &PostMessages { messages },
-        )
-        .await
-    }
-
-    async fn messages(
-        &self,
-        ctx: &CallerContext,
-        space_id: &str,
-        query: &openvibe_protocols::MessageQuery,
-    ) -> Result<Vec<SpaceMessage>, StoreError> {
-        self.call(ctx, &e::READ_MESSAGES, &[space_id], query).await
-    }
-
-    async fn ack(&self, ctx: &CallerContext, space_id: &str, seq: u64) -> Result<u64, StoreError> {
-        Ok(self
-            .call(ctx, &e::ACK_MESSAGES, &[space_id], &Ack { seq })
-            .await?
-            .cursor)
-    }
-
-    async fn cursor(&self, ctx: &CallerContext, space_id: &str) -> Result<u64, StoreError> {
-        Ok(self
-            .call(ctx, &e::SPACE_CURSOR, &[space_id], &())
-            .await?
-            .cursor)
-    }
+    };
+    (@sent) => { &() };
+    (@sent $sent:expr) => { $sent };
+    (@call $self:ident, $ctx:ident, $row:path, [$($p:ident),*], $sent:ident) => {
+        $self.call($ctx, &$row, &[$($p),*], $sent).await?
+    };
+    (@call $self:ident, $ctx:ident, $row:path, [$($p:ident),*], $sent:ident, $kind:literal) => {
+        $self.find_with($ctx, &$row, &[$($p),*], $sent).await?
+    };
 }
+
+/// `messages`, each with an id (chosen here when it has none, so a retried
+/// post is the same post).
+fn with_ids(mut messages: Vec<SpaceMessage>) -> Vec<SpaceMessage> {
+    for m in &mut messages {
+        if m.id.is_empty() {
+            m.id = uuid::Uuid::new_v4().simple().to_string();
+        }
+    }
+    messages
+}
+
+/// `report` with an id (chosen here when it has none, so a retry of a
+/// report that may have arrived counts once).
+fn with_id(mut report: MetricReport) -> MetricReport {
+    if report.id.is_empty() {
+        report.id = uuid::Uuid::new_v4().simple().to_string();
+    }
+    report
+}
+
+openvibe_api::store_wire!(ProposalStore => remote_store);
+openvibe_api::store_wire!(SpaceStore => remote_store);
+openvibe_api::store_wire!(GoalStore => remote_store);
+openvibe_api::store_wire!(BeliefStore => remote_store);
 
 #[async_trait]
 impl SessionStore for RemoteMemory {

@@ -21,6 +21,19 @@ pub(crate) struct AppState {
     pub(crate) console: std::sync::Arc<crate::console::Sessions>,
 }
 
+impl AppState {
+    /// `query` with its wait bounded by [`AppState::max_wait`]: a long
+    /// poll answers before the request's time limit.
+    pub(crate) fn bounded_wait(
+        &self,
+        mut query: openvibe_protocols::MessageQuery,
+    ) -> openvibe_protocols::MessageQuery {
+        let max_wait = u64::try_from(self.max_wait.as_millis()).unwrap_or(u64::MAX);
+        query.wait_ms = query.wait_ms.min(max_wait);
+        query
+    }
+}
+
 impl axum::extract::FromRef<AppState> for std::sync::Arc<crate::console::Sessions> {
     fn from_ref(state: &AppState) -> Self {
         state.console.clone()

@@ -1,11 +1,12 @@
 //! Paging, written once for every kind listed a page at a time: the
 //! opaque cursor a keyset-paged list continues after (the same on every
-//! backend), a list query's checked limit ([`PageQuery`]) and the page of
-//! what a store fetched ([`Listed`], [`Page::of`]).
+//! backend), a list query's checked limit ([`PageQuery`]) and where a
+//! page that ends with a record continues ([`Listed`], for
+//! [`Page::of`](super::Page::of)).
 
 use chrono::{DateTime, Utc};
 
-use super::{Page, StoreError};
+use super::StoreError;
 
 /// A list query read a page at a time: its limit, checked once for every
 /// kind (the service states the same bound in its document).
@@ -38,23 +39,6 @@ pub fn check_limit(limit: usize, max: usize) -> Result<usize, StoreError> {
 pub trait Listed {
     /// The cursor of a page that ends with this record.
     fn cursor(&self) -> String;
-}
-
-impl<T: Listed> Page<T> {
-    /// The page of `fetched`, in list order, of which a store fetched one
-    /// more than `limit` to know whether another page follows.
-    pub fn of(mut fetched: Vec<T>, limit: usize) -> Self {
-        let next_cursor = if fetched.len() > limit {
-            fetched.truncate(limit);
-            fetched.last().map(Listed::cursor)
-        } else {
-            None
-        };
-        Page {
-            items: fetched,
-            next_cursor,
-        }
-    }
 }
 
 /// `Listed` for records whose cursor is their creation time and id.

@@ -208,6 +208,23 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+impl<T: super::Listed> Page<T> {
+    /// The page of `fetched`, in list order, of which a store fetched one
+    /// more than `limit` to know whether another page follows.
+    pub fn of(mut fetched: Vec<T>, limit: usize) -> Self {
+        let next_cursor = if fetched.len() > limit {
+            fetched.truncate(limit);
+            fetched.last().map(super::Listed::cursor)
+        } else {
+            None
+        };
+        Page {
+            items: fetched,
+            next_cursor,
+        }
+    }
+}
+
 impl<T> Page<T> {
     /// Every item of every page, in order: `fetch` is asked for the first
     /// page (cursor `None`), then for the page after each `next_cursor`,

@@ -63,3 +63,61 @@ pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
         id: id.to_owned(),
     }
 }
+
+/// A store trait's handlers and its `routes` (every row of its wire),
+/// expanded from its declaration: `openvibe_api::store_wire!(Trait =>
+/// serve_store)` in the trait's route module, which imports the types the
+/// declaration names. Each handler takes the state, the caller from the
+/// key, the path's parameters and the checked body, runs the declaration's
+/// `server` call and answers what it gives (a `None` of an `or_none` row
+/// is a 404 naming its kind).
+macro_rules! serve_store {
+    ($trait:ident $ops:ident; $(
+        fn $name:ident $args:tt -> $ret:ty = $row:ident {
+            $m:ident $path:literal $params:tt ($($input:tt)*) -> $out:ty;
+            $op:literal, $summary:literal [$($flag:ident),*];
+            $(or_none $kind:literal $(($id:expr))?;)?
+            server (|$s:ident, $ctx:ident $(, $b:ident)?| $call:expr $(=> |$v:ident| $wrap:expr)?);
+            client $client:tt;
+        }
+    )*) => {
+        /// Every row of the trait's wire, served.
+        pub(super) fn routes(api: $crate::routes::Api) -> $crate::routes::Api {
+            api $(.route(&openvibe_api::endpoints::$row, $name))*
+        }
+
+        $(
+            async fn $name(
+                axum::extract::State($s): axum::extract::State<$crate::state::AppState>,
+                $crate::auth::Ctx($ctx): $crate::auth::Ctx,
+                $crate::routes::api::serve_store!(@path_pat $params):
+                    $crate::routes::api::serve_store!(@path_ty $params),
+                $crate::routes::api::serve_store!(@in_pat ($($input)*) $($b)?):
+                    $crate::routes::api::serve_store!(@in_ty ($($input)*)),
+            ) -> $crate::routes::api::Answer<$out> {
+                let out = ($call).await?;
+                $(let out = out.ok_or_else(|| {
+                    $crate::routes::api::not_found(
+                        $kind,
+                        $crate::routes::api::serve_store!(@id $params $($id)?),
+                    )
+                })?;)?
+                $(let out = { let $v = out; $wrap };)?
+                Ok(axum::Json(out))
+            }
+        )*
+    };
+    (@path_pat []) => { () };
+    (@path_ty []) => { () };
+    (@path_pat [$a:ident]) => { axum::extract::Path($a) };
+    (@path_ty [$a:ident]) => { axum::extract::Path<String> };
+    (@path_pat [$a:ident, $b:ident]) => { axum::extract::Path(($a, $b)) };
+    (@path_ty [$a:ident, $b:ident]) => { axum::extract::Path<(String, String)> };
+    (@in_pat (none)) => { () };
+    (@in_ty (none)) => { () };
+    (@in_pat (body $t:ty) $b:ident) => { $crate::extract::Body($b) };
+    (@in_ty (body $t:ty)) => { $crate::extract::Body<$t> };
+    (@id [$first:ident $(, $rest:ident)*]) => { &$first };
+    (@id $params:tt $id:expr) => { &$id };
+}
+pub(crate) use serve_store;
