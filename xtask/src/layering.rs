@@ -64,14 +64,16 @@ const RULES: &[(&str, &[&str])] = &[
         &["openvibe-protocols", "openvibe-config"],
     ),
     // The conformance suite is written against the contract (and uses the
-    // governance crate's example policies as fixtures, and the analyzer to
-    // say which records hold a query's terms).
+    // governance crate's example policies as fixtures, the analyzer to say
+    // which records hold a query's terms, and the memory layer's erasure
+    // driver to run an erasure end to end on every backend).
     (
         "openvibe-memory-testkit",
         &[
             "openvibe-protocols",
             "openvibe-governance",
             "openvibe-retrieval",
+            "openvibe-memory",
         ],
     ),
     // A backend implements the contract and ranks with the shared ranking;
@@ -86,11 +88,18 @@ const RULES: &[(&str, &[&str])] = &[
     ),
     // The service's wire format: plain types over the contract.
     ("openvibe-api", &["openvibe-protocols"]),
-    // The service serves any `Stores` (the CLI picks the backend) and
-    // authenticates callers by the governance policy.
+    // The service serves any `Stores` (the CLI picks the backend),
+    // authenticates callers by the governance policy, and decides what waits
+    // for a person through the memory layer (a belief's proposal with its
+    // belief).
     (
         "openvibe-service",
-        &["openvibe-api", "openvibe-protocols", "openvibe-governance"],
+        &[
+            "openvibe-api",
+            "openvibe-protocols",
+            "openvibe-governance",
+            "openvibe-memory",
+        ],
     ),
     // The remote client: the contract over the wire format, no server code.
     ("openvibe-remote", &["openvibe-api", "openvibe-protocols"]),

@@ -5,10 +5,13 @@
 //!
 //! Read from the sources as text: every `use crate::…`, `use super::…`,
 //! `use self::…` and inline `crate::…`/`super::…` path is resolved to the
-//! file that defines what it names (following `pub use` re-exports, so a
-//! child naming `crate::Thing` that the crate root re-exports depends on
-//! the module that defines `Thing`, not on the root). Edges are between
-//! files; a file's inline modules (`mod tests { … }`) belong to it.
+//! file of the module it goes through, as written: a path through a
+//! re-export (`crate::console::Sessions`, which `console` re-exports from
+//! `console::session`) depends on the re-exporting module, not on the one
+//! that defines the item, so a loop through a facade is seen. A re-export
+//! itself (`pub use …`) is not a dependency of the module that re-exports.
+//! Edges are between files; a file's inline modules (`mod tests { … }`)
+//! belong to it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -19,9 +22,6 @@ struct File {
     module: Vec<String>,
     /// Cleaned text (no comments, no string or char literals).
     text: String,
-    /// `pub use a::b::Name` (and `pub(crate) use`): re-exported name → the
-    /// absolute path it stands for.
-    reexports: BTreeMap<String, Vec<String>>,
 }
 
 /// Run the check on every crate of this workspace.
@@ -63,15 +63,7 @@ fn loops_in(src: &Path) -> Result<Vec<String>, String> {
             .map_err(|e| format!("modules: cannot read {}: {e}", path.display()))?;
         let module = module_of(rel);
         let text = clean(&raw);
-        let reexports = reexports_of(&text, &module);
-        files.insert(
-            rel.to_path_buf(),
-            File {
-                module,
-                text,
-                reexports,
-            },
-        );
+        files.insert(rel.to_path_buf(), File { module, text });
     }
     let by_module: BTreeMap<Vec<String>, PathBuf> = files
         .iter()
@@ -80,7 +72,7 @@ fn loops_in(src: &Path) -> Result<Vec<String>, String> {
     let mut edges: BTreeMap<PathBuf, BTreeMap<PathBuf, BTreeSet<String>>> = BTreeMap::new();
     for (path, file) in &files {
         for (named, inline) in named_paths(&file.text, &file.module) {
-            let Some((target, item)) = resolve(&named, &files, &by_module) else {
+            let Some((target, item)) = resolve(&named, &by_module) else {
                 continue;
             };
             // A file's own items, and its inline modules' `super::*`.
@@ -273,6 +265,14 @@ fn named_paths(text: &str, module: &[String]) -> Vec<(Vec<String>, bool)> {
         let Some(end) = text[at..].find(';') else {
             break;
         };
+        // A re-export (`pub use`, `pub(crate) use`) is not a dependency.
+        let before = text[..at].trim_end();
+        if before.ends_with("pub")
+            || before.ends_with("pub(crate)")
+            || before.ends_with("pub(super)")
+        {
+            continue;
+        }
         let tree = &text[at + 4..at + end];
         let (here, inside) = module_at(at);
         for path in expand_use(tree.trim()) {
@@ -447,65 +447,18 @@ fn absolute(path: &[String], here: &[String]) -> Option<Vec<String>> {
     Some(base)
 }
 
-/// `pub use a::b::Name;` (and `pub(crate) use`) of a file: name → the
-/// absolute path it re-exports.
-fn reexports_of(text: &str, module: &[String]) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    for key in ["pub use ", "pub(crate) use ", "pub(super) use "] {
-        let mut i = 0;
-        while let Some(found) = text[i..].find(key) {
-            let at = i + found;
-            i = at + key.len();
-            let Some(end) = text[at..].find(';') else {
-                break;
-            };
-            let tree = &text[at + key.len()..at + end];
-            for path in expand_use(tree) {
-                // A relative path names a child module (`pub use child::X`).
-                let abs = match path.first().map(String::as_str) {
-                    Some("crate" | "self" | "super") => absolute(&path, module),
-                    Some(_) => {
-                        let mut m = module.to_vec();
-                        m.extend(path.iter().cloned());
-                        Some(m)
-                    }
-                    None => None,
-                };
-                if let (Some(abs), Some(name)) = (abs, path.last()) {
-                    out.insert(name.clone(), abs);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The file that defines what `path` names, and the name: the longest
-/// module prefix that is a file, then its re-exports followed.
+/// The file of the module `path` goes through, and the name it takes from
+/// it: the longest module prefix that is a file (re-exports not followed).
 fn resolve(
     path: &[String],
-    files: &BTreeMap<PathBuf, File>,
     by_module: &BTreeMap<Vec<String>, PathBuf>,
 ) -> Option<(PathBuf, String)> {
-    let mut path = path.to_vec();
-    for _ in 0..16 {
-        let (len, file) = (0..=path.len())
-            .rev()
-            .find_map(|n| by_module.get(&path[..n]).map(|f| (n, f)))?;
-        let Some(name) = path.get(len) else {
-            // The module itself (a glob or `use crate::a`).
-            return Some((file.clone(), "*".to_owned()));
-        };
-        match files.get(file).and_then(|f| f.reexports.get(name)) {
-            Some(target) if target != &path[..=len] => {
-                let mut next = target.clone();
-                next.extend(path[len + 1..].iter().cloned());
-                path = next;
-            }
-            _ => return Some((file.clone(), name.clone())),
-        }
-    }
-    None
+    let (len, file) = (0..=path.len())
+        .rev()
+        .find_map(|n| by_module.get(&path[..n]).map(|f| (n, f)))?;
+    // The module itself (a glob or `use crate::a`), or an item of it.
+    let name = path.get(len).cloned().unwrap_or_else(|| "*".to_owned());
+    Some((file.clone(), name))
 }
 
 /// The strongly connected components of more than one file (Tarjan).
@@ -601,7 +554,7 @@ mod tests {
                 ("a.rs", "use crate::b::B;\npub struct A;\n"),
                 (
                     "b.rs",
-                    "// use crate::a::A; in a comment is no import\npub struct B;\nfn f() -> crate::A { todo!() }\n",
+                    "// use crate::a::A; in a comment is no import\npub struct B;\nfn f() -> crate::a::A { todo!() }\n",
                 ),
                 (
                     "c.rs",
@@ -615,9 +568,49 @@ mod tests {
             problems[0].contains("a.rs -> ") && problems[0].contains("b.rs -> "),
             "{problems:?}"
         );
+        // A path through the root's re-export depends on the root, which
+        // only re-exports: no loop.
         write(
             &dir,
-            &[("b.rs", "pub struct B;\nconst S: &str = \"crate::A\";\n")],
+            &[(
+                "b.rs",
+                "pub struct B;\nfn f() -> crate::A { todo!() }\nconst S: &str = \"crate::a::A\";\n",
+            )],
+        );
+        assert_eq!(loops_in(&dir).unwrap(), Vec::<String>::new());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_loop_through_a_reexport_is_seen() {
+        // `state` names `Sessions` through `console`, which re-exports it
+        // from `console::session` and imports `state` back.
+        let dir = tmp("facade");
+        write(
+            &dir,
+            &[
+                ("lib.rs", "mod console;\nmod state;\n"),
+                (
+                    "console/mod.rs",
+                    "mod session;\npub use session::Sessions;\nuse crate::state::AppState;\n",
+                ),
+                ("console/session.rs", "pub struct Sessions;\n"),
+                (
+                    "state.rs",
+                    "pub struct AppState(crate::console::Sessions);\n",
+                ),
+            ],
+        );
+        let problems = loops_in(&dir).unwrap();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("(Sessions)"), "{problems:?}");
+        // Naming the module that defines it breaks the loop.
+        write(
+            &dir,
+            &[(
+                "state.rs",
+                "pub struct AppState(crate::console::session::Sessions);\n",
+            )],
         );
         assert_eq!(loops_in(&dir).unwrap(), Vec::<String>::new());
         let _ = std::fs::remove_dir_all(&dir);

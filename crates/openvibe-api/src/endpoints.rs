@@ -113,6 +113,13 @@ impl Output for NoContent {
     const SCHEMA: Option<SchemaFn> = None;
 }
 
+impl serde::Serialize for NoContent {
+    /// Nothing (a `204` has no body; a handler answers no content).
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_unit()
+    }
+}
+
 /// One row of the table: `method path`, taking an `I` (a body or query
 /// parameters, see [`Endpoint::input`]; `()` for none) and answering an `O`
 /// ([`NoContent`] for `204`).
@@ -360,7 +367,10 @@ impl RevisableEndpoints for Insight {
 /// each documented as `` `METHOD path`: summary. ``, and the function
 /// that lists them in their order (for [`all`]).
 macro_rules! rows {
-    ($trait:ident $ops:ident; $(
+    ($trait:ident $ops:ident; { $($extra:tt)* } [ $($entries:tt)* ] [ $($only:tt)* ]) => {
+        rows!(@rows $ops; $($entries)* $($only)*);
+    };
+    (@rows $ops:ident; $(
         fn $name:ident $args:tt -> $ret:ty = $row:ident {
             $m:ident $path:literal [$($p:ident),*] ($($input:tt)*) -> $out:ty;
             $op:literal, $summary:literal [$($flag:ident),*];
@@ -396,7 +406,9 @@ macro_rules! rows {
     };
     (@input none) => { () };
     (@input body $t:ty) => { $t };
+    (@input query $t:ty) => { $t };
     (@new GET (none) $($a:tt)*) => { Endpoint::get($($a)*) };
+    (@new GET (query $t:ty) $($a:tt)*) => { Endpoint::get($($a)*).query() };
     (@new DELETE (none) $($a:tt)*) => { Endpoint::delete($($a)*) };
     (@new POST (none) $($a:tt)*) => { Endpoint::post($($a)*).no_input() };
     (@new POST (body $t:ty) $($a:tt)*) => { Endpoint::post($($a)*) };
@@ -410,20 +422,6 @@ pub fn all() -> Vec<Operation> {
         READYZ.operation(),
         OPENAPI.operation(),
         WHOAMI.operation(),
-        APPEND_AUDIT.operation(),
-        QUERY_AUDIT.operation(),
-        FLUSH_AUDIT.operation(),
-        VERIFY_AUDIT.operation(),
-        AUDIT_ANCHOR.operation(),
-        NAMESPACE_COUNTS.operation(),
-        MOVE_NAMESPACE.operation(),
-        DELETE_EXPIRED.operation(),
-        ERASURE_COUNTS.operation(),
-        ERASE.operation(),
-        REDACT_AUDIT.operation(),
-        RECORD_VECTORS.operation(),
-        VECTOR_STATUS.operation(),
-        EMBED_PENDING.operation(),
         PROMOTE.operation(),
         SEARCH_MEMORY.operation(),
     ];
@@ -431,6 +429,17 @@ pub fn all() -> Vec<Operation> {
     all.extend(space_ops());
     all.extend(goal_ops());
     all.extend(belief_ops());
+    all.extend(audit_ops());
+    all.extend(admin_ops());
+    all.extend(vector_ops());
+    all.extend(raw_ops());
+    all.extend(insight_ops());
+    all.extend(loop_ops());
+    all.extend(knowledge_ops());
+    all.extend(session_ops());
+    all.extend(plan_ops());
+    all.extend(context_ops());
+    all.extend(state_ops());
     all.extend([
         STORE_FACT.operation(),
         GET_FACT.operation(),
@@ -442,55 +451,17 @@ pub fn all() -> Vec<Operation> {
         GET_EPISODE.operation(),
         DELETE_EPISODE.operation(),
         QUERY_EPISODES.operation(),
-        APPEND_RAW_CALLS.operation(),
-        GET_RAW_CALL.operation(),
-        QUERY_RAW_CALLS.operation(),
-        PRUNE_RAW_CALLS.operation(),
         STORE_INSIGHT.operation(),
         GET_INSIGHT.operation(),
         UPDATE_INSIGHT.operation(),
         DELETE_INSIGHT.operation(),
         QUERY_INSIGHTS.operation(),
-        SIMILAR_INSIGHT.operation(),
         TOUCH_INSIGHTS.operation(),
-        STRENGTHEN_INSIGHT.operation(),
-        OBSERVE_INSIGHT.operation(),
-        PUSH_EVENT.operation(),
-        EVENT_TRACE.operation(),
-        STORE_KNOWLEDGE.operation(),
-        QUERY_KNOWLEDGE.operation(),
-        SEARCH_KNOWLEDGE.operation(),
-        EMBEDDING_MODEL.operation(),
-        GET_KNOWLEDGE.operation(),
-        DELETE_KNOWLEDGE.operation(),
-        CREATE_SESSION.operation(),
-        LIST_SESSIONS.operation(),
-        GET_SESSION.operation(),
-        DELETE_SESSION.operation(),
-        CREATE_PLAN.operation(),
-        LIST_PLANS.operation(),
-        GET_PLAN.operation(),
-        UPDATE_PLAN.operation(),
-        DELETE_PLAN.operation(),
-        STORE_TASK_CONTEXT.operation(),
-        GET_TASK_CONTEXT.operation(),
-        DELETE_TASK_CONTEXT.operation(),
-        GET_TASK_BY_SUBTASK.operation(),
-        STORE_PLAN_CONTEXT.operation(),
-        GET_PLAN_CONTEXT.operation(),
-        GET_PLAN_BY_CORRELATION.operation(),
-        LIST_PLAN_STATE.operation(),
-        DELETE_PLAN_STATE.operation(),
-        SET_PLAN_STATE.operation(),
-        GET_PLAN_STATE.operation(),
-        DELETE_PLAN_STATE_KEY.operation(),
-        ATOMIC_APPEND.operation(),
-        ATOMIC_INCREMENT.operation(),
     ]);
     all
 }
 
-// --- System: health, the document, audit, namespaces, expiry, vectors, promotion ---
+// --- System: health, the document, who the caller is, promotion, search ---
 
 /// `GET /healthz`: Liveness: the process answers.
 pub const HEALTHZ: Endpoint<(), Health> =
@@ -515,123 +486,6 @@ pub const WHOAMI: Endpoint<(), Caller> = Endpoint::get(
     "Who the caller is (from its API key): tenant, principal, project, clearance and grants",
 );
 
-/// `POST /v1/memory/audit`: Append an audit entry for an operation composed above the stores.
-pub const APPEND_AUDIT: Endpoint<AuditEntry, NoContent> = Endpoint::post(
-    "/v1/memory/audit",
-    "appendAudit",
-    "Append an audit entry for an operation composed above the stores",
-);
-
-/// `POST /v1/memory/audit/query`: Audit entries, newest first (a non-privileged caller sees its own).
-pub const QUERY_AUDIT: Endpoint<AuditQuery, Vec<AuditEntry>> = Endpoint::post(
-    "/v1/memory/audit/query",
-    "queryAudit",
-    "Audit entries, newest first (a non-privileged caller sees its own)",
-)
-.idempotent();
-
-/// `POST /v1/memory/audit/flush`: Write batched audit entries now.
-pub const FLUSH_AUDIT: Endpoint<(), NoContent> = Endpoint::post(
-    "/v1/memory/audit/flush",
-    "flushAudit",
-    "Write batched audit entries now",
-)
-.no_input()
-.idempotent();
-
-/// `POST /v1/memory/audit/verify`: Walk the tenant's audit chain and report the first entry that does not hold (privileged).
-pub const VERIFY_AUDIT: Endpoint<VerifyChain, ChainReport> = Endpoint::post(
-    "/v1/memory/audit/verify",
-    "verifyAuditChain",
-    "Walk the tenant's audit chain and report the first entry that does not hold (privileged)",
-)
-.idempotent();
-
-/// `GET /v1/memory/audit/anchor`: The head of the tenant's audit chain, to keep elsewhere (privileged).
-pub const AUDIT_ANCHOR: Endpoint<(), ChainHead> = Endpoint::get(
-    "/v1/memory/audit/anchor",
-    "auditAnchor",
-    "The head of the tenant's audit chain (its last entry's number and hash), to keep elsewhere (privileged)",
-);
-
-/// `GET /v1/memory/namespaces`: Records per kind and namespace (privileged).
-pub const NAMESPACE_COUNTS: Endpoint<(), Vec<NamespaceCount>> = Endpoint::get(
-    "/v1/memory/namespaces",
-    "namespaceCounts",
-    "Records per kind and namespace (privileged)",
-);
-
-/// `POST /v1/memory/namespaces/move`: Move one kind's records to another namespace (privileged, batched, audited).
-pub const MOVE_NAMESPACE: Endpoint<MoveNamespace, Moved> = Endpoint::post(
-    "/v1/memory/namespaces/move",
-    "moveNamespace",
-    "Move one kind's records to another namespace (privileged, batched, audited)",
-)
-.idempotent();
-
-/// `POST /v1/memory/expired/delete`: Delete one batch of expired records, whoever owns them, where the caller manages the namespace (or everywhere when privileged); each deletion is audited.
-pub const DELETE_EXPIRED: Endpoint<DeleteExpired, DeletedCount> = Endpoint::post(
-    "/v1/memory/expired/delete",
-    "deleteExpired",
-    "Delete one batch of expired records, whoever owns them, where the caller manages \
-             the namespace (or everywhere when privileged); each deletion is audited",
-)
-.idempotent();
-
-/// `POST /v1/memory/erasure/count`: Records about a subject per kind, and derived rows left without their record (privileged).
-pub const ERASURE_COUNTS: Endpoint<ErasureSubject, Vec<ErasureCount>> = Endpoint::post(
-    "/v1/memory/erasure/count",
-    "erasureCounts",
-    "Records about a subject (an entity, an owner or a namespace) per kind, expired ones \
-             included, then the vectors and postings left without their record (privileged)",
-)
-.idempotent();
-
-/// `POST /v1/memory/erasure/erase`: Delete one batch of the records about a subject, with their derived data (privileged, audited).
-pub const ERASE: Endpoint<Erase, Vec<ErasureCount>> = Endpoint::post(
-    "/v1/memory/erasure/erase",
-    "erase",
-    "Delete one batch of the records about a subject with their vectors, postings and \
-             dependent rows, each audited; the kinds that lost records, none when nothing is left \
-             (privileged)",
-)
-.idempotent();
-
-/// `POST /v1/memory/audit/redact`: Redact the audit entries quoting a subject, recorded in the chain (privileged).
-pub const REDACT_AUDIT: Endpoint<RedactAudit, Redacted> = Endpoint::post(
-    "/v1/memory/audit/redact",
-    "redactAudit",
-    "Redact the tenant's audit entries that quote a subject (their filters and reason), \
-             with a redaction entry in the chain so that verification still passes (privileged)",
-)
-.idempotent();
-
-/// `POST /v1/memory/vectors`: The current vectors of a model for records the caller may read (the others are left out).
-pub const RECORD_VECTORS: Endpoint<VectorLookup, Vec<RecordVector>> = Endpoint::post(
-    "/v1/memory/vectors",
-    "recordVectors",
-    "The current vectors of a model for records the caller may read (the others are \
-             left out)",
-)
-.idempotent();
-
-/// `GET /v1/memory/vectors/status`: The store's embedding model and, per kind, records with a current vector and records waiting (privileged).
-pub const VECTOR_STATUS: Endpoint<(), VectorStatus> = Endpoint::get(
-    "/v1/memory/vectors/status",
-    "vectorStatus",
-    "The store's embedding model and, per kind, records with a current vector and \
-             records waiting (privileged)",
-);
-
-/// `POST /v1/memory/vectors/embed`: Embed one batch of records waiting for a vector, without rewriting them (privileged).
-pub const EMBED_PENDING: Endpoint<EmbedPending, Embedded> = Endpoint::post(
-    "/v1/memory/vectors/embed",
-    "embedPending",
-    "Embed one batch of records waiting for a vector, without rewriting them \
-             (privileged)",
-)
-.idempotent();
-
 /// `POST /v1/memory/promote`: Promote a fact or insight into another namespace as a fact (audited).
 pub const PROMOTE: Endpoint<Promote, Fact> = Endpoint::post(
     "/v1/memory/promote",
@@ -648,16 +502,27 @@ pub const SEARCH_MEMORY: Endpoint<SearchMemory, Vec<Fact>> = Endpoint::post(
 )
 .idempotent();
 
-// --- Proposals, spaces, goals, beliefs: the wire of their store traits ---
-// (declared once in `stores.rs`; these rows, the service's handlers and the
-// remote's impls are expanded from it)
+// --- The store traits' wire: declared once in `stores.rs`; these rows, the
+// service's handlers and the remote's impls are expanded from it ---
 
 crate::store_wire!(ProposalStore => rows);
 crate::store_wire!(SpaceStore => rows);
 crate::store_wire!(GoalStore => rows);
 crate::store_wire!(BeliefStore => rows);
+crate::store_wire!(AuditLog => rows);
+crate::store_wire!(NamespaceAdmin => rows);
+crate::store_wire!(RecordVectors => rows);
+crate::store_wire!(RawLogStore => rows);
+crate::store_wire!(InsightStore => rows);
+crate::store_wire!(EventInbox => rows);
+crate::store_wire!(KnowledgeStore => rows);
+crate::store_wire!(SessionStore => rows);
+crate::store_wire!(PlanStore => rows);
+crate::store_wire!(ContextStore => rows);
+crate::store_wire!(PlanStateStore => rows);
 
-// --- Records: facts, episodes, the raw log, insights, semantic knowledge ---
+// --- Records: facts, episodes, insights (every record kind's rows, for the
+// generic record stores: `RecordEndpoints`) ---
 
 /// `POST /v1/memory/facts`: Store a fact (its namespace and owner are set from the caller).
 pub const STORE_FACT: Endpoint<Fact, Fact> = Endpoint::post(
@@ -727,37 +592,6 @@ pub const QUERY_EPISODES: Endpoint<EpisodeQuery, Vec<Episode>> = Endpoint::post(
 )
 .idempotent();
 
-/// `POST /v1/memory/raw`: Append LLM calls to the raw log, all or none.
-pub const APPEND_RAW_CALLS: Endpoint<AppendRaw, Vec<RawCall>> = Endpoint::post(
-    "/v1/memory/raw",
-    "appendRawCalls",
-    "Append LLM calls to the raw log, all or none",
-);
-
-/// `GET /v1/memory/raw/{id}`: A raw call the caller may read.
-pub const GET_RAW_CALL: Endpoint<(), RawCall> = Endpoint::get(
-    "/v1/memory/raw/{id}",
-    "getRawCall",
-    "A raw call the caller may read",
-)
-.or_none("raw_call");
-
-/// `POST /v1/memory/raw/query`: A page of raw calls, newest first.
-pub const QUERY_RAW_CALLS: Endpoint<RawCallQuery, Page<RawCall>> = Endpoint::post(
-    "/v1/memory/raw/query",
-    "queryRawCalls",
-    "A page of raw calls, newest first",
-)
-.idempotent();
-
-/// `POST /v1/memory/raw/prune`: Delete an agent's raw calls beyond a retention.
-pub const PRUNE_RAW_CALLS: Endpoint<PruneRaw, DeletedCount> = Endpoint::post(
-    "/v1/memory/raw/prune",
-    "pruneRawCalls",
-    "Delete an agent's raw calls beyond a retention",
-)
-.idempotent();
-
 /// `POST /v1/memory/insights`: Store an insight.
 pub const STORE_INSIGHT: Endpoint<Insight, Insight> =
     Endpoint::post("/v1/memory/insights", "storeInsight", "Store an insight");
@@ -792,252 +626,9 @@ pub const QUERY_INSIGHTS: Endpoint<InsightQuery, Vec<Insight>> = Endpoint::post(
 )
 .idempotent();
 
-/// `POST /v1/memory/insights/similar`: The agent's insight most similar to a text.
-pub const SIMILAR_INSIGHT: Endpoint<SimilarInsight, MaybeInsight> = Endpoint::post(
-    "/v1/memory/insights/similar",
-    "similarInsight",
-    "The agent's insight most similar to a text",
-)
-.idempotent();
-
 /// `POST /v1/memory/insights/touch`: Count insights as accessed.
 pub const TOUCH_INSIGHTS: Endpoint<Touch, Touched> = Endpoint::post(
     "/v1/memory/insights/touch",
     "touchInsights",
     "Count insights as accessed",
-);
-
-/// `POST /v1/loop/{role}/events`: Push an event into a role's cognitive loop (an event id seen before runs once; a full queue is 503, retry later).
-pub const PUSH_EVENT: Endpoint<DecisionEvent, Accepted> = Endpoint::post(
-    "/v1/loop/{role}/events",
-    "pushEvent",
-    "Push an event into a role's cognitive loop (an event id seen before runs once; a full queue is 503, retry later)",
-);
-
-/// `GET /v1/loop/{role}/events/{id}`: An event's path through the loop's stages so far.
-pub const EVENT_TRACE: Endpoint<(), LoopTrace> = Endpoint::get(
-    "/v1/loop/{role}/events/{id}",
-    "eventTrace",
-    "An event's path through the loop's stages so far",
-)
-.or_none("event");
-
-/// `POST /v1/memory/insights/observe`: Create the pattern an insight names by its id, or strengthen it when it exists, atomically.
-pub const OBSERVE_INSIGHT: Endpoint<Insight, Observed> = Endpoint::post(
-    "/v1/memory/insights/observe",
-    "observeInsight",
-    "Create the pattern an insight names by its id, or strengthen it when it exists, atomically",
-);
-
-/// `POST /v1/memory/insights/{id}/strengthen`: Observe an insight again, atomically (confidence +0.1 up to 1, evidence +1).
-pub const STRENGTHEN_INSIGHT: Endpoint<Strengthen, Insight> = Endpoint::post(
-    "/v1/memory/insights/{id}/strengthen",
-    "strengthenInsight",
-    "Observe an insight again, atomically (confidence +0.1 up to 1, evidence +1)",
-);
-
-/// `POST /v1/memory/semantic`: Store knowledge, upserting on external_id or on the content hash.
-pub const STORE_KNOWLEDGE: Endpoint<NewKnowledge, Knowledge> = Endpoint::post(
-    "/v1/memory/semantic",
-    "storeKnowledge",
-    "Store knowledge, upserting on external_id or on the content hash",
-)
-.idempotent();
-
-/// `POST /v1/memory/semantic/query`: Search knowledge (private to the caller plus public).
-pub const QUERY_KNOWLEDGE: Endpoint<KnowledgeQuery, Vec<KnowledgeHit>> = Endpoint::post(
-    "/v1/memory/semantic/query",
-    "queryKnowledge",
-    "Search knowledge (private to the caller plus public)",
-)
-.idempotent();
-
-/// `POST /v1/memory/semantic/search`: The seed's name for queryKnowledge.
-pub const SEARCH_KNOWLEDGE: Endpoint<KnowledgeQuery, Vec<KnowledgeHit>> = Endpoint::post(
-    "/v1/memory/semantic/search",
-    "searchKnowledge",
-    "The seed's name for queryKnowledge",
-)
-.idempotent();
-
-/// `GET /v1/memory/semantic/model`: The embedding model semantic knowledge uses.
-pub const EMBEDDING_MODEL: Endpoint<(), EmbeddingModel> = Endpoint::get(
-    "/v1/memory/semantic/model",
-    "embeddingModel",
-    "The embedding model semantic knowledge uses",
-);
-
-/// `GET /v1/memory/semantic/{id}`: Knowledge the caller may read.
-pub const GET_KNOWLEDGE: Endpoint<(), Knowledge> = Endpoint::get(
-    "/v1/memory/semantic/{id}",
-    "getKnowledge",
-    "Knowledge the caller may read",
-)
-.or_none("knowledge");
-
-/// `DELETE /v1/memory/semantic/{id}`: Delete knowledge.
-pub const DELETE_KNOWLEDGE: Endpoint<(), NoContent> = Endpoint::delete(
-    "/v1/memory/semantic/{id}",
-    "deleteKnowledge",
-    "Delete knowledge",
-);
-
-// --- Working memory: sessions, plans, task and plan contexts, plan state ---
-
-/// `POST /v1/memory/sessions`: Create a session.
-pub const CREATE_SESSION: Endpoint<NewSession, Session> =
-    Endpoint::post("/v1/memory/sessions", "createSession", "Create a session");
-
-/// `GET /v1/memory/sessions`: Sessions, newest first, a page at a time.
-pub const LIST_SESSIONS: Endpoint<SessionQuery, Page<Session>> = Endpoint::get(
-    "/v1/memory/sessions",
-    "listSessions",
-    "Sessions, newest first, a page at a time",
-)
-.query();
-
-/// `GET /v1/memory/sessions/{id}`: A session.
-pub const GET_SESSION: Endpoint<(), Session> =
-    Endpoint::get("/v1/memory/sessions/{id}", "getSession", "A session").or_none("session");
-
-/// `DELETE /v1/memory/sessions/{id}`: Delete a session; its plans stay, detached.
-pub const DELETE_SESSION: Endpoint<(), SessionDeleted> = Endpoint::delete(
-    "/v1/memory/sessions/{id}",
-    "deleteSession",
-    "Delete a session; its plans stay, detached",
-);
-
-/// `POST /v1/memory/plans`: Create a plan.
-pub const CREATE_PLAN: Endpoint<NewPlan, Plan> =
-    Endpoint::post("/v1/memory/plans", "createPlan", "Create a plan");
-
-/// `GET /v1/memory/plans`: Plans, newest first, filtered by status and session, a page at a time.
-pub const LIST_PLANS: Endpoint<PlanQuery, Page<Plan>> = Endpoint::get(
-    "/v1/memory/plans",
-    "listPlans",
-    "Plans, newest first, filtered by status and session, a page at a time",
-)
-.query();
-
-/// `GET /v1/memory/plans/{id}`: A plan.
-pub const GET_PLAN: Endpoint<(), Plan> =
-    Endpoint::get("/v1/memory/plans/{id}", "getPlan", "A plan").or_none("plan");
-
-/// `PUT /v1/memory/plans/{id}`: Change a plan's status, goal data or response event.
-pub const UPDATE_PLAN: Endpoint<PlanUpdate, Plan> = Endpoint::put(
-    "/v1/memory/plans/{id}",
-    "updatePlan",
-    "Change a plan's status, goal data or response event",
-);
-
-/// `DELETE /v1/memory/plans/{id}`: Delete a plan with its context and state; sub-plans stay, detached.
-pub const DELETE_PLAN: Endpoint<(), PlanDeleted> = Endpoint::delete(
-    "/v1/memory/plans/{id}",
-    "deletePlan",
-    "Delete a plan with its context and state; sub-plans stay, detached",
-);
-
-/// `POST /v1/memory/task-context`: Store a task's context (a worker that delegated sub-tasks).
-pub const STORE_TASK_CONTEXT: Endpoint<TaskContext, TaskContext> = Endpoint::post(
-    "/v1/memory/task-context",
-    "storeTaskContext",
-    "Store a task's context (a worker that delegated sub-tasks)",
-)
-.idempotent();
-
-/// `GET /v1/memory/task-context/{id}`: A task's context.
-pub const GET_TASK_CONTEXT: Endpoint<(), TaskContext> = Endpoint::get(
-    "/v1/memory/task-context/{id}",
-    "getTaskContext",
-    "A task's context",
-)
-.or_none("task_context");
-
-/// `DELETE /v1/memory/task-context/{id}`: Delete a task's context.
-pub const DELETE_TASK_CONTEXT: Endpoint<(), Deleted> = Endpoint::delete(
-    "/v1/memory/task-context/{id}",
-    "deleteTaskContext",
-    "Delete a task's context",
-);
-
-/// `GET /v1/memory/task-context/by-subtask/{id}`: The task that delegated a sub-task.
-pub const GET_TASK_BY_SUBTASK: Endpoint<(), TaskContext> = Endpoint::get(
-    "/v1/memory/task-context/by-subtask/{id}",
-    "getTaskBySubtask",
-    "The task that delegated a sub-task",
-)
-.or_none("task_context");
-
-/// `POST /v1/memory/plan-context`: Store a plan's context (a planner's state machine).
-pub const STORE_PLAN_CONTEXT: Endpoint<PlanContext, PlanContext> = Endpoint::post(
-    "/v1/memory/plan-context",
-    "storePlanContext",
-    "Store a plan's context (a planner's state machine)",
-)
-.idempotent();
-
-/// `GET /v1/memory/plan-context/{id}`: A plan's context.
-pub const GET_PLAN_CONTEXT: Endpoint<(), PlanContext> = Endpoint::get(
-    "/v1/memory/plan-context/{id}",
-    "getPlanContext",
-    "A plan's context",
-)
-.or_none("plan_context");
-
-/// `GET /v1/memory/plan-context/by-correlation/{id}`: The plan context waiting for a correlation id.
-pub const GET_PLAN_BY_CORRELATION: Endpoint<(), PlanContext> = Endpoint::get(
-    "/v1/memory/plan-context/by-correlation/{id}",
-    "getPlanByCorrelation",
-    "The plan context waiting for a correlation id",
-)
-.or_none("plan_context");
-
-/// `GET /v1/memory/working/{plan_id}`: Every key of a plan's working memory.
-pub const LIST_PLAN_STATE: Endpoint<(), Vec<StateEntry>> = Endpoint::get(
-    "/v1/memory/working/{plan_id}",
-    "listPlanState",
-    "Every key of a plan's working memory",
-);
-
-/// `DELETE /v1/memory/working/{plan_id}`: Delete every key of a plan's working memory.
-pub const DELETE_PLAN_STATE: Endpoint<(), DeletedCount> = Endpoint::delete(
-    "/v1/memory/working/{plan_id}",
-    "deletePlanState",
-    "Delete every key of a plan's working memory",
-);
-
-/// `PUT /v1/memory/working/{plan_id}/{key}`: Set one key (optimistic locking with expect).
-pub const SET_PLAN_STATE: Endpoint<SetState, StateEntry> = Endpoint::put(
-    "/v1/memory/working/{plan_id}/{key}",
-    "setPlanState",
-    "Set one key (optimistic locking with expect)",
-);
-
-/// `GET /v1/memory/working/{plan_id}/{key}`: One key.
-pub const GET_PLAN_STATE: Endpoint<(), StateEntry> = Endpoint::get(
-    "/v1/memory/working/{plan_id}/{key}",
-    "getPlanState",
-    "One key",
-)
-.or_none("state");
-
-/// `DELETE /v1/memory/working/{plan_id}/{key}`: Delete one key.
-pub const DELETE_PLAN_STATE_KEY: Endpoint<(), Deleted> = Endpoint::delete(
-    "/v1/memory/working/{plan_id}/{key}",
-    "deletePlanStateKey",
-    "Delete one key",
-);
-
-/// `POST /v1/memory/atomic/append`: Append to a list, atomically (no lost update).
-pub const ATOMIC_APPEND: Endpoint<AtomicAppend, NoContent> = Endpoint::post(
-    "/v1/memory/atomic/append",
-    "atomicAppend",
-    "Append to a list, atomically (no lost update)",
-);
-
-/// `POST /v1/memory/atomic/increment`: Add to a counter, atomically (no lost update).
-pub const ATOMIC_INCREMENT: Endpoint<AtomicIncrement, StateEntry> = Endpoint::post(
-    "/v1/memory/atomic/increment",
-    "atomicIncrement",
-    "Add to a counter, atomically (no lost update)",
 );

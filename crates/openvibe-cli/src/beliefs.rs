@@ -5,10 +5,135 @@
 
 use std::io::Write;
 
-use openvibe::protocols::{BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, StoreError, Verdict};
+use clap::Subcommand;
+use openvibe::memory::Decisions;
+use openvibe::protocols::{
+    BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, OrAny, StoreError, Verdict,
+};
 
 use crate::CliError;
-use crate::proposals::Desk;
+use crate::args::{DeskArgs, filter};
+use crate::proposals::{Connect, Desk, connect};
+
+/// `openvibe beliefs`: the beliefs (L4) roles propose and people approve.
+#[derive(Subcommand)]
+pub enum BeliefsCommand {
+    /// The beliefs you may read, newest first (proposed ones by default).
+    #[command(after_help = "Examples:
+  openvibe beliefs ls --service http://127.0.0.1:8077          (OPENVIBE_API_KEY says who you are)
+  openvibe beliefs ls --database-url $DATABASE_URL --status active --role cro")]
+    Ls {
+        /// Where the beliefs are, and who asks.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Only beliefs with this status.
+        #[arg(long, default_value = "proposed", value_parser = filter::<BeliefStatus>())]
+        status: OrAny<BeliefStatus>,
+        /// Only this role's.
+        #[arg(long)]
+        role: Option<String>,
+        /// Only this domain's.
+        #[arg(long)]
+        domain: Option<String>,
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+        /// Continue after a page (the cursor `ls` printed).
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// One belief: what it holds, the insights it came from, where it stands.
+    Show {
+        /// The belief's id.
+        id: String,
+        /// Where the beliefs are, and who asks.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a proposed belief: it then leads the role's prompts about its
+    /// domain and weighs in its decisions (one it supersedes is retired).
+    /// Needs the `approve` right (people, by default); never your own.
+    Approve {
+        /// The belief's id.
+        id: String,
+        /// Where the beliefs are, and who decides.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (kept in the belief and the audit trail).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Reject a proposed belief, with a reason: it never reaches the role.
+    Reject {
+        /// The belief's id.
+        id: String,
+        /// Where the beliefs are, and who decides.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Retire an active belief, with a reason: it no longer reaches the role.
+    Retire {
+        /// The belief's id.
+        id: String,
+        /// Where the beliefs are, and who retires it.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+/// Run a `beliefs` command, printing to `out`.
+pub async fn run(command: BeliefsCommand, out: &mut impl Write) -> Result<(), CliError> {
+    match command {
+        BeliefsCommand::Ls {
+            desk,
+            status,
+            role,
+            domain,
+            limit,
+            after,
+        } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            let query = BeliefQuery {
+                status: status.value(),
+                role_id: role,
+                domain,
+                cursor: after,
+                limit,
+                ..BeliefQuery::default()
+            };
+            ls(&desk, &query, out).await
+        }
+        BeliefsCommand::Show { id, desk, json } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            show(&desk, &id, json, out).await
+        }
+        BeliefsCommand::Approve { id, desk, reason } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            decide(&desk, &id, &Verdict::approve(reason), out)
+                .await
+                .map(|_| ())
+        }
+        BeliefsCommand::Reject { id, desk, reason } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            decide(&desk, &id, &Verdict::reject(reason), out)
+                .await
+                .map(|_| ())
+        }
+        BeliefsCommand::Retire { id, desk, reason } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            retire(&desk, &id, &reason, out).await
+        }
+    }
+}
 
 /// `beliefs ls`: one line per belief, newest first.
 pub async fn ls(desk: &Desk, query: &BeliefQuery, out: &mut impl Write) -> Result<(), CliError> {

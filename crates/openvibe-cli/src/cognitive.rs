@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::Subcommand;
 use openvibe::operators::FileCheckpointer;
 use openvibe::protocols::DecisionEvent;
 use openvibe::roles::{
@@ -17,6 +18,41 @@ use crate::CliError;
 use crate::demo::{Options, Setup, with_setup};
 use crate::scheduled::{reflection_of, trigger_line};
 use crate::spec::{Files, RoleFile};
+
+/// `openvibe loop`: the cognitive loop's journal.
+#[derive(Subcommand)]
+pub enum LoopCommand {
+    /// The path of one event through perceive → decide → act → observe →
+    /// reflect → learn: when each stage ran, how long it took, what it did.
+    #[command(after_help = "Examples:
+  openvibe loop trace e-42 --journal .openvibe/loop
+  openvibe loop trace e-42 --journal .openvibe/loop --role cro --json")]
+    Trace {
+        /// The event's id.
+        event_id: String,
+        /// The journal directory `openvibe run --loop --journal` wrote.
+        #[arg(long, value_name = "DIR")]
+        journal: PathBuf,
+        /// The role (default: whichever role has the event).
+        #[arg(long)]
+        role: Option<String>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run a `loop` command, printing to `out`.
+pub async fn run_command(command: LoopCommand, out: &mut impl Write) -> Result<(), CliError> {
+    match command {
+        LoopCommand::Trace {
+            event_id,
+            journal,
+            role,
+            json,
+        } => trace(&journal, role.as_deref(), &event_id, json, out).await,
+    }
+}
 
 /// What `run --loop` runs and for how long.
 #[derive(Debug, Clone, Default)]

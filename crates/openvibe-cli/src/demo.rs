@@ -18,6 +18,7 @@ use openvibe::protocols::{
 use openvibe::{Role, RoleRuntime};
 
 use crate::CliError;
+use crate::args::{EmbedderArg, Llm, LlmArgs};
 use crate::spec::{Files, RoleFile};
 use crate::standin::stand_in;
 
@@ -88,6 +89,56 @@ pub struct Options {
     /// one in process, or a fresh one per run on PostgreSQL: what roles in
     /// several processes sharing one database need.
     pub tenant: Option<String>,
+}
+
+/// The run options the command line's `args` name (`default` answering
+/// without `--llm`; `reflect`: reflect between runs), and how the output
+/// names the model.
+pub fn run_options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, String) {
+    let llm = args.llm.unwrap_or(default);
+    let label = match llm {
+        Llm::Replay => format!(
+            "replay of {}",
+            args.cassette
+                .as_ref()
+                .map_or("demo/cro/cassette.jsonl".to_owned(), |p| p
+                    .display()
+                    .to_string())
+        ),
+        Llm::Standin => "deterministic stand-in".to_owned(),
+        Llm::Anthropic => "Anthropic".to_owned(),
+        Llm::Openai => format!(
+            "OpenAI-compatible{}",
+            args.model
+                .as_ref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default()
+        ),
+    };
+    let options = Options {
+        embedder: match args.embedder {
+            EmbedderArg::Auto => EmbedderChoice::Auto,
+            EmbedderArg::Local => EmbedderChoice::Local,
+            EmbedderArg::None => EmbedderChoice::None,
+        },
+        llm: match llm {
+            Llm::Replay => LlmChoice::Replay,
+            Llm::Standin => LlmChoice::StandIn,
+            Llm::Anthropic => LlmChoice::Anthropic,
+            Llm::Openai => LlmChoice::OpenAi,
+        },
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        cassette: args.cassette.clone(),
+        record: args.record.clone(),
+        reflect,
+        database_url: args.database_url.clone(),
+        keep_memory: args.keep_memory,
+        memory_url: args.memory_url.clone(),
+        memory_key: args.memory_key.clone(),
+        tenant: args.tenant.clone(),
+    };
+    (options, label)
 }
 
 /// Build the model `options` asks for (the CRO demo's cassette and stand-in).

@@ -7,10 +7,105 @@
 use std::io::Write;
 
 use chrono::NaiveDate;
-use openvibe::protocols::{GoalProgress, GoalQuery, MetricReport, Priorities};
+use clap::Subcommand;
+use openvibe::protocols::{GoalProgress, GoalQuery, MetricMode, MetricReport, Priorities};
 
 use crate::CliError;
-use crate::proposals::Desk;
+use crate::args::DeskArgs;
+use crate::proposals::{Connect, Desk, connect};
+
+/// `openvibe goals`: the goals people set the roles, and metric reports.
+#[derive(Subcommand)]
+pub enum GoalsCommand {
+    /// Where every goal stands: each key result's value against its target
+    /// as a progress bar, the initiatives, and each role's priorities.
+    #[command(after_help = "Examples:
+  openvibe goals status --service http://127.0.0.1:8077          (OPENVIBE_API_KEY says who you are)
+  openvibe goals status --database-url $DATABASE_URL --role cro
+  openvibe goals status --database-url $DATABASE_URL --json")]
+    Status {
+        /// Where the goals are, and who asks.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Only this role's goals.
+        #[arg(long)]
+        role: Option<String>,
+        /// The priorities of this day (YYYY-MM-DD; today by default).
+        #[arg(long)]
+        day: Option<NaiveDate>,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report a metric of a role from outside (a CRM's \"closed $40k\"): it
+    /// moves the key results measuring it. Needs the write right where the
+    /// report is filed; the same --id twice counts once.
+    #[command(after_help = "Examples:
+  openvibe goals report cro pipeline_usd 40000 --note \"closed Acme\" --id crm-deal-981 --service http://127.0.0.1:8077
+  openvibe goals report cro qualified_leads 12 --set --database-url $DATABASE_URL")]
+    Report {
+        /// The role whose metric it is.
+        role: String,
+        /// The metric (a key result's `metric`).
+        metric: String,
+        /// The amount (added; with --set, the new value).
+        #[arg(allow_negative_numbers = true)]
+        value: f64,
+        /// Where the goals are, and who reports.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// The metric is now VALUE (instead of adding it).
+        #[arg(long)]
+        set: bool,
+        /// What happened.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// An id for the report: sending it again counts once.
+        #[arg(long)]
+        id: Option<String>,
+        /// The namespace to file it in (your home namespace by default).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
+}
+
+/// Run a `goals` command, printing to `out`.
+pub async fn run(command: GoalsCommand, out: &mut impl Write) -> Result<(), CliError> {
+    match command {
+        GoalsCommand::Status {
+            desk,
+            role,
+            day,
+            json,
+        } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            let day = day.unwrap_or_else(|| chrono::Utc::now().date_naive());
+            status(&desk, role.as_deref(), day, json, out).await
+        }
+        GoalsCommand::Report {
+            role,
+            metric,
+            value,
+            desk,
+            set,
+            note,
+            id,
+            namespace,
+        } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            let mut filed = MetricReport::add(role, metric, value)
+                .note(note)
+                .namespace(namespace.unwrap_or_default());
+            if set {
+                filed.mode = MetricMode::Set;
+            }
+            if let Some(id) = id {
+                filed = filed.id(id);
+            }
+            report(&desk, filed, out).await
+        }
+    }
+}
 
 /// The width of a progress bar, in cells.
 pub const BAR_CELLS: usize = 20;

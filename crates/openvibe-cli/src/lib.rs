@@ -1,18 +1,44 @@
 //! The `openvibe` command line, as a library (so its behaviour is testable).
 //!
-//! - `openvibe demo`: the CRO example end to end, offline by default.
-//! - `openvibe run <role.yaml>`: any role file (see [`spec`]); with
-//!   `--schedule`, its cron and interval triggers (see [`scheduled`]).
-//! - `openvibe serve`: the memory service (see [`serve`]).
+//! Each command group lives in its own module: its clap definition (a
+//! `Subcommand` enum, or a struct of a command's options) beside its logic,
+//! and a function the binary's dispatch calls.
+//!
+//! | Command | Module |
+//! |---|---|
+//! | `openvibe demo`, `openvibe run` | [`run`] (over [`demo`], [`full`], [`scheduled`], [`cognitive`], [`temporal`]) |
+//! | `openvibe worker` | [`temporal`] |
+//! | `openvibe serve`, `openvibe mcp` | [`serve`] |
+//! | `openvibe namespaces` | [`namespaces`] |
+//! | `openvibe memory` | [`memory`] |
+//! | `openvibe audit` | [`audit`] |
+//! | `openvibe proposals` | [`proposals`] |
+//! | `openvibe beliefs` | [`beliefs`] |
+//! | `openvibe goals` | [`goals`] |
+//! | `openvibe loop` | [`cognitive`] |
+//!
+//! Arguments several commands share are in [`args`]; what the maintenance
+//! commands share (their backend, progress) in [`admin`]. Role files are
+//! read by [`spec`]; `--schedule` runs their triggers (see [`scheduled`]).
 
 pub mod admin;
+/// Arguments several commands share, and the value parsers of vocabularies.
+pub mod args;
+/// `openvibe audit`: the audit trail and its hash chain.
+pub mod audit;
 pub mod beliefs;
 pub mod cognitive;
 pub mod demo;
 pub mod full;
 pub mod goals;
 pub mod logging;
+/// `openvibe memory`: record vectors and erasure.
+pub mod memory;
+/// `openvibe namespaces`: namespaces and moving legacy records.
+pub mod namespaces;
 pub mod proposals;
+/// `openvibe run` and `openvibe demo`: running roles.
+pub mod run;
 pub mod scheduled;
 pub mod serve;
 pub mod spec;

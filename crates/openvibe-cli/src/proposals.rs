@@ -12,12 +12,160 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::Subcommand;
+use openvibe::memory::Decisions;
 use openvibe::protocols::{
-    CallerContext, Clearance, Principal, Proposal, ProposalQuery, ProposalStatus, Stores, Verdict,
+    Action, CallerContext, Clearance, OrAny, Principal, Proposal, ProposalQuery, ProposalStatus,
+    Stores, Verdict,
 };
 use openvibe::service::Access;
 
 use crate::CliError;
+use crate::args::{DeskArgs, filter};
+
+/// `openvibe proposals`: what roles ask a person to decide.
+#[derive(Subcommand)]
+pub enum ProposalsCommand {
+    /// The proposals you may read, newest first (pending ones by default).
+    #[command(after_help = "Examples:
+  openvibe proposals ls --service http://127.0.0.1:8077          (OPENVIBE_API_KEY says who you are)
+  openvibe proposals ls --database-url $DATABASE_URL --status any --role cro
+  openvibe proposals ls --database-url $DATABASE_URL --governance governance.yaml --api-key $KEY")]
+    Ls {
+        /// Where the proposals are, and who asks.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Only proposals with this status.
+        #[arg(long, default_value = "pending", value_parser = filter::<ProposalStatus>())]
+        status: OrAny<ProposalStatus>,
+        /// Only this role's.
+        #[arg(long)]
+        role: Option<String>,
+        /// Only this domain's.
+        #[arg(long)]
+        domain: Option<String>,
+        /// Only those assigned to this person (`user:ann`).
+        #[arg(long)]
+        assignee: Option<String>,
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+        /// Continue after a page (the cursor `ls` printed).
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// One proposal: what it asks, the decision's four steps and evidence,
+    /// and where it stands.
+    Show {
+        /// The proposal's id.
+        id: String,
+        /// Where the proposals are, and who asks.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending proposal: the role's runtime then runs its action,
+    /// once. Needs the `approve` right (people, by default); never your own.
+    #[command(
+        after_help = "An escalation has no action until you name one: --action NAME --tool TOOL --input JSON.
+
+Examples:
+  openvibe proposals approve dec-fnv1a64:4935d77f32e1 --service http://127.0.0.1:8077 --reason \"within budget\""
+    )]
+    Approve {
+        /// The proposal's id.
+        id: String,
+        /// Where the proposals are, and who decides.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (kept in the proposal and the audit trail).
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// For an escalation: the action to take (its name in the role's authority).
+        #[arg(long, requires = "tool")]
+        action: Option<String>,
+        /// For an escalation: the tool that takes it.
+        #[arg(long, requires = "action")]
+        tool: Option<String>,
+        /// For an escalation: the tool's input (a JSON object).
+        #[arg(long, requires = "action", default_value = "{}")]
+        input: String,
+    },
+    /// Reject a pending proposal, with a reason: its action never runs.
+    Reject {
+        /// The proposal's id.
+        id: String,
+        /// Where the proposals are, and who decides.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+/// Run a `proposals` command, printing to `out`.
+pub async fn run(command: ProposalsCommand, out: &mut impl Write) -> Result<(), CliError> {
+    match command {
+        ProposalsCommand::Ls {
+            desk,
+            status,
+            role,
+            domain,
+            assignee,
+            limit,
+            after,
+        } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            let query = ProposalQuery {
+                status: status.value(),
+                role_id: role,
+                domain,
+                assignee,
+                cursor: after,
+                limit,
+                ..ProposalQuery::default()
+            };
+            ls(&desk, &query, out).await
+        }
+        ProposalsCommand::Show { id, desk, json } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            show(&desk, &id, json, out).await
+        }
+        ProposalsCommand::Approve {
+            id,
+            desk,
+            reason,
+            action,
+            tool,
+            input,
+        } => {
+            let action = match (action, tool) {
+                (Some(action), Some(tool)) => {
+                    let input: serde_json::Value = serde_json::from_str(&input)
+                        .map_err(|e| CliError::Usage(format!("--input is not JSON: {e}")))?;
+                    Some(Action::tool(action, tool, input))
+                }
+                _ => None,
+            };
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            let verdict = Verdict {
+                approve: true,
+                reason,
+                action,
+            };
+            decide(&desk, &id, &verdict, out).await.map(|_| ())
+        }
+        ProposalsCommand::Reject { id, desk, reason } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            decide(&desk, &id, &Verdict::reject(reason), out)
+                .await
+                .map(|_| ())
+        }
+    }
+}
 
 /// Where the proposals are and who asks.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +180,19 @@ pub struct Connect {
     pub api_key: Option<String>,
     /// The tenant (development mode).
     pub tenant: String,
+}
+
+impl Connect {
+    /// What the command line's `args` name.
+    pub fn from_args(args: &DeskArgs) -> Self {
+        Self {
+            database_url: args.database_url.clone(),
+            service: args.service.clone(),
+            governance: args.governance.clone(),
+            api_key: args.api_key.clone(),
+            tenant: args.tenant.clone(),
+        }
+    }
 }
 
 /// The proposal stores, and the person acting.

@@ -154,3 +154,108 @@ pub async fn mcp_stdio(options: ServeOptions, api_key: Option<String>) -> Result
     openvibe::service::mcp::serve_stdio(stores, caller, projects).await?;
     Ok(())
 }
+
+/// What `openvibe serve` is asked: its command line.
+#[derive(Debug, Clone)]
+pub struct ServeCommand {
+    /// Listen on this address (`--addr`).
+    pub addr: SocketAddr,
+    /// Keep memory in this PostgreSQL database (`--database-url`).
+    pub database_url: Option<String>,
+    /// Keep memory in this process (`--memory`; wins over `database_url`).
+    pub memory: bool,
+    /// The governance file (`--governance`).
+    pub governance: Option<PathBuf>,
+    /// Development mode: the tenant of requests that state no caller.
+    pub tenant: String,
+    /// Requests handled at once (`--max-in-flight`).
+    pub max_in_flight: usize,
+    /// The largest request body, in bytes (`--body-limit`).
+    pub body_limit: usize,
+    /// Seconds a request may take (`--request-timeout`).
+    pub request_timeout: u64,
+    /// Host names the MCP endpoint answers besides the loopback ones
+    /// (`--mcp-host`).
+    pub mcp_hosts: Vec<String>,
+    /// Minutes a console session lasts without a request
+    /// (`--console-idle-timeout`).
+    pub console_idle_timeout: u64,
+    /// Mark the console's session cookie `Secure`
+    /// (`--console-secure-cookies`).
+    pub console_secure_cookies: bool,
+}
+
+/// Run `openvibe serve` as `command` says: [`serve`] until stopped.
+pub async fn serve_command(command: ServeCommand) -> Result<(), CliError> {
+    let ServeCommand {
+        addr,
+        database_url,
+        memory,
+        governance,
+        tenant,
+        max_in_flight,
+        body_limit,
+        request_timeout,
+        mcp_hosts,
+        console_idle_timeout,
+        console_secure_cookies,
+    } = command;
+    let database_url = memory_location(database_url, memory)?;
+    let mut config = ServiceConfig::default();
+    config.max_in_flight = max_in_flight;
+    config.body_limit = body_limit;
+    config.request_timeout = std::time::Duration::from_secs(request_timeout);
+    config.mcp_allowed_hosts.extend(mcp_hosts);
+    config.console_idle_timeout =
+        std::time::Duration::from_secs(console_idle_timeout.max(1).saturating_mul(60));
+    config.console_secure_cookies = console_secure_cookies;
+    serve(ServeOptions {
+        addr,
+        database_url,
+        governance,
+        tenant,
+        config,
+    })
+    .await
+}
+
+/// Run `openvibe mcp`: the MCP tools on stdio ([`mcp_stdio`]), with memory
+/// in `database_url` or (`memory`) in this process, acting as the caller
+/// `api_key` names in `governance` (development mode without it: in
+/// `tenant`).
+pub async fn mcp_command(
+    database_url: Option<String>,
+    memory: bool,
+    governance: Option<PathBuf>,
+    api_key: Option<String>,
+    tenant: String,
+) -> Result<(), CliError> {
+    let database_url = memory_location(database_url, memory)?;
+    mcp_stdio(
+        ServeOptions {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            database_url,
+            governance,
+            tenant,
+            config: ServiceConfig::default(),
+        },
+        api_key,
+    )
+    .await
+}
+
+/// `openvibe mcp --help`'s closing text: the server's own tool list (the
+/// same tools as the service's `/mcp` endpoint), so the help cannot
+/// forget one.
+pub fn mcp_help() -> String {
+    let mut help = String::from("Tools (the same as the service's /mcp endpoint):\n");
+    for (name, description) in openvibe::service::mcp::MemoryTools::tools() {
+        help.push_str(&format!("  {name}: {description}\n"));
+    }
+    help.push_str(
+        "\nEvery call acts as the principal the API key names in the governance file, writes\nits source, and may name only the projects the key is granted (`projects:`).\n\n\
+         Examples:\n  openvibe mcp --memory\n  \
+         OPENVIBE_API_KEY=... openvibe mcp --database-url postgres://... --governance governance.yaml",
+    );
+    help
+}

@@ -3,15 +3,15 @@
 //! schedules; `openvibe worker role.yaml --temporal URL` runs them (feature
 //! `temporal`).
 
-#[cfg(not(feature = "temporal"))]
 use std::io::Write;
+use std::path::PathBuf;
 
+use crate::CliError;
+use crate::args::{Llm, LlmArgs, TemporalArgs};
+use crate::demo::run_options;
+use crate::spec::RoleFile;
 #[cfg(not(feature = "temporal"))]
-use crate::{
-    CliError,
-    demo::Options,
-    spec::{Files, RoleFile},
-};
+use crate::{demo::Options, spec::Files};
 
 /// Where Temporal is and how to use it.
 #[derive(Debug, Clone)]
@@ -27,6 +27,41 @@ pub struct TemporalOptions {
     /// How long one node or loop stage of the workflows this process
     /// starts may run before Temporal retries it elsewhere.
     pub node_timeout: std::time::Duration,
+}
+
+impl TemporalOptions {
+    /// What the command line's `args` name (reflecting on `reflection`,
+    /// when given), or `None` without `--temporal`.
+    pub fn from_args(args: &TemporalArgs, reflection: Option<String>) -> Option<Self> {
+        Some(Self {
+            url: args.temporal.clone()?,
+            namespace: args.namespace.clone(),
+            task_queue: args.task_queue.clone(),
+            reflection,
+            node_timeout: args.node_timeout,
+        })
+    }
+}
+
+/// Run `openvibe worker`: a worker for the roles of `role_file` (a role
+/// file or a directory of them) on the Temporal `temporal` names, with the
+/// model and memory of `llm`, in `space` (with `people`) when given, until
+/// Ctrl-C / SIGTERM; print each node it runs to `out`.
+pub async fn worker_command(
+    role_file: PathBuf,
+    space: Option<String>,
+    people: Vec<String>,
+    temporal: TemporalArgs,
+    llm: LlmArgs,
+    out: &mut (impl Write + Send),
+) -> Result<(), CliError> {
+    let all = RoleFile::load_all(&role_file)?;
+    let (options, label) = run_options(&llm, Llm::Anthropic, false);
+    let Some(temporal) = TemporalOptions::from_args(&temporal, None) else {
+        return Err(CliError::Usage("a worker needs --temporal URL".into()));
+    };
+    let space = space.map(|space| (space, people));
+    worker(&all, &options, &temporal, space, &label, out).await
 }
 
 #[cfg(not(feature = "temporal"))]

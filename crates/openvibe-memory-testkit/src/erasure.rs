@@ -5,10 +5,11 @@
 
 use std::future::Future;
 
+use openvibe_memory::{ForgetOptions, forget};
 use openvibe_protocols::{
-    AuditQuery, Belief, CallerContext, ERASURE_AUDIT_KIND, ErasureSubject, Fact, FactQuery,
-    ForgetOptions, Goal, Insight, KnowledgeQuery, NewPlan, Proposal, REDACTION_AUDIT_KIND,
-    RawCallQuery, Space, SpaceMessage, Stores, VerifyChain, forget, mentions,
+    AuditQuery, Belief, CallerContext, ERASURE_AUDIT_KIND, ErasureSubject, Fact, FactQuery, Goal,
+    Insight, KnowledgeQuery, NewPlan, Proposal, REDACTION_AUDIT_KIND, RawCallQuery, Space,
+    SpaceMessage, Stores, VerifyChain, mentions,
 };
 use serde_json::json;
 

@@ -14,6 +14,8 @@
 //! | [`MemoryFilesystem`] | a browsable, searchable, writable virtual tree over one role's memory, with traces |
 //! | [`MemoryAssembler`] | a [`ContextAssembler`](openvibe_protocols::ContextAssembler): scope → prompt context within a token budget |
 //! | [`MemoryGateway`] | the one entry point from an identity (principal, tenant, project, clearance) to memory |
+//! | [`Decisions`], [`decide_proposal`], [`decide_belief`] | deciding what waits for a person: a belief's proposal and its belief together, at every edge |
+//! | [`forget`] | an erasure by subject run to the end and recorded in the audit trail, with proof (counts after) |
 //!
 //! Every store call carries a [`CallerContext`](openvibe_protocols::CallerContext);
 //! see `docs/memory.md` for the flow of a record and the ordering guarantees.
@@ -40,9 +42,11 @@
 mod access;
 mod agent;
 mod assembler;
+mod decide;
 mod error;
 mod evidence;
 mod filesystem;
+mod forget;
 mod gateway;
 mod pyramid;
 mod raw_writer;
@@ -61,11 +65,13 @@ pub use assembler::{
     ApproxTokenCounter, Assembly, AssemblyLimits, MemoryAssembler, RecallKind, RecallObserver,
     Recalled, TokenCounter, approx_tokens, describe_retrievers,
 };
+pub use decide::{Decisions, decide_belief, decide_proposal};
 pub use error::MemoryError;
 pub use evidence::{DECISION_TAG, Evidence, EvidenceQuery};
 pub use filesystem::{
     BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,
 };
+pub use forget::{ForgetOptions, forget};
 pub use gateway::MemoryGateway;
 /// The embedded default backend's stores (`openvibe-in-memory`), so that a
 /// project depending on this crate alone starts in one line.

@@ -4,9 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use openvibe_memory::{AgentMemory, MemoryFilesystem, MemoryPyramid, WorkspaceMemory};
+use openvibe_memory::{ForgetOptions, forget};
 use openvibe_protocols::{
-    CallOrigin, CallerContext, Episode, EpisodeQuery, ErasureSubject, FactQuery, ForgetOptions,
-    Insight, InsightQuery, LlmRequest, LlmResponse, RawCall, RawCallQuery, forget, mentions,
+    CallOrigin, CallerContext, Episode, EpisodeQuery, ErasureSubject, FactQuery, Insight,
+    InsightQuery, LlmRequest, LlmResponse, RawCall, RawCallQuery, mentions,
 };
 
 #[tokio::test]

@@ -55,8 +55,8 @@ pub use schedule::{
     Firing, FiringSource, ScheduleError, ScheduleInfo, ScheduleProvider, TriggerConfig, TriggerKind,
 };
 pub use state::{State, StateError};
-pub use vocabulary::Vocabulary;
 pub(crate) use vocabulary::vocabulary;
+pub use vocabulary::{OrAny, Vocabulary};
 
 /// The most text of one tool result a model is shown: 100,000 bytes. A
 /// longer result is cut at a character boundary and ends with a note of

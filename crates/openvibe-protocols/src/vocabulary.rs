@@ -29,6 +29,91 @@ pub trait Vocabulary: Copy + Eq + Send + Sync + 'static {
     }
 }
 
+/// A filter on a vocabulary: one of its values, or `any`. Its names are
+/// the vocabulary's and `any`; it parses from them (the CLI), reads and
+/// writes them as JSON and states them in its schema (MCP, OpenAPI), so
+/// a filter's words are never written again where it is offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OrAny<V> {
+    /// Any value.
+    Any,
+    /// Only this one.
+    Only(V),
+}
+
+impl<V: Vocabulary> OrAny<V> {
+    /// The value it keeps, `None` for any.
+    pub fn value(self) -> Option<V> {
+        match self {
+            Self::Any => None,
+            Self::Only(v) => Some(v),
+        }
+    }
+
+    /// Every name it takes: the vocabulary's, then `any`.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        V::NAMES.iter().copied().chain(["any"])
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Any => "any",
+            Self::Only(v) => v.name(),
+        }
+    }
+}
+
+impl<V: Vocabulary> std::fmt::Display for OrAny<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl<V: Vocabulary> std::str::FromStr for OrAny<V> {
+    type Err = crate::StoreError;
+
+    /// One of [`OrAny::names`]; anything else is invalid input naming them.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "any" {
+            return Ok(Self::Any);
+        }
+        V::from_name(s).map(Self::Only).ok_or_else(|| {
+            let names: Vec<&str> = Self::names().collect();
+            crate::StoreError::invalid("status", format!("one of {}", listed(&names)))
+        })
+    }
+}
+
+impl<V: Vocabulary> serde::Serialize for OrAny<V> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_str(self.name())
+    }
+}
+
+impl<'de, V: Vocabulary> serde::Deserialize<'de> for OrAny<V> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(de)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(feature = "schema")]
+impl<V: Vocabulary> schemars::JsonSchema for OrAny<V> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StatusFilter".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Self::names().collect();
+        schemars::json_schema!({"type": "string", "enum": names})
+    }
+}
+
 /// `a, b or c`.
 pub(crate) fn listed(names: &[&str]) -> String {
     match names.split_last() {
@@ -150,5 +235,27 @@ mod tests {
         assert_eq!(Colour::default(), Colour::Red);
         assert_eq!(Colour::names_listed(), "red or dark_blue");
         assert_eq!(listed(&["a", "b", "c"]), "a, b or c");
+    }
+
+    #[test]
+    fn a_filter_takes_the_vocabulary_and_any_in_every_form() {
+        assert_eq!("any".parse::<OrAny<Colour>>().unwrap(), OrAny::Any);
+        assert_eq!(
+            "dark_blue".parse::<OrAny<Colour>>().unwrap(),
+            OrAny::Only(Colour::DarkBlue)
+        );
+        let refused = "green".parse::<OrAny<Colour>>().unwrap_err().to_string();
+        assert!(refused.contains("red, dark_blue or any"), "{refused}");
+        let json = serde_json::to_value(OrAny::Only(Colour::Red)).unwrap();
+        assert_eq!(json, serde_json::json!("red"));
+        assert_eq!(
+            serde_json::from_value::<OrAny<Colour>>(serde_json::json!("any")).unwrap(),
+            OrAny::Any
+        );
+        assert!(serde_json::from_value::<OrAny<Colour>>(serde_json::json!("green")).is_err());
+        assert_eq!(
+            OrAny::<Colour>::names().collect::<Vec<_>>(),
+            ["red", "dark_blue", "any"]
+        );
     }
 }

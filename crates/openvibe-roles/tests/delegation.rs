@@ -4,6 +4,7 @@
 //! failure or timeout. In process, on the in-memory stores.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use openvibe_memory::Decisions;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -4,6 +4,7 @@
 //! a belief about the subject of an active one supersedes it once approved.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use openvibe_memory::Decisions;
 use std::sync::Arc;
 
 use openvibe_memory::{AgentMemory, ClearanceProfile, in_memory_stores};

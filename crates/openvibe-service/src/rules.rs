@@ -12,10 +12,10 @@
 //! reaches sooner (a 400 the document cannot state).
 
 use openvibe_protocols::{
-    MAX_BELIEF_INSIGHTS, MAX_BELIEF_PAGE, MAX_CONTENT_LEN, MAX_ERROR_CHARS, MAX_GOAL_PAGE,
-    MAX_INITIATIVES, MAX_LABEL_LEN, MAX_MESSAGE_PAGE, MAX_PRIORITIES, MAX_PROPOSAL_PAGE,
-    MAX_RAW_PAGE, MAX_REASON_CHARS, MAX_RECORD_ID_LEN, MAX_REPORT_PAGE, MAX_SPACE_MEMBERS,
-    MAX_SPACE_PAGE, MAX_TITLE_CHARS, MAX_VECTOR_IDS, MAX_WAIT_MS, RECORD_KINDS,
+    BeliefQuery, GoalQuery, MAX_BELIEF_INSIGHTS, MAX_CONTENT_LEN, MAX_ERROR_CHARS, MAX_INITIATIVES,
+    MAX_LABEL_LEN, MAX_PRIORITIES, MAX_RAW_PAGE, MAX_REASON_CHARS, MAX_RECORD_ID_LEN,
+    MAX_SPACE_MEMBERS, MAX_TITLE_CHARS, MAX_VECTOR_IDS, MAX_WAIT_MS, MessageQuery, PageQuery,
+    ProposalQuery, RECORD_KINDS, ReportQuery, SpaceQuery,
 };
 use serde_json::{Map, Value, json};
 
@@ -79,6 +79,12 @@ enum Rule {
     /// A role id that makes a record id of its priorities (`<role>:<day>`):
     /// not blank, no `/` or control character, short enough.
     PrioritiesRole,
+}
+
+/// A list's `limit`: 1 to the most one page of `Q` holds (the contract's
+/// [`PageQuery::MAX_PAGE`]).
+const fn page<Q: PageQuery>() -> Rule {
+    Rule::Range(1, Q::MAX_PAGE as u64)
 }
 
 /// No NUL character (PostgreSQL text cannot hold one).
@@ -300,38 +306,14 @@ const RULES: &[(&[&str], &str, Rule)] = &[
         "batch",
         Rule::Range(1, u64::MAX),
     ),
-    (
-        &["BeliefQuery"],
-        "limit",
-        Rule::Range(1, MAX_BELIEF_PAGE as u64),
-    ),
-    (
-        &["ProposalQuery"],
-        "limit",
-        Rule::Range(1, MAX_PROPOSAL_PAGE as u64),
-    ),
-    (
-        &["SpaceQuery"],
-        "limit",
-        Rule::Range(1, MAX_SPACE_PAGE as u64),
-    ),
-    (
-        &["MessageQuery"],
-        "limit",
-        Rule::Range(1, MAX_MESSAGE_PAGE as u64),
-    ),
+    (&["BeliefQuery"], "limit", page::<BeliefQuery>()),
+    (&["ProposalQuery"], "limit", page::<ProposalQuery>()),
+    (&["SpaceQuery"], "limit", page::<SpaceQuery>()),
+    (&["MessageQuery"], "limit", page::<MessageQuery>()),
     (&["MessageQuery"], "wait_ms", Rule::Range(0, MAX_WAIT_MS)),
     (&["MessageQuery"], "after", Rule::Range(0, i64::MAX as u64)),
-    (
-        &["GoalQuery"],
-        "limit",
-        Rule::Range(1, MAX_GOAL_PAGE as u64),
-    ),
-    (
-        &["ReportQuery"],
-        "limit",
-        Rule::Range(1, MAX_REPORT_PAGE as u64),
-    ),
+    (&["GoalQuery"], "limit", page::<GoalQuery>()),
+    (&["ReportQuery"], "limit", page::<ReportQuery>()),
     (
         &["RawCallQuery"],
         "limit",
@@ -514,42 +496,14 @@ const TOOL_RULES: &[(&[&str], &str, Rule)] = &[
         Rule::Range(0, i64::MAX as u64),
     ),
     (
-        &["listProposals"],
-        "status",
-        Rule::Word(&[
-            "pending", "approved", "rejected", "expired", "executed", "failed", "any",
-        ]),
-    ),
-    (
-        &["listBeliefs"],
-        "status",
-        Rule::Word(&["proposed", "active", "rejected", "retired", "any"]),
-    ),
-    (
         &["listProposals", "listGoals", "listBeliefs"],
         "role",
         Rule::Label,
     ),
-    (
-        &["listProposals"],
-        "limit",
-        Rule::Range(1, MAX_PROPOSAL_PAGE as u64),
-    ),
-    (
-        &["listGoals"],
-        "limit",
-        Rule::Range(1, MAX_GOAL_PAGE as u64),
-    ),
-    (
-        &["listBeliefs"],
-        "limit",
-        Rule::Range(1, MAX_BELIEF_PAGE as u64),
-    ),
-    (
-        &["listSpaces"],
-        "limit",
-        Rule::Range(1, MAX_SPACE_PAGE as u64),
-    ),
+    (&["listProposals"], "limit", page::<ProposalQuery>()),
+    (&["listGoals"], "limit", page::<GoalQuery>()),
+    (&["listBeliefs"], "limit", page::<BeliefQuery>()),
+    (&["listSpaces"], "limit", page::<SpaceQuery>()),
     (
         &["listProposals", "listGoals", "listBeliefs", "listSpaces"],
         "cursor",
@@ -567,7 +521,6 @@ const TOOL_RULES: &[(&[&str], &str, Rule)] = &[
     ),
     (&["reportMetric"], "role", Rule::Name),
     (&["reportMetric"], "metric", Rule::Name),
-    (&["reportMetric"], "mode", Rule::Word(&["add", "set"])),
     (&["reportMetric"], "note", Rule::Chars(MAX_REASON_CHARS)),
     (&["reportMetric"], "id", Rule::Id),
     (
@@ -581,11 +534,7 @@ const TOOL_RULES: &[(&[&str], &str, Rule)] = &[
     (&["postMessage", "readMessages"], "thread", Rule::Label),
     (&["postMessage"], "domain", Rule::Name),
     (&["postMessage"], "to/items", Rule::OwnerKey),
-    (
-        &["readMessages"],
-        "limit",
-        Rule::Range(1, MAX_MESSAGE_PAGE as u64),
-    ),
+    (&["readMessages"], "limit", page::<MessageQuery>()),
     (&["readMessages"], "wait_ms", Rule::Range(0, MAX_WAIT_MS)),
     (&["readMessages"], "after", Rule::Range(0, i64::MAX as u64)),
 ];

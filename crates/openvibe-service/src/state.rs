@@ -18,7 +18,7 @@ pub(crate) struct AppState {
     /// request's time limit, so that a valid wait never times out.
     pub(crate) max_wait: std::time::Duration,
     /// The console's sessions.
-    pub(crate) console: std::sync::Arc<crate::console::Sessions>,
+    pub(crate) console: std::sync::Arc<crate::console::session::Sessions>,
 }
 
 impl AppState {
@@ -34,8 +34,45 @@ impl AppState {
     }
 }
 
-impl axum::extract::FromRef<AppState> for std::sync::Arc<crate::console::Sessions> {
+impl AppState {
+    /// The loop that receives `role`'s events, when this service runs one
+    /// (404 naming the loop otherwise).
+    pub(crate) fn inbox_of(
+        &self,
+        role: &str,
+    ) -> Result<std::sync::Arc<dyn openvibe_protocols::EventInbox>, openvibe_protocols::StoreError>
+    {
+        inbox(self.inbox.as_ref(), role)
+    }
+
+    /// The embedding model the stores' semantic memory uses.
+    pub(crate) async fn embedding_model(
+        &self,
+    ) -> Result<openvibe_api::dto::EmbeddingModel, openvibe_protocols::StoreError> {
+        let (model, dimensions) = self.stores.knowledge.embedding_model();
+        Ok(openvibe_api::dto::EmbeddingModel {
+            model: model.to_owned(),
+            dimensions,
+        })
+    }
+}
+
+impl axum::extract::FromRef<AppState> for std::sync::Arc<crate::console::session::Sessions> {
     fn from_ref(state: &AppState) -> Self {
         state.console.clone()
     }
+}
+
+/// The loop of a service that has one, or why there is none (the routes
+/// and the MCP tools alike).
+pub(crate) fn inbox(
+    inbox: Option<&std::sync::Arc<dyn openvibe_protocols::EventInbox>>,
+    role: &str,
+) -> Result<std::sync::Arc<dyn openvibe_protocols::EventInbox>, openvibe_protocols::StoreError> {
+    inbox
+        .cloned()
+        .ok_or_else(|| openvibe_protocols::StoreError::NotFound {
+            kind: "loop",
+            id: role.to_owned(),
+        })
 }

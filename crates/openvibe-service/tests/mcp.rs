@@ -583,12 +583,12 @@ async fn mcp_finds_nothing_of_an_erased_entity() {
         .unwrap();
     let tenant = tenant[0].meta.tenant_id.clone();
     let admin = CallerContext::system().with_tenant(tenant);
-    let report = openvibe_protocols::forget(
+    let report = openvibe_memory::forget(
         stores.admin.as_ref(),
         stores.audit.as_ref(),
         &admin,
         &openvibe_protocols::ErasureSubject::Entity("acme_corp".into()),
-        openvibe_protocols::ForgetOptions::default(),
+        openvibe_memory::ForgetOptions::default(),
         &mut |_, _| {},
     )
     .await

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use openvibe_memory::{Distillation, MemoryFilesystem, MemoryPyramid};
+use openvibe_memory::{Decisions, Distillation, MemoryFilesystem, MemoryPyramid};
 use openvibe_operators::config::OperatorConfig;
 use openvibe_operators::{CompiledGraph, END, OperatorRuntime, StateGraph};
 use openvibe_primitives::{AgentNode, FnTool, LlmNode, Node, ScopeSpec};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use openvibe::RoleRuntime;
 use openvibe::full_example::{self, CASSETTE};
-use openvibe::memory::in_memory_stores;
+use openvibe::memory::{Decisions, in_memory_stores};
 use openvibe::primitives::testing::{RecordReplayProvider, request_key};
 use openvibe::protocols::LlmResponse;
 

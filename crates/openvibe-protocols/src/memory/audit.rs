@@ -16,68 +16,29 @@ use serde_json::Value;
 
 use super::{CallerContext, ErasureSubject, NamespaceScope, RecordMeta, StoreError};
 
-/// What an audited operation did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum AuditOp {
-    /// A record was created.
-    Insert,
-    /// A record was changed.
-    Update,
-    /// A record was deleted.
-    Delete,
-    /// Records were searched or listed.
-    Search,
-    /// A record was promoted (copied or moved) to another namespace.
-    Promote,
-}
-
-impl AuditOp {
-    /// All operations.
-    pub const ALL: [Self; 5] = [
-        Self::Insert,
-        Self::Update,
-        Self::Delete,
-        Self::Search,
-        Self::Promote,
-    ];
-
-    /// The lowercase name (`insert`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Insert => "insert",
-            Self::Update => "update",
-            Self::Delete => "delete",
-            Self::Search => "search",
-            Self::Promote => "promote",
-        }
-    }
-
-    /// The operation named `s`.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|op| op.as_str() == s)
+crate::vocabulary! {
+    /// What an audited operation did.
+    pub enum AuditOp {
+        /// A record was created.
+        Insert = "insert",
+        /// A record was changed.
+        Update = "update",
+        /// A record was deleted.
+        Delete = "delete",
+        /// Records were searched or listed.
+        Search = "search",
+        /// A record was promoted (copied or moved) to another namespace.
+        Promote = "promote",
     }
 }
 
-/// Whether an audited operation happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum AuditStatus {
-    /// It happened.
-    Ok,
-    /// It was refused; nothing changed.
-    Refused,
-}
-
-impl AuditStatus {
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Refused => "refused",
-        }
+crate::vocabulary! {
+    /// Whether an audited operation happened.
+    pub enum AuditStatus {
+        /// It happened.
+        Ok = "ok",
+        /// It was refused; nothing changed.
+        Refused = "refused",
     }
 }
 

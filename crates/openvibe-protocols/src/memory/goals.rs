@@ -382,7 +382,7 @@ impl super::Listed for Goal {
         self.id().to_owned()
     }
 }
-super::page_query!(GoalQuery => MAX_GOAL_PAGE);
+super::page_query!(GoalQuery => MAX_GOAL_PAGE, ReportQuery => MAX_REPORT_PAGE);
 
 /// One thing a role should do first today.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

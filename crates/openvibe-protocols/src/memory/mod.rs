@@ -63,7 +63,7 @@ pub use audit::{
 };
 pub use beliefs::{
     BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
-    MAX_BELIEF_PAGE, decide_belief, decide_proposal, validate_belief,
+    MAX_BELIEF_PAGE, validate_belief,
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use cursor::{Listed, MIN_CURSOR_MICROS, PageQuery, check_limit, page_cursor, parse_cursor};
@@ -74,7 +74,7 @@ pub use erasure::{
     mentions_json, mentions_regex, record_content, redacted_filters,
 };
 pub use error::{ErrorSource, StoreError};
-pub use forget::{ForgetOptions, check_erasure, forget, quotes_subject, redact_entry};
+pub use forget::{check_erasure, quotes_subject, redact_entry};
 pub use goals::{
     GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
     MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE,

@@ -710,7 +710,7 @@ impl SpaceQuery {
 }
 
 super::listed_by_creation!(Space);
-super::page_query!(SpaceQuery => MAX_SPACE_PAGE);
+super::page_query!(SpaceQuery => MAX_SPACE_PAGE, MessageQuery => MAX_MESSAGE_PAGE);
 
 /// Which messages of a space a read returns: those after `after`, in
 /// order.

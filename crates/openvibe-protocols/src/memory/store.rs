@@ -23,9 +23,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AuditLog, Belief, CallerContext, EmbeddingText, Episode, EpisodeQuery, Fact, FactQuery,
-    Governed, Insight, InsightQuery, KnowledgeStore, Observed, Proposal, RawLogStore, RecordMeta,
-    RecordQuery, StoreError, Verdict, WorkingStore,
+    AuditLog, CallerContext, EmbeddingText, Episode, EpisodeQuery, Fact, FactQuery, Governed,
+    Insight, InsightQuery, KnowledgeStore, Observed, RawLogStore, RecordMeta, RecordQuery,
+    StoreError, WorkingStore,
 };
 
 /// A record kind kept by a [`RecordStore`]: [`Fact`], [`Episode`] and
@@ -243,28 +243,6 @@ pub struct Stores {
 }
 
 impl Stores {
-    /// Decide a proposal, and the belief of a belief's proposal with it
-    /// ([`decide_proposal`](super::decide_proposal)).
-    pub async fn decide_proposal(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        verdict: &Verdict,
-    ) -> Result<Proposal, StoreError> {
-        super::decide_proposal(&*self.proposals, &*self.beliefs, ctx, id, verdict).await
-    }
-
-    /// Decide a belief, and its pending proposal with it
-    /// ([`decide_belief`](super::decide_belief)).
-    pub async fn decide_belief(
-        &self,
-        ctx: &CallerContext,
-        id: &str,
-        verdict: &Verdict,
-    ) -> Result<Belief, StoreError> {
-        super::decide_belief(&*self.proposals, &*self.beliefs, ctx, id, verdict).await
-    }
-
     /// The store of record kind `R` (facts, episodes or insights), for code
     /// written once for every kind.
     pub fn records<R: StoredRecord>(&self) -> &dyn RecordStore<R> {

@@ -5,12 +5,13 @@
 use axum::extract::{Query, State};
 use axum::response::Response;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use maud::{Markup, html};
+use maud::html;
 use openvibe_protocols::{AuditEntry, AuditOp, AuditQuery, AuditStatus, StoreError};
 use serde::Deserialize;
 
-use super::page::{Nav, encode, failed, page, record_link, respond, time};
+use super::page::{Nav, encode, failed, page, respond};
 use super::session::SignedIn;
+use super::widgets::entries_table;
 use crate::state::AppState;
 
 /// Entries per page.
@@ -145,60 +146,4 @@ pub(crate) async fn trail(
             }
         },
     ))
-}
-
-/// Audit entries as a table, refusals highlighted.
-pub(crate) fn entries_table(entries: &[AuditEntry], with_principal: bool) -> Markup {
-    if entries.is_empty() {
-        return html! { p { "No entries you may read." } };
-    }
-    html! {
-        div.table-wrap {
-            table {
-                thead { tr {
-                    th scope="col" { "When" }
-                    @if with_principal { th scope="col" { "Principal" } }
-                    th scope="col" { "Operation" } th scope="col" { "Record" } th scope="col" { "Namespace" } th scope="col" { "Status" } th scope="col" { "Through" }
-                } }
-                tbody {
-                    @for e in entries {
-                        tr class=[(e.status == AuditStatus::Refused).then_some("refused")] {
-                            td { (time(e.at)) }
-                            @if with_principal { td { (e.principal) } }
-                            td { (e.operation.as_str()) }
-                            td {
-                                @match (&e.record_id, record_kind(&e.kind)) {
-                                    (Some(id), Some(kind)) => { (record_link(kind, id)) }
-                                    (Some(id), None) => { (e.kind) " " code { (id) } }
-                                    (None, _) => { (e.kind) }
-                                }
-                            }
-                            td { (e.namespace.as_deref().unwrap_or("—")) }
-                            td {
-                                @if e.status == AuditStatus::Refused {
-                                    strong { "refused" } @if let Some(reason) = &e.reason { ": " (reason) }
-                                } @else { "ok" }
-                            }
-                            td { (e.tool.as_deref().unwrap_or("—")) }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The console's name of an audited kind that has a page (raw calls are
-/// `raw`).
-fn record_kind(kind: &str) -> Option<&'static str> {
-    Some(match kind {
-        "raw_call" => "raw",
-        "fact" => "fact",
-        "episode" => "episode",
-        "insight" => "insight",
-        "knowledge" => "knowledge",
-        "belief" => "belief",
-        "proposal" => "proposal",
-        _ => return None,
-    })
 }

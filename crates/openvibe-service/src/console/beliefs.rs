@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::page::{Nav, badge, encode, failed, not_found, page, record_link, respond, time};
 use super::session::SignedIn;
+use super::widgets::{chain_of_insight, meta_fields};
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -123,7 +124,7 @@ pub(crate) async fn detail(
             p.meta { "The insights it came from, their episodes, and the raw model calls behind each episode." }
             ul.chain { (chain) }
             h2 { "Governance" }
-            (super::memory::meta_fields(&belief.meta))
+            (meta_fields(&belief.meta))
         },
     ))
 }
@@ -134,8 +135,7 @@ async fn provenance(s: &AppState, who: &SignedIn, belief: &Belief) -> Result<Mar
     for id in &belief.insight_ids {
         match s.stores.insights.get(who.ctx(), id).await? {
             Some(insight) => {
-                let episodes =
-                    super::memory::chain_of_insight(s, who, &insight.source_episode_ids).await?;
+                let episodes = chain_of_insight(s, who, &insight.source_episode_ids).await?;
                 items.push(html! {
                     li { (record_link("insight", id)) " · " (insight.content) ul { (episodes) } }
                 });

@@ -7,6 +7,7 @@ use axum::extract::{Form, Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
+use openvibe_memory::Decisions;
 use openvibe_protocols::{
     Action, ActionTarget, EvidenceKind, Proposal, ProposalQuery, ProposalStatus, StoreError,
     Verdict,
@@ -18,7 +19,7 @@ use super::page::{
     respond_with, short, time,
 };
 use super::session::{SignedIn, csrf_matches};
-use super::signin::bad_csrf;
+use super::widgets::{bad_csrf, meta_fields};
 use crate::error::Failure;
 use crate::state::AppState;
 
@@ -106,7 +107,7 @@ pub(crate) async fn proposal_page(
             html! {
                 (card(&p, &who, None))
                 h2 { "Record" }
-                (super::memory::meta_fields(&p.meta))
+                (meta_fields(&p.meta))
             },
         )),
         Ok(None) => not_found(&who, "proposal", &id),

@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::page::{Nav, encode, failed, json, not_found, page, record_link, respond, short, time};
 use super::session::SignedIn;
+use super::widgets::{chain_of_insight, entries_table, meta_fields, raw_calls_of, readable};
 use crate::state::AppState;
 
 /// Rows per page.
@@ -467,79 +468,7 @@ async fn record_body(
             h2 { "Governance" }
             (meta_fields(&meta))
             h2 { "Audit entries" }
-            (super::audit::entries_table(&audit, ctx.is_privileged()))
+            (entries_table(&audit, ctx.is_privileged()))
         },
     )))
-}
-
-/// An insight's episodes, each with its raw calls.
-pub(crate) async fn chain_of_insight(
-    s: &AppState,
-    who: &SignedIn,
-    episodes: &[String],
-) -> Result<Markup, StoreError> {
-    let mut items = Vec::new();
-    for id in episodes {
-        let readable = s.stores.episodes.get(who.ctx(), id).await?;
-        let calls = match &readable {
-            Some(_) => Some(raw_calls_of(s, who, id).await?),
-            None => None,
-        };
-        items.push((id.clone(), readable.map(|e| e.action), calls));
-    }
-    Ok(html! {
-        @for (id, action, calls) in &items {
-            li {
-                @match action {
-                    Some(action) => { (record_link("episode", id)) " · " (action) ul { @if let Some(calls) = calls { (calls) } } }
-                    None => { "episode " code { (id) } " (not readable by you)" }
-                }
-            }
-        }
-    })
-}
-
-/// An episode's raw calls, as list items.
-async fn raw_calls_of(s: &AppState, who: &SignedIn, episode: &str) -> Result<Markup, StoreError> {
-    let calls = s
-        .stores
-        .raw
-        .query(
-            who.ctx(),
-            &RawCallQuery {
-                namespaces: readable(who.ctx()),
-                ..RawCallQuery::new().episode(episode)
-            },
-        )
-        .await?;
-    Ok(html! {
-        @for c in &calls.items {
-            li { (record_link("raw", &c.id)) " · " (c.model) " · " (time(c.timestamp)) }
-        }
-    })
-}
-
-/// Every namespace `ctx` may read, for a query that should span them all
-/// (empty when ungoverned: the stores then search every namespace).
-fn readable(ctx: &openvibe_protocols::CallerContext) -> Vec<String> {
-    match ctx.list_scope(&[]) {
-        NamespaceScope::Only(readable) => readable,
-        NamespaceScope::All => Vec::new(),
-    }
-}
-
-/// A record's governance metadata.
-pub(crate) fn meta_fields(meta: &RecordMeta) -> Markup {
-    html! {
-        dl.fields {
-            dt { "Namespace" } dd { (meta.namespace) }
-            dt { "Owner" } dd { (meta.owner) }
-            dt { "Classification" } dd { (meta.classification.as_str()) }
-            dt { "Source" } dd { (meta.source) }
-            @if let Some(project) = &meta.project_id { dt { "Project" } dd { (project) } }
-            dt { "Created" } dd { (time(meta.created_at)) }
-            dt { "Updated" } dd { (time(meta.updated_at)) }
-            @if let Some(expires) = meta.expires_at { dt { "Expires" } dd { (time(expires)) } }
-        }
-    }
 }

@@ -20,6 +20,7 @@ pub(crate) mod page;
 pub(crate) mod session;
 mod signin;
 mod spaces;
+mod widgets;
 
 use axum::Router;
 use axum::routing::{get, post};

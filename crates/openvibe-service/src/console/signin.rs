@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::page::{Nav, error_page, page, respond, respond_with};
 use super::session::{OpenError, SignedIn, csrf_matches};
+use super::widgets::bad_csrf;
 use crate::access::Access;
 use crate::error::Failure;
 use crate::state::AppState;
@@ -202,17 +203,6 @@ pub(crate) async fn logout(
 /// `GET /console`
 pub(crate) async fn home() -> Redirect {
     Redirect::to("/console/inbox")
-}
-
-/// The refusal of a change without the session's CSRF token.
-pub(crate) fn bad_csrf(who: &SignedIn) -> Response {
-    error_page(
-        Some(who),
-        &Failure::new(
-            openvibe_api::ErrorCode::Forbidden,
-            "this form is stale or was not sent by the console (its CSRF token is missing or wrong); reload the page and try again",
-        ),
-    )
 }
 
 /// Whether a change came from the console's own pages: no `Origin`, or

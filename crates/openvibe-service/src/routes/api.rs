@@ -56,6 +56,16 @@ impl Api {
     }
 }
 
+/// A row's answer: its JSON, or `204 No Content` for a row that answers
+/// none ([`Output::SCHEMA`] is `None`).
+pub(crate) fn reply<O: Output + serde::Serialize>(out: O) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match O::SCHEMA {
+        Some(_) => axum::Json(out).into_response(),
+        None => axum::http::StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
 /// A record `get` that found nothing: 404.
 pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
     StoreError::NotFound {
@@ -72,7 +82,10 @@ pub(crate) fn not_found(kind: &'static str, id: &str) -> StoreError {
 /// `server` call and answers what it gives (a `None` of an `or_none` row
 /// is a 404 naming its kind).
 macro_rules! serve_store {
-    ($trait:ident $ops:ident; $(
+    ($trait:ident $ops:ident; { $($extra:tt)* } [ $($entries:tt)* ] [ $($only:tt)* ]) => {
+        $crate::routes::api::serve_store!(@serve $ops; $($entries)* $($only)*);
+    };
+    (@serve $ops:ident; $(
         fn $name:ident $args:tt -> $ret:ty = $row:ident {
             $m:ident $path:literal $params:tt ($($input:tt)*) -> $out:ty;
             $op:literal, $summary:literal [$($flag:ident),*];
@@ -82,30 +95,42 @@ macro_rules! serve_store {
         }
     )*) => {
         /// Every row of the trait's wire, served.
-        pub(super) fn routes(api: $crate::routes::Api) -> $crate::routes::Api {
-            api $(.route(&openvibe_api::endpoints::$row, $name))*
+        pub(super) fn $ops(api: $crate::routes::Api) -> $crate::routes::Api {
+            $ops::routes(api)
         }
 
-        $(
-            async fn $name(
-                axum::extract::State($s): axum::extract::State<$crate::state::AppState>,
-                $crate::auth::Ctx($ctx): $crate::auth::Ctx,
-                $crate::routes::api::serve_store!(@path_pat $params):
-                    $crate::routes::api::serve_store!(@path_ty $params),
-                $crate::routes::api::serve_store!(@in_pat ($($input)*) $($b)?):
-                    $crate::routes::api::serve_store!(@in_ty ($($input)*)),
-            ) -> $crate::routes::api::Answer<$out> {
-                let out = ($call).await?;
-                $(let out = out.ok_or_else(|| {
-                    $crate::routes::api::not_found(
-                        $kind,
-                        $crate::routes::api::serve_store!(@id $params $($id)?),
-                    )
-                })?;)?
-                $(let out = { let $v = out; $wrap };)?
-                Ok(axum::Json(out))
+        /// The handlers of the trait's rows.
+        mod $ops {
+            use super::*;
+
+            pub(super) fn routes(api: $crate::routes::Api) -> $crate::routes::Api {
+                api $(.route(&openvibe_api::endpoints::$row, $name))*
             }
-        )*
+
+            $(
+                async fn $name(
+                    axum::extract::State($s): axum::extract::State<$crate::state::AppState>,
+                    $crate::auth::Ctx($ctx): $crate::auth::Ctx,
+                    $crate::routes::api::serve_store!(@path_pat $params):
+                        $crate::routes::api::serve_store!(@path_ty $params),
+                    $crate::routes::api::serve_store!(@in_pat ($($input)*) $($b)?):
+                        $crate::routes::api::serve_store!(@in_ty ($($input)*)),
+                ) -> Result<axum::response::Response, $crate::error::Failure> {
+                    // The id a 404 names, taken before the call moves what
+                    // it is made of.
+                    $(let missing = {
+                        let _kind: &str = $kind;
+                        ToString::to_string($crate::routes::api::serve_store!(@id $params $($id)?))
+                    };)?
+                    let out = ($call).await?;
+                    $(let out = out.ok_or_else(|| {
+                        $crate::routes::api::not_found($kind, &missing)
+                    })?;)?
+                    $(let out = { let $v = out; $wrap };)?
+                    Ok($crate::routes::api::reply::<$out>(out))
+                }
+            )*
+        }
     };
     (@path_pat []) => { () };
     (@path_ty []) => { () };
@@ -117,6 +142,8 @@ macro_rules! serve_store {
     (@in_ty (none)) => { () };
     (@in_pat (body $t:ty) $b:ident) => { $crate::extract::Body($b) };
     (@in_ty (body $t:ty)) => { $crate::extract::Body<$t> };
+    (@in_pat (query $t:ty) $b:ident) => { $crate::extract::Params($b) };
+    (@in_ty (query $t:ty)) => { $crate::extract::Params<$t> };
     (@id [$first:ident $(, $rest:ident)*]) => { &$first };
     (@id $params:tt $id:expr) => { &$id };
 }

@@ -3,6 +3,7 @@
 //! [`BeliefStore`](openvibe_protocols::BeliefStore).
 
 use openvibe_api::dto::RetireBelief;
+use openvibe_memory::Decisions;
 use openvibe_protocols::{Belief, BeliefQuery, Page, Verdict};
 
 openvibe_api::store_wire!(BeliefStore => super::api::serve_store);

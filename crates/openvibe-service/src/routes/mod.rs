@@ -29,11 +29,11 @@ pub(crate) fn routes() -> Api {
     let api = Api::new();
     let api = system::routes(api);
     let api = records::routes(api);
-    let api = proposals::routes(api);
-    let api = goals::routes(api);
-    let api = beliefs::routes(api);
-    let api = spaces::routes(api);
-    let api = cognitive::routes(api);
+    let api = proposals::proposal_ops(api);
+    let api = goals::goal_ops(api);
+    let api = beliefs::belief_ops(api);
+    let api = spaces::space_ops(api);
+    let api = cognitive::loop_ops(api);
     working::routes(api)
 }
 

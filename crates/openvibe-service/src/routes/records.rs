@@ -9,7 +9,7 @@ use openvibe_api::dto::{
     AppendRaw, DeletedCount, EmbeddingModel, MaybeInsight, PruneRaw, SimilarInsight, Strengthen,
     Touch, Touched,
 };
-use openvibe_api::endpoints::{self as E, RecordEndpoints, RevisableEndpoints};
+use openvibe_api::endpoints::{NoContent, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{
     EmbeddingText, Episode, Fact, Insight, Knowledge, KnowledgeHit, KnowledgeQuery, NewKnowledge,
     Observed, Page, RawCall, RawCallQuery,
@@ -117,135 +117,12 @@ pub(super) fn routes(api: Api) -> Api {
     let api = record_routes::<Episode>(api);
     let api = record_routes::<Insight>(api);
     let api = revisable_routes::<Insight>(api);
-    api
-        // the raw log
-        .route(&E::APPEND_RAW_CALLS, append_raw)
-        .route(&E::GET_RAW_CALL, get_raw)
-        .route(&E::QUERY_RAW_CALLS, query_raw)
-        .route(&E::PRUNE_RAW_CALLS, prune_raw)
-        // the insight extension
-        .route(&E::SIMILAR_INSIGHT, similar_insight)
-        .route(&E::STRENGTHEN_INSIGHT, strengthen_insight)
-        .route(&E::OBSERVE_INSIGHT, observe_insight)
-        // semantic knowledge
-        .route(&E::STORE_KNOWLEDGE, store_knowledge)
-        .route(&E::QUERY_KNOWLEDGE, query_knowledge)
-        .route(&E::SEARCH_KNOWLEDGE, query_knowledge)
-        .route(&E::EMBEDDING_MODEL, embedding_model)
-        .route(&E::GET_KNOWLEDGE, get_knowledge)
-        .route(&E::DELETE_KNOWLEDGE, delete_knowledge)
+    knowledge_ops(insight_ops(raw_ops(api)))
 }
 
-async fn append_raw(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(b): Body<AppendRaw>,
-) -> Answer<Vec<RawCall>> {
-    Ok(Json(s.stores.raw.append(&ctx, b.calls).await?))
-}
-
-async fn get_raw(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-) -> Answer<RawCall> {
-    let call = s.stores.raw.get(&ctx, &id).await?;
-    Ok(Json(call.ok_or_else(|| not_found("raw_call", &id))?))
-}
-
-async fn query_raw(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(q): Body<RawCallQuery>,
-) -> Answer<Page<RawCall>> {
-    Ok(Json(s.stores.raw.query(&ctx, &q).await?))
-}
-
-async fn prune_raw(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(b): Body<PruneRaw>,
-) -> Answer<DeletedCount> {
-    let deleted_count = s.stores.raw.prune(&ctx, &b.agent_id, &b.retention).await?;
-    Ok(Json(DeletedCount { deleted_count }))
-}
-
-async fn similar_insight(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(q): Body<SimilarInsight>,
-) -> Answer<MaybeInsight> {
-    let insight = s
-        .stores
-        .insights
-        .find_similar(&ctx, &q.agent_id, &q.content)
-        .await?;
-    Ok(Json(MaybeInsight { insight }))
-}
-
-async fn strengthen_insight(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-    Body(b): Body<Strengthen>,
-) -> Answer<Insight> {
-    Ok(Json(
-        s.stores
-            .insights
-            .strengthen(&ctx, &id, &b.episode_ids)
-            .await?,
-    ))
-}
-
-async fn observe_insight(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(insight): Body<Insight>,
-) -> Answer<Observed> {
-    Ok(Json(s.stores.insights.observe(&ctx, insight).await?))
-}
-
-async fn store_knowledge(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(k): Body<NewKnowledge>,
-) -> Answer<Knowledge> {
-    Ok(Json(s.stores.knowledge.store_knowledge(&ctx, k).await?))
-}
-
-async fn query_knowledge(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Body(q): Body<KnowledgeQuery>,
-) -> Answer<Vec<KnowledgeHit>> {
-    Ok(Json(s.stores.knowledge.query_knowledge(&ctx, &q).await?))
-}
-
-async fn embedding_model(State(s): State<AppState>, Ctx(_): Ctx) -> Json<EmbeddingModel> {
-    let (model, dimensions) = s.stores.knowledge.embedding_model();
-    Json(EmbeddingModel {
-        model: model.to_owned(),
-        dimensions,
-    })
-}
-
-async fn get_knowledge(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-) -> Answer<Knowledge> {
-    let k = s.stores.knowledge.get_knowledge(&ctx, &id).await?;
-    Ok(Json(k.ok_or_else(|| not_found("knowledge", &id))?))
-}
-
-async fn delete_knowledge(
-    State(s): State<AppState>,
-    Ctx(ctx): Ctx,
-    Path(id): Path<String>,
-) -> Result<StatusCode, Failure> {
-    s.stores.knowledge.delete_knowledge(&ctx, &id).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
+openvibe_api::store_wire!(RawLogStore => super::api::serve_store);
+openvibe_api::store_wire!(InsightStore => super::api::serve_store);
+openvibe_api::store_wire!(KnowledgeStore => super::api::serve_store);
 
 /// A body's id must match the path's: another is a conflict (409), not
 /// malformed input, since no schema can say that two places agree.

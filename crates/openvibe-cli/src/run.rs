@@ -1,0 +1,183 @@
+//! Running roles from the command line:
+//!
+//! - `openvibe run`: a role file's activations ([`crate::demo::execute`]),
+//!   or with `--schedule` its cron and interval triggers (in this process,
+//!   [`crate::scheduled`]; registered with Temporal with `--temporal`,
+//!   [`crate::temporal`]), or with `--loop` a role file or a directory of
+//!   them in the cognitive loop ([`crate::cognitive`]; its events pushed
+//!   to Temporal with `--temporal`);
+//! - `openvibe demo`: the CRO example ([`crate::demo`]), or with `--full`
+//!   the source design's full example ([`crate::full`]).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::CliError;
+use crate::args::{Llm, LlmArgs, TemporalArgs};
+use crate::cognitive::{self, LoopOptions};
+use crate::demo::{self, DEMO_FILES, LlmChoice, run_options};
+use crate::scheduled;
+use crate::spec::{Files, RoleFile};
+use crate::temporal::{self, TemporalOptions};
+
+/// What `openvibe run` is asked: its command line.
+pub struct RunCommand {
+    /// The role file (YAML); with `cognitive`, also a directory of role files.
+    pub role_file: PathBuf,
+    /// Reflect and publish insights after every run but the last (`--reflect`).
+    pub reflect: bool,
+    /// Run the role's cron and interval triggers instead of the file's runs
+    /// (`--schedule`).
+    pub schedule: bool,
+    /// With `schedule` or `cognitive`: stop after this long (`--for`).
+    pub run_for: Option<Duration>,
+    /// With `schedule`: stop after this many firings (`--firings`).
+    pub firings: Option<u64>,
+    /// With `schedule` or `cognitive`: reflect on this schedule
+    /// (`--reflection`).
+    pub reflection: Option<String>,
+    /// Run the role in the cognitive loop (`--loop`).
+    pub cognitive: bool,
+    /// With `cognitive`: journal each event's stages in this directory
+    /// (`--journal`).
+    pub journal: Option<PathBuf>,
+    /// With `cognitive`: push the events of this JSON-lines file at start
+    /// (`--events`).
+    pub events: Option<PathBuf>,
+    /// With `cognitive`: stop once this many events are done
+    /// (`--until-events`).
+    pub until_events: Option<u64>,
+    /// With `cognitive`: also serve the memory and the loop on this address
+    /// (`--listen`).
+    pub listen: Option<SocketAddr>,
+    /// With `listen`: the governance file (`--governance`).
+    pub governance: Option<PathBuf>,
+    /// With `cognitive`: work together in this space (`--space`).
+    pub space: Option<String>,
+    /// With `space`: people who are members too (`--person`).
+    pub people: Vec<String>,
+    /// With `schedule`: keep each run's checkpoints in this directory
+    /// (`--checkpoints`).
+    pub checkpoints: Option<PathBuf>,
+    /// Where Temporal is.
+    pub temporal: TemporalArgs,
+    /// The model and the memory.
+    pub llm: LlmArgs,
+}
+
+/// Run `openvibe run` as `command` says, printing to `out`.
+pub async fn run_command(
+    command: RunCommand,
+    out: &mut (impl Write + Send),
+) -> Result<(), CliError> {
+    let RunCommand {
+        role_file,
+        reflect,
+        schedule,
+        run_for,
+        firings,
+        reflection,
+        cognitive,
+        journal,
+        events,
+        until_events,
+        listen,
+        governance,
+        space,
+        people,
+        checkpoints,
+        temporal: temporal_args,
+        llm,
+    } = command;
+    if cognitive && let Some(temporal) = TemporalOptions::from_args(&temporal_args, None) {
+        if journal.is_some() || listen.is_some() || run_for.is_some() {
+            return Err(CliError::Usage(
+                "with --temporal the events run on Temporal's workers: --journal, \
+                 --listen and --for belong to a loop in this process"
+                    .into(),
+            ));
+        }
+        let all = RoleFile::load_all(&role_file)?;
+        let roles: Vec<String> = all.iter().map(|(f, _)| f.role.id.clone()).collect();
+        let Some(path) = &events else {
+            return Err(CliError::Usage(
+                "with --temporal, --loop pushes the events of --events FILE to Temporal".into(),
+            ));
+        };
+        let events = cognitive::read_events(path, &roles)?;
+        return temporal::push_events(events, &temporal, out).await;
+    }
+    if cognitive {
+        let all = RoleFile::load_all(&role_file)?;
+        let (options, label) = run_options(&llm, Llm::Anthropic, false);
+        let loop_options = LoopOptions {
+            journal,
+            events,
+            reflection,
+            run_for,
+            events_done: until_events,
+            listen,
+            governance,
+            space,
+            people,
+        };
+        return cognitive::run(&all, &options, &loop_options, &label, out).await;
+    }
+    if role_file.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{} is a directory: a directory of role files runs with --loop (one role file otherwise)",
+            role_file.display()
+        )));
+    }
+    let (file, files) = RoleFile::load(&role_file)?;
+    let (options, label) = run_options(&llm, Llm::Anthropic, reflect);
+    if schedule
+        && let Some(temporal) = TemporalOptions::from_args(&temporal_args, reflection.clone())
+    {
+        if run_for.is_some() || firings.is_some() {
+            return Err(CliError::Usage(
+                "--for and --firings stop an in-process schedule; with --temporal the \
+                 schedules run in Temporal (stop its workers instead)"
+                    .into(),
+            ));
+        }
+        temporal::register(&file, &files, &options, &temporal, out).await
+    } else if temporal_args.temporal.is_some() && !schedule {
+        Err(CliError::Usage(
+            "--temporal registers the role's triggers: use it with --schedule".into(),
+        ))
+    } else if schedule {
+        let schedule = scheduled::ScheduleOptions {
+            run_for,
+            firings,
+            reflection,
+            checkpoints,
+        };
+        scheduled::run(&file, &files, &options, &schedule, &label, out).await
+    } else {
+        demo::execute(&file, &files, &options, &label, out).await
+    }
+}
+
+/// Run `openvibe demo` with the model and memory `llm` names: the CRO
+/// example ([`DEMO_FILES`]), or (`full`) the source design's full example
+/// ([`crate::full`]); print what happened to `out`.
+pub async fn demo_command(full: bool, llm: &LlmArgs, out: &mut impl Write) -> Result<(), CliError> {
+    if full {
+        let (options, mut label) = run_options(llm, Llm::Replay, false);
+        if options.llm == LlmChoice::Replay && options.cassette.is_none() {
+            label = "replay of examples/full/cassette.jsonl".to_owned();
+        }
+        return crate::full::execute(&options, &label, out).await;
+    }
+    let text = DEMO_FILES
+        .iter()
+        .find(|(name, _)| *name == "role.yaml")
+        .map(|(_, text)| *text)
+        .unwrap_or_default();
+    let file = RoleFile::parse(text, "demo/cro/role.yaml".as_ref())?;
+    let (options, label) = run_options(llm, Llm::Replay, true);
+    demo::execute(&file, &Files::Embedded(DEMO_FILES), &options, &label, out).await
+}
