@@ -22,9 +22,7 @@
 //! read by [`spec`]; `--schedule` runs their triggers (see [`scheduled`]).
 
 pub mod admin;
-/// Arguments several commands share, and the value parsers of vocabularies.
 pub mod args;
-/// `openvibe audit`: the audit trail and its hash chain.
 pub mod audit;
 pub mod beliefs;
 pub mod cognitive;
@@ -32,12 +30,9 @@ pub mod demo;
 pub mod full;
 pub mod goals;
 pub mod logging;
-/// `openvibe memory`: record vectors and erasure.
 pub mod memory;
-/// `openvibe namespaces`: namespaces and moving legacy records.
 pub mod namespaces;
 pub mod proposals;
-/// `openvibe run` and `openvibe demo`: running roles.
 pub mod run;
 pub mod scheduled;
 pub mod serve;

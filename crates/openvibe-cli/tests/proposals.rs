@@ -10,18 +10,15 @@
 mod support;
 #[path = "support/mcp.rs"]
 mod support_mcp;
+use openvibe::roles::testing::{DiscountCro, discount};
 use support_mcp::call;
 
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use openvibe::memory::{ClearanceProfile, MemoryGateway};
-use openvibe::primitives::FnTool;
-use openvibe::protocols::{
-    Action, Classification, DecisionEvent, Impact, Insight, Outcome, ProposalStatus, Stores,
-};
-use openvibe::roles::{AuthorityConfig, ImpactRules, Role};
+use openvibe::protocols::{Outcome, ProposalStatus, Stores};
+use openvibe::roles::Role;
 use serde_json::json;
 
 const POLICY: &str = "\
@@ -44,58 +41,14 @@ fn governance() -> openvibe::governance::Governance {
     .unwrap()
 }
 
+/// The discount CRO over `stores`, its memory governed by the policy.
 async fn cro(stores: &Stores, runs: Arc<AtomicUsize>) -> Role {
-    let clearance = ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted);
-    let memory = MemoryGateway::new()
-        .with_stores(stores.clone())
-        .with_governance(Arc::new(governance()))
-        .agent_memory("cro", &clearance);
-    memory
-        .store_insight(
-            Insight::new(
-                "i-discount",
-                "cro",
-                "annual plan discounts close deals",
-                0.9,
-            )
-            .domain("revenue"),
-        )
+    DiscountCro::new(stores)
+        .counting(runs)
+        .governed(Arc::new(governance()))
+        .role()
         .await
-        .unwrap();
-    let tool = FnTool::new(
-        "apply_discount",
-        "Apply a discount.",
-        move |d: serde_json::Value| {
-            let runs = runs.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, String>(format!("{}% applied", d["pct"]))
-            }
-        },
-    );
-    Role::new("cro")
-        .domains(["revenue"])
-        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
-        .impact_rules(
-            ImpactRules::new()
-                .rule("amount > 10000", Impact::High)
-                .unwrap(),
-        )
-        .clearance(clearance)
-        .with_agent_memory(memory)
-        .action_tool(tool)
-        .with_proposals(stores.proposals.clone())
-}
-
-fn discount(id: &str, amount: u64) -> DecisionEvent {
-    DecisionEvent::new(id, "discount.requested", "revenue")
-        .summary(format!("Acme asks a 10% discount on {amount}"))
-        .data(json!({"amount": amount}))
-        .action(Action::tool(
-            "give_discount",
-            "apply_discount",
-            json!({"pct": 10}),
-        ))
+        .unwrap()
 }
 
 /// `openvibe proposals ARGS` with `key`; (exit code, stdout, stderr).

@@ -45,6 +45,8 @@ mod rules;
 mod runtime;
 mod serve;
 mod soul;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use authority::{
     ApprovalDecision, ApprovalHook, ApprovalRequest, ApproveAll, Authority, AuthorityConfig,

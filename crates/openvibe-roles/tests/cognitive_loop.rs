@@ -10,24 +10,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use openvibe_memory::{ClearanceProfile, MemoryGateway, in_memory_stores};
-use openvibe_primitives::FnTool;
+use openvibe_memory::in_memory_stores;
 use openvibe_primitives::testing::ScriptedLlm;
-use openvibe_protocols::{
-    Action, BeliefStatus, Classification, DecisionEvent, EpisodeQuery, Impact, Insight,
-    LlmResponse, Stores,
-};
+use openvibe_protocols::{Action, BeliefStatus, DecisionEvent, EpisodeQuery, LlmResponse, Stores};
+use openvibe_roles::testing::{DiscountCro, discount};
 use openvibe_roles::{
-    ActOutcome, AuthorityConfig, CognitiveLoop, Error, EventSource, ImpactRules, InMemoryJournal,
-    Learning, LoopConfig, LoopJournal, LoopTrace, Role, RoleRuntime, Stage,
+    ActOutcome, CognitiveLoop, Error, EventSource, InMemoryJournal, Learning, LoopConfig,
+    LoopJournal, LoopTrace, RoleRuntime, Stage,
 };
-use serde::Deserialize;
 use serde_json::json;
-
-#[derive(Deserialize, schemars::JsonSchema)]
-struct Discount {
-    pct: u32,
-}
 
 /// The CRO (as in the proposals tests): acts on small discounts, proposes
 /// large ones. `gate`, when given, holds every discount until notified.
@@ -37,44 +28,11 @@ async fn runtime(
     gate: Option<Arc<tokio::sync::Notify>>,
     reflection: &str,
 ) -> Arc<RoleRuntime> {
-    let gateway = MemoryGateway::new().with_stores(stores.clone());
-    let clearance = ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted);
-    let memory = gateway.agent_memory("cro", &clearance);
-    memory
-        .store_insight(
-            Insight::new(
-                "i-discount",
-                "cro",
-                "annual plan discounts close deals",
-                0.9,
-            )
-            .domain("revenue"),
-        )
-        .await
-        .unwrap();
-    let tool = FnTool::new("apply_discount", "Apply a discount.", move |d: Discount| {
-        let runs = runs.clone();
-        let gate = gate.clone();
-        async move {
-            runs.fetch_add(1, Ordering::SeqCst);
-            if let Some(gate) = gate {
-                gate.notified().await;
-            }
-            Ok::<_, String>(format!("{}% applied", d.pct))
-        }
-    });
-    let role = Role::new("cro")
-        .domains(["revenue"])
-        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
-        .impact_rules(
-            ImpactRules::new()
-                .rule("amount > 10000", Impact::High)
-                .unwrap(),
-        )
-        .clearance(clearance)
-        .with_agent_memory(memory)
-        .action_tool(tool)
-        .with_proposals(stores.proposals.clone());
+    let mut cro = DiscountCro::new(stores).counting(runs);
+    if let Some(gate) = gate {
+        cro = cro.gated(gate);
+    }
+    let role = cro.role().await.unwrap();
     let llm = Arc::new(ScriptedLlm::always(LlmResponse::text(reflection)));
     Arc::new(
         RoleRuntime::new(llm)
@@ -82,17 +40,6 @@ async fn runtime(
             .role(role)
             .unwrap(),
     )
-}
-
-fn discount(id: &str, amount: u64) -> DecisionEvent {
-    DecisionEvent::new(id, "discount.requested", "revenue")
-        .summary(format!("Acme asks a discount on {amount}"))
-        .data(json!({"amount": amount}))
-        .action(Action::tool(
-            "give_discount",
-            "apply_discount",
-            json!({"pct": 10}),
-        ))
 }
 
 /// Wait until event `id` of the CRO is done in `journal`.

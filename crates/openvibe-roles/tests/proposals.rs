@@ -8,74 +8,27 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use openvibe_memory::{ClearanceProfile, MemoryGateway, in_memory_stores};
+use openvibe_memory::in_memory_stores;
 use openvibe_operators::Operator;
 use openvibe_primitives::testing::ScriptedLlm;
 use openvibe_primitives::{AgentNode, FnTool};
 use openvibe_protocols::{
-    Action, CallerContext, Classification, Clearance, ContentBlock, DecisionEvent, EpisodeQuery,
-    Impact, Insight, LlmResponse, Outcome, Principal, ProposalStatus, State, Stores, Verdict,
+    Action, CallerContext, Clearance, ContentBlock, DecisionEvent, EpisodeQuery, LlmResponse,
+    Outcome, Principal, ProposalStatus, State, Stores, Verdict,
 };
-use openvibe_roles::{AuthorityConfig, INTERRUPTED, ImpactRules, Role, RoleRuntime};
+use openvibe_roles::testing::{DiscountCro, discount};
+use openvibe_roles::{AuthorityConfig, INTERRUPTED, Role, RoleRuntime};
 use openvibe_schedule::InProcessScheduler;
-use serde::Deserialize;
 use serde_json::json;
 
-#[derive(Deserialize, schemars::JsonSchema)]
-struct Discount {
-    pct: u32,
-}
-
-/// The CRO over `stores`: owns `revenue`, may give discounts on its own,
-/// is confident about them (one strong insight), rates amounts above
-/// 10,000 high impact, and files proposals in `stores`. `runs` counts
-/// discounts applied.
+/// The discount CRO over `stores` (`openvibe_roles::testing`); `runs`
+/// counts discounts applied.
 async fn cro(stores: &Stores, runs: Arc<AtomicUsize>) -> Role {
-    let gateway = MemoryGateway::new().with_stores(stores.clone());
-    let clearance = ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted);
-    let memory = gateway.agent_memory("cro", &clearance);
-    memory
-        .store_insight(
-            Insight::new(
-                "i-discount",
-                "cro",
-                "annual plan discounts close deals",
-                0.9,
-            )
-            .domain("revenue"),
-        )
+    DiscountCro::new(stores)
+        .counting(runs)
+        .role()
         .await
-        .unwrap();
-    let tool = FnTool::new("apply_discount", "Apply a discount.", move |d: Discount| {
-        let runs = runs.clone();
-        async move {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, String>(format!("{}% applied", d.pct))
-        }
-    });
-    Role::new("cro")
-        .domains(["revenue"])
-        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
-        .impact_rules(
-            ImpactRules::new()
-                .rule("amount > 10000", Impact::High)
-                .unwrap(),
-        )
-        .clearance(clearance)
-        .with_agent_memory(memory)
-        .action_tool(tool)
-        .with_proposals(stores.proposals.clone())
-}
-
-fn discount(id: &str, amount: u64) -> DecisionEvent {
-    DecisionEvent::new(id, "discount.requested", "revenue")
-        .summary(format!("Acme asks a discount on {amount}"))
-        .data(json!({"amount": amount}))
-        .action(Action::tool(
-            "give_discount",
-            "apply_discount",
-            json!({"pct": 10}),
-        ))
+        .unwrap()
 }
 
 /// The proposal `role` files for a discount of `amount` (event `id`).

@@ -6,20 +6,19 @@
 //! role runtime's poll does.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use openvibe_roles::testing::DiscountCro;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use chrono::{NaiveDate, Utc};
 use openvibe_governance::Governance;
-use openvibe_memory::{ClearanceProfile, MemoryGateway};
-use openvibe_primitives::FnTool;
 use openvibe_protocols::{
-    Action, Belief, CallOrigin, Classification, DecisionEvent, Episode, Goal, Impact, Insight,
-    KeyResult, LlmRequest, LlmResponse, Member, MetricReport, Objective, Priorities, Priority,
-    RawCall, Space, SpaceMessage, Stores,
+    Action, Belief, CallOrigin, DecisionEvent, Episode, Goal, Insight, KeyResult, LlmRequest,
+    LlmResponse, Member, MetricReport, Objective, Priorities, Priority, RawCall, Space,
+    SpaceMessage, Stores,
 };
-use openvibe_roles::{AuthorityConfig, ImpactRules, Role};
+use openvibe_roles::Role;
 use openvibe_service::{Service, ServiceConfig};
 use serde_json::json;
 
@@ -85,47 +84,14 @@ pub struct World {
     pub cro_ids: Vec<String>,
 }
 
+/// The discount CRO over `stores`, its memory governed by the policy.
 async fn cro(stores: &Stores, runs: Arc<AtomicUsize>) -> Role {
-    let clearance = ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted);
-    let memory = MemoryGateway::new()
-        .with_stores(stores.clone())
-        .with_governance(Arc::new(governance()))
-        .agent_memory("cro", &clearance);
-    memory
-        .store_insight(
-            Insight::new(
-                "i-discount",
-                "cro",
-                "annual plan discounts close deals",
-                0.9,
-            )
-            .domain("revenue"),
-        )
+    DiscountCro::new(stores)
+        .counting(runs)
+        .governed(Arc::new(governance()))
+        .role()
         .await
-        .unwrap();
-    let tool = FnTool::new(
-        "apply_discount",
-        "Apply a discount.",
-        move |d: serde_json::Value| {
-            let runs = runs.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, String>(format!("{}% applied", d["pct"]))
-            }
-        },
-    );
-    Role::new("cro")
-        .domains(["revenue"])
-        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
-        .impact_rules(
-            ImpactRules::new()
-                .rule("amount > 10000", Impact::High)
-                .unwrap(),
-        )
-        .clearance(clearance)
-        .with_agent_memory(memory)
-        .action_tool(tool)
-        .with_proposals(stores.proposals.clone())
+        .unwrap()
 }
 
 /// The world over `stores`, served with `config`.
