@@ -17,7 +17,8 @@ use openvibe_cli::logging::{self, LogFormat};
 use openvibe_cli::memory::{self, MemoryCommand};
 use openvibe_cli::namespaces::{self, NamespacesCommand};
 use openvibe_cli::proposals::{self, ProposalsCommand};
-use openvibe_cli::serve::{self, mcp_help};
+use openvibe_cli::run::RunCommand;
+use openvibe_cli::serve::{self, ServeCommand, mcp_help};
 use openvibe_cli::temporal;
 
 const EXIT_CODES: &str = "\
@@ -98,46 +99,7 @@ Examples:
   openvibe serve --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe \\
                  --governance governance.yaml --addr 0.0.0.0:8077
   curl -s http://127.0.0.1:8077/openapi.json                 the API, as OpenAPI 3.1")]
-    Serve {
-        /// Listen on this address.
-        #[arg(long, default_value = "127.0.0.1:8077")]
-        addr: std::net::SocketAddr,
-        /// Keep memory in this PostgreSQL database.
-        #[arg(long, env = "OPENVIBE_DATABASE_URL")]
-        database_url: Option<String>,
-        /// Keep memory in this process (lost when it stops): for development.
-        /// Wins over OPENVIBE_DATABASE_URL.
-        #[arg(long)]
-        memory: bool,
-        /// The governance file: API keys, principals, namespace policies.
-        #[arg(long)]
-        governance: Option<PathBuf>,
-        /// Development mode: the tenant of requests that state no caller.
-        #[arg(long, default_value = "default")]
-        tenant: String,
-        /// Requests handled at once; more get 503 with retry-after.
-        #[arg(long, default_value_t = 512)]
-        max_in_flight: usize,
-        /// The largest request body, in bytes (413 beyond).
-        #[arg(long, default_value_t = openvibe::service::DEFAULT_BODY_LIMIT)]
-        body_limit: usize,
-        /// Seconds a request may take (504 beyond).
-        #[arg(long, default_value_t = 30)]
-        request_timeout: u64,
-        /// A host name (or host:port) the MCP endpoint answers besides the
-        /// loopback ones; repeat for several. It refuses other Host headers
-        /// (DNS-rebinding protection), so name yours when serving beyond this machine.
-        #[arg(long = "mcp-host", value_name = "HOST")]
-        mcp_hosts: Vec<String>,
-        /// Minutes a console session lasts without a request.
-        #[arg(long, default_value_t = 30, value_name = "MINUTES")]
-        console_idle_timeout: u64,
-        /// Mark the console's session cookie `Secure`: set it when a
-        /// TLS-terminating proxy serves the console (a request with
-        /// `X-Forwarded-Proto: https` gets it anyway).
-        #[arg(long)]
-        console_secure_cookies: bool,
-    },
+    Serve(ServeCommand),
     /// Run the CRO example end to end: two leads, reflection in between, and
     /// what the second run learned from the first.
     #[command(after_help = "\
@@ -191,82 +153,7 @@ Examples:
                         (`openvibe worker roles/ --temporal ...` runs them)
   openvibe run role.yaml --schedule --temporal http://127.0.0.1:7233   register the
                         triggers as Temporal schedules and exit (`openvibe worker` runs them)")]
-    #[command(group = clap::ArgGroup::new("mode").args(["schedule", "cognitive"]).multiple(false))]
-    Run {
-        /// The role file (YAML); with --loop, also a directory of role files.
-        role_file: PathBuf,
-        /// Reflect and publish insights after every run but the last.
-        #[arg(long, conflicts_with = "schedule")]
-        reflect: bool,
-        /// Run the role's cron and interval triggers in the foreground
-        /// instead of the file's runs.
-        #[arg(long)]
-        schedule: bool,
-        /// With --schedule or --loop: stop after this long (e.g. 90s, 10m, 2h).
-        #[arg(long = "for", value_name = "DURATION", requires = "mode", value_parser = humantime::parse_duration)]
-        run_for: Option<std::time::Duration>,
-        /// With --schedule: stop after this many firings.
-        #[arg(long, value_name = "N", requires = "schedule")]
-        firings: Option<u64>,
-        /// With --schedule or --loop: reflect and publish insights on this
-        /// schedule (a cron expression such as \"0 3 * * *\", or a period
-        /// such as 6h); in the loop, reflection events also learn.
-        #[arg(long, value_name = "SCHEDULE", requires = "mode")]
-        reflection: Option<String>,
-        /// Run the role in the cognitive loop: each event (a trigger firing,
-        /// a reflection, an event of --events) goes perceive → decide → act
-        /// → observe → reflect → learn, printed when done.
-        #[arg(long = "loop", conflicts_with_all = ["schedule", "reflect"])]
-        cognitive: bool,
-        /// With --loop: journal each event's stages in this directory, so a
-        /// killed openvibe resumes unfinished events (without repeating a
-        /// finished stage) and `openvibe loop trace` can read them.
-        #[arg(long, value_name = "DIR", requires = "cognitive")]
-        journal: Option<PathBuf>,
-        /// With --loop: push the events of this JSON-lines file at start (one
-        /// decision event per line: {"role", "id", "kind", "domain",
-        /// "summary", "data", "action"}; "role" may be left out when one
-        /// role runs); an id seen before is not run again.
-        #[arg(long, value_name = "FILE", requires = "cognitive")]
-        events: Option<PathBuf>,
-        /// With --loop: stop once this many events are done.
-        #[arg(long, value_name = "N", requires = "cognitive")]
-        until_events: Option<u64>,
-        /// With --loop: also serve this process's memory and loop over HTTP
-        /// and MCP on this address (POST /v1/loop/{role}/events, the MCP
-        /// tool pushEvent at /mcp).
-        #[arg(long, value_name = "ADDR", requires = "cognitive")]
-        listen: Option<std::net::SocketAddr>,
-        /// With --listen: the governance file (API keys, namespace
-        /// policies); without it, a loopback address only, no keys.
-        #[arg(long, value_name = "FILE", requires = "listen")]
-        governance: Option<PathBuf>,
-        /// With --loop: work together in this space (docs/spaces.md): each
-        /// role joins it owning its domains, delegates there, and its loop
-        /// takes the requests routed to it. Processes that share a database
-        /// (--database-url, --tenant) and name the same space share it.
-        #[arg(long, value_name = "NAME", requires = "cognitive")]
-        space: Option<String>,
-        /// With --space: a person who is a member too (an owner key such as
-        /// user:ann; repeat for several): requests for a domain no role
-        /// owns go to them.
-        #[arg(long = "person", value_name = "OWNER_KEY", requires = "space")]
-        people: Vec<String>,
-        /// With --schedule: keep each run's checkpoints in this directory,
-        /// so runs a killed openvibe left unfinished resume (without
-        /// repeating finished nodes) when it starts again.
-        #[arg(
-            long,
-            value_name = "DIR",
-            requires = "schedule",
-            conflicts_with = "temporal"
-        )]
-        checkpoints: Option<PathBuf>,
-        #[command(flatten)]
-        temporal: TemporalArgs,
-        #[command(flatten)]
-        llm: LlmArgs,
-    },
+    Run(RunCommand),
     /// Run a Temporal worker for a role file: the activations its Temporal
     /// schedules start, each node an activity (feature `temporal`).
     #[command(after_help = "\
@@ -347,46 +234,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Demo { full, llm } => {
             openvibe_cli::run::demo_command(full, &llm, &mut stdout).await
         }
-        Command::Run {
-            role_file,
-            reflect,
-            schedule,
-            run_for,
-            firings,
-            reflection,
-            checkpoints,
-            cognitive,
-            journal,
-            events,
-            until_events,
-            listen,
-            governance,
-            space,
-            people,
-            temporal,
-            llm,
-        } => {
-            let command = openvibe_cli::run::RunCommand {
-                role_file,
-                reflect,
-                schedule,
-                run_for,
-                firings,
-                reflection,
-                cognitive,
-                journal,
-                events,
-                until_events,
-                listen,
-                governance,
-                space,
-                people,
-                checkpoints,
-                temporal,
-                llm,
-            };
-            openvibe_cli::run::run_command(command, &mut stdout).await
-        }
+        Command::Run(command) => openvibe_cli::run::run_command(command, &mut stdout).await,
         Command::Worker {
             role_file,
             space,
@@ -397,34 +245,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Namespaces(command) => namespaces::run(command, &mut stdout).await,
         Command::Memory(command) => memory::run(command, &mut stdout).await,
         Command::Audit(command) => audit::run(command, &mut stdout).await,
-        Command::Serve {
-            addr,
-            database_url,
-            memory,
-            governance,
-            tenant,
-            max_in_flight,
-            body_limit,
-            request_timeout,
-            mcp_hosts,
-            console_idle_timeout,
-            console_secure_cookies,
-        } => {
-            serve::serve_command(serve::ServeCommand {
-                addr,
-                database_url,
-                memory,
-                governance,
-                tenant,
-                max_in_flight,
-                body_limit,
-                request_timeout,
-                mcp_hosts,
-                console_idle_timeout,
-                console_secure_cookies,
-            })
-            .await
-        }
+        Command::Serve(command) => serve::serve_command(command).await,
         Command::Mcp {
             database_url,
             memory,

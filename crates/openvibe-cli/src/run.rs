@@ -22,48 +22,85 @@ use crate::scheduled;
 use crate::spec::{Files, RoleFile};
 use crate::temporal::{self, TemporalOptions};
 
-/// What `openvibe run` is asked: its command line.
+/// What `openvibe run` is asked: its command line (the field docs are its
+/// `--help`).
+#[derive(clap::Args)]
+#[command(group = clap::ArgGroup::new("mode").args(["schedule", "cognitive"]).multiple(false))]
 pub struct RunCommand {
-    /// The role file (YAML); with `cognitive`, also a directory of role files.
+    /// The role file (YAML); with --loop, also a directory of role files.
     pub role_file: PathBuf,
-    /// Reflect and publish insights after every run but the last (`--reflect`).
+    /// Reflect and publish insights after every run but the last.
+    #[arg(long, conflicts_with = "schedule")]
     pub reflect: bool,
-    /// Run the role's cron and interval triggers instead of the file's runs
-    /// (`--schedule`).
+    /// Run the role's cron and interval triggers in the foreground
+    /// instead of the file's runs.
+    #[arg(long)]
     pub schedule: bool,
-    /// With `schedule` or `cognitive`: stop after this long (`--for`).
+    /// With --schedule or --loop: stop after this long (e.g. 90s, 10m, 2h).
+    #[arg(long = "for", value_name = "DURATION", requires = "mode", value_parser = humantime::parse_duration)]
     pub run_for: Option<Duration>,
-    /// With `schedule`: stop after this many firings (`--firings`).
+    /// With --schedule: stop after this many firings.
+    #[arg(long, value_name = "N", requires = "schedule")]
     pub firings: Option<u64>,
-    /// With `schedule` or `cognitive`: reflect on this schedule
-    /// (`--reflection`).
+    /// With --schedule or --loop: reflect and publish insights on this
+    /// schedule (a cron expression such as \"0 3 * * *\", or a period
+    /// such as 6h); in the loop, reflection events also learn.
+    #[arg(long, value_name = "SCHEDULE", requires = "mode")]
     pub reflection: Option<String>,
-    /// Run the role in the cognitive loop (`--loop`).
+    /// Run the role in the cognitive loop: each event (a trigger firing,
+    /// a reflection, an event of --events) goes perceive → decide → act
+    /// → observe → reflect → learn, printed when done.
+    #[arg(long = "loop", conflicts_with_all = ["schedule", "reflect"])]
     pub cognitive: bool,
-    /// With `cognitive`: journal each event's stages in this directory
-    /// (`--journal`).
+    /// With --loop: journal each event's stages in this directory, so a
+    /// killed openvibe resumes unfinished events (without repeating a
+    /// finished stage) and `openvibe loop trace` can read them.
+    #[arg(long, value_name = "DIR", requires = "cognitive")]
     pub journal: Option<PathBuf>,
-    /// With `cognitive`: push the events of this JSON-lines file at start
-    /// (`--events`).
+    /// With --loop: push the events of this JSON-lines file at start (one
+    /// decision event per line: {"role", "id", "kind", "domain",
+    /// "summary", "data", "action"}; "role" may be left out when one
+    /// role runs); an id seen before is not run again.
+    #[arg(long, value_name = "FILE", requires = "cognitive")]
     pub events: Option<PathBuf>,
-    /// With `cognitive`: stop once this many events are done
-    /// (`--until-events`).
+    /// With --loop: stop once this many events are done.
+    #[arg(long, value_name = "N", requires = "cognitive")]
     pub until_events: Option<u64>,
-    /// With `cognitive`: also serve the memory and the loop on this address
-    /// (`--listen`).
+    /// With --loop: also serve this process's memory and loop over HTTP
+    /// and MCP on this address (POST /v1/loop/{role}/events, the MCP
+    /// tool pushEvent at /mcp).
+    #[arg(long, value_name = "ADDR", requires = "cognitive")]
     pub listen: Option<SocketAddr>,
-    /// With `listen`: the governance file (`--governance`).
+    /// With --listen: the governance file (API keys, namespace
+    /// policies); without it, a loopback address only, no keys.
+    #[arg(long, value_name = "FILE", requires = "listen")]
     pub governance: Option<PathBuf>,
-    /// With `cognitive`: work together in this space (`--space`).
+    /// With --loop: work together in this space (docs/spaces.md): each
+    /// role joins it owning its domains, delegates there, and its loop
+    /// takes the requests routed to it. Processes that share a database
+    /// (--database-url, --tenant) and name the same space share it.
+    #[arg(long, value_name = "NAME", requires = "cognitive")]
     pub space: Option<String>,
-    /// With `space`: people who are members too (`--person`).
+    /// With --space: a person who is a member too (an owner key such as
+    /// user:ann; repeat for several): requests for a domain no role
+    /// owns go to them.
+    #[arg(long = "person", value_name = "OWNER_KEY", requires = "space")]
     pub people: Vec<String>,
-    /// With `schedule`: keep each run's checkpoints in this directory
-    /// (`--checkpoints`).
+    /// With --schedule: keep each run's checkpoints in this directory,
+    /// so runs a killed openvibe left unfinished resume (without
+    /// repeating finished nodes) when it starts again.
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "schedule",
+        conflicts_with = "temporal"
+    )]
     pub checkpoints: Option<PathBuf>,
     /// Where Temporal is.
+    #[command(flatten)]
     pub temporal: TemporalArgs,
     /// The model and the memory.
+    #[command(flatten)]
     pub llm: LlmArgs,
 }
 

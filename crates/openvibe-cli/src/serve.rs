@@ -155,33 +155,47 @@ pub async fn mcp_stdio(options: ServeOptions, api_key: Option<String>) -> Result
     Ok(())
 }
 
-/// What `openvibe serve` is asked: its command line.
-#[derive(Debug, Clone)]
+/// What `openvibe serve` is asked: its command line (the field docs are
+/// its `--help`).
+#[derive(Debug, Clone, clap::Args)]
 pub struct ServeCommand {
-    /// Listen on this address (`--addr`).
+    /// Listen on this address.
+    #[arg(long, default_value = "127.0.0.1:8077")]
     pub addr: SocketAddr,
-    /// Keep memory in this PostgreSQL database (`--database-url`).
+    /// Keep memory in this PostgreSQL database.
+    #[arg(long, env = "OPENVIBE_DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Keep memory in this process (`--memory`; wins over `database_url`).
+    /// Keep memory in this process (lost when it stops): for development.
+    /// Wins over OPENVIBE_DATABASE_URL.
+    #[arg(long)]
     pub memory: bool,
-    /// The governance file (`--governance`).
+    /// The governance file: API keys, principals, namespace policies.
+    #[arg(long)]
     pub governance: Option<PathBuf>,
     /// Development mode: the tenant of requests that state no caller.
+    #[arg(long, default_value = "default")]
     pub tenant: String,
-    /// Requests handled at once (`--max-in-flight`).
+    /// Requests handled at once; more get 503 with retry-after.
+    #[arg(long, default_value_t = 512)]
     pub max_in_flight: usize,
-    /// The largest request body, in bytes (`--body-limit`).
+    /// The largest request body, in bytes (413 beyond).
+    #[arg(long, default_value_t = openvibe::service::DEFAULT_BODY_LIMIT)]
     pub body_limit: usize,
-    /// Seconds a request may take (`--request-timeout`).
+    /// Seconds a request may take (504 beyond).
+    #[arg(long, default_value_t = 30)]
     pub request_timeout: u64,
-    /// Host names the MCP endpoint answers besides the loopback ones
-    /// (`--mcp-host`).
+    /// A host name (or host:port) the MCP endpoint answers besides the
+    /// loopback ones; repeat for several. It refuses other Host headers
+    /// (DNS-rebinding protection), so name yours when serving beyond this machine.
+    #[arg(long = "mcp-host", value_name = "HOST")]
     pub mcp_hosts: Vec<String>,
-    /// Minutes a console session lasts without a request
-    /// (`--console-idle-timeout`).
+    /// Minutes a console session lasts without a request.
+    #[arg(long, default_value_t = 30, value_name = "MINUTES")]
     pub console_idle_timeout: u64,
-    /// Mark the console's session cookie `Secure`
-    /// (`--console-secure-cookies`).
+    /// Mark the console's session cookie `Secure`: set it when a
+    /// TLS-terminating proxy serves the console (a request with
+    /// `X-Forwarded-Proto: https` gets it anyway).
+    #[arg(long)]
     pub console_secure_cookies: bool,
 }
 

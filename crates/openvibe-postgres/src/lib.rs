@@ -282,7 +282,7 @@ impl PgStores {
         &self.pool
     }
 
-    /// The three stores as a [`Stores`] set (what
+    /// Every store as a [`Stores`] set (what
     /// `openvibe_memory::in_memory_stores()` returns for the in-memory backend).
     pub fn stores(&self) -> Stores {
         Stores {
