@@ -1,23 +1,21 @@
 //! [`EpisodicStore`] on PostgreSQL, with a batched insert.
 
+use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Episode, StoreError, content_hash, table_of, validate_episode,
 };
 use sqlx::postgres::PgRow;
-use tracing::Instrument;
 
-use crate::error::store_error;
-use crate::identity::{GovernedColumns, new_id, push_governed};
+use crate::batch::{self, Batched};
+use crate::identity::{new_id, push_governed};
 use crate::query::{BY_TIME, Ordering};
 use crate::record_store::{PgRecord, PgRecords};
 use crate::records::{Mode, Record};
 use crate::rows::decode_meta;
 use crate::rows::{col, count_col, to_i64};
-use crate::span::span;
 use crate::sql::Sql;
 use crate::text::joined_terms;
-use crate::tx::{Run, write_replacing_expired};
-use openvibe_protocols::{at_index, check_caller};
+use openvibe_protocols::check_caller;
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -185,119 +183,100 @@ impl PgRecords<Episode> {
         ctx: &CallerContext,
         episodes: Vec<Episode>,
     ) -> Result<u64, StoreError> {
-        async {
-            if episodes.is_empty() {
-                return Ok(0);
-            }
-            openvibe_protocols::check_batch(episodes.len())?;
-            let n = episodes.len();
-            let mut governed = GovernedColumns::with_capacity(n);
-            let mut agents = Vec::with_capacity(n);
-            let mut operators = Vec::with_capacity(n);
-            let mut nodes = Vec::with_capacity(n);
-            let mut times = Vec::with_capacity(n);
-            let mut actions = Vec::with_capacity(n);
-            let mut inputs = Vec::with_capacity(n);
-            let mut outputs = Vec::with_capacity(n);
-            let mut outcomes = Vec::with_capacity(n);
-            let mut durations = Vec::with_capacity(n);
-            let mut tokens_in = Vec::with_capacity(n);
-            let mut tokens_out = Vec::with_capacity(n);
-            let mut importances = Vec::with_capacity(n);
-            let mut external_ids = Vec::with_capacity(n);
-            let mut hashes = Vec::with_capacity(n);
-            let mut searches = Vec::with_capacity(n);
-            let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
-            let mut written = Vec::new();
-            for (i, mut episode) in episodes.into_iter().enumerate() {
-                ctx.stamp(&mut episode.meta);
-                let p = prepare(ctx, episode).map_err(|e| at_index(i, e))?;
-                let e = p.episode;
-                written.extend(crate::vectors::pending_if(embeds, "episode", &e.id, &p.hash, || {
-                    e.searchable_text()
-                }));
-                let placement = ctx
-                    .placement(&e.meta.namespace, &format!("store episode {}", e.id))
-                    .map_err(|e| at_index(i, e))?;
-                governed
-                    .push(ctx, "episode", e.id, placement, e.meta, e.domain, e.entity, e.tags)
-                    .map_err(|err| at_index(i, err))?;
-                agents.push(e.agent_id);
-                operators.push(e.operator_id);
-                nodes.push(e.node_name);
-                times.push(e.timestamp);
-                actions.push(e.action);
-                inputs.push(e.input_summary);
-                outputs.push(e.output_summary);
-                outcomes.push(e.outcome.to_string());
-                durations.push(p.counts[0]);
-                tokens_in.push(p.counts[1]);
-                tokens_out.push(p.counts[2]);
-                importances.push(e.importance);
-                external_ids.push(e.external_id);
-                hashes.push(p.hash);
-                searches.push(joined_terms(&p.terms));
-            }
-            let mut sql = Sql::new(&format!(
-                "INSERT INTO episodes ({FIXED}, {MUTABLE}, expires_at) SELECT "
-            ));
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(", u.id, u.namespace, u.project_id, ")
-                .bind(ctx.owner_key())
-                .push(
-                    ", u.created_at, u.classification, u.domain, u.entity, \
-                     ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
-                     u.agent_id, u.operator_id, u.node_name, u.ts, u.action, u.input_summary, \
-                     u.output_summary, u.outcome::jsonb, u.duration_ms, u.tokens_in, u.tokens_out, \
-                     u.importance, u.external_id, u.content_hash, \
-                     array_to_tsvector(string_to_array(u.search, ' ')), u.expires_at FROM unnest(",
-                );
-            let ids = governed.ids().to_vec();
-            governed.bind(&mut sql);
-            sql.bind(agents)
-                .push("::text[], ")
-                .bind(operators)
-                .push("::text[], ")
-                .bind(nodes)
-                .push("::text[], ")
-                .bind(times)
-                .push("::timestamptz[], ")
-                .bind(actions)
-                .push("::text[], ")
-                .bind(inputs)
-                .push("::text[], ")
-                .bind(outputs)
-                .push("::text[], ")
-                .bind(outcomes)
-                .push("::text[], ")
-                .bind(durations)
-                .push("::int8[], ")
-                .bind(tokens_in)
-                .push("::int8[], ")
-                .bind(tokens_out)
-                .push("::int8[], ")
-                .bind(importances)
-                .push("::float8[], ")
-                .bind(external_ids)
-                .push("::text[], ")
-                .bind(hashes)
-                .push("::text[], ")
-                .bind(searches)
-                .push(
-                    "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
-                     source, created_at, expires_at, agent_id, operator_id, node_name, ts, action, input_summary, \
-                     output_summary, outcome, duration_ms, tokens_in, tokens_out, importance, \
-                     external_id, content_hash, search)",
-                );
-            let (tx, done) =
-                write_replacing_expired(&self.pool, ctx, "episodes", &ids, sql, Run::Execute)
-                    .await?;
-            let done = done.affected()?;
-            tx.commit().await.map_err(store_error)?;
-            crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "episode", written).await;
-            Ok(done)
+        crate::batch::store_batch(self, ctx, episodes).await
+    }
+}
+
+/// A batch's episode columns ([`Batched`]).
+#[derive(Default)]
+pub(crate) struct EpisodeColumns {
+    agents: Vec<String>,
+    operators: Vec<String>,
+    nodes: Vec<String>,
+    times: Vec<DateTime<Utc>>,
+    actions: Vec<String>,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    outcomes: Vec<String>,
+    durations: Vec<i64>,
+    tokens_in: Vec<i64>,
+    tokens_out: Vec<i64>,
+    importances: Vec<f64>,
+    external_ids: Vec<Option<String>>,
+    hashes: Vec<String>,
+    searches: Vec<String>,
+}
+
+impl Batched for Episode {
+    type Columns = EpisodeColumns;
+    const SELECT: &'static str = "u.agent_id, u.operator_id, u.node_name, u.ts, u.action, \
+         u.input_summary, u.output_summary, u.outcome::jsonb, u.duration_ms, u.tokens_in, \
+         u.tokens_out, u.importance, u.external_id, u.content_hash, \
+         array_to_tsvector(string_to_array(u.search, ' '))";
+    const NAMES: &'static str = "agent_id, operator_id, node_name, ts, action, input_summary, \
+         output_summary, outcome, duration_ms, tokens_in, tokens_out, importance, external_id, \
+         content_hash, search";
+
+    fn hash(p: &Prepared) -> &str {
+        &p.hash
+    }
+
+    fn push(c: &mut EpisodeColumns, p: Prepared) -> batch::Governed {
+        let e = p.episode;
+        c.agents.push(e.agent_id);
+        c.operators.push(e.operator_id);
+        c.nodes.push(e.node_name);
+        c.times.push(e.timestamp);
+        c.actions.push(e.action);
+        c.inputs.push(e.input_summary);
+        c.outputs.push(e.output_summary);
+        c.outcomes.push(e.outcome.to_string());
+        c.durations.push(p.counts[0]);
+        c.tokens_in.push(p.counts[1]);
+        c.tokens_out.push(p.counts[2]);
+        c.importances.push(e.importance);
+        c.external_ids.push(e.external_id);
+        c.hashes.push(p.hash);
+        c.searches.push(joined_terms(&p.terms));
+        batch::Governed {
+            id: e.id,
+            meta: e.meta,
+            domain: e.domain,
+            entity: e.entity,
+            tags: e.tags,
         }
-        .instrument(span("episode", "store_batch", ctx))
-        .await
+    }
+
+    fn bind(c: EpisodeColumns, sql: &mut Sql) {
+        sql.bind(c.agents)
+            .push("::text[], ")
+            .bind(c.operators)
+            .push("::text[], ")
+            .bind(c.nodes)
+            .push("::text[], ")
+            .bind(c.times)
+            .push("::timestamptz[], ")
+            .bind(c.actions)
+            .push("::text[], ")
+            .bind(c.inputs)
+            .push("::text[], ")
+            .bind(c.outputs)
+            .push("::text[], ")
+            .bind(c.outcomes)
+            .push("::text[], ")
+            .bind(c.durations)
+            .push("::int8[], ")
+            .bind(c.tokens_in)
+            .push("::int8[], ")
+            .bind(c.tokens_out)
+            .push("::int8[], ")
+            .bind(c.importances)
+            .push("::float8[], ")
+            .bind(c.external_ids)
+            .push("::text[], ")
+            .bind(c.hashes)
+            .push("::text[], ")
+            .bind(c.searches)
+            .push("::text[]");
     }
 }

@@ -4,19 +4,16 @@ use openvibe_protocols::{
     CallerContext, Fact, FactQuery, RecordFilter, StoreError, content_hash, table_of, validate_fact,
 };
 use sqlx::postgres::PgRow;
-use tracing::Instrument;
 
-use crate::error::store_error;
-use crate::identity::{GovernedColumns, new_id, push_governed};
+use crate::batch::{self, Batched};
+use crate::identity::{new_id, push_governed};
 use crate::query::{BY_CONFIDENCE, Ordering, select};
 use crate::record_store::{PgRecord, PgRecords};
 use crate::records::{Mode, Record};
 use crate::rows::{col, count_col, decode_meta};
-use crate::span::span;
 use crate::sql::Sql;
 use crate::text::joined_terms;
-use crate::tx::{Run, write_replacing_expired};
-use openvibe_protocols::{at_index, check_caller};
+use openvibe_protocols::check_caller;
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -175,90 +172,71 @@ impl PgRecords<Fact> {
         ctx: &CallerContext,
         facts: Vec<Fact>,
     ) -> Result<u64, StoreError> {
-        async {
-            if facts.is_empty() {
-                return Ok(0);
-            }
-            openvibe_protocols::check_batch(facts.len())?;
-            let n = facts.len();
-            let mut governed = GovernedColumns::with_capacity(n);
-            let mut contents = Vec::with_capacity(n);
-            let mut confidences = Vec::with_capacity(n);
-            let mut importances = Vec::with_capacity(n);
-            let mut supersedes = Vec::with_capacity(n);
-            let mut external_ids = Vec::with_capacity(n);
-            let mut hashes = Vec::with_capacity(n);
-            let mut searches = Vec::with_capacity(n);
-            let mut metadatas = Vec::with_capacity(n);
-            let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
-            let mut written = Vec::new();
-            for (i, mut fact) in facts.into_iter().enumerate() {
-                ctx.stamp(&mut fact.meta);
-                let p = prepare(ctx, fact, Mode::Upsert).map_err(|e| at_index(i, e))?;
-                let f = p.fact;
-                written.extend(crate::vectors::pending_if(embeds, "fact", &f.id, &p.hash, || {
-                    f.content.clone()
-                }));
-                let placement = ctx
-                    .placement(&f.meta.namespace, &format!("store fact {}", f.id))
-                    .map_err(|e| at_index(i, e))?;
-                governed
-                    .push(ctx, "fact", f.id, placement, f.meta, f.domain, f.entity, f.tags)
-                    .map_err(|err| at_index(i, err))?;
-                contents.push(f.content);
-                confidences.push(f.confidence);
-                importances.push(f.importance);
-                supersedes.push(f.supersedes);
-                external_ids.push(f.external_id);
-                hashes.push(p.hash);
-                searches.push(joined_terms(&p.terms));
-                metadatas.push(serde_json::Value::Object(f.metadata).to_string());
-            }
-            let mut sql = Sql::new(&format!(
-                "INSERT INTO facts ({FIXED}, {MUTABLE}, expires_at) SELECT "
-            ));
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(", u.id, u.namespace, u.project_id, ")
-                .bind(ctx.owner_key())
-                .push(
-                    ", u.created_at, 0, NULL, u.classification, u.domain, u.entity, \
-                     ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
-                     u.content, u.confidence, u.importance, u.supersedes, u.external_id, \
-                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')), u.metadata::jsonb, \
-                     u.expires_at FROM unnest(",
-                );
-            let ids = governed.ids().to_vec();
-            governed.bind(&mut sql);
-            sql
-                .bind(contents)
-                .push("::text[], ")
-                .bind(confidences)
-                .push("::float8[], ")
-                .bind(importances)
-                .push("::float8[], ")
-                .bind(supersedes)
-                .push("::text[], ")
-                .bind(external_ids)
-                .push("::text[], ")
-                .bind(hashes)
-                .push("::text[], ")
-                .bind(searches)
-                .push("::text[], ")
-                .bind(metadatas)
-                .push(
-                    "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
-                     source, created_at, expires_at, content, confidence, importance, supersedes, external_id, \
-                     content_hash, search, metadata)",
-                );
-            let (tx, done) =
-                write_replacing_expired(&self.pool, ctx, "facts", &ids, sql, Run::Execute)
-                    .await?;
-            let done = done.affected()?;
-            tx.commit().await.map_err(store_error)?;
-            crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "fact", written).await;
-            Ok(done)
+        crate::batch::store_batch(self, ctx, facts).await
+    }
+}
+
+/// A batch's fact columns ([`Batched`]).
+#[derive(Default)]
+pub(crate) struct FactColumns {
+    contents: Vec<String>,
+    confidences: Vec<f64>,
+    importances: Vec<f64>,
+    supersedes: Vec<Option<String>>,
+    external_ids: Vec<Option<String>>,
+    hashes: Vec<String>,
+    searches: Vec<String>,
+    metadatas: Vec<String>,
+}
+
+impl Batched for Fact {
+    type Columns = FactColumns;
+    const SELECT: &'static str = "u.content, u.confidence, u.importance, u.supersedes, \
+         u.external_id, u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')), \
+         u.metadata::jsonb";
+    const NAMES: &'static str =
+        "content, confidence, importance, supersedes, external_id, content_hash, search, metadata";
+
+    fn hash(p: &Prepared) -> &str {
+        &p.hash
+    }
+
+    fn push(c: &mut FactColumns, p: Prepared) -> batch::Governed {
+        let f = p.fact;
+        c.contents.push(f.content);
+        c.confidences.push(f.confidence);
+        c.importances.push(f.importance);
+        c.supersedes.push(f.supersedes);
+        c.external_ids.push(f.external_id);
+        c.hashes.push(p.hash);
+        c.searches.push(joined_terms(&p.terms));
+        c.metadatas
+            .push(serde_json::Value::Object(f.metadata).to_string());
+        batch::Governed {
+            id: f.id,
+            meta: f.meta,
+            domain: f.domain,
+            entity: f.entity,
+            tags: f.tags,
         }
-        .instrument(span("fact", "store_batch", ctx))
-        .await
+    }
+
+    fn bind(c: FactColumns, sql: &mut Sql) {
+        sql.bind(c.contents)
+            .push("::text[], ")
+            .bind(c.confidences)
+            .push("::float8[], ")
+            .bind(c.importances)
+            .push("::float8[], ")
+            .bind(c.supersedes)
+            .push("::text[], ")
+            .bind(c.external_ids)
+            .push("::text[], ")
+            .bind(c.hashes)
+            .push("::text[], ")
+            .bind(c.searches)
+            .push("::text[], ")
+            .bind(c.metadatas)
+            .push("::text[]");
     }
 }

@@ -1,6 +1,7 @@
 //! [`InsightStore`] on PostgreSQL.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use openvibe_protocols::{
     CallerContext, Change, Insight, InsightStatus, InsightStore, STRENGTHEN_STEP, StoreError,
     content_hash, table_of, validate_insight,
@@ -9,8 +10,9 @@ use sqlx::postgres::PgRow;
 use tracing::Instrument;
 
 use crate::access::{push_changeable, push_readable};
+use crate::batch::{self, Batched};
 use crate::error::{corrupt, store_error};
-use crate::identity::{GovernedColumns, new_id, push_governed};
+use crate::identity::{new_id, push_governed};
 use crate::query::{BY_CONFIDENCE, Ordering};
 use crate::record_store::{PgRecord, PgRecords};
 use crate::records::{self, Mode, Record};
@@ -19,9 +21,9 @@ use crate::rows::{col, columns, count_col, to_i64};
 use crate::span::span;
 use crate::sql::Sql;
 use crate::text::{joined_terms, word_queries};
-use crate::tx::{Run, begin, write_replacing_expired};
+use crate::tx::begin;
+use openvibe_protocols::check_caller;
 use openvibe_protocols::{Observed, check_tags, observe_with};
-use openvibe_protocols::{at_index, check_caller};
 
 const COLS: &[&str] = &[
     "tenant_id",
@@ -190,109 +192,7 @@ impl PgRecords<Insight> {
         ctx: &CallerContext,
         insights: Vec<Insight>,
     ) -> Result<u64, StoreError> {
-        async {
-            if insights.is_empty() {
-                return Ok(0);
-            }
-            openvibe_protocols::check_batch(insights.len())?;
-            let n = insights.len();
-            let mut governed = GovernedColumns::with_capacity(n);
-            let mut agents = Vec::with_capacity(n);
-            let mut contents = Vec::with_capacity(n);
-            let mut confidences = Vec::with_capacity(n);
-            let mut evidence = Vec::with_capacity(n);
-            let mut episode_ids = Vec::with_capacity(n);
-            let mut confirmed = Vec::with_capacity(n);
-            let mut statuses = Vec::with_capacity(n);
-            let mut importances = Vec::with_capacity(n);
-            let mut supersedes = Vec::with_capacity(n);
-            let mut external_ids = Vec::with_capacity(n);
-            let mut hashes = Vec::with_capacity(n);
-            let mut searches = Vec::with_capacity(n);
-            let embeds = self.vectors.as_deref().is_some_and(crate::PgVectors::embeds);
-            let mut written = Vec::new();
-            for (k, mut insight) in insights.into_iter().enumerate() {
-                ctx.stamp(&mut insight.meta);
-                let p = prepare(ctx, insight, Mode::Upsert).map_err(|e| at_index(k, e))?;
-                let i = p.insight;
-                written.extend(crate::vectors::pending_if(embeds, "insight", &i.id, &p.hash, || {
-                    i.content.clone()
-                }));
-                let placement = ctx
-                    .placement(&i.meta.namespace, &format!("store insight {}", i.id))
-                    .map_err(|e| at_index(k, e))?;
-                governed
-                    .push(ctx, "insight", i.id, placement, i.meta, i.domain, i.entity, i.tags)
-                    .map_err(|err| at_index(k, err))?;
-                agents.push(i.agent_id);
-                contents.push(i.content);
-                confidences.push(i.confidence);
-                evidence.push(p.evidence);
-                episode_ids.push(serde_json::Value::from(i.source_episode_ids).to_string());
-                confirmed.push(i.last_confirmed);
-                statuses.push(i.status.as_str());
-                importances.push(i.importance);
-                supersedes.push(i.supersedes);
-                external_ids.push(i.external_id);
-                hashes.push(p.hash);
-                searches.push(joined_terms(&p.terms));
-            }
-            let mut sql = Sql::new(&format!(
-                "INSERT INTO insights ({FIXED}, {MUTABLE}, expires_at) SELECT "
-            ));
-            sql.bind(ctx.tenant_id().to_owned())
-                .push(", u.id, u.namespace, u.project_id, ")
-                .bind(ctx.owner_key())
-                .push(
-                    ", u.created_at, 0, NULL, u.classification, u.domain, u.entity, \
-                     ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source, now(), \
-                     u.agent_id, u.content, u.confidence, u.evidence_count, \
-                     ARRAY(SELECT jsonb_array_elements_text(u.source_episode_ids::jsonb)), \
-                     u.last_confirmed, u.status, u.importance, u.supersedes, u.external_id, \
-                     u.content_hash, array_to_tsvector(string_to_array(u.search, ' ')), u.expires_at FROM unnest(",
-                );
-            let ids = governed.ids().to_vec();
-            governed.bind(&mut sql);
-            sql
-                .bind(agents)
-                .push("::text[], ")
-                .bind(contents)
-                .push("::text[], ")
-                .bind(confidences)
-                .push("::float8[], ")
-                .bind(evidence)
-                .push("::int8[], ")
-                .bind(episode_ids)
-                .push("::text[], ")
-                .bind(confirmed)
-                .push("::timestamptz[], ")
-                .bind(statuses)
-                .push("::text[], ")
-                .bind(importances)
-                .push("::float8[], ")
-                .bind(supersedes)
-                .push("::text[], ")
-                .bind(external_ids)
-                .push("::text[], ")
-                .bind(hashes)
-                .push("::text[], ")
-                .bind(searches)
-                .push(
-                    "::text[]) AS u(id, namespace, project_id, classification, domain, entity, tags, \
-                     source, created_at, expires_at, agent_id, content, confidence, evidence_count, \
-                     source_episode_ids, last_confirmed, status, importance, supersedes, \
-                     external_id, content_hash, search)",
-                );
-            let (tx, done) =
-                write_replacing_expired(&self.pool, ctx, "insights", &ids, sql, Run::Execute)
-                    .await?;
-            let done = done.affected()?;
-            tx.commit().await.map_err(store_error)?;
-            crate::vectors::embed_texts_written(self.vectors.as_deref(), ctx, "insight", written).await;
-            Ok(done)
-        }
-        .instrument(span("insight", "store_batch", ctx))
-        .await
+        crate::batch::store_batch(self, ctx, insights).await
     }
 }
 
@@ -403,5 +303,88 @@ impl InsightStore for PgRecords<Insight> {
             |id, episodes| async move { self.strengthen(ctx, &id, &episodes).await },
         )
         .await
+    }
+}
+
+/// A batch's insight columns ([`Batched`]).
+#[derive(Default)]
+pub(crate) struct InsightColumns {
+    agents: Vec<String>,
+    contents: Vec<String>,
+    confidences: Vec<f64>,
+    evidence: Vec<i64>,
+    episode_ids: Vec<String>,
+    confirmed: Vec<Option<DateTime<Utc>>>,
+    statuses: Vec<&'static str>,
+    importances: Vec<f64>,
+    supersedes: Vec<Option<String>>,
+    external_ids: Vec<Option<String>>,
+    hashes: Vec<String>,
+    searches: Vec<String>,
+}
+
+impl Batched for Insight {
+    type Columns = InsightColumns;
+    const SELECT: &'static str = "u.agent_id, u.content, u.confidence, u.evidence_count, \
+         ARRAY(SELECT jsonb_array_elements_text(u.source_episode_ids::jsonb)), \
+         u.last_confirmed, u.status, u.importance, u.supersedes, u.external_id, \
+         u.content_hash, array_to_tsvector(string_to_array(u.search, ' '))";
+    const NAMES: &'static str = "agent_id, content, confidence, evidence_count, \
+         source_episode_ids, last_confirmed, status, importance, supersedes, external_id, \
+         content_hash, search";
+
+    fn hash(p: &Prepared) -> &str {
+        &p.hash
+    }
+
+    fn push(c: &mut InsightColumns, p: Prepared) -> batch::Governed {
+        let i = p.insight;
+        c.agents.push(i.agent_id);
+        c.contents.push(i.content);
+        c.confidences.push(i.confidence);
+        c.evidence.push(p.evidence);
+        c.episode_ids
+            .push(serde_json::Value::from(i.source_episode_ids).to_string());
+        c.confirmed.push(i.last_confirmed);
+        c.statuses.push(i.status.as_str());
+        c.importances.push(i.importance);
+        c.supersedes.push(i.supersedes);
+        c.external_ids.push(i.external_id);
+        c.hashes.push(p.hash);
+        c.searches.push(joined_terms(&p.terms));
+        batch::Governed {
+            id: i.id,
+            meta: i.meta,
+            domain: i.domain,
+            entity: i.entity,
+            tags: i.tags,
+        }
+    }
+
+    fn bind(c: InsightColumns, sql: &mut Sql) {
+        sql.bind(c.agents)
+            .push("::text[], ")
+            .bind(c.contents)
+            .push("::text[], ")
+            .bind(c.confidences)
+            .push("::float8[], ")
+            .bind(c.evidence)
+            .push("::int8[], ")
+            .bind(c.episode_ids)
+            .push("::text[], ")
+            .bind(c.confirmed)
+            .push("::timestamptz[], ")
+            .bind(c.statuses)
+            .push("::text[], ")
+            .bind(c.importances)
+            .push("::float8[], ")
+            .bind(c.supersedes)
+            .push("::text[], ")
+            .bind(c.external_ids)
+            .push("::text[], ")
+            .bind(c.hashes)
+            .push("::text[], ")
+            .bind(c.searches)
+            .push("::text[]");
     }
 }

@@ -42,6 +42,7 @@
 mod access;
 mod admin;
 mod audit;
+mod batch;
 mod beliefs;
 mod contexts;
 mod episodes;
