@@ -31,11 +31,14 @@ api_keys:
 ";
 
 fn governance() -> Result<Governance, String> {
-    Governance::from_yaml_with_env(POLICY, "bench.yaml", |name| match name {
-        "BENCH_KEY_ANN" => Some("bench-ann".into()),
-        "BENCH_KEY_CRO" => Some("bench-cro".into()),
-        _ => None,
-    })
+    Governance::from_yaml_with_keys(
+        POLICY,
+        "bench.yaml",
+        &[
+            ("BENCH_KEY_ANN", "bench-ann"),
+            ("BENCH_KEY_CRO", "bench-cro"),
+        ],
+    )
     .map_err(|e| e.to_string())
 }
 

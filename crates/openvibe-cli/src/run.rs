@@ -25,6 +25,33 @@ use crate::temporal::{self, TemporalOptions};
 /// What `openvibe run` is asked: its command line (the field docs are its
 /// `--help`).
 #[derive(clap::Args)]
+#[command(after_help = "\
+With --schedule, the role's cron and interval triggers (type: cron, schedule:
+\"CRON_TZ=Europe/Berlin 0 9 * * 1-5\"; type: interval, schedule: 15m) run in this
+process with the in-process scheduler, each firing printed as it ends, until
+Ctrl-C (or --for / --firings). A trigger whose previous run is still going skips
+its firing. A firing missed while openvibe was not running is not run later; with
+--checkpoints DIR, a run that was cut off resumes where it stopped.
+
+Examples:
+  openvibe run crates/openvibe-cli/demo/cro/role.yaml --llm standin
+  openvibe run role.yaml --reflect --llm anthropic
+  openvibe -vv run role.yaml --llm standin --log-format json 2> log.jsonl
+  openvibe run role.yaml --schedule --llm anthropic --reflection \"0 3 * * *\"
+  openvibe run role.yaml --schedule --llm standin --for 10m
+  openvibe run role.yaml --loop --events events.jsonl --journal .openvibe/loop --llm standin
+                        the cognitive loop; `openvibe loop trace EVENT_ID --journal .openvibe/loop`
+  openvibe run roles/ --loop --journal .openvibe/loop --listen 127.0.0.1:8078
+                        every role file of roles/ in its loop; events over HTTP and MCP too
+  openvibe run cmo.yaml --loop --space team --person user:ann --database-url URL --tenant acme
+  openvibe run cro.yaml --loop --space team --events deals.jsonl --database-url URL --tenant acme
+                        two roles in two processes working together through one PostgreSQL:
+                        the CRO's delegated actions are asked of the CMO (docs/spaces.md)
+  openvibe run roles/ --loop --events events.jsonl --temporal http://127.0.0.1:7233
+                        one Temporal workflow per event, one activity per stage
+                        (`openvibe worker roles/ --temporal ...` runs them)
+  openvibe run role.yaml --schedule --temporal http://127.0.0.1:7233   register the
+                        triggers as Temporal schedules and exit (`openvibe worker` runs them)")]
 #[command(group = clap::ArgGroup::new("mode").args(["schedule", "cognitive"]).multiple(false))]
 pub struct RunCommand {
     /// The role file (YAML); with --loop, also a directory of role files.
@@ -198,10 +225,38 @@ pub async fn run_command(
     }
 }
 
+/// What `openvibe demo` is asked: its command line (the field docs are
+/// its `--help`).
+#[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  openvibe demo                                  offline, from the recorded cassette
+  openvibe -v demo                               ... with node, LLM-call and token logs
+  openvibe demo --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe
+  ANTHROPIC_API_KEY=... openvibe demo --llm anthropic
+  openvibe demo --llm openai --base-url http://localhost:11434/v1 --model llama3.1
+  openvibe demo --full                           the source design's full example (a CRO with
+                                                 RevenueOps asking a CMO with the ContentEngine,
+                                                 from a config directory) and its memory pyramid")]
+pub struct DemoCommand {
+    /// Run the source design's full example instead: a CRO owning
+    /// RevenueOps that asks a CMO owning the ContentEngine for a case
+    /// study through their space, loaded from a configuration
+    /// directory, and the memory pyramid it leaves (raw calls,
+    /// episodes, insights).
+    #[arg(long)]
+    pub full: bool,
+    /// The model and the memory.
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
 /// Run `openvibe demo` with the model and memory `llm` names: the CRO
 /// example ([`DEMO_FILES`]), or (`full`) the source design's full example
 /// ([`crate::full`]); print what happened to `out`.
-pub async fn demo_command(full: bool, llm: &LlmArgs, out: &mut impl Write) -> Result<(), CliError> {
+pub async fn demo_command(command: DemoCommand, out: &mut impl Write) -> Result<(), CliError> {
+    let DemoCommand { full, llm } = command;
+    let llm = &llm;
     if full {
         let (options, mut label) = run_options(llm, Llm::Replay, false);
         if options.llm == LlmChoice::Replay && options.cassette.is_none() {

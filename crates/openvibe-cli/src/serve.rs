@@ -125,21 +125,35 @@ pub(crate) async fn shutdown_signal() {
     }
 }
 
-/// Where memory lives for `serve` and `mcp`: the database URL, or `None`
-/// for in-process memory (`--memory`, which wins over
-/// `OPENVIBE_DATABASE_URL`); neither is a usage error.
-pub fn memory_location(
-    database_url: Option<String>,
-    memory: bool,
-) -> Result<Option<String>, CliError> {
-    match (database_url, memory) {
-        (_, true) => Ok(None),
-        (Some(url), false) => Ok(Some(url)),
-        (None, false) => Err(CliError::Usage(
-            "say where memory lives: --database-url URL (or OPENVIBE_DATABASE_URL), \
-             or --memory for in-process memory (development)"
-                .into(),
-        )),
+/// Where a server's memory lives, and its policy (`serve`, `mcp`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServedArgs {
+    /// Keep memory in this PostgreSQL database.
+    #[arg(long, env = "OPENVIBE_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Keep memory in this process (lost when it stops): for development.
+    /// Wins over OPENVIBE_DATABASE_URL.
+    #[arg(long)]
+    pub memory: bool,
+    /// The governance file: API keys, principals, namespace policies.
+    #[arg(long)]
+    pub governance: Option<PathBuf>,
+}
+
+impl ServedArgs {
+    /// Where memory lives: the database URL, or `None` for in-process
+    /// memory (`--memory`, which wins over `OPENVIBE_DATABASE_URL`);
+    /// neither is a usage error.
+    pub fn location(&self) -> Result<Option<String>, CliError> {
+        match (&self.database_url, self.memory) {
+            (_, true) => Ok(None),
+            (Some(url), false) => Ok(Some(url.clone())),
+            (None, false) => Err(CliError::Usage(
+                "say where memory lives: --database-url URL (or OPENVIBE_DATABASE_URL), \
+                 or --memory for in-process memory (development)"
+                    .into(),
+            )),
+        }
     }
 }
 
@@ -158,20 +172,28 @@ pub async fn mcp_stdio(options: ServeOptions, api_key: Option<String>) -> Result
 /// What `openvibe serve` is asked: its command line (the field docs are
 /// its `--help`).
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Without --governance the service runs in development mode: no API keys, and
+only on a loopback address. With it, every request needs an API key the file
+lists (Authorization: Bearer <key>); see docs/governance.md.
+
+The web console is at /console: people sign in with a key of the governance
+file (in development mode, without one) to approve proposals, read beliefs
+with their provenance, the memory, the audit trail, goals and spaces; see
+docs/console.md.
+
+Examples:
+  openvibe serve --memory                                    development, in process
+  openvibe serve --database-url postgres://openvibe_app:openvibe_app@127.0.0.1:54329/openvibe \\
+                 --governance governance.yaml --addr 0.0.0.0:8077
+  curl -s http://127.0.0.1:8077/openapi.json                 the API, as OpenAPI 3.1")]
 pub struct ServeCommand {
     /// Listen on this address.
     #[arg(long, default_value = "127.0.0.1:8077")]
     pub addr: SocketAddr,
-    /// Keep memory in this PostgreSQL database.
-    #[arg(long, env = "OPENVIBE_DATABASE_URL")]
-    pub database_url: Option<String>,
-    /// Keep memory in this process (lost when it stops): for development.
-    /// Wins over OPENVIBE_DATABASE_URL.
-    #[arg(long)]
-    pub memory: bool,
-    /// The governance file: API keys, principals, namespace policies.
-    #[arg(long)]
-    pub governance: Option<PathBuf>,
+    /// Where memory lives, and the policy.
+    #[command(flatten)]
+    pub served: ServedArgs,
     /// Development mode: the tenant of requests that state no caller.
     #[arg(long, default_value = "default")]
     pub tenant: String,
@@ -203,9 +225,7 @@ pub struct ServeCommand {
 pub async fn serve_command(command: ServeCommand) -> Result<(), CliError> {
     let ServeCommand {
         addr,
-        database_url,
-        memory,
-        governance,
+        served,
         tenant,
         max_in_flight,
         body_limit,
@@ -214,7 +234,8 @@ pub async fn serve_command(command: ServeCommand) -> Result<(), CliError> {
         console_idle_timeout,
         console_secure_cookies,
     } = command;
-    let database_url = memory_location(database_url, memory)?;
+    let database_url = served.location()?;
+    let governance = served.governance;
     let mut config = ServiceConfig::default();
     config.max_in_flight = max_in_flight;
     config.body_limit = body_limit;
@@ -233,18 +254,34 @@ pub async fn serve_command(command: ServeCommand) -> Result<(), CliError> {
     .await
 }
 
+/// What `openvibe mcp` is asked: its command line (the field docs are its
+/// `--help`).
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = mcp_help())]
+pub struct McpCommand {
+    /// Where memory lives, and the policy.
+    #[command(flatten)]
+    pub served: ServedArgs,
+    /// The API key to act with (with --governance).
+    #[arg(long, env = "OPENVIBE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Development mode: the tenant to act in.
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+}
+
 /// Run `openvibe mcp`: the MCP tools on stdio ([`mcp_stdio`]), with memory
 /// in `database_url` or (`memory`) in this process, acting as the caller
 /// `api_key` names in `governance` (development mode without it: in
 /// `tenant`).
-pub async fn mcp_command(
-    database_url: Option<String>,
-    memory: bool,
-    governance: Option<PathBuf>,
-    api_key: Option<String>,
-    tenant: String,
-) -> Result<(), CliError> {
-    let database_url = memory_location(database_url, memory)?;
+pub async fn mcp_command(command: McpCommand) -> Result<(), CliError> {
+    let McpCommand {
+        served,
+        api_key,
+        tenant,
+    } = command;
+    let database_url = served.location()?;
+    let governance = served.governance;
     mcp_stdio(
         ServeOptions {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),

@@ -43,18 +43,62 @@ impl TemporalOptions {
     }
 }
 
-/// Run `openvibe worker`: a worker for the roles of `role_file` (a role
-/// file or a directory of them) on the Temporal `temporal` names, with the
-/// model and memory of `llm`, in `space` (with `people`) when given, until
-/// Ctrl-C / SIGTERM; print each node it runs to `out`.
+/// What `openvibe worker` is asked: its command line (the field docs are
+/// its `--help`).
+#[derive(clap::Args)]
+#[command(after_help = "\
+Schedules registered by `openvibe run role.yaml --schedule --temporal URL` start
+workflows on a task queue; workers for the same role file poll it and run them,
+one Temporal activity per node. Run several workers, on several machines: when
+one dies mid-run, another finishes the run without repeating finished nodes.
+Stops on Ctrl-C or SIGTERM after the running nodes finish.
+
+With --space, the worker's roles join the space and each request routed to one
+of them starts its event's loop workflow on the worker's task queue (once,
+however many workers of the role read it); their delegated actions ask in it.
+
+Examples:
+  cargo xtask temporal up        a local Temporal dev server (prints its URL)
+  openvibe worker role.yaml --temporal http://127.0.0.1:57233 --llm anthropic
+  openvibe worker cmo.yaml --space team --database-url URL --tenant acme \
+                  --temporal http://127.0.0.1:57233 --task-queue cmo
+                                 the CMO takes the requests routed to it on Temporal")]
+pub struct WorkerCommand {
+    /// The role file (YAML), or a directory of them: the same as the
+    /// schedules were registered from (or the loop's events name).
+    pub role_file: PathBuf,
+    /// Work together in this space (docs/spaces.md): the roles join it,
+    /// their delegated actions ask there, and the requests routed to
+    /// them run in their loop on this worker's task queue.
+    #[arg(long, value_name = "NAME")]
+    pub space: Option<String>,
+    /// With --space: a person who is a member too (an owner key such as
+    /// user:ann; repeat for several).
+    #[arg(long = "person", value_name = "OWNER_KEY", requires = "space")]
+    pub people: Vec<String>,
+    /// Where Temporal is.
+    #[command(flatten)]
+    pub temporal: TemporalArgs,
+    /// The model and the memory.
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+/// Run `openvibe worker`: a worker for the roles of its role file (a role
+/// file or a directory of them) on the Temporal its arguments name, with
+/// their model and memory, in their space (with its people) when given,
+/// until Ctrl-C / SIGTERM; print each node it runs to `out`.
 pub async fn worker_command(
-    role_file: PathBuf,
-    space: Option<String>,
-    people: Vec<String>,
-    temporal: TemporalArgs,
-    llm: LlmArgs,
+    command: WorkerCommand,
     out: &mut (impl Write + Send),
 ) -> Result<(), CliError> {
+    let WorkerCommand {
+        role_file,
+        space,
+        people,
+        temporal,
+        llm,
+    } = command;
     let all = RoleFile::load_all(&role_file)?;
     let (options, label) = run_options(&llm, Llm::Anthropic, false);
     let Some(temporal) = TemporalOptions::from_args(&temporal, None) else {

@@ -33,11 +33,14 @@ api_keys:
 ";
 
 fn governance() -> openvibe::governance::Governance {
-    openvibe::governance::Governance::from_yaml_with_env(POLICY, "g.yaml", |name| match name {
-        "PROPOSALS_KEY_ANN" => Some("ann-secret".into()),
-        "PROPOSALS_KEY_BOT" => Some("bot-secret".into()),
-        _ => None,
-    })
+    openvibe::governance::Governance::from_yaml_with_keys(
+        POLICY,
+        "g.yaml",
+        &[
+            ("PROPOSALS_KEY_ANN", "ann-secret"),
+            ("PROPOSALS_KEY_BOT", "bot-secret"),
+        ],
+    )
     .unwrap()
 }
 
@@ -203,20 +206,10 @@ async fn proposals_are_decided_from_the_cli_and_mcp_and_run_once_after_a_restart
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
     // Through the service: ls shows a executed, as ann's key says.
-    let service =
-        openvibe::service::Service::new(
-            stores.clone(),
-            openvibe::service::Access::Governed(Arc::new(
-                openvibe::governance::Governance::from_yaml_with_env(POLICY, "g.yaml", |name| {
-                    match name {
-                        "PROPOSALS_KEY_ANN" => Some("ann-secret".into()),
-                        "PROPOSALS_KEY_BOT" => Some("bot-secret".into()),
-                        _ => None,
-                    }
-                })
-                .unwrap(),
-            )),
-        );
+    let service = openvibe::service::Service::new(
+        stores.clone(),
+        openvibe::service::Access::Governed(Arc::new(governance())),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -177,6 +177,22 @@ impl Governance {
         Self::build(file, text, &path, &env)
     }
 
+    /// [`Governance::from_yaml`] with the keys its `env:` entries name
+    /// given as `(variable, key)` pairs instead of the environment (a
+    /// variable not among them is unset): a policy with its keys in code,
+    /// for tests, examples and embedding.
+    pub fn from_yaml_with_keys(
+        text: &str,
+        path: impl Into<String>,
+        keys: &[(&str, &str)],
+    ) -> Result<Self, Error> {
+        Self::from_yaml_with_env(text, path, |name| {
+            keys.iter()
+                .find(|(variable, _)| *variable == name)
+                .map(|(_, key)| (*key).to_owned())
+        })
+    }
+
     /// A policy from an already-built [`GovernanceFile`] (checked as a
     /// loaded file is; errors carry no position).
     pub fn from_file(file: GovernanceFile) -> Result<Self, Error> {

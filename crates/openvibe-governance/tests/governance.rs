@@ -7,20 +7,15 @@ use openvibe_protocols::{Principal, PrincipalKind, Rights};
 
 use openvibe_governance::examples::SEED_003;
 
-fn env(name: &str) -> Option<String> {
-    match name {
-        "MCP_API_KEY_L" => Some("key-of-l".into()),
-        "MCP_API_KEY_C" => Some("key-of-c".into()),
-        _ => None,
-    }
-}
+/// The keys the policies' `env:` entries name (any other is unset).
+const KEYS: &[(&str, &str)] = &[("MCP_API_KEY_L", "key-of-l"), ("MCP_API_KEY_C", "key-of-c")];
 
 fn seed_003() -> Governance {
-    Governance::from_yaml_with_env(SEED_003, "seed-003.governance.yaml", env).unwrap()
+    Governance::from_yaml_with_keys(SEED_003, "seed-003.governance.yaml", KEYS).unwrap()
 }
 
 fn load(text: &str) -> Result<Governance, Error> {
-    Governance::from_yaml_with_env(text, "g.yaml", env)
+    Governance::from_yaml_with_keys(text, "g.yaml", KEYS)
 }
 
 /// The error's (line, key, message).

@@ -35,17 +35,15 @@ api_keys:
 "#;
 
 fn governance() -> Governance {
-    Governance::from_yaml_with_env(POLICY, "policy.yaml", |name| {
-        Some(
-            match name {
-                "KEY_ALICE" => "alice-key",
-                "KEY_BOB" => "bob-key",
-                "KEY_RUNTIME" => "runtime-key",
-                _ => return None,
-            }
-            .to_owned(),
-        )
-    })
+    Governance::from_yaml_with_keys(
+        POLICY,
+        "policy.yaml",
+        &[
+            ("KEY_ALICE", "alice-key"),
+            ("KEY_BOB", "bob-key"),
+            ("KEY_RUNTIME", "runtime-key"),
+        ],
+    )
     .unwrap()
 }
 

@@ -42,17 +42,15 @@ api_keys:
 "#;
 
 fn governance() -> Governance {
-    Governance::from_yaml_with_env(POLICY, "identity.yaml", |name| {
-        Some(
-            match name {
-                "KEY_L" => "key-l",
-                "KEY_C" => "key-c",
-                "KEY_RUNTIME" => "key-runtime",
-                _ => return None,
-            }
-            .to_owned(),
-        )
-    })
+    Governance::from_yaml_with_keys(
+        POLICY,
+        "identity.yaml",
+        &[
+            ("KEY_L", "key-l"),
+            ("KEY_C", "key-c"),
+            ("KEY_RUNTIME", "key-runtime"),
+        ],
+    )
     .unwrap()
 }
 

@@ -35,16 +35,11 @@ api_keys:
 "#;
 
 fn governance() -> Governance {
-    Governance::from_yaml_with_env(POLICY, "loop.yaml", |name| {
-        Some(
-            match name {
-                "KEY_OPS" => "key-ops",
-                "KEY_READER" => "key-reader",
-                _ => return None,
-            }
-            .to_owned(),
-        )
-    })
+    Governance::from_yaml_with_keys(
+        POLICY,
+        "loop.yaml",
+        &[("KEY_OPS", "key-ops"), ("KEY_READER", "key-reader")],
+    )
     .unwrap()
 }
 

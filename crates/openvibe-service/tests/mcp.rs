@@ -17,16 +17,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 fn governance() -> Governance {
-    Governance::from_yaml_with_env(SEED_003, "seed-003.governance.yaml", |name| {
-        Some(
-            match name {
-                "MCP_API_KEY_L" => "key-l",
-                "MCP_API_KEY_C" => "key-c",
-                _ => return None,
-            }
-            .to_owned(),
-        )
-    })
+    Governance::from_yaml_with_keys(
+        SEED_003,
+        "seed-003.governance.yaml",
+        &[("MCP_API_KEY_L", "key-l"), ("MCP_API_KEY_C", "key-c")],
+    )
     .unwrap()
 }
 

@@ -59,17 +59,15 @@ pub const SCRIPT_FACT: &str =
     "<script>window.__xss = 1; document.title = 'pwned'</script> XSS-MARKER Acme renewal";
 
 pub fn governance() -> Governance {
-    Governance::from_yaml_with_env(POLICY, "console.yaml", |name| {
-        Some(
-            match name {
-                "CONSOLE_KEY_ANN" => ANN,
-                "CONSOLE_KEY_CAROL" => CAROL,
-                "CONSOLE_KEY_BOB" => BOB,
-                _ => return None,
-            }
-            .to_owned(),
-        )
-    })
+    Governance::from_yaml_with_keys(
+        POLICY,
+        "console.yaml",
+        &[
+            ("CONSOLE_KEY_ANN", ANN),
+            ("CONSOLE_KEY_CAROL", CAROL),
+            ("CONSOLE_KEY_BOB", BOB),
+        ],
+    )
     .unwrap()
 }
 
