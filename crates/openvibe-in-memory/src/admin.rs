@@ -13,8 +13,7 @@ use openvibe_protocols::{
     store_time,
 };
 use openvibe_protocols::{
-    ContextStore, DERIVED_KINDS, ERASURE_KINDS, ErasureCount, ErasureSubject, PlanStore,
-    SessionStore, Sweep, check_erasure,
+    DERIVED_KINDS, ERASURE_KINDS, ErasureCount, ErasureSubject, Sweep, check_erasure,
 };
 use openvibe_protocols::{
     EMBEDDED_KINDS, KindVectors, check_admin, check_caller, check_vector_admin,
@@ -472,13 +471,9 @@ impl Maintained for InMemoryWorkingStore {
             if kind == "knowledge" {
                 self.remove_knowledge(ctx, &ids)?;
             } else {
-                for id in &ids {
-                    match kind {
-                        "session" => drop(self.delete_session(ctx, id).await?),
-                        "plan" => drop(self.delete_plan(ctx, id).await?),
-                        _ => drop(self.delete_task_context(ctx, id).await?),
-                    }
-                }
+                // Chosen by the sweep, whose caller was checked before it
+                // began: removed whoever owns them (issue 65).
+                self.remove_working(ctx, kind, &ids)?;
             }
         }
         Ok(ids.len() as u64)
@@ -558,6 +553,25 @@ impl InMemoryWorkingStore {
             }
         }
         Ok(gone)
+    }
+
+    /// Delete the sessions, plans or task contexts `ids` of `ctx`'s tenant
+    /// (audited as deletes by `ctx`) under one lock; how many went.
+    pub(crate) fn remove_working(
+        &self,
+        ctx: &CallerContext,
+        kind: &str,
+        ids: &[String],
+    ) -> Result<u64, StoreError> {
+        let mut guard = self.write()?;
+        let Some(t) = guard.get_mut(ctx.tenant_id()) else {
+            return Ok(0);
+        };
+        let gone = t.remove_swept(kind, ids);
+        for (id, meta) in &gone {
+            self.audit_change(ctx, AuditOp::Delete, kind, id, meta);
+        }
+        Ok(gone.len() as u64)
     }
 
     /// Full-text postings and vectors of `ctx`'s tenant whose knowledge

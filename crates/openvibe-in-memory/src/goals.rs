@@ -173,6 +173,11 @@ impl InMemoryGoalStore {
             }
             r.seq = next.reports;
             r.total = next.value;
+            // Its time is taken in the stream's order (issue 65): the
+            // history lists reports oldest first, as `seq` numbers them.
+            let at = next.updated_at.unwrap_or(now);
+            r.meta.created_at = at;
+            r.meta.updated_at = at;
             *stream = next;
             tenant.reports.insert_new(&self.0.audit, ctx, r.clone());
             Ok(r)

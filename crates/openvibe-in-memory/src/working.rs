@@ -223,6 +223,105 @@ impl Tenant {
         Ok(plan)
     }
 
+    /// Remove session `id` (whoever may): its plans, plan contexts and
+    /// knowledge are detached from it; how many plans were.
+    fn remove_session(&mut self, id: &str) -> u64 {
+        self.sessions.remove(id);
+        let mut detached = 0;
+        for plan in self.plans.values_mut() {
+            if plan.session_id.as_deref() == Some(id) {
+                plan.session_id = None;
+                detached += 1;
+            }
+        }
+        for context in self.plan_contexts.values_mut() {
+            if context.session_id.as_deref() == Some(id) {
+                context.session_id = None;
+            }
+        }
+        self.knowledge.with_each_mut(|all| {
+            for (_, k) in all {
+                if k.session_id.as_deref() == Some(id) {
+                    k.session_id = None;
+                }
+            }
+        });
+        detached
+    }
+
+    /// Remove plan `id` (whoever may) with its state and context; its
+    /// session, subplans, tasks and knowledge let go of it. Its meta and
+    /// what went, or `None` when there is no such plan.
+    fn remove_plan(&mut self, id: &str) -> Option<(RecordMeta, PlanDeleted)> {
+        let plan = self.plans.remove(id)?;
+        if let Some(s) = plan
+            .session_id
+            .as_deref()
+            .and_then(|s| self.sessions.get_mut(s))
+        {
+            s.plan_count = s.plan_count.saturating_sub(1);
+        }
+        self.touch_session(plan.session_id.as_deref(), store_time());
+        let state_keys = self.state.remove(id).map_or(0, |m| m.len() as u64);
+        let context = self.plan_contexts.remove(id).is_some();
+        self.correlations.retain(|_, p| p != id);
+        let mut subplans_detached = 0;
+        for sub in self.plans.values_mut() {
+            if sub.parent_plan_id.as_deref() == Some(id) {
+                sub.parent_plan_id = None;
+                subplans_detached += 1;
+            }
+        }
+        for task in self.tasks.values_mut() {
+            if task.plan_id.as_deref() == Some(id) {
+                task.plan_id = None;
+            }
+        }
+        self.knowledge.with_each_mut(|all| {
+            for (_, k) in all {
+                if k.plan_id.as_deref() == Some(id) {
+                    k.plan_id = None;
+                }
+            }
+        });
+        Some((
+            plan.meta,
+            PlanDeleted {
+                state_keys,
+                context,
+                subplans_detached,
+            },
+        ))
+    }
+
+    /// Remove task context `id` (whoever may) and its subtasks' links; its
+    /// meta, or `None` when there is no such task.
+    fn remove_task(&mut self, id: &str) -> Option<RecordMeta> {
+        let task = self.tasks.remove(id)?;
+        self.subtasks.retain(|_, t| t != id);
+        Some(task.meta)
+    }
+
+    /// Remove the `kind` records `ids` (`session`, `plan`, `task_context`)
+    /// whoever may: what a sweep does once it has chosen them (an erasure
+    /// or a cleanup, checked before). The metas of those that went.
+    pub(crate) fn remove_swept(&mut self, kind: &str, ids: &[String]) -> Vec<(String, RecordMeta)> {
+        ids.iter()
+            .filter_map(|id| {
+                let meta = match kind {
+                    "session" => {
+                        let meta = self.sessions.get(id)?.meta.clone();
+                        self.remove_session(id);
+                        meta
+                    }
+                    "plan" => self.remove_plan(id)?.0,
+                    _ => self.remove_task(id)?,
+                };
+                Some((id.clone(), meta))
+            })
+            .collect()
+    }
+
     /// A session `ctx` can read, else `NotFound`.
     pub(crate) fn readable_session(
         &self,
@@ -365,27 +464,8 @@ impl SessionStore for InMemoryWorkingStore {
             format!("delete session {id}"),
         )?;
         let meta = session.meta.clone();
-        tenant.sessions.remove(id);
+        let detached = tenant.remove_session(id);
         self.audit_change(ctx, AuditOp::Delete, "session", id, &meta);
-        let mut detached = 0;
-        for plan in tenant.plans.values_mut() {
-            if plan.session_id.as_deref() == Some(id) {
-                plan.session_id = None;
-                detached += 1;
-            }
-        }
-        for context in tenant.plan_contexts.values_mut() {
-            if context.session_id.as_deref() == Some(id) {
-                context.session_id = None;
-            }
-        }
-        tenant.knowledge.with_each_mut(|all| {
-            for (_, k) in all {
-                if k.session_id.as_deref() == Some(id) {
-                    k.session_id = None;
-                }
-            }
-        });
         Ok(SessionDeleted {
             plans_detached: detached,
         })
@@ -521,45 +601,11 @@ impl PlanStore for InMemoryWorkingStore {
             .get_mut(ctx.tenant_id())
             .ok_or_else(|| not_found("plan", id))?;
         tenant.plan_for(ctx, id, Change::Delete)?;
-        let Some(plan) = tenant.plans.remove(id) else {
+        let Some((meta, deleted)) = tenant.remove_plan(id) else {
             return Err(not_found("plan", id));
         };
-        self.audit_change(ctx, AuditOp::Delete, "plan", id, &plan.meta);
-        if let Some(s) = plan
-            .session_id
-            .as_deref()
-            .and_then(|s| tenant.sessions.get_mut(s))
-        {
-            s.plan_count = s.plan_count.saturating_sub(1);
-        }
-        tenant.touch_session(plan.session_id.as_deref(), store_time());
-        let state_keys = tenant.state.remove(id).map_or(0, |m| m.len() as u64);
-        let context = tenant.plan_contexts.remove(id).is_some();
-        tenant.correlations.retain(|_, p| p != id);
-        let mut subplans_detached = 0;
-        for sub in tenant.plans.values_mut() {
-            if sub.parent_plan_id.as_deref() == Some(id) {
-                sub.parent_plan_id = None;
-                subplans_detached += 1;
-            }
-        }
-        for task in tenant.tasks.values_mut() {
-            if task.plan_id.as_deref() == Some(id) {
-                task.plan_id = None;
-            }
-        }
-        tenant.knowledge.with_each_mut(|all| {
-            for (_, k) in all {
-                if k.plan_id.as_deref() == Some(id) {
-                    k.plan_id = None;
-                }
-            }
-        });
-        Ok(PlanDeleted {
-            state_keys,
-            context,
-            subplans_detached,
-        })
+        self.audit_change(ctx, AuditOp::Delete, "plan", id, &meta);
+        Ok(deleted)
     }
 }
 
@@ -672,9 +718,8 @@ impl ContextStore for InMemoryWorkingStore {
             format!("delete task context {task_id}"),
         )?;
         let meta = task.meta.clone();
-        tenant.tasks.remove(task_id);
+        tenant.remove_task(task_id);
         self.audit_change(ctx, AuditOp::Delete, "task_context", task_id, &meta);
-        tenant.subtasks.retain(|_, t| t != task_id);
         Ok(true)
     }
 

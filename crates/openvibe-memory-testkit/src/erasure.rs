@@ -278,10 +278,15 @@ where
         .find(|e| e.kind == ERASURE_AUDIT_KIND)
         .expect("the erasure is audited");
     // (The searches above, after the erasure, quote the subject anew.)
+    // Before the erasure's own entry, none names it: not the redacted
+    // entries, not the redaction entries (which say only what kind of
+    // subject it was).
+    let redactions = trail
+        .iter()
+        .filter(|e| e.kind == REDACTION_AUDIT_KIND && e.chain_seq < erasure.chain_seq)
+        .count();
+    assert!(redactions > 0, "the redaction is recorded");
     for entry in trail.iter().filter(|e| e.chain_seq < erasure.chain_seq) {
-        if entry.kind == REDACTION_AUDIT_KIND {
-            continue;
-        }
         let quoted = entry
             .filters
             .as_ref()
@@ -429,4 +434,91 @@ where
     assert!(report.complete() && report.deleted() == 1, "{report:?}");
     let after = s.goals.progress(&cro, "g2").await.unwrap().unwrap();
     assert_eq!(reports(&after), 0, "{after:?}");
+}
+
+/// What an erasure needs is decided once, before anything is deleted
+/// (docs/governance.md, "Erasure that proves itself"): a privileged caller,
+/// and no right beyond it. It takes every record about the subject in the
+/// namespaces the caller may read, whoever owns them, though its grants
+/// there give it no `delete` right; a caller that is not privileged is
+/// refused before anything goes, and the records stay.
+pub async fn erasure_needs_privilege_and_nothing_else<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::{Clearance, Grants, Rights, TaskContext};
+    let s = factory().await;
+    let in_ops = |id: &str, rights: Rights| {
+        CallerContext::user(id)
+            .with_tenant("t1")
+            .with_clearance(Clearance::unrestricted())
+            .with_grants(
+                Grants::new("ops")
+                    .grant("ops", rights, false)
+                    .recall(["ops"]),
+            )
+    };
+    let ann = in_ops("ann", Rights::OWN);
+    s.facts
+        .store(&ann, Fact::new("f1", "Renewal due in March").entity(WHO))
+        .await
+        .unwrap();
+    let mut task = TaskContext::new("t-acme", json!({ "account": WHO }));
+    task.meta.namespace = "ops".into();
+    s.working.store_task_context(&ann, task).await.unwrap();
+    let about = ErasureSubject::Entity(WHO.into());
+    let counts = |ctx: CallerContext| {
+        let s = &s;
+        let about = &about;
+        async move {
+            let mut counts: Vec<(String, u64)> = s
+                .admin
+                .erasure_counts(&ctx, about)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|c| c.records > 0)
+                .map(|c| (c.kind, c.records))
+                .collect();
+            counts.sort();
+            counts
+        }
+    };
+    let before = counts(sys()).await;
+    assert_eq!(
+        before,
+        [("fact".to_owned(), 1), ("task_context".to_owned(), 1)],
+        "the subject's records"
+    );
+    // Refused before anything goes: ann may delete her own, but is not
+    // privileged.
+    assert!(is_unauthorized(s.admin.erase(&ann, &about, 500).await));
+    assert_eq!(
+        counts(sys()).await,
+        before,
+        "a refused erasure changed something"
+    );
+    // A privileged key with read and write, and no delete right, in `ops`.
+    let boss = in_ops(
+        "boss",
+        Rights {
+            delete: false,
+            ..Rights::OWN
+        },
+    )
+    .with_privileged(true);
+    let gone = s.admin.erase(&boss, &about, 500).await.unwrap();
+    let mut gone: Vec<(String, u64)> = gone.into_iter().map(|c| (c.kind, c.records)).collect();
+    gone.sort();
+    assert_eq!(gone, before, "one batch takes all of it");
+    assert_eq!(counts(boss.clone()).await, [], "nothing is left");
+    assert!(s.facts.get(&ann, "f1").await.unwrap().is_none());
+    assert!(
+        s.working
+            .get_task_context(&ann, "t-acme")
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

@@ -742,3 +742,57 @@ where
         .unwrap();
     assert!(searches.len() >= 4, "each listing audited: {searches:?}");
 }
+
+/// Eight reporters race on one stream (+1 each, 25 each): the history,
+/// oldest first and read a page at a time, is in the order the store
+/// applied the reports: `seq` 1 to 200 and the total never stepping back
+/// (issue 65: it was listed by a time taken before the stream's lock).
+pub async fn goals_report_history_is_in_the_order_applied<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    use openvibe_protocols::ReportQuery;
+    let s = std::sync::Arc::new(factory().await);
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            for j in 0..25 {
+                s.goals
+                    .report(
+                        &cro(),
+                        MetricReport::add("cro", "calls", 1.0).id(format!("r{i}-{j}")),
+                    )
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut query = ReportQuery::new("cro").metric("calls").limit(30);
+    loop {
+        let page = s.goals.reports(&cro(), &query).await.unwrap();
+        seen.extend(
+            page.items
+                .into_iter()
+                .map(|r| (r.seq, r.total, r.meta.created_at)),
+        );
+        match page.next_cursor {
+            Some(cursor) => query = query.cursor(cursor),
+            None => break,
+        }
+    }
+    let seqs: Vec<u64> = seen.iter().map(|r| r.0).collect();
+    assert_eq!(seqs, (1..=200).collect::<Vec<u64>>(), "listed in seq order");
+    for (seq, total, _) in &seen {
+        assert_eq!(*total, *seq as f64, "the total after report {seq}");
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0].2 < w[1].2),
+        "each report's time after the one before it"
+    );
+}

@@ -37,6 +37,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod access;
+pub mod approval;
 pub mod beliefs;
 pub mod episodes;
 pub mod erasure;
@@ -165,6 +166,7 @@ cases! {
     governance::governance_audit_chain_holds;
     erasure::erasure_forgets_an_entity_everywhere;
     erasure::erasure_is_privileged_and_scoped;
+    erasure::erasure_needs_privilege_and_nothing_else;
     erasure::erasure_takes_a_metrics_total_with_its_reports;
     governance::governance_promotion;
     governance::governance_namespace_migration;
@@ -186,6 +188,8 @@ cases! {
     proposals::proposals_expire_at_their_deadline;
     proposals::proposals_list_newest_first_by_page;
     proposals::proposals_are_governed_and_audited;
+    approval::approval_is_never_ones_own_even_privileged;
+    approval::approval_is_not_granted_by_privilege;
     goals::goals_are_put_and_revised_by_version;
     goals::goals_decompose_once_per_objective;
     goals::goals_metric_reports_roll_up_exactly;
@@ -193,6 +197,7 @@ cases! {
     goals::goals_are_governed_and_audited;
     goals::goals_move_with_their_namespace;
     goals::goals_report_history_pages_oldest_first;
+    goals::goals_report_history_is_in_the_order_applied;
     beliefs::beliefs_are_proposed_idempotently;
     beliefs::beliefs_are_approved_once_by_people;
     beliefs::beliefs_supersede_atomically;

@@ -89,6 +89,22 @@ pub(crate) fn store_error(e: sqlx::Error) -> StoreError {
                     source: Some(std::sync::Arc::new(e)),
                 };
             }
+            // A governance rule the database holds (migration 0028: no
+            // one decides what they proposed or own).
+            "OV403" => {
+                let pg = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>();
+                return StoreError::Unauthorized {
+                    principal: pg
+                        .and_then(|p| p.detail())
+                        .unwrap_or("the caller")
+                        .to_owned(),
+                    operation: pg
+                        .and_then(|p| p.hint())
+                        .unwrap_or("change this record")
+                        .to_owned(),
+                    reason: message,
+                };
+            }
             "23505" => {
                 return StoreError::Conflict {
                     message,

@@ -26,7 +26,7 @@ use tracing::Instrument;
 use crate::access::{push_readable, push_readable_in};
 use crate::audit::AuditWriter;
 use crate::error::{corrupt, store_error};
-use crate::identity::push_new_identity;
+use crate::identity::push_owned_identity;
 use crate::kept::{self, KeptRow};
 use crate::records::{
     GOVERNED_FIXED, Record, end_read, fetch_all, fetch_optional, governed_cols, select_readable,
@@ -401,13 +401,20 @@ impl PgGoalStore {
                  value = CASE WHEN excluded.is_set THEN excluded.value \
                               ELSE m.value + excluded.value END, \
                  is_set = m.is_set OR excluded.is_set, reports = m.reports + 1, \
-                 updated_at = excluded.updated_at RETURNING reports, value) \
+                 updated_at = GREATEST(excluded.updated_at, \
+                                       m.updated_at + interval '1 microsecond') \
+                 RETURNING reports, value, updated_at) \
                  INSERT INTO metric_reports (tenant_id, id, namespace, project_id, owner, \
-                 created_at, updated_at, classification, source, role_id, metric, value, mode, \
-                 episode_id, note, seq, total) SELECT ",
+                 classification, source, role_id, metric, value, mode, \
+                 episode_id, note, seq, total, created_at, updated_at) SELECT ",
             );
-        push_new_identity(&mut sql, ctx, &placement, r.id.clone(), now);
-        sql.bind(r.meta.classification.as_str())
+        // The report's time is the stream's, taken under its row lock: a
+        // microsecond after the previous report's when the clock says
+        // otherwise (`MetricValue::apply`), so that a history oldest first
+        // is in `seq` order (issue 65).
+        push_owned_identity(&mut sql, ctx, &placement, r.id.clone());
+        sql.push(", ")
+            .bind(r.meta.classification.as_str())
             .push(", ")
             .bind(r.meta.source.clone())
             .push(", ")
@@ -423,7 +430,8 @@ impl PgGoalStore {
             .push(", ")
             .bind(r.note.clone())
             .push(&format!(
-                ", s.reports, s.value FROM s ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
+                ", s.reports, s.value, s.updated_at, s.updated_at FROM s \
+                 ON CONFLICT (tenant_id, id) DO NOTHING RETURNING {}",
                 columns(REPORT_COLS, "")
             ));
         let mut tx = begin(&self.pool, ctx).await?;

@@ -33,6 +33,20 @@ pub(crate) fn push_identity(
     id: String,
     created_at: DateTime<Utc>,
 ) {
+    push_owned_identity(sql, ctx, placement, id);
+    sql.push(", ").bind(created_at);
+}
+
+/// A record's tenant, id, namespace, project and owner (the caller's),
+/// comma-separated: [`push_identity`] without its time, for a record
+/// whose time the statement takes (a metric report's, in its stream's
+/// order).
+pub(crate) fn push_owned_identity(
+    sql: &mut Sql,
+    ctx: &CallerContext,
+    placement: &Placement,
+    id: String,
+) {
     sql.bind(ctx.tenant_id().to_owned())
         .push(", ")
         .bind(id)
@@ -41,9 +55,7 @@ pub(crate) fn push_identity(
         .push(", ")
         .bind(placement.project_id.clone())
         .push(", ")
-        .bind(ctx.owner_key())
-        .push(", ")
-        .bind(created_at);
+        .bind(ctx.owner_key());
 }
 
 /// `DELETE FROM <table> WHERE tenant_id = <caller's> AND id = <id>` in

@@ -3,7 +3,9 @@
 //! deparsed them and its audit triggers, in one snapshot; and the
 //! statuses its CHECK constraint accepts, which must be the contract's
 //! vocabulary. Installing a table through `openvibe_govern` (migration
-//! 0027) must leave this exactly as the migrations before it wrote it.
+//! 0027) must leave this exactly as the migrations before it wrote it;
+//! proposals and beliefs also hold the rule that no one decides their own
+//! (migration 0028).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1601,3 +1601,78 @@ async fn knowledge_vectors_are_found_pending_and_indexed_after_the_write() {
     store.index_pending(&alice).await.unwrap();
     assert_eq!(flags().await[1], ("k2".to_owned(), true));
 }
+
+/// No one decides what they proposed or own, held by the database itself
+/// (migration 0028): a client connected as the application role, with the
+/// owner's principal set or recording the owner as the decider, cannot
+/// approve a pending proposal or a proposed belief; nor record another
+/// decider than the principal it runs as. Another principal can.
+#[tokio::test]
+async fn the_database_refuses_a_verdict_on_ones_own_proposal_or_belief() {
+    use openvibe_protocols::{Action, Belief, Proposal, ProposalStore};
+    let pg = pg!();
+    let boss = CallerContext::user("boss")
+        .with_tenant("t1")
+        .with_privileged(true);
+    pg.proposals()
+        .create(
+            &boss,
+            Proposal::new("cro", "mine", Action::tool("t", "t", serde_json::json!({}))).id("p1"),
+        )
+        .await
+        .unwrap();
+    pg.stores()
+        .beliefs
+        .propose(&boss, Belief::new("cro", "mine", 0.8).id("b1"))
+        .await
+        .unwrap();
+    let mut conn = pg.pool().acquire().await.unwrap();
+    let verdicts = [
+        (
+            "proposals",
+            "UPDATE proposals SET status = 'approved', decided_by = $1, decided_at = now() WHERE id = 'p1'",
+        ),
+        (
+            "beliefs",
+            "UPDATE beliefs SET status = 'active', decided_by = $1, decided_at = now() WHERE id = 'b1'",
+        ),
+    ];
+    for (table, verdict) in verdicts {
+        // (principal set, decider recorded, refused)
+        for (principal, decider, refused) in [
+            ("user:boss", "user:boss", true),
+            ("user:ann", "user:boss", true),
+            ("", "user:boss", true),
+            ("user:ann", "user:bob", true),
+            ("user:ann", "user:ann", false),
+        ] {
+            let mut tx = conn.begin().await.unwrap();
+            sqlx::query(
+                "SELECT set_config('openvibe.tenant_id', 't1', true), \
+                 set_config('openvibe.principal', $1, true)",
+            )
+            .bind(principal)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+            let result = sqlx::query(verdict).bind(decider).execute(&mut *tx).await;
+            match (result, refused) {
+                (Err(sqlx::Error::Database(db)), true) => {
+                    assert_eq!(db.code().as_deref(), Some("OV403"), "{table}: {db}");
+                }
+                (Ok(done), false) => assert_eq!(done.rows_affected(), 1, "{table}"),
+                (other, _) => panic!("{table} as {principal:?} deciding as {decider}: {other:?}"),
+            }
+            tx.rollback().await.unwrap();
+        }
+    }
+    // Through the stores, the refusal is the typed one.
+    let refused = pg
+        .proposals()
+        .decide(&boss, "p1", &openvibe_protocols::Verdict::approve("mine"))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Unauthorized { .. })),
+        "{refused:?}"
+    );
+}

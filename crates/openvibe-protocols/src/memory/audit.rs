@@ -597,16 +597,19 @@ impl Redaction {
         }
     }
 
-    /// The entry recording `redactions` for an erasure of `subject`, by `ctx`.
+    /// The entry recording `redactions` for an erasure of `subject`, by
+    /// `ctx`: what kind of subject (`entity`, `owner`, `namespace`), never
+    /// which. The `erasure` entry is the one entry that names an erased
+    /// subject (docs/governance.md, "Erasure that proves itself").
     pub fn entry(
         ctx: &CallerContext,
         subject: &ErasureSubject,
         redactions: &[Redaction],
     ) -> AuditEntry {
-        let (field, value) = subject.parts();
+        let (field, _) = subject.parts();
         let mut entry = AuditEntry::new(ctx, AuditOp::Update, crate::REDACTION_AUDIT_KIND);
         entry.filters = Some(serde_json::json!({
-            "subject": { field: value },
+            "subject_kind": field,
             "entries": redactions,
         }));
         entry

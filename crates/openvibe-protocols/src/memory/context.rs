@@ -344,19 +344,18 @@ impl CallerContext {
     }
 
     /// Whether this caller may approve or reject the proposal with `meta`
-    /// (which it can read): never its own (no one approves what they
-    /// proposed), always when privileged; governed, with the `approve`
+    /// (which it can read): never its own, privileged or not (no one
+    /// approves what they proposed or own); governed, with the `approve`
     /// right in the proposal's namespace; ungoverned, when the caller is a
-    /// person (a principal of kind `user`). A refusal names the rule.
+    /// person (a principal of kind `user`). Being privileged grants no
+    /// approve right: it is maintenance, not judgement (docs/governance.md,
+    /// "What privileged may do"). A refusal names the rule.
     pub fn may_approve(&self, meta: &RecordMeta, operation: &str) -> Result<(), StoreError> {
-        if self.is_owner(&meta.owner) && !self.privileged {
+        if self.is_owner(&meta.owner) {
             return Err(self.unauthorized(
                 operation,
                 "no one approves a proposal of their own".to_owned(),
             ));
-        }
-        if self.privileged {
-            return Ok(());
         }
         match &self.grants {
             Some(g) => {

@@ -780,12 +780,19 @@ pub fn total_out_of_range() -> StoreError {
 
 impl MetricValue {
     /// The state after `report` (made at `at`): what the store writes as
-    /// the report's `seq` and `total`.
+    /// the report's `seq`, `total` and creation time (`updated_at`: `at`,
+    /// or a microsecond after the previous report when the clock says
+    /// otherwise, so that a stream's reports are in time order as they are
+    /// in `seq` order, however they raced to the stream's lock).
     #[must_use]
     pub fn apply(self, mode: MetricMode, value: f64, at: DateTime<Utc>) -> Self {
         let (value, set) = match mode {
             MetricMode::Add => (self.value + value, self.set),
             MetricMode::Set => (value, true),
+        };
+        let at = match self.updated_at {
+            Some(last) if last >= at => last + chrono::TimeDelta::microseconds(1),
+            _ => at,
         };
         Self {
             value,
@@ -948,6 +955,22 @@ mod tests {
     use super::*;
     use chrono::Duration;
     use proptest::prelude::*;
+
+    /// A report's time follows the one before it in the stream, whatever
+    /// time it was stamped with before the stream's lock.
+    #[test]
+    fn a_streams_times_follow_its_order() {
+        let t0 = DateTime::from_timestamp_micros(1_790_000_000_000_000).unwrap();
+        let first = MetricValue::default().apply(MetricMode::Add, 1.0, t0);
+        assert_eq!(first.updated_at, Some(t0));
+        let late = first.apply(MetricMode::Add, 1.0, t0 - Duration::seconds(1));
+        assert_eq!(late.updated_at, Some(t0 + Duration::microseconds(1)));
+        let same = late.apply(MetricMode::Add, 1.0, t0 + Duration::microseconds(1));
+        assert_eq!(same.updated_at, Some(t0 + Duration::microseconds(2)));
+        let later = same.apply(MetricMode::Set, 5.0, t0 + Duration::seconds(1));
+        assert_eq!(later.updated_at, Some(t0 + Duration::seconds(1)));
+        assert_eq!((later.reports, later.value), (4, 5.0));
+    }
 
     fn objective() -> Objective {
         Objective {

@@ -5,7 +5,7 @@ use openvibe_protocols::{
     BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, CallerContext, Classification, StoreError,
 };
 
-use super::{Kept, Leak, LeakKind, Verdicted, random_verdict, verdicted};
+use super::{Kept, Leak, LeakKind, Verdicted, may_approve, random_verdict, verdicted};
 use crate::governance::draw::{DOMAINS, Rng, admin_of, random_namespaces};
 
 /// Beliefs: random verdicts given or refused as the approve rule says, a
@@ -96,7 +96,7 @@ impl LeakKind for BeliefLeak {
         let target = stored[idx].clone();
         let verdict = random_verdict(rng, step);
         let visible = target.readable(caller);
-        let may = visible && caller.may_approve(&target.meta, "decide").is_ok();
+        let may = may_approve(seed, caller, &target.meta, visible);
         let open = target.status == BeliefStatus::Proposed;
         let result = cx.s.beliefs.decide(caller, &target.id, &verdict).await;
         let what = format!("{} ({}) as {caller:?}", target.id, target.status);

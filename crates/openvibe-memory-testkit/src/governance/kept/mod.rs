@@ -12,8 +12,8 @@
 use std::fmt::{self, Debug};
 
 use openvibe_protocols::{
-    Belief, CallerContext, Goal, Governed, KINDS, KeptRecord, MetricReport, Priorities, Proposal,
-    RecordMeta, Space, StoreError, Stores, Verdict,
+    Belief, CallerContext, Goal, Governed, KINDS, KeptRecord, MetricReport, PrincipalKind,
+    Priorities, Proposal, RecordMeta, Space, StoreError, Stores, Verdict,
 };
 
 use super::draw::{NAMESPACES, Rng, random_caller};
@@ -439,6 +439,45 @@ enum Verdicted<R> {
     /// Refused: invisible to the caller, or not its to approve (the
     /// record must be unchanged).
     Refused,
+}
+
+/// The approve rule, written here apart from [`CallerContext::may_approve`]
+/// so that the stores and the contract's function are both checked against
+/// it: never one's own record, privileged or not; governed, the read and
+/// `approve` rights in the record's namespace; ungoverned, a person.
+/// Being privileged grants nothing here (docs/governance.md, "What
+/// privileged may do").
+fn may_decide(caller: &CallerContext, meta: &RecordMeta) -> bool {
+    if caller.is_owner(&meta.owner) {
+        return false;
+    }
+    match caller.grants() {
+        Some(g) => {
+            let rights = g.rights(&meta.namespace);
+            rights.read && rights.approve
+        }
+        None => caller.principal().kind == PrincipalKind::User,
+    }
+}
+
+/// Whether `caller`, which `visible` says can read `meta`'s record, may
+/// decide it: the model ([`may_decide`]), checked against the contract's
+/// [`CallerContext::may_approve`] on the way.
+pub(super) fn may_approve(
+    seed: u64,
+    caller: &CallerContext,
+    meta: &RecordMeta,
+    visible: bool,
+) -> bool {
+    let model = may_decide(caller, meta);
+    assert_eq!(
+        caller.may_approve(meta, "decide").is_ok(),
+        model,
+        "seed {seed}: CallerContext::may_approve disagrees with the approve rule for {caller:?} on a record of {} in `{}`",
+        meta.owner,
+        meta.namespace
+    );
+    visible && model
 }
 
 /// `result` of a verdict on `what`, checked against the approve rule:

@@ -7,7 +7,7 @@ use openvibe_protocols::{
 };
 use serde_json::json;
 
-use super::{Kept, Leak, LeakKind, Verdicted, random_verdict, verdicted};
+use super::{Kept, Leak, LeakKind, Verdicted, may_approve, random_verdict, verdicted};
 use crate::governance::draw::{DOMAINS, Rng, admin_of, random_namespaces};
 
 /// Proposals: random verdicts given or refused as the approve rule says
@@ -103,7 +103,7 @@ impl LeakKind for ProposalLeak {
         let target = stored[idx].clone();
         let verdict = random_verdict(rng, step);
         let visible = target.readable(caller);
-        let may = visible && caller.may_approve(&target.meta, "decide").is_ok();
+        let may = may_approve(seed, caller, &target.meta, visible);
         let open = target.status == ProposalStatus::Pending;
         let result = cx.s.proposals.decide(caller, &target.id, &verdict).await;
         let what = format!("{} ({}) as {caller:?}", target.id, target.status);
