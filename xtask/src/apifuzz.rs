@@ -1,6 +1,9 @@
 //! `cargo xtask api-fuzz`: the served OpenAPI document against the server,
 //! with a property-based API tester (schemathesis, from PyPI, pinned): every
-//! operation, its coverage and fuzzing phases, every check. Run against a
+//! operation, its examples, coverage and fuzzing phases, then the stateful
+//! phase (operations chained through the links the tester infers from the
+//! document: create → get → decide → list, the id of one answer in the next
+//! request), every check. Run against a
 //! development-mode server in process memory and against a governed server
 //! on PostgreSQL (an API key of a governance file, a tenant of its own). Any
 //! mismatch between the document and the server, any server error, fails.
@@ -44,12 +47,17 @@ const DEFAULT_SEED: &str = "43";
 
 /// Examples per operation and phase in the test-all run.
 const DEFAULT_EXAMPLES: &str = "25";
+/// Scenarios of the stateful phase (chains of operations through links):
+/// about 40 s a server here.
+const DEFAULT_STATEFUL_EXAMPLES: &str = "150";
 
 const USAGE: &str = "\
 cargo xtask api-fuzz [--seed N | --random] [--max-examples N] [--only memory|postgres]
 
 Runs schemathesis (PyPI, pinned) against `openvibe serve`: every operation of the
-served /openapi.json, coverage and fuzzing phases, every check, in development mode
+served /openapi.json, its examples, coverage and fuzzing phases, then the stateful
+phase (operations chained through the document's links: create, then get, decide,
+retire the record it answered), every check, in development mode
 (in-process memory) and governed (an API key, PostgreSQL from `cargo xtask db up` or
 DATABASE_URL). Then every MCP tool of the same servers through a real MCP client
 (the `mcp` SDK, PyPI, pinned), with arguments drawn from the tool's input schema
@@ -72,6 +80,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
             "--max-examples" => {
                 options.examples = it.next().ok_or("--max-examples needs a number")?.clone();
                 options.tool_examples = options.examples.clone();
+                options.stateful_examples = options.examples.clone();
             }
             "--only" => {
                 options.only = Some(it.next().ok_or("--only needs memory|postgres")?.clone())
@@ -92,6 +101,7 @@ pub struct Options {
     seed: Option<String>,
     examples: String,
     tool_examples: String,
+    stateful_examples: String,
     only: Option<String>,
 }
 
@@ -101,6 +111,7 @@ impl Default for Options {
             seed: Some(DEFAULT_SEED.to_owned()),
             examples: DEFAULT_EXAMPLES.to_owned(),
             tool_examples: DEFAULT_TOOL_EXAMPLES.to_owned(),
+            stateful_examples: DEFAULT_STATEFUL_EXAMPLES.to_owned(),
             only: None,
         }
     }
@@ -175,7 +186,10 @@ fn governance_file(tenant: &str) -> String {
     )
 }
 
-/// One tester run against `server`; its output goes to `log`.
+/// The tester's runs against `server`: every operation alone (examples,
+/// coverage, fuzzing; `log`), then the stateful phase (`<run>.stateful.log`),
+/// with examples of its own: its scenarios chain operations through the
+/// document's links, so more of them reach more links.
 fn fuzz(
     tester: &Tester,
     options: &Options,
@@ -183,6 +197,41 @@ fn fuzz(
     key: Option<&str>,
     log: &Path,
     name: &str,
+) -> Result<(), String> {
+    fuzz_phases(
+        tester,
+        options,
+        server,
+        key,
+        log,
+        name,
+        "examples,coverage,fuzzing",
+        &options.examples,
+    )?;
+    let stateful = log.with_extension("stateful.log");
+    fuzz_phases(
+        tester,
+        options,
+        server,
+        key,
+        &stateful,
+        &format!("{name} stateful"),
+        "stateful",
+        &options.stateful_examples,
+    )
+}
+
+/// One tester run of `phases` against `server`; its output goes to `log`.
+#[allow(clippy::too_many_arguments)]
+fn fuzz_phases(
+    tester: &Tester,
+    options: &Options,
+    server: &Server,
+    key: Option<&str>,
+    log: &Path,
+    name: &str,
+    phases: &str,
+    examples: &str,
 ) -> Result<(), String> {
     let config = workspace_root().join("xtask").join("schemathesis.toml");
     let mut cmd = tester.command();
@@ -196,11 +245,11 @@ fn fuzz(
         "--checks",
         "all",
         "--phases",
-        "examples,coverage,fuzzing",
+        phases,
         "--workers",
         "2",
         "--max-examples",
-        &options.examples,
+        examples,
         // Long polls wait up to 30 s by design.
         "--request-timeout",
         "40",

@@ -1,7 +1,9 @@
 //! Request and response bodies that are not protocol types themselves.
 
 use openvibe_protocols::promotion::PromoteMode;
-use openvibe_protocols::{ErasureSubject, Expect, Insight, RawCall, RawRetention};
+use openvibe_protocols::{
+    ErasureSubject, Expect, Insight, RawCall, RawRetention, StoreError, Verdict,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -327,6 +329,46 @@ pub struct PrioritiesOf {
     pub role_id: String,
     /// The day (`YYYY-MM-DD`).
     pub day: chrono::NaiveDate,
+}
+
+/// A person's answer to a proposed belief: approve or reject it, with a
+/// reason (required to reject). Unlike a proposal's verdict it takes no
+/// action: a belief is adopted, not run (a body with one is refused, 400).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BeliefVerdict {
+    /// Approve (`true`) or reject (`false`).
+    pub approve: bool,
+    /// Why (required to reject).
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl BeliefVerdict {
+    /// The belief's part of `verdict`: refused, naming the rule, when it
+    /// carries an action.
+    pub fn of(verdict: &Verdict) -> Result<Self, StoreError> {
+        if verdict.action.is_some() {
+            return Err(StoreError::invalid(
+                "action",
+                "a verdict on a belief takes no action",
+            ));
+        }
+        Ok(Self {
+            approve: verdict.approve,
+            reason: verdict.reason.clone(),
+        })
+    }
+}
+
+impl From<BeliefVerdict> for Verdict {
+    fn from(v: BeliefVerdict) -> Self {
+        Self {
+            approve: v.approve,
+            reason: v.reason,
+            action: None,
+        }
+    }
 }
 
 /// Why an active belief is retired.

@@ -38,11 +38,11 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::Caller;
 use crate::dto::{
-    Ack, AppendRaw, AtomicAppend, AtomicIncrement, Cursor, Decompose, DeleteExpired, Deleted,
-    DeletedCount, EmbedPending, Embedded, EmbeddingModel, Erase, ExpireProposals, ExpiredCount,
-    FinishProposal, Health, MaybeInsight, MoveNamespace, Moved, PostMessages, PrioritiesOf,
-    Promote, PruneRaw, RedactAudit, Redacted, RetireBelief, SearchMemory, SetState, SimilarInsight,
-    Strengthen, Touch, Touched, VectorLookup,
+    Ack, AppendRaw, AtomicAppend, AtomicIncrement, BeliefVerdict, Cursor, Decompose, DeleteExpired,
+    Deleted, DeletedCount, EmbedPending, Embedded, EmbeddingModel, Erase, ExpireProposals,
+    ExpiredCount, FinishProposal, Health, MaybeInsight, MoveNamespace, Moved, PostMessages,
+    PrioritiesOf, Promote, PruneRaw, RedactAudit, Redacted, RetireBelief, SearchMemory, SetState,
+    SimilarInsight, Strengthen, Touch, Touched, VectorLookup,
 };
 
 /// An HTTP method of the table.

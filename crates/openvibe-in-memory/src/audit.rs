@@ -116,11 +116,11 @@ impl AuditLog for InMemoryAuditLog {
             .filter(|e| {
                 e.tenant_id == ctx.tenant_id()
                     && q.matches(e)
-                    && after.is_none_or(|(at, seq)| (e.at, e.seq) < (at, seq))
+                    && after.is_none_or(|after| e.chain_seq < after)
             })
             .cloned()
             .collect();
-        found.sort_by_key(|e| std::cmp::Reverse((e.at, e.seq)));
+        found.sort_by_key(|e| std::cmp::Reverse(e.chain_seq));
         found.truncate(q.limit);
         Ok(found)
     }

@@ -14,7 +14,7 @@ use openvibe_protocols::{
     Clearance, Grants, Rights, StoreError, Stores, Verdict,
 };
 
-use crate::support::{agent, is_conflict, is_invalid, is_not_found, is_unauthorized, sys};
+use crate::support::{agent, history, is_conflict, is_invalid, is_not_found, is_unauthorized, sys};
 
 fn person(id: &str) -> CallerContext {
     CallerContext::user(id)
@@ -188,6 +188,11 @@ where
         .unwrap();
     assert_eq!(retired.status, BeliefStatus::Retired);
     assert_eq!(retired.superseded_by, None);
+    // Its history is in the order the store applied it.
+    assert_eq!(
+        history(&s, "belief", "b1").await,
+        ["insert", "approve", "retire"]
+    );
     assert!(is_not_found(
         s.beliefs
             .decide(&person("ann"), "nope", &Verdict::approve("x"))

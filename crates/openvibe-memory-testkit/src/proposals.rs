@@ -15,7 +15,7 @@ use openvibe_protocols::{
 };
 use serde_json::json;
 
-use crate::support::{agent, is_conflict, is_invalid, is_not_found, is_unauthorized, sys};
+use crate::support::{agent, history, is_conflict, is_invalid, is_not_found, is_unauthorized, sys};
 
 /// A person of tenant `t1` who may read everything.
 fn person(id: &str) -> CallerContext {
@@ -258,6 +258,12 @@ where
     assert!(is_conflict(
         s.proposals.finish(&cro(), "p1", Err("again".into())).await
     ));
+    // Its history is in the order the store applied the transitions,
+    // however the callers raced.
+    assert_eq!(
+        history(&s, "proposal", "p1").await,
+        ["insert", "approve", "claim", "executed"]
+    );
     // A failure is recorded as such.
     s.proposals.create(&cro(), proposal("p2", 5)).await.unwrap();
     s.proposals

@@ -4,7 +4,9 @@
 use std::future::Future;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use openvibe_protocols::{CallerContext, Episode, Fact, Insight, StoreError};
+use openvibe_protocols::{
+    AuditQuery, AuditStatus, CallerContext, Episode, Fact, Insight, StoreError, Stores,
+};
 
 pub(crate) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
@@ -77,4 +79,34 @@ pub(crate) async fn futures_join_all<F: Future<Output = ()>>(futures: Vec<F>) {
         }
     })
     .await;
+}
+
+/// The history of record `id` of `kind`: the trail's entries about it
+/// (refusals aside), oldest first, each named by its transition (or its
+/// operation: `insert`).
+pub(crate) async fn history(s: &Stores, kind: &str, id: &str) -> Vec<String> {
+    s.audit.flush().await.unwrap();
+    let trail = s
+        .audit
+        .query(
+            &sys(),
+            &AuditQuery {
+                kind: Some(kind.into()),
+                record_id: Some(id.into()),
+                status: Some(AuditStatus::Ok),
+                ..AuditQuery::new()
+            },
+        )
+        .await
+        .unwrap();
+    trail
+        .iter()
+        .rev()
+        .map(
+            |e| match e.filters.as_ref().and_then(|f| f["transition"].as_str()) {
+                Some(t) => t.to_owned(),
+                None => e.operation.as_str().to_owned(),
+            },
+        )
+        .collect()
 }

@@ -393,15 +393,15 @@ impl AuditLog for PgAuditLog {
             if let Some(st) = q.status {
                 sql.push(" AND status = ").bind(st.as_str());
             }
-            if let Some((at, seq)) = after {
-                // Keyset paging in (at DESC, seq DESC) order.
-                sql.push(" AND (at, seq) < (")
-                    .bind(at)
-                    .push(", ")
-                    .bind(i64::try_from(seq).unwrap_or(i64::MAX))
-                    .push(")");
+            if let Some(after) = after {
+                // Keyset paging in the chain's order, newest first.
+                sql.push(" AND chain_seq < ")
+                    .bind(i64::try_from(after).unwrap_or(i64::MAX));
             }
-            sql.push(" ORDER BY at DESC, seq DESC LIMIT ")
+            // The order the trail was written in (issue 65): `at` is each
+            // transaction's start, which racing writers do not keep. An
+            // entry outside the chain (a break `verify` reports) comes first.
+            sql.push(" ORDER BY chain_seq DESC NULLS FIRST, seq DESC LIMIT ")
                 .bind(i64::try_from(q.limit).unwrap_or(i64::MAX));
             let mut tx = begin(&self.pool, ctx).await?;
             let rows = sql

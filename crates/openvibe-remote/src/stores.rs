@@ -5,9 +5,10 @@
 use async_trait::async_trait;
 use chrono::NaiveDate;
 use openvibe_api::dto::{
-    Ack, AppendRaw, AtomicAppend, AtomicIncrement, Decompose, DeleteExpired, EmbedPending, Erase,
-    ExpireProposals, FinishProposal, MoveNamespace, PostMessages, PrioritiesOf, PruneRaw,
-    RedactAudit, RetireBelief, SetState, SimilarInsight, Strengthen, Touch, VectorLookup,
+    Ack, AppendRaw, AtomicAppend, AtomicIncrement, BeliefVerdict, Decompose, DeleteExpired,
+    EmbedPending, Erase, ExpireProposals, FinishProposal, MoveNamespace, PostMessages,
+    PrioritiesOf, PruneRaw, RedactAudit, RetireBelief, SetState, SimilarInsight, Strengthen, Touch,
+    VectorLookup,
 };
 use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEndpoints};
 use openvibe_protocols::{

@@ -207,6 +207,7 @@ fn build_document() -> Value {
             list.splice(0..0, params);
         }
     }
+    link_created_records(&mut paths, &schemas);
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -245,6 +246,67 @@ fn build_document() -> Value {
         },
         "security": [{"apiKey": []}, {"apiKey": [], "caller": []}],
     })
+}
+
+/// OpenAPI links from each operation that creates a record (`POST` to a
+/// path without parameters, answering a schema with an `id`) to the
+/// operations on that record (`<path>/{id}`, `<path>/{id}/decide`, ...),
+/// with the id of its answer: what a client (and the API tester's stateful
+/// phase) follows from create to get, decide and retire.
+fn link_created_records(paths: &mut Map<String, Value>, schemas: &Map<String, Value>) {
+    let answers_an_id = |op: &Value| {
+        let schema = op.pointer("/responses/200/content/application~1json/schema");
+        let name = schema
+            .and_then(|s| s.get("$ref"))
+            .and_then(Value::as_str)
+            .and_then(|r| r.rsplit('/').next());
+        name.and_then(|n| schemas.get(n))
+            .and_then(|s| s.pointer("/properties/id"))
+            .is_some()
+    };
+    let mut links: Vec<(String, String, String)> = Vec::new();
+    for (create, item) in paths.iter() {
+        let Some(post) = item.get("post") else {
+            continue;
+        };
+        if create.contains('{') || !answers_an_id(post) {
+            continue;
+        }
+        let prefix = format!("{create}/{{id}}");
+        for (path, target) in paths.iter() {
+            if path != &prefix && !path.starts_with(&format!("{prefix}/")) {
+                continue;
+            }
+            let Some(target) = target.as_object() else {
+                continue;
+            };
+            for op in target.values() {
+                if let Some(id) = op.get("operationId").and_then(Value::as_str) {
+                    links.push((create.clone(), id.to_owned(), path.clone()));
+                }
+            }
+        }
+    }
+    for (create, operation_id, _) in links {
+        let Some(Value::Object(response)) = paths
+            .get_mut(&create)
+            .and_then(|i| i.pointer_mut("/post/responses/200"))
+        else {
+            continue;
+        };
+        let links = response
+            .entry("links")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(links) = links {
+            links.insert(
+                operation_id.clone(),
+                json!({
+                    "operationId": operation_id,
+                    "parameters": {"id": "$response.body#/id"},
+                }),
+            );
+        }
+    }
 }
 
 /// Make every object schema of `schemas` (the components) say what the

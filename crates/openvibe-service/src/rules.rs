@@ -296,7 +296,11 @@ const RULES: &[(&[&str], &str, Rule)] = &[
     (&["Objective"], "key_results", Rule::MinItems(1)),
     (&["KeyResult"], "metric", Rule::GoalLabel),
     (&["FinishProposal"], "error", Rule::Chars(MAX_ERROR_CHARS)),
-    (&["Verdict"], "reason", Rule::Chars(MAX_REASON_CHARS)),
+    (
+        &["Verdict", "BeliefVerdict"],
+        "reason",
+        Rule::Chars(MAX_REASON_CHARS),
+    ),
     (&["RetireBelief"], "reason", Rule::Name),
     (&["MoveNamespace"], "kind", Rule::OneOf(&RECORD_KINDS)),
     (&["MoveNamespace"], "from", Rule::Label),
@@ -672,14 +676,25 @@ fn whole_rules() -> Vec<(&'static str, Value)> {
             ]}),
         ),
         // `Verdict::validate`: a rejection needs a reason.
+        ("Verdict", a_rejection_needs_a_reason()),
+        ("BeliefVerdict", a_rejection_needs_a_reason()),
+        // `Proposal::validate`: a proposal to act carries its action.
         (
-            "Verdict",
-            json!({"anyOf": [
-                {"required": ["approve"], "properties": {"approve": {"const": true}}},
-                {"required": ["reason"], "properties": {"reason": {"type": "string", "pattern": NOT_BLANK}}},
-            ]}),
+            "Proposal",
+            json!({
+                "if": {"required": ["outcome"], "properties": {"outcome": {"const": "propose"}}},
+                "then": {"required": ["action"], "properties": {"action": {"type": "object"}}},
+            }),
         ),
     ]
+}
+
+/// A verdict approves, or gives its reason.
+fn a_rejection_needs_a_reason() -> Value {
+    json!({"anyOf": [
+        {"required": ["approve"], "properties": {"approve": {"const": true}}},
+        {"required": ["reason"], "properties": {"reason": {"type": "string", "pattern": NOT_BLANK}}},
+    ]})
 }
 
 /// A cursor and a text that is not empty never together.

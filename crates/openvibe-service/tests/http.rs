@@ -522,3 +522,54 @@ fn the_openapi_document_covers_every_route() {
     }
     insta::assert_json_snapshot!("openapi", doc);
 }
+
+/// A verdict on a belief takes no action: its document offers none, and a
+/// body with one is refused (400, naming the field) and decides nothing.
+#[tokio::test]
+async fn a_verdict_on_a_belief_takes_no_action() {
+    use openvibe_protocols::{Belief, BeliefStatus, Clearance};
+    let stores = openvibe_memory::in_memory_stores();
+    let cro = CallerContext::agent("cro").with_clearance(Clearance::unrestricted());
+    stores
+        .beliefs
+        .propose(
+            &cro,
+            Belief::new("cro", "Webinar leads close faster", 0.8).id("b1"),
+        )
+        .await
+        .unwrap();
+    let url = support::spawn(Service::new(stores.clone(), Access::open("default"))).await;
+    let verdict = json!({
+        "approve": true,
+        "reason": "fine",
+        "action": {"kind": "tool", "tool": "give_discount", "name": "apply", "args": {}},
+    });
+    let (status, _, body) = send(
+        reqwest::Method::POST,
+        &format!("{url}/v1/memory/beliefs/b1/decide"),
+        None,
+        Some(verdict),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("action"), "{body}");
+    let b = stores.beliefs.get(&cro, "b1").await.unwrap().unwrap();
+    assert_eq!(b.status, BeliefStatus::Proposed);
+    // The document: a belief's verdict has no `action`; a proposal's has.
+    let (_, _, doc) = send(
+        reqwest::Method::GET,
+        &format!("{url}/openapi.json"),
+        None,
+        None,
+    )
+    .await;
+    let schemas = &doc["components"]["schemas"];
+    assert!(
+        schemas["BeliefVerdict"]["properties"]
+            .get("action")
+            .is_none()
+    );
+    assert!(schemas["Verdict"]["properties"].get("action").is_some());
+    let body = &doc["paths"]["/v1/memory/beliefs/{id}/decide"]["post"]["requestBody"];
+    assert!(body.to_string().contains("BeliefVerdict"), "{body}");
+}

@@ -42,7 +42,7 @@ macro_rules! store_wire {
     (ProposalStore => $callback:path $({ $($extra:tt)* })?) => { $callback! { ProposalStore proposal_ops; { $($($extra)*)? } [
         fn create(proposal: Proposal) -> Proposal = CREATE_PROPOSAL {
             POST "/v1/memory/proposals" [] (body Proposal) -> Proposal;
-            "createProposal", "Create a pending proposal (the same id and request again: the existing one)" [idempotent];
+            "createProposal", "Create a pending proposal (the same id and request again: the existing one). Refused 422 naming the field, by rules between fields: a proposal to act carries its action; its decision is the proposing role's; `openvibe.adopt_belief` is reserved to a belief's own proposal (`bp_<belief id>`)" [idempotent];
             server (|s, ctx, p| s.stores.proposals.create(&ctx, p));
             client (&proposal);
         }
@@ -61,7 +61,7 @@ macro_rules! store_wire {
         }
         fn decide(id: &str, verdict: &Verdict) -> Proposal = DECIDE_PROPOSAL {
             POST "/v1/memory/proposals/{id}/decide" [id] (body Verdict) -> Proposal;
-            "decideProposal", "Approve or reject a pending proposal (needs the approve right; of racing callers one wins, the others get 409)" [];
+            "decideProposal", "Approve or reject a pending proposal (needs the approve right, never on a proposal of one's own; an escalation is approved with the action to take; of racing callers one wins, the others get 409)" [];
             // A belief's proposal decides its belief with it.
             server (|s, ctx, v| s.stores.decide_proposal(&ctx, &id, &v));
             client (verdict);
@@ -126,7 +126,7 @@ macro_rules! store_wire {
         }
         fn messages(space_id: &str, query: &openvibe_protocols::MessageQuery) -> Vec<SpaceMessage> = READ_MESSAGES {
             POST "/v1/memory/spaces/{id}/messages/query" [space_id] (body openvibe_protocols::MessageQuery) -> Vec<SpaceMessage>;
-            "readMessages", "Messages after a seq, in order; waits up to `wait_ms` for the next one when none follows" [idempotent];
+            "readMessages", "Messages after a seq, in order; waits up to `wait_ms` (at most 30,000 ms) for the next one when none follows, so a client's timeout must be longer than that" [idempotent];
             // A long poll answers before the request's time limit.
             server (|s, ctx, q| s.stores.spaces.messages(&ctx, &space_id, &s.bounded_wait(q)));
             client (query);
@@ -147,7 +147,7 @@ macro_rules! store_wire {
     (GoalStore => $callback:path $({ $($extra:tt)* })?) => { $callback! { GoalStore goal_ops; { $($($extra)*)? } [
         fn put(goal: Goal) -> Goal = PUT_GOAL {
             POST "/v1/memory/goals" [] (body Goal) -> Goal;
-            "putGoal", "Put an objective: create its goal, or revise it (a new version when it changed; the same objective again changes nothing)" [idempotent];
+            "putGoal", "Put an objective: create its goal, or revise it (a new version when it changed; the same objective again changes nothing). Refused 422 naming the field, by rules between fields: key results have distinct ids and metrics, each one's target differs from its baseline, and none is due after the objective" [idempotent];
             server (|s, ctx, g| s.stores.goals.put(&ctx, g));
             client (&goal);
         }
@@ -166,7 +166,7 @@ macro_rules! store_wire {
         }
         fn decompose(id: &str, fingerprint: &str, initiatives: Vec<Initiative>) -> Goal = DECOMPOSE_GOAL {
             POST "/v1/memory/goals/{id}/decompose" [id] (body Decompose) -> Goal;
-            "decomposeGoal", "Store a goal's initiatives (the first decomposition of an objective stays; 409 when the objective changed since the fingerprint)" [idempotent];
+            "decomposeGoal", "Store a goal's initiatives (the first decomposition of an objective stays; 409 when the objective changed since the fingerprint; 422 naming the field when an initiative names a key result the objective does not have)" [idempotent];
             server (|s, ctx, d| s.stores.goals.decompose(&ctx, &id, &d.fingerprint, d.initiatives));
             client (&Decompose { fingerprint: fingerprint.to_owned(), initiatives });
         }
@@ -208,7 +208,7 @@ macro_rules! store_wire {
     (BeliefStore => $callback:path $({ $($extra:tt)* })?) => { $callback! { BeliefStore belief_ops; { $($($extra)*)? } [
         fn propose(belief: Belief) -> Belief = PROPOSE_BELIEF {
             POST "/v1/memory/beliefs" [] (body Belief) -> Belief;
-            "proposeBelief", "Propose a belief (the same id and request again: the existing one)" [idempotent];
+            "proposeBelief", "Propose a belief (the same id and request again: the existing one; 422 naming the field when it supersedes itself)" [idempotent];
             server (|s, ctx, b| s.stores.beliefs.propose(&ctx, b));
             client (&belief);
         }
@@ -226,11 +226,11 @@ macro_rules! store_wire {
             client (query);
         }
         fn decide(id: &str, verdict: &Verdict) -> Belief = DECIDE_BELIEF {
-            POST "/v1/memory/beliefs/{id}/decide" [id] (body Verdict) -> Belief;
-            "decideBelief", "Approve or reject a proposed belief (needs the approve right; approving one that supersedes an active belief retires it; of racing callers one wins, the others get 409)" [];
+            POST "/v1/memory/beliefs/{id}/decide" [id] (body BeliefVerdict) -> Belief;
+            "decideBelief", "Approve or reject a proposed belief (needs the approve right, never on a belief of one's own; a verdict on a belief takes no action; approving one that supersedes an active belief retires it; of racing callers one wins, the others get 409)" [];
             // A belief decides its proposal in the inbox with it.
-            server (|s, ctx, v| s.stores.decide_belief(&ctx, &id, &v));
-            client (verdict);
+            server (|s, ctx, v| s.stores.decide_belief(&ctx, &id, &v.into()));
+            client (&BeliefVerdict::of(verdict)?);
         }
         fn retire(id: &str, reason: &str) -> Belief = RETIRE_BELIEF {
             POST "/v1/memory/beliefs/{id}/retire" [id] (body RetireBelief) -> Belief;
@@ -248,7 +248,7 @@ macro_rules! store_wire {
         }
         fn query(query: &AuditQuery) -> Vec<AuditEntry> = QUERY_AUDIT {
             POST "/v1/memory/audit/query" [] (body AuditQuery) -> Vec<AuditEntry>;
-            "queryAudit", "Audit entries, newest first (a non-privileged caller sees its own)" [idempotent];
+            "queryAudit", "Audit entries, newest first in the order the trail was written (its chain), a page at a time (a non-privileged caller sees its own)" [idempotent];
             server (|s, ctx, q| s.stores.audit.query(&ctx, &q));
             client (query);
         }

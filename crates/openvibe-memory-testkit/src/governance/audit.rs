@@ -70,10 +70,8 @@ where
     let admin = CallerContext::system().with_tenant("t1");
     let trail = s.audit.query(&admin, &AuditQuery::new()).await.unwrap();
     assert!(
-        trail
-            .windows(2)
-            .all(|w| (w[0].at, w[0].seq) >= (w[1].at, w[1].seq)),
-        "newest first"
+        trail.windows(2).all(|w| w[0].chain_seq > w[1].chain_seq),
+        "newest first, in the order the trail was written"
     );
     let mut seen: Vec<(AuditOp, String, Option<String>, AuditStatus, String)> = trail
         .iter()
@@ -349,7 +347,8 @@ where
 }
 
 /// Every audit entry of a tenant has a place in its tenant's hash chain,
-/// one per number from 1 without gaps, also when eight writers race; the
+/// one per number from 1 without gaps, also when eight writers race, and
+/// the trail lists (and pages) newest first in that order; the
 /// chain verifies and its head (the anchor) is its last entry; a stale or
 /// forged anchor is reported; another tenant's chain is its own; only a
 /// privileged caller verifies or anchors.
@@ -399,6 +398,25 @@ where
         )
         .await
         .unwrap();
+    // Listed newest first in the order the trail was written, whatever the
+    // racing writers' clocks said (issue 65), a page at a time too.
+    let listed: Vec<u64> = entries.iter().map(|e| e.chain_seq).collect();
+    assert!(
+        listed.windows(2).all(|w| w[0] > w[1]),
+        "the trail lists in the chain's order: {listed:?}"
+    );
+    let mut paged = Vec::new();
+    let mut q = AuditQuery {
+        limit: 7,
+        ..AuditQuery::new()
+    };
+    loop {
+        let page = s.audit.query(&sys(), &q).await.unwrap();
+        let Some(last) = page.last() else { break };
+        q.cursor = Some(last.cursor());
+        paged.extend(page.iter().map(|e| e.chain_seq));
+    }
+    assert_eq!(paged, listed, "pages by cursor, in the chain's order");
     entries.sort_by_key(|e| e.chain_seq);
     let numbers: Vec<u64> = entries.iter().map(|e| e.chain_seq).collect();
     assert!(

@@ -98,9 +98,9 @@ pub struct AuditEntry {
 
 impl AuditEntry {
     /// The cursor of a page that ends with this entry
-    /// ([`AuditQuery::cursor`]).
+    /// ([`AuditQuery::cursor`]): its place in the chain.
     pub fn cursor(&self) -> String {
-        super::page_cursor(self.at, &self.seq.to_string())
+        super::page_cursor(self.at, &self.chain_seq.to_string())
     }
 
     /// An entry of `ctx` for `operation` on `kind`, now, status ok, nothing
@@ -244,7 +244,9 @@ pub struct AuditQuery {
     /// Continue after the page that ended with this cursor
     /// ([`AuditEntry::cursor`]): keyset paging in the trail's order.
     pub cursor: Option<String>,
-    /// At most this many, newest first (by `at`, then `seq`; default 100).
+    /// At most this many, newest first in the order the trail was written
+    /// (its chain, `chain_seq`: the order the store applied the changes,
+    /// whatever the clocks of racing writers said; default 100).
     pub limit: usize,
 }
 
@@ -271,18 +273,18 @@ impl AuditQuery {
         Self::default()
     }
 
-    /// The position the cursor names: `(at, seq)` of the last entry of the
-    /// previous page; entries after it in the trail's order are older, or
-    /// as old with a smaller `seq`.
-    pub fn after(&self) -> Result<Option<(DateTime<Utc>, u64)>, StoreError> {
+    /// The position the cursor names: the `chain_seq` of the last entry
+    /// of the previous page; the entries after it in the trail's order are
+    /// those with a smaller one.
+    pub fn after(&self) -> Result<Option<u64>, StoreError> {
         let Some(cursor) = &self.cursor else {
             return Ok(None);
         };
         let bad = || StoreError::invalid("cursor", "not a cursor of an audit page");
         let (micros, seq) = super::parse_cursor(cursor)?;
-        let at = DateTime::from_timestamp_micros(micros).ok_or_else(bad)?;
+        DateTime::from_timestamp_micros(micros).ok_or_else(bad)?;
         let seq = seq.parse::<u64>().map_err(|_| bad())?;
-        Ok(Some((at, seq)))
+        Ok(Some(seq))
     }
 
     /// Whether `entry` passes the filters (the tenant and the caller's

@@ -2,8 +2,8 @@
 //! (`/v1/memory/beliefs`), served from the wire of
 //! [`BeliefStore`](openvibe_protocols::BeliefStore).
 
-use openvibe_api::dto::RetireBelief;
+use openvibe_api::dto::{BeliefVerdict, RetireBelief};
 use openvibe_memory::Decisions;
-use openvibe_protocols::{Belief, BeliefQuery, Page, Verdict};
+use openvibe_protocols::{Belief, BeliefQuery, Page};
 
 openvibe_api::store_wire!(BeliefStore => super::api::serve_store);
