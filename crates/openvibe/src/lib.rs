@@ -8,11 +8,11 @@
 //!
 //! | layer | crate | re-exported as |
 //! |---|---|---|
-//! | L3 | `openvibe-roles` | [`roles`]: [`Role`], [`RoleRuntime`], [`AuthorityConfig`] |
+//! | L3 | `openvibe-roles` | [`roles`]: [`Role`], [`RoleRuntime`], [`AuthorityConfig`]; V3/V4: [`DecisionEngine`], [`GoalSystem`], [`CognitiveLoop`] |
 //! | L2 | `openvibe-operators` | [`operators`]: [`Operator`], [`OperatorRuntime`], [`StateGraph`] |
 //! | L1 | `openvibe-primitives` | [`primitives`]: [`LlmNode`] ([`llm_node`](macro@llm_node)), [`AgentNode`] ([`agent_node`](macro@agent_node)), [`tool`] |
 //! | memory | `openvibe-memory` | [`memory`]: [`AgentMemory`], [`WorkspaceMemory`], [`MemoryFilesystem`], [`ClearanceProfile`] |
-//! | L0 | `openvibe-protocols` | [`protocols`]: [`Fact`], [`Episode`], [`Insight`], [`Classification`], traits |
+//! | L0 | `openvibe-protocols` | [`protocols`]: [`Fact`], [`Episode`], [`Insight`], [`Classification`], traits; V3/V4: [`Decision`], [`Objective`] (the seed's OKR), [`Space`], [`Belief`], [`BeliefStore`], [`Clearance`] |
 //!
 //! ```
 //! use std::sync::Arc;
@@ -100,6 +100,16 @@ pub use openvibe_temporal as temporal;
 
 // Layer 3
 pub use openvibe_roles::{Authority, AuthorityConfig, Role, RoleRuntime};
+// The seed's V3 (`DecisionEngine, GoalSystem, OKR, Decision`): an OKR is an
+// [`Objective`] with its [`KeyResult`]s.
+pub use openvibe_protocols::{Decision, DecisionEvent, KeyResult, Objective};
+pub use openvibe_roles::{DecisionEngine, GoalSystem};
+// The seed's V4 (`CognitiveLoop, Space, BeliefStore, MemoryAccessControl`):
+// memory access control is the [`ClearanceProfile`] of each role (domain ×
+// classification) and the [`Clearance`] of each caller, with namespace
+// policies in [`governance`].
+pub use openvibe_protocols::{Belief, BeliefStore, Clearance, Space};
+pub use openvibe_roles::CognitiveLoop;
 // Layer 2
 pub use openvibe_operators::{END, Operator, OperatorRuntime, StateGraph};
 // Layer 1
