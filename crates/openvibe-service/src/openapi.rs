@@ -208,6 +208,9 @@ fn build_document() -> Value {
         }
     }
     link_created_records(&mut paths, &schemas);
+    for value in schemas.values_mut().chain(paths.values_mut()) {
+        plain_descriptions(value);
+    }
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -246,6 +249,46 @@ fn build_document() -> Value {
         },
         "security": [{"apiKey": []}, {"apiKey": [], "caller": []}],
     })
+}
+
+/// Every `description` under `value` read as plain Markdown: the rustdoc
+/// links the types' doc comments carry (`` [`Goal::fingerprint`] ``, with or
+/// without a `(path)` target) become the code they name, which a reader of
+/// the document can look up, instead of links into Rust paths.
+fn plain_descriptions(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                match v {
+                    Value::String(text) if key == "description" => *text = plain_links(text),
+                    _ => plain_descriptions(v),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(plain_descriptions),
+        _ => {}
+    }
+}
+
+/// `text` with each rustdoc link `` [`x`] `` or `` [`x`](target) `` as `` `x` ``.
+fn plain_links(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("[`") {
+        let Some(end) = rest[start..].find("`]").map(|e| start + e) else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str(&rest[start + 1..end + 1]);
+        rest = &rest[end + 2..];
+        if rest.starts_with('(')
+            && let Some(close) = rest.find(')')
+        {
+            rest = &rest[close + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// OpenAPI links from each operation that creates a record (`POST` to a
@@ -471,6 +514,19 @@ pub const DATE_TIME_PATTERN: &str = concat!(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn rustdoc_links_read_as_code() {
+        assert_eq!(
+            super::plain_links(
+                "see [`Goal::fingerprint`](openvibe_protocols::Goal::fingerprint), 0 to [`MAX`]."
+            ),
+            "see `Goal::fingerprint`, 0 to `MAX`."
+        );
+        assert_eq!(super::plain_links("no link [x] here"), "no link [x] here");
+        assert_eq!(super::plain_links("open [`a"), "open [`a");
+    }
+
     use super::*;
 
     #[test]
