@@ -195,7 +195,9 @@ const RULES: &[(&[&str], &str, Rule)] = &[
         Rule::Label,
     ),
     (
-        &["Fact", "Insight", "Episode", "RawCall"],
+        &[
+            "Fact", "Insight", "Episode", "RawCall", "Proposal", "Belief", "Space",
+        ],
         "domain",
         Rule::Label,
     ),
