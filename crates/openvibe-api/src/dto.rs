@@ -348,12 +348,7 @@ impl BeliefVerdict {
     /// The belief's part of `verdict`: refused, naming the rule, when it
     /// carries an action.
     pub fn of(verdict: &Verdict) -> Result<Self, StoreError> {
-        if verdict.action.is_some() {
-            return Err(StoreError::invalid(
-                "action",
-                "a verdict on a belief takes no action",
-            ));
-        }
+        openvibe_protocols::check_belief_verdict(verdict)?;
         Ok(Self {
             approve: verdict.approve,
             reason: verdict.reason.clone(),

@@ -224,9 +224,10 @@ impl Tenant {
     }
 
     /// Remove session `id` (whoever may): its plans, plan contexts and
-    /// knowledge are detached from it; how many plans were.
-    fn remove_session(&mut self, id: &str) -> u64 {
-        self.sessions.remove(id);
+    /// knowledge are detached from it. Its meta and how many plans were
+    /// detached, or `None` when there is no such session.
+    fn remove_session(&mut self, id: &str) -> Option<(RecordMeta, u64)> {
+        let session = self.sessions.remove(id)?;
         let mut detached = 0;
         for plan in self.plans.values_mut() {
             if plan.session_id.as_deref() == Some(id) {
@@ -246,7 +247,7 @@ impl Tenant {
                 }
             }
         });
-        detached
+        Some((session.meta, detached))
     }
 
     /// Remove plan `id` (whoever may) with its state and context; its
@@ -309,11 +310,7 @@ impl Tenant {
         ids.iter()
             .filter_map(|id| {
                 let meta = match kind {
-                    "session" => {
-                        let meta = self.sessions.get(id)?.meta.clone();
-                        self.remove_session(id);
-                        meta
-                    }
+                    "session" => self.remove_session(id)?.0,
                     "plan" => self.remove_plan(id)?.0,
                     _ => self.remove_task(id)?,
                 };
@@ -463,8 +460,9 @@ impl SessionStore for InMemoryWorkingStore {
             Change::Delete,
             format!("delete session {id}"),
         )?;
-        let meta = session.meta.clone();
-        let detached = tenant.remove_session(id);
+        let Some((meta, detached)) = tenant.remove_session(id) else {
+            return Err(not_found("session", id));
+        };
         self.audit_change(ctx, AuditOp::Delete, "session", id, &meta);
         Ok(SessionDeleted {
             plans_detached: detached,
@@ -717,8 +715,9 @@ impl ContextStore for InMemoryWorkingStore {
             Change::Delete,
             format!("delete task context {task_id}"),
         )?;
-        let meta = task.meta.clone();
-        tenant.remove_task(task_id);
+        let Some(meta) = tenant.remove_task(task_id) else {
+            return Ok(false);
+        };
         self.audit_change(ctx, AuditOp::Delete, "task_context", task_id, &meta);
         Ok(true)
     }

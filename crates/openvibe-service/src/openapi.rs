@@ -307,7 +307,7 @@ fn link_created_records(paths: &mut Map<String, Value>, schemas: &Map<String, Va
             .and_then(|s| s.pointer("/properties/id"))
             .is_some()
     };
-    let mut links: Vec<(String, String, String)> = Vec::new();
+    let mut links: Vec<(String, String)> = Vec::new();
     for (create, item) in paths.iter() {
         let Some(post) = item.get("post") else {
             continue;
@@ -315,9 +315,10 @@ fn link_created_records(paths: &mut Map<String, Value>, schemas: &Map<String, Va
         if create.contains('{') || !answers_an_id(post) {
             continue;
         }
-        let prefix = format!("{create}/{{id}}");
+        let record = format!("{create}/{{id}}");
+        let below = format!("{record}/");
         for (path, target) in paths.iter() {
-            if path != &prefix && !path.starts_with(&format!("{prefix}/")) {
+            if path != &record && !path.starts_with(&below) {
                 continue;
             }
             let Some(target) = target.as_object() else {
@@ -325,12 +326,12 @@ fn link_created_records(paths: &mut Map<String, Value>, schemas: &Map<String, Va
             };
             for op in target.values() {
                 if let Some(id) = op.get("operationId").and_then(Value::as_str) {
-                    links.push((create.clone(), id.to_owned(), path.clone()));
+                    links.push((create.clone(), id.to_owned()));
                 }
             }
         }
     }
-    for (create, operation_id, _) in links {
+    for (create, operation_id) in links {
         let Some(Value::Object(response)) = paths
             .get_mut(&create)
             .and_then(|i| i.pointer_mut("/post/responses/200"))

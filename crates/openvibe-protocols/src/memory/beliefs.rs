@@ -102,6 +102,19 @@ pub struct Belief {
     pub reason: Option<String>,
 }
 
+/// A verdict on a belief carries no action (a belief is adopted, not run):
+/// the rule [`Belief::decide_as`] applies, and the wire's belief verdict
+/// checks before it is sent.
+pub fn check_belief_verdict(verdict: &Verdict) -> Result<(), StoreError> {
+    if verdict.action.is_some() {
+        return Err(StoreError::invalid(
+            "action",
+            "a verdict on a belief takes no action",
+        ));
+    }
+    Ok(())
+}
+
 impl Belief {
     /// A proposed belief of `role_id`.
     pub fn new(role_id: impl Into<String>, statement: impl Into<String>, confidence: f64) -> Self {
@@ -206,12 +219,7 @@ impl Belief {
     ) -> Result<Self, StoreError> {
         ctx.may_approve(&self.meta, &format!("decide belief {}", self.id))?;
         verdict.validate()?;
-        if verdict.action.is_some() {
-            return Err(StoreError::invalid(
-                "action",
-                "a verdict on a belief takes no action",
-            ));
-        }
+        check_belief_verdict(verdict)?;
         if self.status != BeliefStatus::Proposed {
             return Err(StoreError::conflict(format!(
                 "belief `{}` is {}, not proposed: it was decided already",

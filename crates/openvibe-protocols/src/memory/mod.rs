@@ -63,7 +63,7 @@ pub use audit::{
 };
 pub use beliefs::{
     BELIEF_KIND, Belief, BeliefQuery, BeliefStatus, BeliefStore, MAX_BELIEF_INSIGHTS,
-    MAX_BELIEF_PAGE, validate_belief,
+    MAX_BELIEF_PAGE, check_belief_verdict, validate_belief,
 };
 pub use context::{CallerContext, Clearance, Principal, PrincipalKind};
 pub use cursor::{Listed, MIN_CURSOR_MICROS, PageQuery, check_limit, page_cursor, parse_cursor};
