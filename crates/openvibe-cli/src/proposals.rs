@@ -92,6 +92,10 @@ Examples:
         /// For an escalation: the tool's input (a JSON object).
         #[arg(long, requires = "action", default_value = "{}")]
         input: String,
+        /// For a belief's proposal whose belief refines an active one:
+        /// retire that one, as the approved belief supersedes it.
+        #[arg(long)]
+        supersede: bool,
     },
     /// Reject a pending proposal, with a reason: its action never runs.
     Reject {
@@ -141,6 +145,7 @@ pub async fn run(command: ProposalsCommand, out: &mut impl Write) -> Result<(), 
             action,
             tool,
             input,
+            supersede,
         } => {
             let action = match (action, tool) {
                 (Some(action), Some(tool)) => {
@@ -155,6 +160,7 @@ pub async fn run(command: ProposalsCommand, out: &mut impl Write) -> Result<(), 
                 approve: true,
                 reason,
                 action,
+                supersede,
             };
             decide(&desk, &id, &verdict, out).await.map(|_| ())
         }

@@ -2,12 +2,14 @@
 //!
 //! ```text
 //! openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--vectors default|exact|graph] [--misses FILE]
+//! openvibe-eval subjects [--pairs FILE]... [--dump FILE]
 //! ```
 //!
 //! Prints `EVAL <method> <metric> <value>` lines on standard output;
 //! progress on standard error. The Postgres backend reads `DATABASE_URL`.
 
 mod locomo;
+mod subjects;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +17,22 @@ use std::sync::Arc;
 use openvibe_local_embed::LocalEmbedder;
 use openvibe_protocols::{Embedder, KnowledgeStore};
 use openvibe_retrieval::VectorSearch;
+
+const SUBJECTS_USAGE: &str = "usage: openvibe-eval subjects [--pairs FILE]... [--dump FILE]
+
+Judges whether the two statements of each labelled pair are about the same
+subject, by meaning (all-MiniLM-L6-v2 vectors with the analyzer's terms)
+and by words alone, and prints precision, recall and F1 of same-subject
+detection (EVAL lines), how many contradictions would be merged as
+duplicates, and the confusion tables. Needs the local model (cargo xtask
+models fetch).
+
+  --pairs FILE  JSON lines {\"a\", \"b\", \"label\"}, labels duplicate, refines,
+                contradicts (the same subject) or unrelated; repeat for
+                several files (default: crates/openvibe-eval/data/'s tuning
+                and held-out splits)
+  --dump FILE   write one tab-separated line per pair: label, similarity,
+                shared terms, overlap, jaccard, negation differs, a, b";
 
 const USAGE: &str = "usage: openvibe-eval locomo --data DIR [--backend memory|postgres] [--method bm25|dense|hybrid|all] [--vectors default|exact|graph] [--misses FILE]
 
@@ -118,10 +136,63 @@ async fn store(
     }
 }
 
+/// `openvibe-eval subjects ...`.
+async fn subjects_main(args: &[String]) -> Result<(), String> {
+    let mut files = Vec::new();
+    let mut dump_file = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{arg} needs a value\n\n{SUBJECTS_USAGE}"))
+        };
+        match arg.as_str() {
+            "--pairs" => files.push(PathBuf::from(value()?)),
+            "--dump" => dump_file = Some(PathBuf::from(value()?)),
+            "-h" | "--help" => return Err(SUBJECTS_USAGE.into()),
+            other => return Err(format!("unknown argument `{other}`\n\n{SUBJECTS_USAGE}")),
+        }
+    }
+    if files.is_empty() {
+        files = subjects::default_files();
+    }
+    let mut pairs = Vec::new();
+    for file in &files {
+        let read = subjects::read(file)?;
+        eprintln!("eval: {} pairs from {}", read.len(), file.display());
+        pairs.extend(read);
+    }
+    if pairs.is_empty() {
+        return Err("no pairs to judge".into());
+    }
+    let embedder: Arc<dyn Embedder> = Arc::new(LocalEmbedder::minilm().map_err(|e| e.to_string())?);
+    let started = std::time::Instant::now();
+    let mut dump = dump_file.as_ref().map(|_| String::new());
+    let thresholds = openvibe_memory::SubjectThresholds::default();
+    let (lines, tables) = subjects::run(embedder, &pairs, &thresholds, dump.as_mut()).await?;
+    if let (Some(path), Some(text)) = (&dump_file, &dump) {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    print!("{tables}");
+    for line in lines {
+        println!("{line}");
+    }
+    eprintln!(
+        "eval: {} pairs, {:.1} s",
+        pairs.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = async {
+        if args.first().map(String::as_str) == Some("subjects") {
+            return subjects_main(&args[1..]).await;
+        }
         let args = parse(&args)?;
         let local: Arc<dyn Embedder> =
             Arc::new(LocalEmbedder::minilm().map_err(|e| e.to_string())?);

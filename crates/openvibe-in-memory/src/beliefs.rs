@@ -26,7 +26,7 @@ impl InMemoryBeliefStore {
         let now = store_time();
         place_new(ctx, "propose", &mut b, now)?;
         self.0.tenants.changing(ctx, |table| {
-            let superseded = match &b.supersedes {
+            let superseded = match b.predecessor() {
                 Some(old) => Some(
                     table
                         .readable(ctx, old)

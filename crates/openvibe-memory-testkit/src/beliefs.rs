@@ -200,6 +200,19 @@ where
     ));
 }
 
+/// Belief `b1`, "Webinar leads close faster", proposed by the CRO and
+/// approved by `ann`.
+async fn active_b1(s: &Stores, ann: &CallerContext) {
+    s.beliefs
+        .propose(&cro(), belief("b1", "Webinar leads close faster"))
+        .await
+        .unwrap();
+    s.beliefs
+        .decide(ann, "b1", &Verdict::approve("seen it"))
+        .await
+        .unwrap();
+}
+
 /// Approving a belief that supersedes an active one retires the old one in
 /// the same step (both kept, linked, the new one a version up); when the
 /// old one is no longer active, the approval is a conflict and nothing
@@ -211,14 +224,7 @@ where
 {
     let s = factory().await;
     let ann = person("ann");
-    s.beliefs
-        .propose(&cro(), belief("b1", "Webinar leads close faster"))
-        .await
-        .unwrap();
-    s.beliefs
-        .decide(&ann, "b1", &Verdict::approve("seen it"))
-        .await
-        .unwrap();
+    active_b1(&s, &ann).await;
     let newer = s
         .beliefs
         .propose(
@@ -259,6 +265,95 @@ where
     assert_eq!(b3.status, BeliefStatus::Proposed);
     let b1 = s.beliefs.get(&cro(), "b1").await.unwrap().unwrap();
     assert_eq!(b1.superseded_by.as_deref(), Some("b2"));
+}
+
+/// A belief that refines an active one keeps both active when approved;
+/// approved superseding ([`Verdict::supersede`]) it retires the refined one
+/// in the same step, and then names it as superseded. A superseding
+/// rejection, or superseding a belief that refines none, is invalid and
+/// changes nothing.
+pub async fn beliefs_refine_or_supersede_as_the_person_chooses<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let ann = person("ann");
+    active_b1(&s, &ann).await;
+    assert!(is_invalid(
+        s.beliefs
+            .decide(&ann, "b1", &Verdict::approve("again").superseding())
+            .await
+    ));
+    let kept = s
+        .beliefs
+        .propose(
+            &cro(),
+            belief("b2", "Webinar leads close faster in the mid-market").refines("b1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((kept.version, kept.refines.as_deref()), (2, Some("b1")));
+    assert!(is_invalid(
+        s.beliefs
+            .decide(&ann, "b2", &Verdict::reject("no").superseding())
+            .await
+    ));
+    assert_eq!(
+        s.beliefs.get(&cro(), "b2").await.unwrap().unwrap().status,
+        BeliefStatus::Proposed,
+        "an invalid verdict changes nothing"
+    );
+    let both = s
+        .beliefs
+        .decide(&ann, "b2", &Verdict::approve("both hold"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            both.status,
+            both.refines.as_deref(),
+            both.supersedes.as_deref()
+        ),
+        (BeliefStatus::Active, Some("b1"), None)
+    );
+    let b1 = s.beliefs.get(&cro(), "b1").await.unwrap().unwrap();
+    assert_eq!(b1.status, BeliefStatus::Active, "refined, still held");
+    s.beliefs
+        .propose(
+            &cro(),
+            belief("b3", "Webinar leads now close slower than referrals").refines("b1"),
+        )
+        .await
+        .unwrap();
+    let replaced = s
+        .beliefs
+        .decide(&ann, "b3", &Verdict::approve("it changed").superseding())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            replaced.status,
+            replaced.refines.as_deref(),
+            replaced.supersedes.as_deref()
+        ),
+        (BeliefStatus::Active, None, Some("b1"))
+    );
+    let stored = s.beliefs.get(&cro(), "b3").await.unwrap().unwrap();
+    assert_eq!(stored, replaced, "as stored");
+    let b1 = s.beliefs.get(&cro(), "b1").await.unwrap().unwrap();
+    assert_eq!(
+        (b1.status, b1.superseded_by.as_deref()),
+        (BeliefStatus::Retired, Some("b3"))
+    );
+    assert!(
+        is_invalid(
+            s.beliefs
+                .propose(&cro(), belief("b4", "x").refines("b1").supersedes("b2"))
+                .await
+        ),
+        "one predecessor"
+    );
 }
 
 /// Lists: newest first, by status, role and domain, a page at a time.

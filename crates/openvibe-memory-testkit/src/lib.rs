@@ -201,6 +201,7 @@ cases! {
     beliefs::beliefs_are_proposed_idempotently;
     beliefs::beliefs_are_approved_once_by_people;
     beliefs::beliefs_supersede_atomically;
+    beliefs::beliefs_refine_or_supersede_as_the_person_chooses;
     beliefs::beliefs_list_newest_first_by_page;
     beliefs::beliefs_are_governed_and_audited;
     beliefs::belief_provenance_reaches_the_raw_calls;

@@ -19,6 +19,7 @@ use tracing::Instrument;
 use crate::access::ClearanceProfile;
 use crate::error::MemoryError;
 use crate::raw_writer::{RawLogConfig, RawLogWriter};
+use crate::subject::{Relation, SubjectScore, Subjects};
 use crate::workspace::WorkspaceMemory;
 use openvibe_in_memory::{InMemoryEpisodicStore, InMemoryInsightStore, InMemoryRawLog};
 
@@ -40,7 +41,19 @@ pub struct ReflectOptions {
     pub temperature: f32,
     /// How many recent episodes the prompt shows (default 50).
     pub episode_limit: usize,
+    /// How a new insight's subject is compared with the agent's insights
+    /// (default by words; a role with an embedder compares by meaning).
+    pub subjects: Subjects,
+    /// Ask the model how a new insight stands to the insight most on its
+    /// subject ([`Relation`]), and strengthen that one only when the model
+    /// says it is a duplicate (default off: only a restatement in the
+    /// same terms strengthens, see [`SubjectScore::duplicate`]).
+    pub check_with_model: bool,
 }
+
+/// How many of the agent's most confident insights a new insight is
+/// compared with by meaning (when [`ReflectOptions::check_with_model`]).
+pub const REFLECT_SUBJECT_CANDIDATES: usize = 50;
 
 impl Default for ReflectOptions {
     fn default() -> Self {
@@ -49,6 +62,8 @@ impl Default for ReflectOptions {
             model: "sonnet".to_owned(),
             temperature: 0.3,
             episode_limit: 50,
+            subjects: Subjects::by_words(),
+            check_with_model: false,
         }
     }
 }
@@ -180,18 +195,24 @@ impl AgentMemory {
     }
 
     /// This agent's active beliefs of `domain` about the same subject as
-    /// `statement` ([`same_subject`]), most shared terms first.
+    /// `statement`, as `subjects` judges (by meaning with an embedder, by
+    /// words without), the most alike first.
     pub async fn beliefs_about(
         &self,
         statement: &str,
         domain: &str,
+        subjects: &Subjects,
     ) -> Result<Vec<Belief>, MemoryError> {
         let beliefs = self.active_beliefs(Some(domain)).await?;
-        let mut scored: Vec<(usize, Belief)> = beliefs
+        let texts: Vec<&str> = beliefs.iter().map(|b| b.statement.as_str()).collect();
+        let scores = subjects.score_all(statement, &texts).await;
+        let mut scored: Vec<(f32, Belief)> = beliefs
             .into_iter()
-            .filter_map(|b| same_subject(statement, &b.statement).map(|shared| (shared, b)))
+            .zip(scores)
+            .filter(|(_, score)| score.same_subject(subjects.thresholds()))
+            .map(|(b, score)| (score.similarity.unwrap_or(score.overlap), b))
             .collect();
-        scored.sort_by_key(|(shared, _)| std::cmp::Reverse(*shared));
+        scored.sort_by(|(a, _), (b, _)| b.total_cmp(a));
         Ok(scored.into_iter().map(|(_, b)| b).collect())
     }
 
@@ -521,9 +542,15 @@ impl AgentMemory {
     }
 
     /// Show the model the agent's recent episodes and store the insights it
-    /// names. An insight similar to an existing one (see
-    /// `InsightStore::find_similar`) strengthens it instead: confidence
-    /// + 0.1 (at most 1.0), evidence + 1, `last_confirmed` = now.
+    /// names. An insight that only restates an existing one strengthens it
+    /// instead: confidence + 0.1 (at most 1.0), evidence + 1,
+    /// `last_confirmed` = now. "Only restates": the same terms in the same
+    /// order ([`SubjectScore::duplicate`]), or, with
+    /// [`ReflectOptions::check_with_model`], the model's
+    /// [`Relation::Duplicate`] for the existing insight most on its subject
+    /// ([`ReflectOptions::subjects`]: by meaning with an embedder). A
+    /// refinement or a contradiction is stored beside the insight it
+    /// refines or contradicts, never merged into it.
     ///
     /// No episodes: the model is not called and the report is empty.
     /// Output that is not a JSON list (bare or in a ```json fence) is
@@ -597,11 +624,7 @@ impl AgentMemory {
                     continue;
                 }
             };
-            let similar = self
-                .insights
-                .find_similar(&self.ctx, &self.agent_id, &candidate.content)
-                .await?;
-            match similar {
+            match self.restated(llm, options, &candidate.content).await? {
                 Some(existing) => {
                     // One atomic step in the store: concurrent reflections
                     // strengthen it once each.
@@ -637,6 +660,60 @@ impl AgentMemory {
             "reflected"
         );
         Ok(report)
+    }
+
+    /// The existing insight `content` only restates, if any (see
+    /// [`AgentMemory::reflect_with`]).
+    async fn restated(
+        &self,
+        llm: &dyn LlmProvider,
+        options: &ReflectOptions,
+        content: &str,
+    ) -> Result<Option<Insight>, MemoryError> {
+        let by_words = self
+            .insights
+            .find_similar(&self.ctx, &self.agent_id, content)
+            .await?;
+        if let Some(existing) = &by_words
+            && SubjectScore::of(content, &existing.content, None).duplicate()
+        {
+            return Ok(by_words);
+        }
+        if !options.check_with_model {
+            return Ok(None);
+        }
+        let mut pool = self
+            .recall_insights(
+                InsightQuery::new()
+                    .status(InsightStatus::Active)
+                    .limit(REFLECT_SUBJECT_CANDIDATES),
+            )
+            .await?;
+        if let Some(existing) = by_words
+            && !pool.iter().any(|i| i.id == existing.id)
+        {
+            pool.push(existing);
+        }
+        let texts: Vec<&str> = pool.iter().map(|i| i.content.as_str()).collect();
+        let scores = options.subjects.score_all(content, &texts).await;
+        let thresholds = options.subjects.thresholds();
+        let best = scores
+            .iter()
+            .enumerate()
+            .filter(|(_, score)| score.same_subject(thresholds))
+            .max_by(|(_, a), (_, b)| {
+                a.similarity
+                    .unwrap_or(a.overlap)
+                    .total_cmp(&b.similarity.unwrap_or(b.overlap))
+            })
+            .map(|(i, _)| i);
+        let Some(best) = best else {
+            return Ok(None);
+        };
+        let existing = pool.swap_remove(best);
+        let relation = Relation::ask(llm, &options.model, &existing.content, content).await?;
+        tracing::debug!(existing = %existing.id, %relation, "reflection compared a same-subject insight");
+        Ok((relation == Relation::Duplicate).then_some(existing))
     }
 
     // --- Sync: agent → workspace ---
@@ -686,7 +763,8 @@ impl AgentMemory {
 
 /// Whether two statements are about the same subject, by the analyzer's
 /// terms (stemmed, stop words dropped): they share at least two terms and
-/// at least a third of the shorter one's. `Some(shared terms)` when they are.
+/// at least a third of the shorter one's. `Some(shared terms)` when they
+/// are. [`Subjects`] judges by meaning too.
 ///
 /// ```
 /// use openvibe_memory::same_subject;
@@ -696,11 +774,10 @@ impl AgentMemory {
 /// assert!(same_subject(old, "Webinar leads convert poorly").is_none());
 /// ```
 pub fn same_subject(a: &str, b: &str) -> Option<usize> {
-    let a = openvibe_retrieval::query_terms(a);
-    let b = openvibe_retrieval::query_terms(b);
-    let shared = a.iter().filter(|t| b.contains(t)).count();
-    let shorter = a.len().min(b.len());
-    (shared >= 2 && shared * 3 >= shorter).then_some(shared)
+    let score = SubjectScore::of(a, b, None);
+    score
+        .same_subject(&crate::SubjectThresholds::default())
+        .then_some(score.shared_terms)
 }
 
 /// Find the JSON list in a model's reflection output: the whole text, the

@@ -23,6 +23,15 @@ pub enum MemoryError {
         /// The first characters of the output.
         excerpt: String,
     },
+    /// The model's answer on how two statements relate names no relation
+    /// (`{"relation": "duplicate" | "refines" | "contradicts" | "unrelated"}`).
+    #[error(
+        "the model's answer names no relation between the two statements; it began: {excerpt:?}"
+    )]
+    MalformedRelation {
+        /// The first characters of the answer.
+        excerpt: String,
+    },
     /// A memory-filesystem path is malformed; nothing was read or written.
     #[error("invalid memory path {path:?}: {reason}")]
     InvalidPath {

@@ -51,6 +51,7 @@ mod gateway;
 mod pyramid;
 mod raw_writer;
 mod reindex;
+mod subject;
 mod workflow;
 mod workspace;
 
@@ -85,6 +86,7 @@ pub use raw_writer::{RawLogConfig, RawLogStats, RawLogWriter, Redactor};
 /// store traits), so a project depending on `openvibe-memory` alone has it.
 pub use openvibe_protocols as protocols;
 pub use reindex::{Reindex, ReindexProgress};
+pub use subject::{Relation, SubjectScore, SubjectThresholds, Subjects};
 pub use workflow::{ACTION_HISTORY, WorkflowState};
 pub use workspace::WorkspaceMemory;
 

@@ -612,3 +612,114 @@ async fn a_belief_traces_back_to_the_raw_calls() {
         Err(MemoryError::Store(StoreError::NotFound { .. }))
     ));
 }
+
+// --- Reflection merges only a restatement (issue 64) ---
+
+async fn with_insight(content: &str) -> AgentMemory {
+    let mem = AgentMemory::new("cro");
+    mem.store_insight(Insight::new("ins1", "cro", content, 0.5).evidence(2))
+        .await
+        .unwrap();
+    mem.record_episode(make_episode("ep1", "revenue", "a deal moved"))
+        .await
+        .unwrap();
+    mem
+}
+
+/// A model answering from a script, in order, keeping the requests.
+struct ScriptedLlm {
+    answers: Mutex<std::collections::VecDeque<LlmResponse>>,
+    asked: Mutex<Vec<LlmRequest>>,
+}
+
+impl ScriptedLlm {
+    fn new(answers: impl IntoIterator<Item = LlmResponse>) -> Self {
+        Self {
+            answers: Mutex::new(answers.into_iter().collect()),
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn requests(&self) -> Vec<LlmRequest> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl LlmProvider for ScriptedLlm {
+    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.asked.lock().unwrap().push(request.clone());
+        Ok(self
+            .answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("the script has an answer"))
+    }
+}
+
+fn reflection_of(content: &str) -> LlmResponse {
+    LlmResponse::text(json!([{"content": content, "confidence": 0.7}]).to_string())
+}
+
+#[tokio::test]
+async fn a_contradiction_sharing_its_words_is_stored_beside_not_merged() {
+    let mem = with_insight("Deals with a VP sponsor close within 30 days").await;
+    let llm = FakeLlm::answering(
+        json!([{"content": "Deals with a VP sponsor no longer close within 30 days", "confidence": 0.7}])
+            .to_string(),
+    );
+    let report = mem.reflect(&llm).await.unwrap();
+    assert_eq!((report.created.len(), report.strengthened.len()), (1, 0));
+    let stored = mem.recall_insights(InsightQuery::new()).await.unwrap();
+    assert_eq!(stored.len(), 2, "both stand");
+    let old = stored.iter().find(|i| i.id == "ins1").unwrap();
+    assert_eq!(old.evidence_count, 2, "the old one is not strengthened");
+    assert_eq!(llm.calls(), 1, "no model check unless asked");
+}
+
+#[tokio::test]
+async fn with_the_models_check_only_a_duplicate_strengthens() {
+    use openvibe_memory::{ReflectOptions, Subjects};
+    let options = ReflectOptions {
+        subjects: Subjects::by_words(),
+        check_with_model: true,
+        ..ReflectOptions::default()
+    };
+    // A rewording the model calls a duplicate: strengthened.
+    let mem = with_insight("Deals with a VP sponsor close within 30 days").await;
+    let llm = ScriptedLlm::new([
+        reflection_of("VP-sponsored deals close in under 30 days"),
+        LlmResponse::text(r#"{"relation": "duplicate"}"#),
+    ]);
+    let report = mem.reflect_with(&llm, &options).await.unwrap();
+    assert_eq!((report.created.len(), report.strengthened.len()), (0, 1));
+    assert_eq!(report.strengthened[0].id, "ins1");
+    let asked = serde_json::to_string(&llm.requests()[1]).unwrap();
+    assert!(asked.contains("Held: Deals with a VP sponsor"), "{asked}");
+    // The model says it contradicts: stored beside it.
+    let mem = with_insight("Deals with a VP sponsor close within 30 days").await;
+    let llm = ScriptedLlm::new([
+        reflection_of("Since the price change, VP-sponsored deals take 90 days to close"),
+        LlmResponse::text(r#"{"relation": "contradicts"}"#),
+    ]);
+    let report = mem.reflect_with(&llm, &options).await.unwrap();
+    assert_eq!((report.created.len(), report.strengthened.len()), (1, 0));
+    // Another subject: the model is not asked.
+    let mem = with_insight("Deals with a VP sponsor close within 30 days").await;
+    let llm = ScriptedLlm::new([reflection_of("Webinar signups peak on Tuesdays")]);
+    let report = mem.reflect_with(&llm, &options).await.unwrap();
+    assert_eq!(report.created.len(), 1);
+    assert_eq!(llm.requests().len(), 1);
+    // An answer naming no relation: a typed error.
+    let mem = with_insight("Deals with a VP sponsor close within 30 days").await;
+    let llm = ScriptedLlm::new([
+        reflection_of("VP-sponsored deals close in under 30 days"),
+        LlmResponse::text("perhaps"),
+    ]);
+    let err = mem.reflect_with(&llm, &options).await.unwrap_err();
+    assert!(
+        matches!(err, openvibe_memory::MemoryError::MalformedRelation { .. }),
+        "{err}"
+    );
+}

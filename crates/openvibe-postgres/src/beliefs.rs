@@ -46,6 +46,7 @@ const COLS: &[&str] = governed_cols![
     "insight_ids",
     "evidence",
     "supersedes",
+    "refines",
     "version",
     "status",
     "superseded_by",
@@ -61,7 +62,7 @@ impl Record for Belief {
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
     const MUTABLE: &'static str =
-        "status, superseded_by, decided_by, decided_at, reason, updated_at";
+        "status, supersedes, refines, superseded_by, decided_by, decided_at, reason, updated_at";
 
     fn decode(row: &PgRow) -> Result<Self, StoreError> {
         let id: String = col(row, "id")?;
@@ -78,6 +79,7 @@ impl Record for Belief {
             insight_ids: col(row, "insight_ids")?,
             evidence: u32::try_from(evidence).map_err(|e| corrupt(BELIEF_KIND, &id, e))?,
             supersedes: col(row, "supersedes")?,
+            refines: col(row, "refines")?,
             version: u32::try_from(version).map_err(|e| corrupt(BELIEF_KIND, &id, e))?,
             status: BeliefStatus::parse(&status)
                 .ok_or_else(|| corrupt(BELIEF_KIND, &id, &status))?,
@@ -92,7 +94,7 @@ impl Record for Belief {
 
 impl KeptRow for Belief {
     const INSERTED: &'static str = "role_id, statement, domain, confidence, is_constraint, \
-         insight_ids, evidence, supersedes, version";
+         insight_ids, evidence, supersedes, refines, version";
 
     fn push_inserted(&self, sql: &mut Sql) -> Result<(), StoreError> {
         sql.push(", ")
@@ -112,12 +114,18 @@ impl KeptRow for Belief {
             .push(", ")
             .bind(self.supersedes.clone())
             .push(", ")
+            .bind(self.refines.clone())
+            .push(", ")
             .bind(i32::try_from(self.version).unwrap_or(i32::MAX));
         Ok(())
     }
 
     fn push_mutable(&self, sql: &mut Sql) -> Result<(), StoreError> {
         sql.bind(self.status.as_str())
+            .push(", ")
+            .bind(self.supersedes.clone())
+            .push(", ")
+            .bind(self.refines.clone())
             .push(", ")
             .bind(self.superseded_by.clone())
             .push(", ")
@@ -140,7 +148,7 @@ impl PgBeliefStore {
     ) -> Result<Belief, StoreError> {
         let placed = kept::ready_new(ctx, &mut b, "propose", |b| validate_belief(b))?;
         let mut tx = kept::begin_new(&self.pool, ctx, &b).await?;
-        let superseded = match &b.supersedes {
+        let superseded = match b.predecessor() {
             Some(old) => Some(
                 fetch_optional::<Belief>(&mut tx, select_readable::<Belief>(ctx, old, false))
                     .await?

@@ -8,15 +8,20 @@
 //! `openvibe beliefs approve`), which makes the belief active exactly once.
 //! An insight already held (a proposed or active belief cites it) is not
 //! proposed again; one whose belief was rejected or retired is proposed
-//! again only once its evidence grew past what that belief saw. A new
-//! belief about the same subject as an active one of its domain
-//! ([`same_subject`](openvibe_memory::same_subject), and the model's yes/no when
-//! [`Learning::check_with_model`] is on) is proposed as superseding it.
+//! again only once its evidence grew past what that belief saw.
+//!
+//! A new belief about the same subject as an active one of its domain (by
+//! meaning when the role has an embedder, by words otherwise:
+//! [`Role::subjects`]) follows it. With [`Learning::check_with_model`] the
+//! role's model says how ([`Relation`]): a contradiction is proposed as
+//! superseding it, a refinement as refining it, a duplicate is not proposed
+//! (the belief is held already). Without, it is proposed as refining it,
+//! and the person approving chooses whether it supersedes
+//! ([`Verdict::supersede`](openvibe_protocols::Verdict::supersede)).
 
-use openvibe_memory::AgentMemory;
+use openvibe_memory::{AgentMemory, Relation};
 use openvibe_protocols::{
-    Belief, BeliefStatus, Insight, InsightQuery, InsightStatus, LlmRequest, content_hash,
-    json_candidates,
+    Belief, BeliefStatus, Insight, InsightQuery, InsightStatus, content_hash,
 };
 use serde_json::Value;
 use tracing::Instrument;
@@ -34,9 +39,10 @@ pub struct Learning {
     pub min_confidence: f64,
     /// Insights observed at least this often (default 3).
     pub min_evidence: u64,
-    /// Ask the role's model whether a new belief contradicts an active one
-    /// on the same subject before proposing it as superseding (default
-    /// off: the same subject is enough, and a person decides).
+    /// Ask the role's model how a new belief stands to an active one on
+    /// the same subject ([`Relation`]: supersede it, refine it, or hold
+    /// nothing new); default off: it is proposed as refining it, and the
+    /// person approving chooses whether it supersedes.
     pub check_with_model: bool,
 }
 
@@ -193,16 +199,28 @@ impl Role {
                     .id(belief_id_of(insight))
                     .domain(insight.domain.clone())
                     .from_insights([insight.id.clone()], evidence);
-            if let Some(old) = self.contradicted(memory, learning, &belief).await? {
-                // One superseding proposal at a time: another waits for its
-                // person first (approving both could not retire one twice).
-                if beliefs.iter().any(|b| {
-                    b.status == BeliefStatus::Proposed && b.supersedes.as_deref() == Some(&old)
-                }) {
+            match self.follows(memory, learning, &belief).await? {
+                Follows::Nothing => {}
+                Follows::Held => {
                     report.held += 1;
                     continue;
                 }
-                belief = belief.supersedes(old);
+                Follows::Belief(old, relation) => {
+                    // One successor at a time: another waits for its
+                    // person first (approving both could not retire one
+                    // twice).
+                    if beliefs.iter().any(|b| {
+                        b.status == BeliefStatus::Proposed && b.predecessor() == Some(&old)
+                    }) {
+                        report.held += 1;
+                        continue;
+                    }
+                    belief = if relation == Relation::Contradicts {
+                        belief.supersedes(old)
+                    } else {
+                        belief.refines(old)
+                    };
+                }
             }
             let proposed = memory.propose_belief(belief).await?;
             file(proposals.as_ref(), &ctx, &proposed).await?;
@@ -211,6 +229,7 @@ impl Role {
                 belief = %proposed.id,
                 insight = %insight.id,
                 supersedes = ?proposed.supersedes,
+                refines = ?proposed.refines,
                 "belief proposed"
             );
             report.proposed.push(proposed);
@@ -218,60 +237,53 @@ impl Role {
         Ok(report)
     }
 
-    /// The active belief of `belief`'s domain it would supersede: the one
-    /// most about the same subject, confirmed by the model when asked.
-    async fn contradicted(
+    /// The active belief of `belief`'s domain it follows on its subject,
+    /// and how (see the module documentation).
+    async fn follows(
         &self,
         memory: &AgentMemory,
         learning: &Learning,
         belief: &Belief,
-    ) -> Result<Option<String>, Error> {
+    ) -> Result<Follows, Error> {
+        let subjects = self.subjects();
         for old in memory
-            .beliefs_about(&belief.statement, &belief.domain)
+            .beliefs_about(&belief.statement, &belief.domain, &subjects)
             .await?
         {
             if old.statement == belief.statement {
-                continue;
+                return Ok(Follows::Held);
             }
-            if !learning.check_with_model || self.model_says_contradicts(&old, belief).await? {
-                return Ok(Some(old.id));
+            if !learning.check_with_model {
+                return Ok(Follows::Belief(old.id, Relation::Refines));
+            }
+            let llm = self.llm()?;
+            let relation = Relation::ask(
+                llm.as_ref(),
+                crate::GOAL_MODEL,
+                &old.statement,
+                &belief.statement,
+            )
+            .await?;
+            match relation {
+                Relation::Duplicate => return Ok(Follows::Held),
+                Relation::Unrelated => {}
+                Relation::Refines | Relation::Contradicts => {
+                    return Ok(Follows::Belief(old.id, relation));
+                }
             }
         }
-        Ok(None)
+        Ok(Follows::Nothing)
     }
+}
 
-    /// Ask the role's model whether `new` contradicts `old` (a JSON
-    /// `{"contradicts": true|false}`); an answer without it is
-    /// [`Error::MalformedPlan`].
-    async fn model_says_contradicts(&self, old: &Belief, new: &Belief) -> Result<bool, Error> {
-        let request = LlmRequest::new(
-            crate::GOAL_MODEL,
-            format!(
-                "Held belief: {}\nNew finding: {}\n\nDo they contradict each other (both cannot be true now)? \
-                 Answer with JSON: {{\"contradicts\": true}} or {{\"contradicts\": false}}.",
-                old.statement, new.statement
-            ),
-        )
-        .system("You check whether a role's new finding contradicts a belief it holds.")
-        .temperature(0.0);
-        let llm = self.llm()?;
-        let response = llm.call(&request).await.map_err(|source| Error::Llm {
-            role: self.role_id().to_owned(),
-            source,
-        })?;
-        for candidate in json_candidates(&response.content) {
-            if let Ok(value) = serde_json::from_str::<Value>(candidate)
-                && let Some(answer) = value.get("contradicts").and_then(Value::as_bool)
-            {
-                return Ok(answer);
-            }
-        }
-        Err(Error::MalformedPlan {
-            what: "contradiction check",
-            of: old.id.clone(),
-            message: "no {\"contradicts\": true|false} in the answer".into(),
-        })
-    }
+/// How a new belief follows the role's active ones.
+enum Follows {
+    /// It follows none: a belief of its own.
+    Nothing,
+    /// An active one holds it already.
+    Held,
+    /// It refines or contradicts this active belief.
+    Belief(String, Relation),
 }
 
 /// File `belief`'s proposal (idempotent: the same proposal again returns

@@ -383,6 +383,15 @@ impl Role {
         Ok(operator.bind(ctx))
     }
 
+    /// How the role compares statements' subjects: by meaning with its
+    /// embedder, by words without one.
+    pub fn subjects(&self) -> openvibe_memory::Subjects {
+        match &self.embedder {
+            Some(embedder) => openvibe_memory::Subjects::by_meaning(embedder.clone()),
+            None => openvibe_memory::Subjects::by_words(),
+        }
+    }
+
     /// The role's memory assembler (its agent memory within its
     /// clearance, with its embedder and observer), when it has agent memory.
     fn assembler(&self) -> Option<MemoryAssembler> {

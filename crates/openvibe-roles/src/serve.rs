@@ -338,8 +338,10 @@ impl RoleRuntime {
     /// for `role_id`: reflect on its recent episodes through the role's LLM
     /// (soul injected, calls in its raw log), then publish the insights at
     /// least as confident as the trigger's `min_confidence` input (default
-    /// [`DEFAULT_PUBLISH_CONFIDENCE`]) to the workspace. Fails for a role
-    /// without agent memory.
+    /// [`DEFAULT_PUBLISH_CONFIDENCE`]) to the workspace. A new insight is
+    /// compared with the role's by [`Role::subjects`](crate::Role::subjects);
+    /// with the learn input's `check_with_model`, the model says whether it
+    /// only restates one. Fails for a role without agent memory.
     pub async fn reflect_and_publish(
         &self,
         role_id: &str,
@@ -357,16 +359,21 @@ impl RoleRuntime {
             .get("min_confidence")
             .and_then(serde_json::Value::as_f64)
             .unwrap_or(DEFAULT_PUBLISH_CONFIDENCE);
+        let learning = trigger.input.get("learn").map(crate::Learning::from_value);
+        // Same subject by the role's judge (by meaning with an embedder);
+        // the model is asked how insights relate when learning asks it
+        // about beliefs.
+        let options = openvibe_memory::ReflectOptions {
+            subjects: role.subjects(),
+            check_with_model: learning.as_ref().is_some_and(|l| l.check_with_model),
+            ..openvibe_memory::ReflectOptions::default()
+        };
         let done = pyramid
-            .distill(role.llm()?.as_ref(), min_confidence)
+            .distill_with(role.llm()?.as_ref(), &options, min_confidence)
             .await?;
         let report = done.reflection;
-        let beliefs = match trigger.input.get("learn") {
-            Some(learning) => role
-                .learn(&crate::Learning::from_value(learning))
-                .await?
-                .proposed
-                .len(),
+        let beliefs = match &learning {
+            Some(learning) => role.learn(learning).await?.proposed.len(),
             None => 0,
         };
         Ok(ReflectionSummary {

@@ -40,6 +40,39 @@ async fn insight(memory: &AgentMemory, id: &str, content: &str, confidence: f64,
         .unwrap();
 }
 
+/// A role whose model answers `answer`, with one active belief learned
+/// from "Deals with a VP sponsor close within 30 days" (approved by ann).
+async fn with_an_active_vp_belief(
+    answer: &str,
+    learning: &Learning,
+) -> (Stores, RoleRuntime, openvibe_protocols::Belief) {
+    let stores = in_memory_stores();
+    let runtime = runtime(&stores, answer);
+    let role = runtime.get_role("cro").unwrap();
+    let memory = role.agent_memory().unwrap().clone();
+    insight(
+        &memory,
+        "i-vp",
+        "Deals with a VP sponsor close within 30 days",
+        0.9,
+        4,
+    )
+    .await;
+    let first = role.learn(learning).await.unwrap().proposed;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].predecessor(), None, "nothing to follow yet");
+    stores
+        .decide_proposal(
+            &ann(),
+            &belief_proposal_id(&first[0].id),
+            &Verdict::approve("ok"),
+        )
+        .await
+        .unwrap();
+    let first = first.into_iter().next().unwrap();
+    (stores, runtime, first)
+}
+
 #[tokio::test]
 async fn strong_insights_become_beliefs_a_person_approves_once() {
     let stores = in_memory_stores();
@@ -163,29 +196,11 @@ async fn strong_insights_become_beliefs_a_person_approves_once() {
 
 #[tokio::test]
 async fn a_belief_on_the_same_subject_supersedes_the_active_one() {
-    let stores = in_memory_stores();
-    let runtime = runtime(&stores, r#"{"contradicts": true}"#);
+    let learning = Learning::default().check_with_model(true);
+    let (stores, runtime, first) =
+        with_an_active_vp_belief(r#"{"contradicts": true}"#, &learning).await;
     let role = runtime.get_role("cro").unwrap();
     let memory = role.agent_memory().unwrap().clone();
-    insight(
-        &memory,
-        "i-vp",
-        "Deals with a VP sponsor close within 30 days",
-        0.9,
-        4,
-    )
-    .await;
-    let learning = Learning::default().check_with_model(true);
-    let first = role.learn(&learning).await.unwrap().proposed;
-    assert_eq!(first[0].supersedes, None, "nothing to supersede yet");
-    stores
-        .decide_proposal(
-            &ann(),
-            &belief_proposal_id(&first[0].id),
-            &Verdict::approve("ok"),
-        )
-        .await
-        .unwrap();
     insight(
         &memory,
         "i-stall",
@@ -206,7 +221,7 @@ async fn a_belief_on_the_same_subject_supersedes_the_active_one() {
     assert_eq!(next.len(), 2);
     let stall = next.iter().find(|b| b.insight_ids == ["i-stall"]).unwrap();
     let other = next.iter().find(|b| b.insight_ids == ["i-other"]).unwrap();
-    assert_eq!(stall.supersedes.as_deref(), Some(first[0].id.as_str()));
+    assert_eq!(stall.supersedes.as_deref(), Some(first.id.as_str()));
     assert_eq!(other.supersedes, None, "another subject");
     stores
         .decide_proposal(
@@ -218,7 +233,7 @@ async fn a_belief_on_the_same_subject_supersedes_the_active_one() {
         .unwrap();
     let old = stores
         .beliefs
-        .get(&ann(), &first[0].id)
+        .get(&ann(), &first.id)
         .await
         .unwrap()
         .unwrap();
@@ -232,28 +247,11 @@ async fn a_belief_on_the_same_subject_supersedes_the_active_one() {
 
 #[tokio::test]
 async fn the_model_can_say_there_is_no_contradiction() {
-    let stores = in_memory_stores();
-    let runtime = runtime(&stores, r#"{"contradicts": false}"#);
+    let learning = Learning::default().check_with_model(true);
+    let (_stores, runtime, first) =
+        with_an_active_vp_belief(r#"{"contradicts": false}"#, &learning).await;
     let role = runtime.get_role("cro").unwrap();
     let memory = role.agent_memory().unwrap().clone();
-    insight(
-        &memory,
-        "i-vp",
-        "Deals with a VP sponsor close within 30 days",
-        0.9,
-        4,
-    )
-    .await;
-    let learning = Learning::default().check_with_model(true);
-    let first = role.learn(&learning).await.unwrap().proposed;
-    stores
-        .decide_proposal(
-            &ann(),
-            &belief_proposal_id(&first[0].id),
-            &Verdict::approve("ok"),
-        )
-        .await
-        .unwrap();
     insight(
         &memory,
         "i-vp2",
@@ -264,5 +262,81 @@ async fn the_model_can_say_there_is_no_contradiction() {
     .await;
     let next = role.learn(&learning).await.unwrap().proposed;
     assert_eq!(next.len(), 1);
-    assert_eq!(next[0].supersedes, None, "the model said they agree");
+    assert_eq!(
+        (next[0].supersedes.as_deref(), next[0].refines.as_deref()),
+        (None, Some(first.id.as_str())),
+        "no contradiction: it refines"
+    );
+}
+
+/// Without the model's check, a belief on the subject of an active one is
+/// proposed as refining it; the person approving chooses: keep both, or
+/// supersede (issue 64).
+#[tokio::test]
+async fn without_the_model_a_same_subject_belief_refines_and_the_person_chooses() {
+    let learning = Learning::default();
+    let (stores, runtime, first) =
+        with_an_active_vp_belief("the model is not asked", &learning).await;
+    let role = runtime.get_role("cro").unwrap();
+    let memory = role.agent_memory().unwrap().clone();
+    insight(
+        &memory,
+        "i-stall",
+        "Since the pricing change, VP-sponsored deals stall in procurement",
+        0.85,
+        3,
+    )
+    .await;
+    let next = role.learn(&learning).await.unwrap().proposed;
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        (next[0].refines.as_deref(), next[0].supersedes.as_deref()),
+        (Some(first.id.as_str()), None)
+    );
+    let proposal = stores
+        .proposals
+        .get(&ann(), &belief_proposal_id(&next[0].id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(proposal.refined_belief(), Some(first.id.as_str()));
+    assert!(
+        role.learn(&learning).await.unwrap().proposed.is_empty(),
+        "one successor at a time"
+    );
+    // The person supersedes through the proposal: the old one retires.
+    stores
+        .decide_proposal(
+            &ann(),
+            &belief_proposal_id(&next[0].id),
+            &Verdict::approve("the pricing changed it").superseding(),
+        )
+        .await
+        .unwrap();
+    let active = memory.active_beliefs(Some("revenue")).await.unwrap();
+    assert_eq!(active.len(), 1);
+    assert_eq!(active[0].id, next[0].id);
+    assert_eq!(active[0].supersedes.as_deref(), Some(first.id.as_str()));
+    // A superseding approval of a proposal that adopts no belief is invalid.
+    let plain = stores
+        .proposals
+        .create(
+            &role.proposal_context(),
+            openvibe_protocols::Proposal::new(
+                "cro",
+                "Offer a discount",
+                openvibe_protocols::Action::tool("discount", "crm", serde_json::json!({})),
+            )
+            .id("p-plain")
+            .domain("revenue"),
+        )
+        .await
+        .unwrap();
+    let refused = stores
+        .decide_proposal(&ann(), &plain.id, &Verdict::approve("ok").superseding())
+        .await;
+    assert!(
+        matches!(&refused, Err(e) if e.is_invalid_input()),
+        "{refused:?}"
+    );
 }

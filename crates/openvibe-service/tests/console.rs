@@ -446,3 +446,89 @@ async fn development_mode_signs_in_from_this_machine_without_a_key() {
     assert_eq!(status, StatusCode::OK);
     assert!(inbox.contains("user:anonymous · default"));
 }
+
+/// A belief that refines an active one: its proposal's card names the
+/// refined belief and offers "Approve superseding", which retires that one
+/// with the approval (issue 64).
+#[tokio::test]
+async fn a_refining_beliefs_proposal_offers_to_supersede() {
+    use openvibe_protocols::{Belief, BeliefStatus, Verdict};
+    let world = world().await;
+    let cro = CallerContext::agent("cro");
+    let person =
+        CallerContext::user("ann").with_clearance(openvibe_protocols::Clearance::unrestricted());
+    world
+        .stores
+        .beliefs
+        .decide(&person, "b-cfo", &Verdict::approve("yes"))
+        .await
+        .unwrap();
+    let newer = world
+        .stores
+        .beliefs
+        .propose(
+            &cro,
+            Belief::new(
+                "cro",
+                "Discounts over ten percent need the CFO and legal",
+                0.9,
+            )
+            .id("b-legal")
+            .namespace("cro")
+            .refines("b-cfo"),
+        )
+        .await
+        .unwrap();
+    let proposal = world
+        .stores
+        .proposals
+        .create(&cro, newer.to_proposal())
+        .await
+        .unwrap();
+    let ann = sign_in(&world.url, ANN).await;
+    let path = format!("/console/proposals/{}", proposal.id);
+    let (status, page) = get(&world.url, &ann, &path).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("This belief refines"), "{page}");
+    assert!(page.contains(r#"value="supersede""#), "{page}");
+    let token = csrf(&world.url, &ann).await;
+    let response = client()
+        .post(format!("{}{path}/decide", world.url))
+        .header("cookie", &ann)
+        .form(&[
+            ("verdict", "supersede"),
+            ("reason", "legal joined"),
+            ("csrf", token.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success() || response.status().is_redirection());
+    let sys = CallerContext::system();
+    let old = world
+        .stores
+        .beliefs
+        .get(&sys, "b-cfo")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (old.status, old.superseded_by.as_deref()),
+        (BeliefStatus::Retired, Some("b-legal"))
+    );
+    let new = world
+        .stores
+        .beliefs
+        .get(&sys, "b-legal")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            new.status,
+            new.supersedes.as_deref(),
+            new.refines.as_deref()
+        ),
+        (BeliefStatus::Active, Some("b-cfo"), None)
+    );
+}

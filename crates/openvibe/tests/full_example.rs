@@ -71,7 +71,10 @@ async fn the_raw_log_holds_every_call_the_cassette_answered() {
                 .decide_belief(
                     &ann,
                     &belief.id,
-                    &openvibe::protocols::Verdict::approve("seen it"),
+                    &openvibe::protocols::Verdict {
+                        supersede: belief.refines.is_some(),
+                        ..openvibe::protocols::Verdict::approve("seen it")
+                    },
                 )
                 .await
                 .map(|b| b.status.to_string())
@@ -84,11 +87,12 @@ async fn the_raw_log_holds_every_call_the_cassette_answered() {
     assert_eq!(
         proposed.len(),
         2,
-        "one belief, then the one that supersedes it"
+        "one belief, then the one that follows it"
     );
     assert_eq!(
-        proposed[1].0.supersedes.as_deref(),
-        Some(proposed[0].0.id.as_str())
+        proposed[1].0.refines.as_deref(),
+        Some(proposed[0].0.id.as_str()),
+        "without the model's check it refines; the person approves it superseding"
     );
     let cited = days
         .iter()

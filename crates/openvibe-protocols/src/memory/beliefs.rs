@@ -82,6 +82,12 @@ pub struct Belief {
     /// The active belief it replaces, when approved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supersedes: Option<String>,
+    /// The active belief on the same subject it refines: approved, both
+    /// hold, unless the person approving chooses to supersede that one
+    /// ([`Verdict::supersede`]); then it is cleared and `supersedes`
+    /// names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refines: Option<String>,
     /// 1, or one more than the belief it supersedes (*store*).
     #[serde(default)]
     pub version: u32,
@@ -129,6 +135,7 @@ impl Belief {
             insight_ids: Vec::new(),
             evidence: 0,
             supersedes: None,
+            refines: None,
             version: 0,
             status: BeliefStatus::Proposed,
             superseded_by: None,
@@ -171,6 +178,20 @@ impl Belief {
         self
     }
 
+    /// Propose it as refining the active belief `id` (a person approving
+    /// it may choose to supersede that one).
+    #[must_use]
+    pub fn refines(mut self, id: impl Into<String>) -> Self {
+        self.refines = Some(id.into());
+        self
+    }
+
+    /// The belief it follows on its subject: the one it supersedes or
+    /// refines.
+    pub fn predecessor(&self) -> Option<&str> {
+        self.supersedes.as_deref().or(self.refines.as_deref())
+    }
+
     /// Mark it as a constraint.
     #[must_use]
     pub fn constraint(mut self) -> Self {
@@ -186,7 +207,7 @@ impl Belief {
     }
 
     /// Reset the store-maintained fields of a new belief (version 1, or
-    /// one more than `superseded`'s).
+    /// one more than its [`predecessor`](Self::predecessor)'s, `superseded`).
     pub fn prepare_new(&mut self, superseded: Option<&Belief>) {
         self.version = superseded.map_or(1, |b| b.version.saturating_add(1));
         self.status = BeliefStatus::Proposed;
@@ -203,6 +224,7 @@ impl Belief {
             && self.statement == other.statement
             && self.domain == other.domain
             && self.supersedes == other.supersedes
+            && self.refines == other.refines
             && self.constraint == other.constraint
     }
 
@@ -220,6 +242,15 @@ impl Belief {
         ctx.may_approve(&self.meta, &format!("decide belief {}", self.id))?;
         verdict.validate()?;
         check_belief_verdict(verdict)?;
+        if verdict.supersede && self.refines.is_none() {
+            return Err(StoreError::invalid(
+                "supersede",
+                format!(
+                    "belief `{}` refines no belief: nothing to supersede",
+                    self.id
+                ),
+            ));
+        }
         if self.status != BeliefStatus::Proposed {
             return Err(StoreError::conflict(format!(
                 "belief `{}` is {}, not proposed: it was decided already",
@@ -227,6 +258,10 @@ impl Belief {
             )));
         }
         let mut next = self.clone();
+        if verdict.supersede {
+            // Checked above: it refines one.
+            next.supersedes = next.refines.take();
+        }
         next.status = if verdict.approve {
             BeliefStatus::Active
         } else {
@@ -341,14 +376,22 @@ pub fn validate_belief(b: &Belief) -> Result<(), StoreError> {
             StoreError::invalid("insight_ids", format!("`{id}` is not a record id"))
         })?;
     }
-    if let Some(old) = &b.supersedes {
-        super::validate_record_id(old)?;
-        if !b.id.is_empty() && old == &b.id {
-            return Err(StoreError::inconsistent(
-                "supersedes",
-                "a belief does not supersede itself",
-            ));
+    for (field, old) in [("supersedes", &b.supersedes), ("refines", &b.refines)] {
+        if let Some(old) = old {
+            super::validate_record_id(old)?;
+            if !b.id.is_empty() && old == &b.id {
+                return Err(StoreError::inconsistent(
+                    field,
+                    "a belief does not follow itself",
+                ));
+            }
         }
+    }
+    if b.supersedes.is_some() && b.refines.is_some() {
+        return Err(StoreError::inconsistent(
+            "refines",
+            "a belief supersedes or refines one belief, not both",
+        ));
     }
     super::check_meta(&b.meta, "", &b.domain, &[])
 }
@@ -483,9 +526,13 @@ impl Belief {
     /// its id is [`belief_proposal_id`], its action [`ADOPT_BELIEF_TOOL`]
     /// with the belief's id, in the belief's namespace and domain.
     pub fn to_proposal(&self) -> Proposal {
-        let summary = match &self.supersedes {
-            Some(old) => format!("Adopt belief (superseding {old}): {}", self.statement),
-            None => format!("Adopt belief: {}", self.statement),
+        let summary = match (&self.supersedes, &self.refines) {
+            (Some(old), _) => format!("Adopt belief (superseding {old}): {}", self.statement),
+            (None, Some(old)) => format!(
+                "Adopt belief (refining {old}; approve superseding to replace it): {}",
+                self.statement
+            ),
+            (None, None) => format!("Adopt belief: {}", self.statement),
         };
         let mut proposal = Proposal::new(
             self.role_id.clone(),
@@ -493,7 +540,10 @@ impl Belief {
             Action::tool(
                 ADOPT_BELIEF_ACTION,
                 ADOPT_BELIEF_TOOL,
-                serde_json::json!({ "belief_id": self.id }),
+                match &self.refines {
+                    Some(old) => serde_json::json!({ "belief_id": self.id, "refines": old }),
+                    None => serde_json::json!({ "belief_id": self.id }),
+                },
             ),
         )
         .id(belief_proposal_id(&self.id))

@@ -265,6 +265,15 @@ impl Proposal {
             )));
         }
         verdict.validate()?;
+        if verdict.supersede && self.belief_id().is_none() {
+            return Err(StoreError::invalid(
+                "supersede",
+                format!(
+                    "proposal `{}` adopts no belief: nothing to supersede",
+                    self.id
+                ),
+            ));
+        }
         let mut next = self.clone();
         if verdict.approve {
             match (&self.action, &verdict.action) {
@@ -448,6 +457,11 @@ pub struct Verdict {
     /// The action to take, when approving an escalation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<Action>,
+    /// Approving a belief that refines an active one (or that belief's
+    /// proposal): retire the refined one too, as the approved belief
+    /// supersedes it. Only on such an approval.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub supersede: bool,
 }
 
 impl Verdict {
@@ -457,7 +471,16 @@ impl Verdict {
             approve: true,
             reason: reason.into(),
             action: None,
+            supersede: false,
         }
+    }
+
+    /// This approval of a belief that refines another also retires that
+    /// one ([`Verdict::supersede`]).
+    #[must_use]
+    pub fn superseding(mut self) -> Self {
+        self.supersede = true;
+        self
     }
 
     /// Approve an escalation with the action to take.
@@ -466,6 +489,7 @@ impl Verdict {
             approve: true,
             reason: reason.into(),
             action: Some(action),
+            supersede: false,
         }
     }
 
@@ -475,6 +499,7 @@ impl Verdict {
             approve: false,
             reason: reason.into(),
             action: None,
+            supersede: false,
         }
     }
 
@@ -486,6 +511,12 @@ impl Verdict {
         super::check_text("reason", &self.reason)?;
         if let Some(action) = &self.action {
             check_action("action", action)?;
+        }
+        if self.supersede && !self.approve {
+            return Err(StoreError::invalid(
+                "supersede",
+                "only an approval supersedes a belief",
+            ));
         }
         Ok(())
     }
@@ -693,6 +724,14 @@ impl Proposal {
         // Only the learn step's own proposal (`Belief::to_proposal`), never
         // a decision's that happens to name the tool.
         (self.decision.is_none() && self.id == belief_proposal_id(belief)).then_some(belief)
+    }
+
+    /// The active belief that this belief's proposal's belief refines
+    /// (its action's input names it): approving with
+    /// [`Verdict::supersede`] retires that one.
+    pub fn refined_belief(&self) -> Option<&str> {
+        self.belief_id()?;
+        self.action.as_ref()?.input.get("refines")?.as_str()
     }
 }
 

@@ -133,7 +133,8 @@ pub(crate) async fn proposal_card(
 #[serde(default)]
 pub(crate) struct DecideForm {
     csrf: String,
-    /// `approve` or `reject`.
+    /// `approve`, `supersede` (approve a refining belief and retire the
+    /// one it refines) or `reject`.
     verdict: String,
     reason: String,
     /// For an escalation: the action to run (JSON), when approving.
@@ -164,10 +165,16 @@ pub(crate) async fn decide(
 }
 
 fn verdict_of(form: &DecideForm) -> Result<Verdict, StoreError> {
-    let approve = match form.verdict.as_str() {
-        "approve" => true,
-        "reject" => false,
-        _ => return Err(StoreError::invalid("verdict", "must be approve or reject")),
+    let (approve, supersede) = match form.verdict.as_str() {
+        "approve" => (true, false),
+        "supersede" => (true, true),
+        "reject" => (false, false),
+        _ => {
+            return Err(StoreError::invalid(
+                "verdict",
+                "must be approve, supersede or reject",
+            ));
+        }
     };
     let action = match form.action.trim() {
         "" => None,
@@ -180,6 +187,7 @@ fn verdict_of(form: &DecideForm) -> Result<Verdict, StoreError> {
         approve,
         reason: form.reason.trim().to_owned(),
         action,
+        supersede,
     })
 }
 
@@ -322,8 +330,14 @@ fn decide_form(p: &Proposal, who: &SignedIn) -> Markup {
                 label for=(action_id) { "Action to run, as JSON (required to approve an escalation)" }
                 textarea id=(action_id) name="action" placeholder=r#"{"action": "...", "target": {"tool": "..."}, "input": {}}"# {}
             }
+            @if let Some(old) = p.refined_belief() {
+                p.meta { "This belief refines " (record_link("belief", old)) ": approving keeps both; approving superseding retires that one." }
+            }
             div.actions {
                 button type="submit" name="verdict" value="approve" { "Approve" }
+                @if p.refined_belief().is_some() {
+                    button type="submit" name="verdict" value="supersede" { "Approve superseding" }
+                }
                 button.danger type="submit" name="verdict" value="reject" { "Reject" }
             }
         }

@@ -65,6 +65,10 @@ pub struct DecideProposal {
     /// Why (required to reject; kept in the record and the audit trail).
     #[serde(default)]
     pub reason: String,
+    /// Approving a belief (or its proposal) that refines an active one:
+    /// retire that one too, as the approved belief supersedes it.
+    #[serde(default)]
+    pub supersede: bool,
     /// The project you work in.
     #[serde(default)]
     pub project: Option<String>,
@@ -262,6 +266,7 @@ fn decide<K: Decided>(
                     approve: args.approve,
                     reason: args.reason,
                     action: None,
+                    supersede: args.supersede,
                 };
                 to_value(K::decide(&tools.stores, &caller, &args.id, &verdict).await?)
             }
