@@ -103,7 +103,7 @@ async fn report(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
             writeln!(out, "    {line}")?;
         }
         for e in &decision.confidence.evidence {
-            writeln!(out, "    evidence: {} ({:.2})", e.id, e.value)?;
+            writeln!(out, "    evidence: {} ({:.2}), by {}", e.id, e.value, e.why)?;
         }
     }
     writeln!(
@@ -230,7 +230,7 @@ async fn decisions(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
             writeln!(out, "    {line}")?;
         }
         for e in &d.confidence.evidence {
-            writeln!(out, "    evidence: {} ({:.2})", e.id, e.value)?;
+            writeln!(out, "    evidence: {} ({:.2}), by {}", e.id, e.value, e.why)?;
         }
         match (&handled.result, &handled.proposal) {
             (Some(Ok(result)), _) => writeln!(out, "    ran: {result}")?,

@@ -360,6 +360,9 @@ pub fn describe(p: &Proposal) -> String {
                     e.value,
                     e.summary
                 ));
+                if !e.why.is_empty() {
+                    s.push_str(&format!("      chosen: {}\n", e.why));
+                }
             }
         }
     }

@@ -287,6 +287,10 @@ impl AgentMemory {
         let Some(vectors) = &self.vectors else {
             return std::collections::HashMap::new();
         };
+        if !openvibe_protocols::EMBEDDED_KINDS.contains(&kind) {
+            // A kind kept without vectors (beliefs): nothing to read.
+            return std::collections::HashMap::new();
+        }
         let mut found = std::collections::HashMap::new();
         for chunk in ids.chunks(openvibe_protocols::MAX_VECTOR_IDS) {
             match vectors.vectors(&self.ctx, model, kind, chunk).await {

@@ -68,7 +68,10 @@ pub use assembler::{
 };
 pub use decide::{Decisions, decide_belief, decide_proposal};
 pub use error::MemoryError;
-pub use evidence::{DECISION_TAG, Evidence, EvidenceQuery};
+pub use evidence::{
+    DECISION_TAG, Evidence, EvidenceQuery, FULL_EVIDENCE_SIMILARITY, MIN_EVIDENCE_SIMILARITY,
+    OTHER_DOMAIN_WEIGHT, Weighed,
+};
 pub use filesystem::{
     BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,
 };

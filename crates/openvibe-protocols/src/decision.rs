@@ -351,8 +351,10 @@ pub struct Evidence {
     pub kind: EvidenceKind,
     /// Its id.
     pub id: String,
-    /// How relevant it is to the event, `0..=1` (from its rank in the
-    /// role's hybrid retrieval).
+    /// How relevant it is to the event, `0..=1`: its similarity to the
+    /// event (by the role's hybrid retrieval, its domain a boost) over its
+    /// rank among the evidence of its kind (1 for the first, 1/2 for the
+    /// second, …).
     pub relevance: f64,
     /// What it says: a belief's or an insight's confidence, an episode's
     /// success (1) or failure (0).
@@ -363,6 +365,10 @@ pub struct Evidence {
     /// to a person rather than taken.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub constraint: bool,
+    /// Why it was chosen: the retrievers that found it (rank and score)
+    /// and its domain.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
 }
 
 /// A confidence assessor's change to the computed score.

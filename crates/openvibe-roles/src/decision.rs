@@ -4,10 +4,12 @@
 //! amount that the decision records.
 //!
 //! **Confidence** is computed from the role's memory: the
-//! [`EVIDENCE_INSIGHTS`] active insights and [`EVIDENCE_EPISODES`] episodes
-//! of the event's domain most relevant to its summary (hybrid retrieval,
-//! [`MemoryAssembler::recall_evidence`]). The k-th most relevant record
-//! (k = 0, 1, …) of each kind has relevance `r = 1 / (k + 1)`. An insight
+//! [`EVIDENCE_BELIEFS`] active beliefs, [`EVIDENCE_INSIGHTS`] active
+//! insights and [`EVIDENCE_EPISODES`] episodes most relevant to its summary,
+//! by meaning ([`MemoryAssembler::recall_evidence`]: hybrid retrieval, of
+//! any domain, the event's own a boost). The k-th most relevant record
+//! (k = 0, 1, …) of each kind, of similarity `s`, has relevance
+//! `r = s / (k + 1)`. An insight
 //! of confidence `c` supports the action by `c·r`; an episode supports it
 //! by `λ·r` when it went well and contradicts it by `λ·r` when it failed
 //! (tagged `failed`/`failure`, or an outcome whose `status` is `failed`
@@ -23,10 +25,10 @@
 //! relevant) alone is 0.9, ten good episodes alone about 0.74, and failures
 //! pull the score down whatever supports it.
 //!
-//! **Beliefs** (L4, approved by a person) of the event's domain that share
-//! analyzed terms with the question support it like insights of their
-//! confidence (ranked among themselves, most shared terms first). A belief
-//! marked as a constraint caps an `Act` at `Propose`, naming the belief.
+//! **Beliefs** (L4, approved by a person) relevant to the question, of any
+//! domain, support it like insights of their confidence (ranked among
+//! themselves). A belief marked as a constraint caps an `Act` at
+//! `Propose`, naming the belief.
 
 use std::sync::Arc;
 
@@ -41,6 +43,8 @@ use serde_json::Value;
 
 use crate::{AuthorityConfig, Error, ImpactRules};
 
+/// How many beliefs are weighed for a decision.
+pub const EVIDENCE_BELIEFS: usize = 5;
 /// How many insights are weighed for a decision.
 pub const EVIDENCE_INSIGHTS: usize = 5;
 /// How many episodes are weighed for a decision.
@@ -293,6 +297,7 @@ impl DecisionEngine {
                     domain: event.domain.clone(),
                     insights: EVIDENCE_INSIGHTS,
                     episodes: EVIDENCE_EPISODES,
+                    beliefs: EVIDENCE_BELIEFS,
                 };
                 (assembler.recall_evidence(&query).await?, "")
             }
@@ -456,41 +461,44 @@ struct Computed {
 
 /// The documented formula (see the module).
 fn confidence(recalled: &Recalled) -> Computed {
-    let relevance = |k: usize| 1.0 / (k as f64 + 1.0);
+    let relevance = |k: usize, similarity: f64| similarity.clamp(0.0, 1.0) / (k as f64 + 1.0);
     let mut evidence = Vec::new();
     let mut unsupported = 1.0;
     let mut uncontradicted = 1.0;
     // A belief a person approved weighs like an insight of its confidence,
     // ranked among the beliefs.
-    for (k, belief) in recalled.beliefs.iter().enumerate() {
-        let r = relevance(k);
-        let c = belief.confidence.clamp(0.0, 1.0);
+    for (k, w) in recalled.beliefs.iter().enumerate() {
+        let r = relevance(k, w.similarity);
+        let c = w.record.confidence.clamp(0.0, 1.0);
         unsupported *= 1.0 - c * r;
         evidence.push(Evidence {
             kind: EvidenceKind::Belief,
-            id: belief.id.clone(),
+            id: w.record.id.clone(),
             relevance: r,
             value: c,
-            summary: truncate_chars(&belief.statement, 200).to_owned(),
-            constraint: belief.constraint,
+            summary: truncate_chars(&w.record.statement, 200).to_owned(),
+            constraint: w.record.constraint,
+            why: w.why.clone(),
         });
     }
-    for (k, insight) in recalled.insights.iter().enumerate() {
-        let r = relevance(k);
-        let c = insight.confidence.clamp(0.0, 1.0);
+    for (k, w) in recalled.insights.iter().enumerate() {
+        let r = relevance(k, w.similarity);
+        let c = w.record.confidence.clamp(0.0, 1.0);
         unsupported *= 1.0 - c * r;
         evidence.push(Evidence {
             kind: EvidenceKind::Insight,
-            id: insight.id.clone(),
+            id: w.record.id.clone(),
             relevance: r,
             value: c,
-            summary: truncate_chars(&insight.content, 200).to_owned(),
+            summary: truncate_chars(&w.record.content, 200).to_owned(),
             constraint: false,
+            why: w.why.clone(),
         });
     }
     let (mut good, mut bad) = (0, 0);
-    for (k, episode) in recalled.episodes.iter().enumerate() {
-        let r = relevance(k);
+    for (k, w) in recalled.episodes.iter().enumerate() {
+        let episode = &w.record;
+        let r = relevance(k, w.similarity);
         let failure = failed(episode);
         if failure {
             bad += 1;
@@ -510,6 +518,7 @@ fn confidence(recalled: &Recalled) -> Computed {
             )
             .to_owned(),
             constraint: false,
+            why: w.why.clone(),
         });
     }
     let support = 1.0 - unsupported;
@@ -560,13 +569,37 @@ mod tests {
         e
     }
 
+    fn fully<T>(records: Vec<T>) -> Vec<openvibe_memory::Weighed<T>> {
+        records
+            .into_iter()
+            .map(|record| openvibe_memory::Weighed {
+                record,
+                similarity: 1.0,
+                why: String::new(),
+            })
+            .collect()
+    }
+
     fn score(insights: Vec<Insight>, episodes: Vec<Episode>) -> f64 {
         confidence(&Recalled {
             beliefs: Vec::new(),
-            insights,
-            episodes,
+            insights: fully(insights),
+            episodes: fully(episodes),
         })
         .score
+    }
+
+    #[test]
+    fn evidence_weighs_by_its_similarity() {
+        let mut half = fully(vec![insight("i", 0.8)]);
+        half[0].similarity = 0.5;
+        let computed = confidence(&Recalled {
+            beliefs: Vec::new(),
+            insights: half,
+            episodes: Vec::new(),
+        });
+        assert!((computed.score - 0.4).abs() < 1e-9, "{}", computed.score);
+        assert!((computed.evidence[0].relevance - 0.5).abs() < 1e-9);
     }
 
     #[test]

@@ -35,6 +35,20 @@ fn role() -> Role {
         )
 }
 
+/// The CRO of [`role`], owning `revenue`, who may give discounts on its
+/// own (the `apply_discount` tool).
+fn deciding_role() -> Role {
+    let tool = openvibe_primitives::FnTool::new(
+        "apply_discount",
+        "Apply a discount.",
+        |_: serde_json::Value| async move { Ok::<_, String>("applied".to_owned()) },
+    );
+    role()
+        .domains(["revenue"])
+        .authority(openvibe_roles::AuthorityConfig::new().autonomous(["give_discount"]))
+        .action_tool(tool)
+}
+
 fn ann() -> CallerContext {
     CallerContext::user("ann").with_clearance(Clearance::unrestricted())
 }
@@ -137,19 +151,9 @@ async fn approved_beliefs_lead_the_prompt_and_others_stay_out() {
 /// constraint turns an `Act` into a `Propose` that names it.
 #[tokio::test]
 async fn beliefs_weigh_in_decisions_and_constraints_cap_them() {
-    use openvibe_primitives::FnTool;
     use openvibe_protocols::{Action, DecisionEvent, EvidenceKind, Outcome};
-    use openvibe_roles::AuthorityConfig;
     let stores = in_memory_stores();
-    let tool = FnTool::new(
-        "apply_discount",
-        "Apply a discount.",
-        |_: serde_json::Value| async move { Ok::<_, String>("applied".to_owned()) },
-    );
-    let role = role()
-        .domains(["revenue"])
-        .authority(AuthorityConfig::new().autonomous(["give_discount"]))
-        .action_tool(tool);
+    let role = deciding_role();
     let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::always(LlmResponse::text("{}"))))
         .with_stores(stores.clone())
         .role(role)
@@ -210,4 +214,115 @@ async fn beliefs_weigh_in_decisions_and_constraints_cap_them() {
     let capped = role.decide(&event("e3")).await.unwrap();
     assert_eq!(capped.outcome, Outcome::Propose, "{:?}", capped.explain());
     assert!(capped.reason.contains("b-constraint"), "{}", capped.reason);
+}
+
+/// A stand-in sentence model: a text's vector counts its words per topic
+/// (pricing, people), so texts on one topic with no word in common are
+/// alike, as with a real model.
+struct TopicEmbedder;
+
+#[async_trait::async_trait]
+impl openvibe_protocols::Embedder for TopicEmbedder {
+    fn model_id(&self) -> &str {
+        "topics"
+    }
+    fn dimensions(&self) -> usize {
+        3
+    }
+    async fn embed(
+        &self,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, openvibe_protocols::EmbedError> {
+        const TOPICS: [&[&str]; 2] = [
+            &[
+                "discount",
+                "discounts",
+                "price",
+                "pricing",
+                "rebates",
+                "cheaper",
+                "markdown",
+            ],
+            &["hire", "hiring", "recruiter", "candidate", "candidates"],
+        ];
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let lower = text.to_lowercase();
+                let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+                let mut v: Vec<f32> = TOPICS
+                    .iter()
+                    .map(|topic| words.iter().filter(|w| topic.contains(w)).count() as f32)
+                    .collect();
+                v.push(0.1);
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / norm).collect()
+            })
+            .collect())
+    }
+}
+
+/// Evidence by meaning (issue 64): a belief of another domain that shares
+/// no word with the event but is on its subject bears on the decision, at
+/// the other-domain weight, and the decision says why it was chosen; one
+/// on another subject does not.
+#[tokio::test]
+async fn a_belief_bears_on_a_decision_by_meaning_whatever_its_domain() {
+    use openvibe_protocols::{Action, DecisionEvent, EvidenceKind};
+    let stores = in_memory_stores();
+    let role = deciding_role()
+        .clearance(
+            ClearanceProfile::new("cro")
+                .with_domain("revenue", Classification::Confidential)
+                .with_domain("finance", Classification::Confidential),
+        )
+        .with_embedder(Arc::new(TopicEmbedder));
+    let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::always(LlmResponse::text("{}"))))
+        .with_stores(stores.clone())
+        .role(role)
+        .unwrap();
+    let role = runtime.get_role("cro").unwrap();
+    let memory = role.agent_memory().unwrap().clone();
+    for (id, statement) in [
+        ("b-pricing", "Rebates beyond a tenth hurt renewal margins"),
+        ("b-hiring", "Candidates from referrals stay longer"),
+    ] {
+        memory
+            .propose_belief(Belief::new("cro", statement, 0.8).id(id).domain("finance"))
+            .await
+            .unwrap();
+        stores
+            .beliefs
+            .decide(&ann(), id, &Verdict::approve("seen it"))
+            .await
+            .unwrap();
+    }
+    let event = DecisionEvent::new("e-meaning", "discount.requested", "revenue")
+        .summary("Acme asks a markdown on the annual plan")
+        .action(Action::tool(
+            "give_discount",
+            "apply_discount",
+            json!({"pct": 5}),
+        ));
+    let decided = role.decide(&event).await.unwrap();
+    let cited: Vec<_> = decided
+        .confidence
+        .evidence
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Belief)
+        .collect();
+    assert_eq!(cited.len(), 1, "{:?}", decided.confidence.evidence);
+    assert_eq!(cited[0].id, "b-pricing");
+    assert!(
+        (cited[0].relevance - openvibe_memory::OTHER_DOMAIN_WEIGHT).abs() < 1e-9,
+        "another domain counts at its weight: {}",
+        cited[0].relevance
+    );
+    assert!(cited[0].why.contains("vector #1"), "{}", cited[0].why);
+    assert!(
+        cited[0].why.contains("domain `finance`"),
+        "{}",
+        cited[0].why
+    );
+    assert!((decided.confidence.score - 0.8 * 0.75).abs() < 1e-9);
 }

@@ -80,6 +80,22 @@ impl EmbeddingText for Knowledge {
     }
 }
 
+/// A belief's statement, embedded when it is weighed as evidence (beliefs
+/// keep no vector: the few a role holds are embedded with the question, by
+/// a caching embedder once).
+impl EmbeddingText for crate::Belief {
+    const KIND: &'static str = "belief";
+    fn embedding_text(&self) -> std::borrow::Cow<'_, str> {
+        self.statement.as_str().into()
+    }
+    fn text_hash(&self) -> Option<&str> {
+        None
+    }
+    fn record_id(&self) -> &str {
+        &self.id
+    }
+}
+
 /// A record waiting for its vector: what a backend embeds and keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingText {

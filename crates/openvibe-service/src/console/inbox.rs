@@ -262,6 +262,10 @@ pub(crate) fn card(p: &Proposal, who: &SignedIn, error: Option<&Failure>) -> Mar
                                 @if e.constraint { " · constraint" }
                                 br;
                                 span.meta { (e.summary) }
+                                @if !e.why.is_empty() {
+                                    br;
+                                    span.meta { "Chosen by " (e.why) }
+                                }
                             }
                         }
                     }
