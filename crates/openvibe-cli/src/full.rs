@@ -293,8 +293,7 @@ async fn decisions(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
 /// the next decisions cite it; then a contradicting insight proposes a
 /// belief that supersedes it.
 async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(), CliError> {
-    use openvibe::protocols::EvidenceKind;
-    use openvibe::roles::{ActOutcome, Stage};
+    use openvibe::roles::Stage;
     writeln!(
         out,
         "\n== two weeks of leads, compressed: the CRO's cognitive loop (perceive → decide → act → observe → reflect → learn)"
@@ -334,6 +333,10 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
         let trace = &day.trace;
         if trace.is_reflection() {
             writeln!(out, "\n  day {:>2} · reflection", day.day)?;
+        } else if !write_decision(day, out)? {
+            continue;
+        }
+        if trace.is_reflection() || trace.reflected_after_experience() {
             for stage in trace
                 .stages
                 .iter()
@@ -364,43 +367,6 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
                 write!(out, "{said}")?;
                 last = Some(belief.id.clone());
             }
-            continue;
-        }
-        let Some(decision) = &trace.decision else {
-            writeln!(
-                out,
-                "  day {:>2} · {}: {}",
-                day.day,
-                trace.event.id,
-                trace.failed.clone().unwrap_or_default()
-            )?;
-            continue;
-        };
-        let act = match &trace.act {
-            Some(ActOutcome::Ran { output, .. }) => {
-                format!("ran: {}", output.as_str().unwrap_or_default())
-            }
-            Some(ActOutcome::Failed { error, .. }) => format!("failed: {error}"),
-            Some(ActOutcome::Proposed { proposal_id }) => format!("proposed {proposal_id}"),
-            Some(ActOutcome::Nothing { reason }) => reason.clone(),
-            None => String::new(),
-        };
-        writeln!(
-            out,
-            "  day {:>2} · {}: {} ({:.2} confidence) · {act}",
-            day.day, decision.event.summary, decision.outcome, decision.confidence.score
-        )?;
-        for e in decision
-            .confidence
-            .evidence
-            .iter()
-            .filter(|e| e.kind == EvidenceKind::Belief)
-        {
-            writeln!(
-                out,
-                "    cites belief {} ({:.2}): {}",
-                e.id, e.value, e.summary
-            )?;
         }
     }
     if let Some(id) = last
@@ -419,4 +385,61 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
         )?;
     }
     Ok(())
+}
+
+/// One decided day of the two weeks: the decision, what ran, the beliefs it
+/// cites and what weighed against it; `false` when nothing was decided.
+fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, CliError> {
+    use openvibe::protocols::EvidenceKind;
+    use openvibe::roles::ActOutcome;
+    let trace = &day.trace;
+    let Some(decision) = &trace.decision else {
+        writeln!(
+            out,
+            "  day {:>2} · {}: {}",
+            day.day,
+            trace.event.id,
+            trace.failed.clone().unwrap_or_default()
+        )?;
+        return Ok(false);
+    };
+    let act = match &trace.act {
+        Some(ActOutcome::Ran { output, .. }) => match openvibe::roles::setback_status(output) {
+            Some(status) => format!(
+                "ran, a setback ({status}): {}",
+                openvibe::roles::result_text(output)
+            ),
+            None => format!("ran: {}", openvibe::roles::result_text(output)),
+        },
+        Some(ActOutcome::Failed { error, .. }) => format!("failed: {error}"),
+        Some(ActOutcome::Proposed { proposal_id }) => format!("proposed {proposal_id}"),
+        Some(ActOutcome::Nothing { reason }) => reason.clone(),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "  day {:>2} · {}: {} ({:.2} confidence) · {act}",
+        day.day, decision.event.summary, decision.outcome, decision.confidence.score
+    )?;
+    for e in decision
+        .confidence
+        .evidence
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Belief)
+    {
+        writeln!(
+            out,
+            "    cites belief {} ({:.2}): {}",
+            e.id, e.value, e.summary
+        )?;
+    }
+    for e in decision
+        .confidence
+        .evidence
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Episode && e.why.contains("went against"))
+    {
+        writeln!(out, "    weighs against: {} ({})", e.summary, e.why)?;
+    }
+    Ok(true)
 }

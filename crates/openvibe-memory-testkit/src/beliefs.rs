@@ -270,8 +270,8 @@ where
 /// A belief that refines an active one keeps both active when approved;
 /// approved superseding ([`Verdict::supersede`]) it retires the refined one
 /// in the same step, and then names it as superseded. A superseding
-/// rejection, or superseding a belief that refines none, is invalid and
-/// changes nothing.
+/// rejection is invalid, superseding a belief that refines none a conflict;
+/// either changes nothing.
 pub async fn beliefs_refine_or_supersede_as_the_person_chooses<F, Fut>(factory: F)
 where
     F: Fn() -> Fut,
@@ -280,7 +280,7 @@ where
     let s = factory().await;
     let ann = person("ann");
     active_b1(&s, &ann).await;
-    assert!(is_invalid(
+    assert!(is_conflict(
         s.beliefs
             .decide(&ann, "b1", &Verdict::approve("again").superseding())
             .await

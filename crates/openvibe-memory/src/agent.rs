@@ -49,6 +49,11 @@ pub struct ReflectOptions {
     /// says it is a duplicate (default off: only a restatement in the
     /// same terms strengthens, see [`SubjectScore::duplicate`]).
     pub check_with_model: bool,
+    /// Only episodes after this time: the newest a previous reflection
+    /// saw ([`ReflectionReport::newest`]), so that a reflection never
+    /// re-reads what it has seen (default: none, the latest
+    /// `episode_limit`).
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// How many of the agent's most confident insights a new insight is
@@ -64,6 +69,7 @@ impl Default for ReflectOptions {
             episode_limit: 50,
             subjects: Subjects::by_words(),
             check_with_model: false,
+            since: None,
         }
     }
 }
@@ -83,6 +89,9 @@ pub struct ReflectionReport {
     pub cited_calls: Vec<String>,
     /// Items of the model's list that were not usable, with the reason.
     pub skipped: Vec<String>,
+    /// The time of the newest episode considered (what the next
+    /// reflection's [`ReflectOptions::since`] starts after).
+    pub newest: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl ReflectionReport {
@@ -565,11 +574,15 @@ impl AgentMemory {
         llm: &dyn LlmProvider,
         options: &ReflectOptions,
     ) -> Result<ReflectionReport, MemoryError> {
-        let recent = self
-            .recall_episodes(EpisodeQuery::new().limit(options.episode_limit))
-            .await?;
+        let mut query = EpisodeQuery::new().limit(options.episode_limit);
+        // After the newest seen (stores keep microseconds).
+        query.since = options
+            .since
+            .map(|seen| seen + chrono::Duration::microseconds(1));
+        let recent = self.recall_episodes(query).await?;
         let mut report = ReflectionReport {
             episodes_considered: recent.len(),
+            newest: recent.iter().map(|e| e.timestamp).max(),
             ..ReflectionReport::default()
         };
         if recent.is_empty() {

@@ -21,6 +21,36 @@ use crate::{MemoryAssembler, MemoryError};
 /// leaves them out.
 pub const DECISION_TAG: &str = "decision";
 
+/// Run results that report the run went against what was decided: an
+/// outcome `status` of these (a tool's result may say so, e.g.
+/// `{"status": "stalled", ...}`).
+pub const SETBACK_STATUSES: &[&str] = &["missed", "stalled", "lost", "declined", "blocked"];
+
+/// The tag of an episode whose run went against what was decided.
+pub const SETBACK_TAG: &str = "setback";
+
+/// The tag of an episode that records a person's rejection of a proposal.
+pub const REJECTED_TAG: &str = "rejected";
+
+/// Whether `episode` went against what was decided: it failed (tagged
+/// `failed`/`failure`, or its outcome's `status` is `failed` or `error`, or
+/// it has an `error`), its result was a setback (tagged [`SETBACK_TAG`], or
+/// a status of [`SETBACK_STATUSES`]), or it records a person's rejection
+/// (tagged [`REJECTED_TAG`], or status `rejected`).
+pub fn went_against(episode: &Episode) -> bool {
+    let tagged = episode.tags.iter().any(|t| {
+        matches!(t.as_str(), "failed" | "failure") || t == SETBACK_TAG || t == REJECTED_TAG
+    });
+    let status = episode
+        .outcome
+        .get("status")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|s| {
+            matches!(s, "failed" | "error" | "rejected") || SETBACK_STATUSES.contains(&s)
+        });
+    tagged || status || episode.outcome.get("error").is_some_and(|e| !e.is_null())
+}
+
 /// What a record of another domain than the question's counts for, as a
 /// share of its similarity (its own domain: 1).
 pub const OTHER_DOMAIN_WEIGHT: f64 = 0.75;
@@ -61,6 +91,10 @@ pub struct Evidence {
     pub insights: Vec<Weighed<Insight>>,
     /// L2 episodes (decision records left out).
     pub episodes: Vec<Weighed<Episode>>,
+    /// The candidates' episodes that went against what was decided
+    /// ([`went_against`]), newest first, relevant or not: a decision weighs
+    /// those that were decided on the evidence it cites.
+    pub adverse: Vec<Episode>,
 }
 
 /// Where to look for evidence and how much to keep.
@@ -123,6 +157,10 @@ impl MemoryAssembler {
                     .collect();
                 merge(&mut pool, found, |e: &Episode| &e.id);
             }
+            evidence.adverse = pool.iter().filter(|e| went_against(e)).cloned().collect();
+            evidence
+                .adverse
+                .sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| a.id.cmp(&b.id)));
             evidence.episodes = self
                 .weigh(query, pool, |e: &Episode| &e.domain, query.episodes)
                 .await;

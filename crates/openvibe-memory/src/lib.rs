@@ -70,7 +70,7 @@ pub use decide::{Decisions, decide_belief, decide_proposal};
 pub use error::MemoryError;
 pub use evidence::{
     DECISION_TAG, Evidence, EvidenceQuery, FULL_EVIDENCE_SIMILARITY, MIN_EVIDENCE_SIMILARITY,
-    OTHER_DOMAIN_WEIGHT, Weighed,
+    OTHER_DOMAIN_WEIGHT, REJECTED_TAG, SETBACK_STATUSES, SETBACK_TAG, Weighed, went_against,
 };
 pub use filesystem::{
     BROWSE_LIMIT, MAX_PATH_LEN, MemoryFilesystem, SEARCH_LIMIT, SearchHit, WriteOptions,

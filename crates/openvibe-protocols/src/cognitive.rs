@@ -10,6 +10,10 @@ use serde_json::Value;
 
 use crate::{Action, CallerContext, Decision, DecisionEvent, StoreError};
 
+/// How the Reflect stage's outcome begins when it reflected after
+/// experience rather than on the schedule.
+pub const AFTER_EXPERIENCE: &str = "after experience: ";
+
 /// The kind of the event a reflection firing becomes.
 pub const REFLECT_EVENT: &str = "openvibe.reflect";
 
@@ -193,13 +197,25 @@ impl LoopTrace {
     }
 
     /// Whether `stage` does nothing for this event: decide, act and observe
-    /// for a reflection event; reflect and learn for any other.
+    /// for a reflection event; learn for any other unless it reflected
+    /// after experience. Reflect may run for any event (on the schedule,
+    /// or after a setback).
     pub fn is_noop(&self, stage: Stage) -> bool {
         match stage {
             Stage::Decide | Stage::Act | Stage::Observe => self.is_reflection(),
-            Stage::Reflect | Stage::Learn => !self.is_reflection(),
+            Stage::Reflect => false,
+            Stage::Learn => !self.is_reflection() && !self.reflected_after_experience(),
             Stage::Perceive => false,
         }
+    }
+
+    /// Whether the Reflect stage reflected for an event that is not a
+    /// reflection event (after a setback, or every so many events): its
+    /// outcome begins with [`AFTER_EXPERIENCE`].
+    pub fn reflected_after_experience(&self) -> bool {
+        self.stages
+            .iter()
+            .any(|s| s.stage == Stage::Reflect && s.outcome.starts_with(AFTER_EXPERIENCE))
     }
 
     /// Whether this is a reflection event.

@@ -35,7 +35,8 @@ pub mod testing;
 mod vocabulary;
 
 pub use cognitive::{
-    Accepted, ActOutcome, EventInbox, EventSource, LoopTrace, REFLECT_EVENT, Stage, StageRecord,
+    AFTER_EXPERIENCE, Accepted, ActOutcome, EventInbox, EventSource, LoopTrace, REFLECT_EVENT,
+    Stage, StageRecord,
 };
 pub use decision::{
     Action, ActionTarget, Authority, AuthorityStep, ConfidenceAdjustment, ConfidenceBand,

@@ -887,6 +887,9 @@ pub fn firing_event(
     )))
 }
 
+/// The Reflect stage's outcome when a reflection of the role runs already.
+const NOT_TWICE: &str = "skipped: a reflection of this role runs already";
+
 impl RoleRuntime {
     /// Run `stage` of `trace`'s event and record it (in `trace.stages`, with
     /// `trace.next` moved on): what the in-process loop runs. A failing
@@ -1037,18 +1040,34 @@ impl RoleRuntime {
                     None => line,
                 })
             }
-            Stage::Reflect if !reflection => {
-                Ok("not due (on the role's reflection schedule)".into())
-            }
             Stage::Reflect => {
+                // On the schedule, or after experience: a setback or a
+                // rejection (a lesson), or every so many events.
+                let due =
+                    reflection || role.experience.due(learning.after_setbacks, learning.every);
+                if !due {
+                    return Ok(
+                        "not due (on the role's reflection schedule, or after a setback)".into(),
+                    );
+                }
+                let Some(_learning) = role.experience.begin() else {
+                    return Ok(NOT_TWICE.into());
+                };
                 let trigger = self.reflection_trigger();
-                let summary = self.reflect_and_publish(&trace.role_id, &trigger).await?;
+                let summary = self.reflect_and_publish_now(role, &trigger).await?;
+                let why = if reflection {
+                    ""
+                } else {
+                    openvibe_protocols::AFTER_EXPERIENCE
+                };
                 Ok(format!(
-                    "{} episode(s): {} new insight(s), {} strengthened, {} published",
+                    "{why}{} episode(s): {} new insight(s), {} strengthened, {} published",
                     summary.episodes, summary.created, summary.strengthened, summary.published
                 ))
             }
-            Stage::Learn if !reflection => Ok("not due (after a reflection)".into()),
+            Stage::Learn if !reflection && !trace.reflected_after_experience() => {
+                Ok("not due (after a reflection)".into())
+            }
             Stage::Learn if role.proposals().is_none() => {
                 Ok("skipped: no proposal store to file beliefs in".into())
             }

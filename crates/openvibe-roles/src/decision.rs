@@ -11,13 +11,17 @@
 //! (k = 0, 1, …) of each kind, of similarity `s`, has relevance
 //! `r = s / (k + 1)`. An insight
 //! of confidence `c` supports the action by `c·r`; an episode supports it
-//! by `λ·r` when it went well and contradicts it by `λ·r` when it failed
-//! (tagged `failed`/`failure`, or an outcome whose `status` is `failed`
-//! or `error`, or that has an `error`), with `λ =` [`EPISODE_WEIGHT`]. Then
+//! by `λ·r` when it went well and contradicts it by `λ·r` when it went
+//! against what was decided ([`failed`]: it failed, its result was a
+//! setback such as `{"status": "stalled"}`, or it records a person's
+//! rejection), with `λ =` [`EPISODE_WEIGHT`]. A run that went against what
+//! was decided on a belief or insight this decision cites contradicts it
+//! too, by `λ·r` of that evidence, relevant or not: outcomes weigh before
+//! any belief changes. Then
 //!
 //! ```text
 //! support       = 1 − Π (1 − c·r) over insights · Π (1 − λ·r) over good episodes
-//! contradiction = 1 − Π (1 − λ·r) over failed episodes
+//! contradiction = 1 − Π (1 − λ·r) over adverse episodes
 //! confidence    = support · (1 − contradiction)
 //! ```
 //!
@@ -29,6 +33,12 @@
 //! domain, support it like insights of their confidence (ranked among
 //! themselves). A belief marked as a constraint caps an `Act` at
 //! `Propose`, naming the belief.
+//!
+//! **A person's rejection stands** ([`StandingRejection`]): when the latest
+//! verdict on the role's proposals of an action is a rejection and the
+//! rejection's episode is among the evidence (the event is like the one
+//! rejected), an `Act` on that action is capped at `Propose`, citing it,
+//! until a person approves a proposal of that action again.
 
 use std::sync::Arc;
 
@@ -109,6 +119,23 @@ pub struct DecisionEngine {
     matrix: DecisionMatrix,
     memory: Option<MemoryAssembler>,
     assessor: Option<Arc<dyn ConfidenceAssessor>>,
+    rejections: std::collections::BTreeMap<String, StandingRejection>,
+}
+
+/// A person's rejection of a proposal of the role that still stands: the
+/// latest verdict on proposals of its action. A decision to act on an event
+/// like it (its episode among the evidence) is proposed instead, citing
+/// it, until a person approves a proposal of that action again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StandingRejection {
+    /// The rejected proposal.
+    pub proposal_id: String,
+    /// The episode that records the rejection.
+    pub episode_id: String,
+    /// Who rejected it.
+    pub by: String,
+    /// Why.
+    pub reason: String,
 }
 
 impl std::fmt::Debug for DecisionEngine {
@@ -124,6 +151,7 @@ impl std::fmt::Debug for DecisionEngine {
                 "assessor",
                 &self.assessor.as_ref().map(|a| a.name().to_owned()),
             )
+            .field("rejections", &self.rejections)
             .finish()
     }
 }
@@ -140,7 +168,19 @@ impl DecisionEngine {
             matrix: DecisionMatrix::default(),
             memory: None,
             assessor: None,
+            rejections: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// The people's rejections that stand, by action (see
+    /// [`StandingRejection`]).
+    #[must_use]
+    pub fn standing_rejections(
+        mut self,
+        rejections: std::collections::BTreeMap<String, StandingRejection>,
+    ) -> Self {
+        self.rejections = rejections;
+        self
     }
 
     /// The domains the role owns ([`ANY_DOMAIN`] for all).
@@ -392,6 +432,21 @@ impl DecisionEngine {
                 ),
             );
         }
+        if cell == Outcome::Act
+            && let Some(rejected) = self.rejections.get(action)
+            && confidence
+                .evidence
+                .iter()
+                .any(|e| e.kind == EvidenceKind::Episode && e.id == rejected.episode_id)
+        {
+            return (
+                Outcome::Propose,
+                format!(
+                    "{reason}, capped at propose: {} rejected `{action}` on a like event (proposal `{}`: \"{}\"); proposed until a person approves `{action}` again",
+                    rejected.by, rejected.proposal_id, rejected.reason
+                ),
+            );
+        }
         (cell, reason)
     }
 }
@@ -442,21 +497,55 @@ pub fn check_event(event: &DecisionEvent) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether an episode records a failure.
+/// Whether an episode went against what was decided: a failure, a setback
+/// result or a person's rejection ([`openvibe_memory::went_against`]).
 pub fn failed(episode: &Episode) -> bool {
-    let tagged = episode.tags.iter().any(|t| t == "failed" || t == "failure");
-    let status = episode
-        .outcome
-        .get("status")
-        .and_then(Value::as_str)
-        .is_some_and(|s| s == "failed" || s == "error");
-    tagged || status || episode.outcome.get("error").is_some_and(|e| !e.is_null())
+    openvibe_memory::went_against(episode)
 }
 
 struct Computed {
     score: f64,
     evidence: Vec<Evidence>,
     reason: String,
+}
+
+/// The ids of the beliefs and insights the decision behind a run episode
+/// cited (its outcome's `decided_on`).
+fn decided_on(episode: &Episode) -> Vec<&str> {
+    episode
+        .outcome
+        .get("decided_on")
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// An episode as evidence.
+fn episode_evidence(episode: &Episode, relevance: f64, value: f64, why: String) -> Evidence {
+    Evidence {
+        kind: EvidenceKind::Episode,
+        id: episode.id.clone(),
+        relevance,
+        value,
+        summary: truncate_chars(
+            &format!("{}: {}", episode.action, episode.output_summary),
+            200,
+        )
+        .to_owned(),
+        constraint: false,
+        why,
+    }
+}
+
+/// The most relevant belief or insight of `cited` that the decision behind
+/// `episode` was decided on: its relevance and id.
+fn basis(cited: &[Evidence], episode: &Episode) -> Option<(f64, String)> {
+    let decided_on = decided_on(episode);
+    cited
+        .iter()
+        .filter(|e| decided_on.contains(&e.id.as_str()))
+        .max_by(|a, b| a.relevance.total_cmp(&b.relevance))
+        .map(|e| (e.relevance, e.id.clone()))
 }
 
 /// The documented formula (see the module).
@@ -496,30 +585,47 @@ fn confidence(recalled: &Recalled) -> Computed {
         });
     }
     let (mut good, mut bad) = (0, 0);
+    let cited = evidence.len();
     for (k, w) in recalled.episodes.iter().enumerate() {
         let episode = &w.record;
-        let r = relevance(k, w.similarity);
+        let mut r = relevance(k, w.similarity);
         let failure = failed(episode);
+        let mut why = w.why.clone();
         if failure {
+            // Decided on evidence cited here: it weighs as that evidence.
+            if let Some((basis, id)) = basis(&evidence[..cited], episode) {
+                r = r.max(basis);
+                why = format!("{why}; a run decided on `{id}` went against it");
+            }
             bad += 1;
             uncontradicted *= 1.0 - EPISODE_WEIGHT * r;
         } else {
             good += 1;
             unsupported *= 1.0 - EPISODE_WEIGHT * r;
         }
-        evidence.push(Evidence {
-            kind: EvidenceKind::Episode,
-            id: episode.id.clone(),
-            relevance: r,
-            value: if failure { 0.0 } else { 1.0 },
-            summary: truncate_chars(
-                &format!("{}: {}", episode.action, episode.output_summary),
-                200,
-            )
-            .to_owned(),
-            constraint: false,
-            why: w.why.clone(),
-        });
+        evidence.push(episode_evidence(
+            episode,
+            r,
+            if failure { 0.0 } else { 1.0 },
+            why,
+        ));
+    }
+    // Runs that went against what was decided on the evidence cited here
+    // contradict it, as much as that evidence bears on this decision,
+    // relevant to the event or not.
+    let mut against = 0;
+    for episode in &recalled.adverse {
+        if against >= EVIDENCE_EPISODES || evidence.iter().any(|e| e.id == episode.id) {
+            continue;
+        }
+        let Some((r, id)) = basis(&evidence[..cited], episode) else {
+            continue;
+        };
+        let why = format!("a run decided on `{id}` went against it");
+        against += 1;
+        bad += 1;
+        uncontradicted *= 1.0 - EPISODE_WEIGHT * r;
+        evidence.push(episode_evidence(episode, r, 0.0, why));
     }
     let support = 1.0 - unsupported;
     let contradiction = 1.0 - uncontradicted;
@@ -533,7 +639,7 @@ fn confidence(recalled: &Recalled) -> Computed {
             format!("{} belief(s), ", recalled.beliefs.len())
         };
         format!(
-            "{beliefs}{} insight(s), {good} good and {bad} failed episode(s): support {support:.2} × (1 − contradiction {contradiction:.2})",
+            "{beliefs}{} insight(s), {good} good and {bad} adverse episode(s): support {support:.2} × (1 − contradiction {contradiction:.2})",
             recalled.insights.len()
         )
     };
@@ -585,6 +691,7 @@ mod tests {
             beliefs: Vec::new(),
             insights: fully(insights),
             episodes: fully(episodes),
+            adverse: Vec::new(),
         })
         .score
     }
@@ -597,6 +704,7 @@ mod tests {
             beliefs: Vec::new(),
             insights: half,
             episodes: Vec::new(),
+            adverse: Vec::new(),
         });
         assert!((computed.score - 0.4).abs() < 1e-9, "{}", computed.score);
         assert!((computed.evidence[0].relevance - 0.5).abs() < 1e-9);

@@ -44,6 +44,13 @@ pub struct Learning {
     /// nothing new); default off: it is proposed as refining it, and the
     /// person approving chooses whether it supersedes.
     pub check_with_model: bool,
+    /// In the cognitive loop, reflect and learn right after an event that
+    /// taught something: a failed run, a run whose result was a setback, a
+    /// person's rejection seen (default on).
+    pub after_setbacks: bool,
+    /// In the cognitive loop, also reflect and learn after every this many
+    /// events of the role (default off).
+    pub every: Option<u32>,
 }
 
 impl Default for Learning {
@@ -52,6 +59,8 @@ impl Default for Learning {
             min_confidence: 0.8,
             min_evidence: 3,
             check_with_model: false,
+            after_setbacks: true,
+            every: None,
         }
     }
 }
@@ -78,12 +87,29 @@ impl Learning {
         self
     }
 
-    /// The thresholds as a trigger input (`{"min_confidence", "min_evidence", "check_with_model"}`).
+    /// In the loop, reflect right after a setback (or not).
+    #[must_use]
+    pub fn after_setbacks(mut self, on: bool) -> Self {
+        self.after_setbacks = on;
+        self
+    }
+
+    /// In the loop, also reflect after every `events` events of the role.
+    #[must_use]
+    pub fn every(mut self, events: u32) -> Self {
+        self.every = (events > 0).then_some(events);
+        self
+    }
+
+    /// The thresholds as a trigger input (`{"min_confidence",
+    /// "min_evidence", "check_with_model", "after_setbacks", "every"}`).
     pub fn to_value(&self) -> Value {
         serde_json::json!({
             "min_confidence": self.min_confidence,
             "min_evidence": self.min_evidence,
             "check_with_model": self.check_with_model,
+            "after_setbacks": self.after_setbacks,
+            "every": self.every,
         })
     }
 
@@ -104,6 +130,16 @@ impl Learning {
                 .get("check_with_model")
                 .and_then(Value::as_bool)
                 .unwrap_or(d.check_with_model),
+            after_setbacks: value
+                .get("after_setbacks")
+                .and_then(Value::as_bool)
+                .unwrap_or(d.after_setbacks),
+            every: value
+                .get("every")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .or(d.every),
         }
     }
 

@@ -34,6 +34,7 @@ pub mod config;
 mod decision;
 mod delegation;
 mod error;
+mod experience;
 mod goal_hooks;
 pub mod goals;
 mod learn;
@@ -58,14 +59,16 @@ pub use cognitive::{
     run_id as loop_run_id, trace_of_checkpoint,
 };
 pub use decision::{
-    ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_EPISODES,
-    EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, check_event, decision_id, failed,
+    ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_BELIEFS,
+    EVIDENCE_EPISODES, EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, StandingRejection, check_event,
+    decision_id, failed,
 };
 pub use delegation::{
     DEFAULT_DELEGATION_TIMEOUT, DELEGATION_KEY, Delegation, Origin, feed_requests, request_event,
     request_event_id,
 };
 pub use error::Error;
+pub use experience::{VERDICT_HISTORY, rejection_episode_id, result_text, setback_status};
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
 pub use openvibe_primitives::{DelegateNode, delegation_id};

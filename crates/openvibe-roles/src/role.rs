@@ -72,6 +72,7 @@ pub struct Role {
     escalate_to: Option<String>,
     pub(crate) spaces: Option<Arc<dyn openvibe_protocols::SpaceStore>>,
     pub(crate) space: Option<String>,
+    pub(crate) experience: Arc<crate::experience::Experience>,
 }
 
 impl Role {
@@ -100,6 +101,7 @@ impl Role {
             escalate_to: None,
             spaces: None,
             space: None,
+            experience: Arc::default(),
         }
     }
 
@@ -430,7 +432,12 @@ impl Role {
     /// [`DECISION_TAG`] (audited like every write), when it has agent
     /// memory. Nothing runs: see [`Role::execute`].
     pub async fn decide(&self, event: &DecisionEvent) -> Result<Decision, Error> {
-        let decision = self.decision_engine().evaluate(event).await?;
+        let rejections = self.observe_verdicts().await?;
+        let decision = self
+            .decision_engine()
+            .standing_rejections(rejections)
+            .evaluate(event)
+            .await?;
         if let Some(memory) = &self.agent_memory {
             memory.record_episode(decision_episode(&decision)).await?;
         }
@@ -474,21 +481,46 @@ impl Role {
         let Some(memory) = &self.agent_memory else {
             return Ok(());
         };
-        let (status, detail) = match result {
-            Ok(output) => ("ok", json!({"status": "ok", "output": output})),
-            Err(e) => (
-                "failed",
-                json!({"status": "failed", "error": e.to_string()}),
+        // The beliefs and insights it was decided on: a run that goes
+        // against what was decided weighs against them next time.
+        let decided_on: Vec<&str> = decision
+            .confidence
+            .evidence
+            .iter()
+            .filter(|e| e.kind != openvibe_protocols::EvidenceKind::Episode)
+            .map(|e| e.id.as_str())
+            .collect();
+        let setback = result
+            .as_ref()
+            .ok()
+            .and_then(crate::experience::setback_status);
+        let (status, detail) = match (result, &setback) {
+            (Ok(output), None) => (
+                "ok".to_owned(),
+                json!({"status": "ok", "output": output, "decided_on": decided_on}),
+            ),
+            (Ok(output), Some(setback)) => (
+                setback.clone(),
+                json!({"status": setback, "output": output, "decided_on": decided_on}),
+            ),
+            (Err(e), _) => (
+                "failed".to_owned(),
+                json!({"status": "failed", "error": e.to_string(), "decided_on": decided_on}),
             ),
         };
         let summary = match result {
-            Ok(Value::String(s)) => s.clone(),
-            Ok(other) => other.to_string(),
+            Ok(output) => crate::experience::result_text(output),
             Err(e) => e.to_string(),
         };
         let mut tags = vec!["action".to_owned()];
         if status == "failed" {
             tags.push("failed".to_owned());
+        }
+        if setback.is_some() {
+            tags.push(openvibe_memory::SETBACK_TAG.to_owned());
+        }
+        if status != "ok" {
+            self.experience.note_lesson();
         }
         let episode_id = format!("{}-run", decision.id);
         memory

@@ -341,13 +341,33 @@ impl RoleRuntime {
     /// [`DEFAULT_PUBLISH_CONFIDENCE`]) to the workspace. A new insight is
     /// compared with the role's by [`Role::subjects`](crate::Role::subjects);
     /// with the learn input's `check_with_model`, the model says whether it
-    /// only restates one. Fails for a role without agent memory.
+    /// only restates one. It reads only the episodes after the newest the
+    /// role's previous reflection in this process saw: it never re-reads
+    /// what it has seen. Fails for a role without agent memory, and while
+    /// another reflection of the role runs (a role learns once at a time).
     pub async fn reflect_and_publish(
         &self,
         role_id: &str,
         trigger: &TriggerConfig,
     ) -> Result<ReflectionSummary, Error> {
         let role = self.get_role(role_id)?;
+        let Some(_learning) = role.experience.begin() else {
+            return Err(Error::Firing {
+                trigger: trigger.id.clone(),
+                message: format!("a reflection of role `{role_id}` runs already"),
+            });
+        };
+        self.reflect_and_publish_now(role, trigger).await
+    }
+
+    /// [`RoleRuntime::reflect_and_publish`] for a caller that began the
+    /// role's reflection ([`Experience::begin`](crate::experience::Experience)).
+    pub(crate) async fn reflect_and_publish_now(
+        &self,
+        role: &crate::Role,
+        trigger: &TriggerConfig,
+    ) -> Result<ReflectionSummary, Error> {
+        let role_id = role.role_id();
         let Some(pyramid) = role.pyramid() else {
             return Err(Error::Firing {
                 trigger: trigger.id.clone(),
@@ -366,11 +386,13 @@ impl RoleRuntime {
         let options = openvibe_memory::ReflectOptions {
             subjects: role.subjects(),
             check_with_model: learning.as_ref().is_some_and(|l| l.check_with_model),
+            since: role.experience.reflected_until(),
             ..openvibe_memory::ReflectOptions::default()
         };
         let done = pyramid
             .distill_with(role.llm()?.as_ref(), &options, min_confidence)
             .await?;
+        role.experience.reflected(done.reflection.newest);
         let report = done.reflection;
         let beliefs = match &learning {
             Some(learning) => role.learn(learning).await?.proposed.len(),

@@ -317,7 +317,7 @@ async fn without_the_model_a_same_subject_belief_refines_and_the_person_chooses(
     assert_eq!(active.len(), 1);
     assert_eq!(active[0].id, next[0].id);
     assert_eq!(active[0].supersedes.as_deref(), Some(first.id.as_str()));
-    // A superseding approval of a proposal that adopts no belief is invalid.
+    // A superseding approval of a proposal that adopts no belief: a conflict.
     let plain = stores
         .proposals
         .create(
@@ -336,7 +336,7 @@ async fn without_the_model_a_same_subject_belief_refines_and_the_person_chooses(
         .decide_proposal(&ann(), &plain.id, &Verdict::approve("ok").superseding())
         .await;
     assert!(
-        matches!(&refused, Err(e) if e.is_invalid_input()),
+        matches!(&refused, Err(StoreError::Conflict { .. })),
         "{refused:?}"
     );
 }

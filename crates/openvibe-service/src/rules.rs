@@ -276,6 +276,7 @@ const RULES: &[(&[&str], &str, Rule)] = &[
     ),
     (&["Belief"], "insight_ids/items", Rule::Id),
     (&["Belief"], "supersedes", Rule::Id),
+    (&["Belief"], "refines", Rule::Id),
     (&["Proposal"], "assignee", Rule::Label),
     (&["MetricReport"], "metric", Rule::Name),
     (&["MetricReport"], "episode_id", Rule::Label),
@@ -678,8 +679,9 @@ fn whole_rules() -> Vec<(&'static str, Value)> {
             ]}),
         ),
         // `Verdict::validate`: a rejection needs a reason.
-        ("Verdict", a_rejection_needs_a_reason()),
-        ("BeliefVerdict", a_rejection_needs_a_reason()),
+        // … and only an approval supersedes.
+        ("Verdict", verdict_rules()),
+        ("BeliefVerdict", verdict_rules()),
         // `Proposal::validate`: a proposal to act carries its action.
         (
             "Proposal",
@@ -691,11 +693,19 @@ fn whole_rules() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// A verdict approves, or gives its reason.
-fn a_rejection_needs_a_reason() -> Value {
-    json!({"anyOf": [
-        {"required": ["approve"], "properties": {"approve": {"const": true}}},
-        {"required": ["reason"], "properties": {"reason": {"type": "string", "pattern": NOT_BLANK}}},
+/// A verdict approves, or gives its reason; and only an approval
+/// supersedes.
+fn verdict_rules() -> Value {
+    let approves = json!({"required": ["approve"], "properties": {"approve": {"const": true}}});
+    json!({"allOf": [
+        {"anyOf": [
+            approves,
+            {"required": ["reason"], "properties": {"reason": {"type": "string", "pattern": NOT_BLANK}}},
+        ]},
+        {"anyOf": [
+            approves,
+            {"properties": {"supersede": {"const": false}}},
+        ]},
     ]})
 }
 

@@ -354,7 +354,8 @@ pub struct Day {
     pub day: u32,
     /// The event's path through the CRO's loop.
     pub trace: openvibe_protocols::LoopTrace,
-    /// After a reflection: the CRO's revenue insights.
+    /// After a reflection (on the schedule, or after experience): the CRO's
+    /// revenue insights.
     pub insights: Vec<openvibe_protocols::Insight>,
     /// After a reflection: the beliefs the learn step proposed, each with
     /// what its approver said.
@@ -388,7 +389,7 @@ where
             insights: Vec::new(),
             proposed: Vec::new(),
         };
-        if step.trace.is_reflection() {
+        if step.trace.is_reflection() || step.trace.reflected_after_experience() {
             step.insights = memory
                 .recall_insights(
                     openvibe_protocols::InsightQuery::new()
@@ -416,7 +417,13 @@ fn schedule_follow_up() -> impl openvibe_primitives::Tool + use<> {
         |input: serde_json::Value| async move {
             let company = input["company"].as_str().unwrap_or("?").to_owned();
             let note = input["note"].as_str().unwrap_or("").to_owned();
-            Ok::<_, String>(format!("follow-up scheduled with {company}: {note}"))
+            let result = format!("follow-up scheduled with {company}: {note}");
+            // The CRM says when a deal went against the plan: a setback.
+            Ok::<_, String>(if note.starts_with("stalled") {
+                serde_json::json!({"status": "stalled", "result": result}).to_string()
+            } else {
+                result
+            })
         },
     )
 }
@@ -814,14 +821,17 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
                     .to_string(),
                 ));
             }
-            episodes.contains("follow-up scheduled").then(|| {
-                LlmResponse::text(
+            if episodes.contains("follow-up scheduled") {
+                return Some(LlmResponse::text(
                     json!([
                         {"content": "Logistics leads whose VP attended a webinar score above 80", "confidence": 0.8, "domain": "revenue", "tags": ["webinar"]}
                     ])
                     .to_string(),
-                )
-            })
+                ));
+            }
+            // Only decisions to propose since the last reflection: no
+            // outcome yet, nothing new to learn.
+            episodes.contains("follow_up_lead").then(|| LlmResponse::text("[]"))
         })
         .rule(|request| {
             request

@@ -243,13 +243,10 @@ impl Belief {
         verdict.validate()?;
         check_belief_verdict(verdict)?;
         if verdict.supersede && self.refines.is_none() {
-            return Err(StoreError::invalid(
-                "supersede",
-                format!(
-                    "belief `{}` refines no belief: nothing to supersede",
-                    self.id
-                ),
-            ));
+            return Err(StoreError::conflict(format!(
+                "supersede: belief `{}` refines no belief, so there is nothing to supersede",
+                self.id
+            )));
         }
         if self.status != BeliefStatus::Proposed {
             return Err(StoreError::conflict(format!(

@@ -266,13 +266,10 @@ impl Proposal {
         }
         verdict.validate()?;
         if verdict.supersede && self.belief_id().is_none() {
-            return Err(StoreError::invalid(
-                "supersede",
-                format!(
-                    "proposal `{}` adopts no belief: nothing to supersede",
-                    self.id
-                ),
-            ));
+            return Err(StoreError::conflict(format!(
+                "supersede: proposal `{}` adopts no belief, so there is nothing to supersede",
+                self.id
+            )));
         }
         let mut next = self.clone();
         if verdict.approve {

@@ -1,0 +1,293 @@
+//! Learning from what happened (issue 64): a run whose result was a setback
+//! weighs against the evidence it was decided on in the next decision; a
+//! person's rejection becomes an episode and stands until a person approves
+//! that action again; the loop reflects and learns right after a setback.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use openvibe_memory::{ClearanceProfile, Decisions, in_memory_stores};
+use openvibe_primitives::FnTool;
+use openvibe_primitives::testing::ScriptedLlm;
+use openvibe_protocols::{
+    Action, Belief, CallerContext, Classification, Clearance, DecisionEvent, Episode, EventSource,
+    EvidenceKind, LlmResponse, Outcome, ProposalStatus, Stage, Stores, Verdict,
+};
+use openvibe_roles::{
+    AuthorityConfig, CognitiveLoop, InMemoryJournal, LoopConfig, Role, RoleRuntime,
+};
+use serde_json::json;
+
+fn ann() -> CallerContext {
+    CallerContext::user("ann").with_clearance(Clearance::unrestricted())
+}
+
+/// The CRO, who may follow leads up on its own; the CRM answers a setback
+/// (`{"status": "stalled"}`) for a note that says so.
+fn runtime(stores: &Stores, answer: &str) -> RoleRuntime {
+    let crm = FnTool::new(
+        "crm",
+        "Schedule a follow-up.",
+        |input: serde_json::Value| async move {
+            let note = input["note"].as_str().unwrap_or_default().to_owned();
+            Ok::<_, String>(if note == "stalled" {
+                json!({"status": "stalled", "result": "stalled in procurement"}).to_string()
+            } else {
+                format!("follow-up booked: {note}")
+            })
+        },
+    );
+    let role = Role::new("cro")
+        .soul("You are the CRO.")
+        .domains(["revenue"])
+        .authority(AuthorityConfig::new().autonomous(["follow_up"]))
+        .action_tool(crm)
+        .clearance(
+            ClearanceProfile::new("cro").with_domain("revenue", Classification::Confidential),
+        );
+    RoleRuntime::new(Arc::new(ScriptedLlm::always(LlmResponse::text(answer))))
+        .with_stores(stores.clone())
+        .role(role)
+        .unwrap()
+}
+
+fn lead(id: &str, note: &str) -> DecisionEvent {
+    DecisionEvent::new(id, "lead.arrived", "revenue")
+        .summary(format!("Webinar lead {id} from logistics"))
+        .action(Action::tool("follow_up", "crm", json!({"note": note})))
+}
+
+async fn believe(stores: &Stores, role: &Role, id: &str, statement: &str) {
+    role.agent_memory()
+        .unwrap()
+        .propose_belief(Belief::new("cro", statement, 0.9).id(id).domain("revenue"))
+        .await
+        .unwrap();
+    stores
+        .beliefs
+        .decide(&ann(), id, &Verdict::approve("seen it"))
+        .await
+        .unwrap();
+}
+
+/// A runtime whose model answers `answer`, the CRO holding one approved
+/// belief about webinar leads.
+async fn believing(answer: &str) -> (Stores, RoleRuntime) {
+    let stores = in_memory_stores();
+    let runtime = runtime(&stores, answer);
+    let role = runtime.get_role("cro").unwrap();
+    believe(
+        &stores,
+        role,
+        "b-webinar",
+        "Webinar leads from logistics close fast",
+    )
+    .await;
+    (stores, runtime)
+}
+
+#[tokio::test]
+async fn a_setback_weighs_against_what_it_was_decided_on_relevant_or_not() {
+    let (_stores, runtime) = believing("{}").await;
+    let role = runtime.get_role("cro").unwrap();
+    let before = role.decide(&lead("e1", "ok")).await.unwrap();
+    assert_eq!(before.outcome, Outcome::Act, "{:?}", before.explain());
+    // A setback decided on the belief, in words unlike any lead.
+    role.agent_memory()
+        .unwrap()
+        .record_episode(Episode {
+            id: "run-past".into(),
+            action: "qqq".into(),
+            input_summary: "zzz".into(),
+            output_summary: "qqq".into(),
+            domain: "revenue".into(),
+            outcome: json!({"status": "stalled", "decided_on": ["b-webinar"]}),
+            ..Episode::default()
+        })
+        .await
+        .unwrap();
+    let after = role.decide(&lead("e2", "ok")).await.unwrap();
+    let against = after
+        .confidence
+        .evidence
+        .iter()
+        .find(|e| e.id == "run-past")
+        .unwrap_or_else(|| panic!("{:?}", after.confidence.evidence));
+    assert_eq!((against.kind, against.value), (EvidenceKind::Episode, 0.0));
+    assert!(
+        against.why.contains("decided on `b-webinar`"),
+        "{}",
+        against.why
+    );
+    assert!(
+        (after.confidence.score - before.confidence.score * 0.6).abs() < 1e-9,
+        "{} then {}",
+        before.confidence.score,
+        after.confidence.score
+    );
+}
+
+#[tokio::test]
+async fn setbacks_make_like_decisions_propose_before_any_belief_changes() {
+    let (stores, runtime) = believing("{}").await;
+    let role = runtime.get_role("cro").unwrap();
+    for (id, note) in [("e1", "stalled"), ("e2", "stalled")] {
+        let handled = role.handle(&lead(id, note)).await.unwrap();
+        assert_eq!(handled.decision.outcome, Outcome::Act, "{id}");
+    }
+    let run = role
+        .agent_memory()
+        .unwrap()
+        .get_episode(&format!("{}-run", openvibe_roles::decision_id("cro", "e1")))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.outcome["status"], "stalled");
+    assert!(run.tags.iter().any(|t| t == "setback"), "{:?}", run.tags);
+    assert_eq!(run.output_summary, "stalled: stalled in procurement");
+    let third = role.decide(&lead("e3", "ok")).await.unwrap();
+    assert_eq!(third.outcome, Outcome::Propose, "{:?}", third.explain());
+    let belief = stores
+        .beliefs
+        .get(&ann(), "b-webinar")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        belief.status,
+        openvibe_protocols::BeliefStatus::Active,
+        "unchanged"
+    );
+}
+
+#[tokio::test]
+async fn a_rejection_stands_until_a_person_approves_that_action_again() {
+    let stores = in_memory_stores();
+    let runtime = runtime(&stores, "{}");
+    let role = runtime.get_role("cro").unwrap();
+    // No evidence yet: low confidence, proposed; a person rejects it.
+    let first = role.handle(&lead("e1", "ok")).await.unwrap();
+    let proposal = first.proposal.expect("proposed");
+    stores
+        .decide_proposal(
+            &ann(),
+            &proposal.id,
+            &Verdict::reject("not before the price review"),
+        )
+        .await
+        .unwrap();
+    believe(
+        &stores,
+        role,
+        "b-webinar",
+        "Webinar leads from logistics close fast",
+    )
+    .await;
+    // A like event: it would act, but the rejection stands.
+    let second = role.handle(&lead("e2", "ok")).await.unwrap();
+    assert_eq!(
+        second.decision.outcome,
+        Outcome::Propose,
+        "{:?}",
+        second.decision.explain()
+    );
+    assert!(
+        second
+            .decision
+            .reason
+            .contains("not before the price review")
+            && second.decision.reason.contains(&proposal.id),
+        "{}",
+        second.decision.reason
+    );
+    let rejection = openvibe_roles::rejection_episode_id(&proposal.id);
+    assert!(
+        second
+            .decision
+            .confidence
+            .evidence
+            .iter()
+            .any(|e| e.id == rejection),
+        "it cites the rejection: {:?}",
+        second.decision.confidence.evidence
+    );
+    let episode = role
+        .agent_memory()
+        .unwrap()
+        .get_episode(&rejection)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        episode
+            .output_summary
+            .contains("not before the price review")
+    );
+    // A person approves that action again: the next like event acts.
+    let again = second.proposal.expect("proposed again");
+    stores
+        .decide_proposal(&ann(), &again.id, &Verdict::approve("the review is done"))
+        .await
+        .unwrap();
+    let third = role.decide(&lead("e3", "ok")).await.unwrap();
+    assert_eq!(third.outcome, Outcome::Act, "{:?}", third.explain());
+    assert_eq!(
+        stores
+            .proposals
+            .get(&ann(), &proposal.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ProposalStatus::Rejected
+    );
+}
+
+#[tokio::test]
+async fn the_loop_reflects_and_learns_right_after_a_setback() {
+    let reflection = json!([{"content": "Logistics webinar leads stall in procurement", "confidence": 0.9, "domain": "revenue"}]);
+    let (_stores, runtime) = believing(&reflection.to_string()).await;
+    let runtime = Arc::new(runtime);
+    let cognitive = CognitiveLoop::with_config(
+        runtime.clone(),
+        Arc::new(InMemoryJournal::new()),
+        LoopConfig::default(),
+    );
+    let calm = cognitive
+        .run_event("cro", lead("e1", "ok"), EventSource::Code)
+        .await
+        .unwrap();
+    let reflect = |t: &openvibe_protocols::LoopTrace| {
+        t.stages
+            .iter()
+            .find(|s| s.stage == Stage::Reflect)
+            .map(|s| s.outcome.clone())
+            .unwrap()
+    };
+    assert!(reflect(&calm).starts_with("not due"), "{}", calm.render());
+    let stalled = cognitive
+        .run_event("cro", lead("e2", "stalled"), EventSource::Code)
+        .await
+        .unwrap();
+    assert!(
+        reflect(&stalled).starts_with(openvibe_protocols::AFTER_EXPERIENCE),
+        "{}",
+        stalled.render()
+    );
+    let learned = stalled
+        .stages
+        .iter()
+        .find(|s| s.stage == Stage::Learn)
+        .unwrap();
+    assert!(
+        !learned.outcome.starts_with("not due"),
+        "{}",
+        stalled.render()
+    );
+    // The lesson was taken: the next calm event does not reflect again.
+    let next = cognitive
+        .run_event("cro", lead("e3", "ok"), EventSource::Code)
+        .await
+        .unwrap();
+    assert!(reflect(&next).starts_with("not due"), "{}", next.render());
+}
