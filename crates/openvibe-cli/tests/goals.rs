@@ -89,6 +89,7 @@ async fn metrics_are_reported_from_the_cli_and_status_shows_progress() {
                     title: "Call Acme".into(),
                     reason: "largest open deal".into(),
                     goal_id: Some("pipeline-q4".into()),
+                    action: None,
                 }],
             )
             .namespace("cro"),

@@ -363,6 +363,7 @@ where
         title: title.into(),
         reason: "the largest open deal".into(),
         goal_id: Some("pipeline".into()),
+        action: None,
     };
     let first = s
         .goals

@@ -727,7 +727,8 @@ async fn execute_call(
     (block, record)
 }
 
-/// Gate, then run one tool. Returns (content, is_error, refused).
+/// Gate, then run one tool (and tell the gate what it answered). Returns
+/// (content, is_error, refused).
 async fn run_tool(ctx: &NodeContext, tool: &dyn Tool, call: &ToolCall) -> (String, bool, bool) {
     if let (Some(action), Some(gate)) = (tool.action(), &ctx.tool_gate)
         && let ToolDecision::Deny(reason) = gate.check(&call.name, action, &call.input).await
@@ -743,7 +744,12 @@ async fn run_tool(ctx: &NodeContext, tool: &dyn Tool, call: &ToolCall) -> (Strin
         .catch_unwind()
         .await
     {
-        Ok(Ok(content)) => (content, false, false),
+        Ok(Ok(content)) => {
+            if let Some(gate) = &ctx.tool_gate {
+                gate.ran(&call.name, &call.id, &content).await;
+            }
+            (content, false, false)
+        }
         Ok(Err(e)) => (e.message, true, false),
         Err(_) => {
             tracing::error!(tool = %call.name, "tool panicked");

@@ -114,6 +114,15 @@ pub enum ToolDecision {
 pub trait ToolGate: Send + Sync {
     /// Check one call of `tool`, which performs `action` with `input`.
     async fn check(&self, tool: &str, action: &str, input: &Value) -> ToolDecision;
+
+    /// Call `call_id` of `tool` ran and answered `content` (what the model
+    /// sees): the gate's owner may act on a result (a role reports the
+    /// metrics it names, once per call id). Called for every tool that
+    /// answered without an error, whether or not it declares an action.
+    /// Default: nothing.
+    async fn ran(&self, tool: &str, call_id: &str, content: &str) {
+        let _ = (tool, call_id, content);
+    }
 }
 
 /// The JSON schema of `T` in the shape LLM providers accept as a tool's input

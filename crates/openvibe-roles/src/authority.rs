@@ -144,6 +144,8 @@ pub(crate) struct AuthorityGate {
     /// Where a call that needs approval files a proposal (and as whom),
     /// instead of asking the approver.
     pub(crate) proposals: Option<(Arc<dyn ProposalStore>, CallerContext)>,
+    /// Where a tool result's metrics are reported (and as whom).
+    pub(crate) metrics: Option<(Arc<dyn openvibe_protocols::GoalStore>, CallerContext)>,
 }
 
 impl AuthorityGate {
@@ -190,6 +192,37 @@ impl AuthorityGate {
 
 #[async_trait]
 impl ToolGate for AuthorityGate {
+    /// A tool result that is a JSON object with a `metric` field (see
+    /// [`MetricOutput`](openvibe_protocols::MetricOutput)) moves the role's
+    /// key results, once per call: the report's id is the call's, so a
+    /// replayed call counts once. A malformed metric or a failed report is
+    /// logged; the call's result stands.
+    async fn ran(&self, tool: &str, call_id: &str, content: &str) {
+        let Some((goals, ctx)) = &self.metrics else {
+            return;
+        };
+        let Ok(value) = serde_json::from_str::<Value>(content) else {
+            return;
+        };
+        let metrics = match openvibe_protocols::MetricOutput::all_in(&value) {
+            Ok(metrics) => metrics,
+            Err(e) => {
+                tracing::warn!(role = %self.role_id, tool, error = %e, "a tool result's metric is malformed");
+                return;
+            }
+        };
+        let by = format!(
+            "call-{}",
+            openvibe_protocols::content_hash(&format!("{tool}\n{call_id}"))
+                .trim_start_matches("fnv1a64:")
+        );
+        for metric in metrics {
+            if let Err(e) = goals.report(ctx, metric.report(&self.role_id, &by)).await {
+                tracing::warn!(role = %self.role_id, tool, metric = %metric.name, error = %e, "reporting a tool result's metric failed");
+            }
+        }
+    }
+
     async fn check(&self, tool: &str, action: &str, input: &Value) -> ToolDecision {
         let authority = self
             .authority

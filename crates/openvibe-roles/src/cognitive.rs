@@ -474,6 +474,33 @@ impl CognitiveLoop {
         self.push(role_id, event, source).await
     }
 
+    /// Prioritize `role_id`'s day at `at` (the model sets the day's
+    /// priorities, [`GoalSystem::prioritize`](crate::GoalSystem::prioritize)),
+    /// check its key results' pace (an escalation for each behind it), and
+    /// push each priority into its loop as an event
+    /// ([`priority_event`](crate::priority_event)): the decision engine
+    /// decides it like any other. What a prioritization firing does in
+    /// loop mode; the events, as accepted.
+    pub async fn push_priorities(
+        &self,
+        role_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Accepted>, Error> {
+        let priorities = self
+            .runtime
+            .prioritize_role(role_id, at.date_naive())
+            .await?;
+        self.runtime.check_pace(role_id, at).await;
+        let role = self.runtime.get_role(role_id)?;
+        let mut accepted = Vec::with_capacity(priorities.items.len());
+        for index in 0..priorities.items.len() {
+            if let Some(event) = crate::priority_event(role, &priorities, index) {
+                accepted.push(self.push(role_id, event, EventSource::Trigger).await?);
+            }
+        }
+        Ok(accepted)
+    }
+
     fn queue(&self, role_id: &str) -> Result<&Queue, Error> {
         self.queues.get(role_id).ok_or_else(|| Error::UnknownRole {
             role: role_id.to_owned(),
@@ -802,10 +829,12 @@ impl CognitiveLoop {
                     firing = firings.next() => {
                         let Some(firing) = firing else { return };
                         let pushed = if firing.trigger.workflow == crate::REFLECTION_WORKFLOW {
-                            self.push_reflection(&firing.role_id, firing_event_id(&firing), EventSource::Trigger).await
+                            self.push_reflection(&firing.role_id, firing_event_id(&firing), EventSource::Trigger).await.map(|_| ())
+                        } else if firing.trigger.workflow == crate::PRIORITIZE_WORKFLOW {
+                            self.push_priorities(&firing.role_id, firing.scheduled_at).await.map(|_| ())
                         } else {
                             match runtime.get_role(&firing.role_id).and_then(|role| firing_event(role, &firing)) {
-                                Ok(event) => self.push(&firing.role_id, event, EventSource::Trigger).await,
+                                Ok(event) => self.push(&firing.role_id, event, EventSource::Trigger).await.map(|_| ()),
                                 Err(e) => Err(e),
                             }
                         };

@@ -77,8 +77,9 @@ pub use openvibe_protocols::{
 };
 pub use proposals::{EXPIRE_BATCH, INTERRUPTED, Resumed};
 pub use pursuit::{
-    GOAL_MODEL, GoalSystem, PRIORITIZE_WORKFLOW, PRIORITY_EPISODES, PRIORITY_INSIGHTS,
-    Prioritization, TOP_PRIORITIES,
+    BehindPace, DEFAULT_PACE_MARGIN, GOAL_MODEL, GoalSystem, PACE_PERIOD_DAYS, PRIORITIZE_WORKFLOW,
+    PRIORITY_EPISODES, PRIORITY_EVENT, PRIORITY_INSIGHTS, Prioritization, TOP_PRIORITIES,
+    priority_event,
 };
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use openvibe_memory::AgentMemory;
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, Goal, GoalProgress, GoalQuery, GoalStore, Initiative,
@@ -47,6 +47,74 @@ pub const PRIORITY_EPISODES: usize = 20;
 
 /// Insights a prioritization shows the model.
 pub const PRIORITY_INSIGHTS: usize = 10;
+
+/// How far behind its pace a key result may fall before its people hear
+/// of it ([`GoalSystem::check_pace`]): 10 percentage points.
+pub const DEFAULT_PACE_MARGIN: f64 = 0.1;
+
+/// How often, in days, a key result behind its pace escalates again.
+pub const PACE_PERIOD_DAYS: u32 = 7;
+
+/// A key result behind its pace, and the escalation filed for it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct BehindPace {
+    /// The goal.
+    pub goal_id: String,
+    /// The key result.
+    pub key_result_id: String,
+    /// How far towards its target, `0..=1`.
+    pub progress: f64,
+    /// The share of its time gone, `0..=1`.
+    pub expected: f64,
+    /// The escalation (the same one again within its period).
+    pub proposal: openvibe_protocols::Proposal,
+}
+
+/// The event priority `index` (0-based) of `priorities` becomes in the
+/// role's loop: kind `priority`, in the role's first owned domain (else
+/// `general`), its id naming the day and rank (the same in every process:
+/// a day's priorities are decided once), asking to take the priority's
+/// action when it names one (without one a person chooses the action).
+pub fn priority_event(
+    role: &Role,
+    priorities: &openvibe_protocols::Priorities,
+    index: usize,
+) -> Option<openvibe_protocols::DecisionEvent> {
+    let item = priorities.items.get(index)?;
+    let domain = role
+        .owned_domains()
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "general".to_owned());
+    let mut summary = format!(
+        "Priority {} of {}: {}",
+        index + 1,
+        priorities.day,
+        item.title
+    );
+    if !item.reason.is_empty() {
+        summary.push_str(&format!(" ({})", item.reason));
+    }
+    let mut event = openvibe_protocols::DecisionEvent::new(
+        format!("priority-{}-{}", priorities.day, index + 1),
+        PRIORITY_EVENT,
+        domain,
+    )
+    .summary(openvibe_protocols::truncate_chars(&summary, 1_000).to_owned())
+    .data(serde_json::json!({
+        "rank": index + 1,
+        "day": priorities.day,
+        "goal_id": item.goal_id,
+    }));
+    if let Some(action) = &item.action {
+        event = event.action(action.clone());
+    }
+    Some(event)
+}
+
+/// The kind of the events a day's priorities become in the loop.
+pub const PRIORITY_EVENT: &str = "priority";
 
 /// When roles with goals prioritize their day.
 #[derive(Debug, Clone, PartialEq)]
@@ -259,13 +327,12 @@ impl GoalSystem<'_> {
         }
         let request = self.decomposition_request(&goal);
         let answer = self.ask(&request, "decompose").await?;
-        let initiatives = parse_items::<Initiative>(&answer, "initiatives").map_err(|message| {
-            Error::MalformedPlan {
+        let initiatives = parse_items::<Initiative>(&answer, "initiatives", INITIATIVE_FIELDS)
+            .map_err(|message| Error::MalformedPlan {
                 what: "decomposition",
                 of: id.to_owned(),
                 message,
-            }
-        })?;
+            })?;
         openvibe_protocols::validate_initiatives(&goal.objective, &initiatives).map_err(|e| {
             Error::MalformedPlan {
                 what: "decomposition",
@@ -337,14 +404,33 @@ impl GoalSystem<'_> {
         if !context.trim().is_empty() {
             user.push_str(&format!("\n## Context\n{}\n", context.trim()));
         }
+        // The actions a priority may name: the role's action tools.
+        let actions: Vec<(String, String)> = self
+            .role
+            .action_tools()
+            .filter_map(|t| Some((t.action()?.to_owned(), t.name().to_owned())))
+            .collect();
+        if !actions.is_empty() {
+            user.push_str("\n## Actions\n");
+            for (action, tool) in &actions {
+                user.push_str(&format!("- `{action}` (tool `{tool}`)\n"));
+            }
+        }
         user.push_str(&format!(
             "\nWhat are the {TOP_PRIORITIES} most important things to do today?"
         ));
+        let naming = if actions.is_empty() {
+            String::new()
+        } else {
+            " A priority that one of the actions works on may name it: \
+             \"action\": {\"action\": \"<action>\", \"target\": {\"kind\": \"tool\", \"tool\": \"<tool>\"}, \"input\": {...}}."
+                .to_owned()
+        };
         LlmRequest::new(self.model.clone(), user)
             .system(format!(
                 "You set the daily priorities of role `{}`: the {TOP_PRIORITIES} things that move \
                  its goals most today, most important first. Answer with a JSON array only:\n\
-                 [{{\"title\": \"...\", \"reason\": \"...\", \"goal_id\": \"<goal id or null>\"}}]",
+                 [{{\"title\": \"...\", \"reason\": \"...\", \"goal_id\": \"<goal id or null>\"}}]{naming}",
                 self.role.role_id()
             ))
             .temperature(0.2)
@@ -364,13 +450,14 @@ impl GoalSystem<'_> {
         let request = self.prioritization_request(&goals, &episodes, &insights, context, day);
         let answer = self.ask(&request, "prioritize").await?;
         let role_id = self.role.role_id();
-        let mut items = parse_items::<Priority>(&answer, "priorities").map_err(|message| {
-            Error::MalformedPlan {
-                what: "prioritization",
-                of: role_id.to_owned(),
-                message,
-            }
-        })?;
+        let mut items =
+            parse_items::<Priority>(&answer, "priorities", PRIORITY_FIELDS).map_err(|message| {
+                Error::MalformedPlan {
+                    what: "prioritization",
+                    of: role_id.to_owned(),
+                    message,
+                }
+            })?;
         items.truncate(TOP_PRIORITIES);
         // A goal the model names that the role does not have is dropped
         // from the priority, not trusted.
@@ -393,6 +480,87 @@ impl GoalSystem<'_> {
             .put_priorities(&self.ctx, priorities)
             .await
             .map_err(goal_error(role_id))
+    }
+
+    /// The role's key results behind their pace at `now`: progress
+    /// towards the target less than the share of the time gone (from the
+    /// goal's creation to the key result's due date, else the objective's)
+    /// less `margin`. Each files an escalation (a proposal for a person,
+    /// assigned to the role's [escalation assignee](Role::escalate_to)),
+    /// with the numbers, once per `period_days` days (its id names the
+    /// goal, the key result and the period: filing it again within the
+    /// period changes nothing). Needs a proposal store
+    /// ([`Error::NoProposals`]).
+    pub async fn check_pace(
+        &self,
+        now: DateTime<Utc>,
+        margin: f64,
+        period_days: u32,
+    ) -> Result<Vec<BehindPace>, Error> {
+        let proposals = self.role.proposals().ok_or_else(|| Error::NoProposals {
+            role: self.role.role_id().to_owned(),
+        })?;
+        let period = i64::from(period_days.max(1));
+        let domain = self
+            .role
+            .owned_domains()
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "general".to_owned());
+        let mut behind = Vec::new();
+        for goal in self.progress().await? {
+            let start = goal.goal.meta.created_at;
+            for kr in &goal.key_results {
+                let due_day = kr.key_result.due.unwrap_or(goal.goal.objective.due);
+                let Some(due) = due_day.and_hms_opt(23, 59, 59).map(|t| t.and_utc()) else {
+                    continue;
+                };
+                let total = (due - start).num_seconds().max(1) as f64;
+                let gone = ((now - start).num_seconds() as f64 / total).clamp(0.0, 1.0);
+                if kr.progress >= gone - margin {
+                    continue;
+                }
+                let days = (now - start).num_days();
+                let summary = format!(
+                    "Key result `{}` of goal `{}` is behind its pace: {:.0}% of the way ({} of {} {}, from {}) with {:.0}% of the time gone (day {} of {}, due {due_day}); margin {:.0}%",
+                    kr.key_result.id,
+                    goal.goal.id(),
+                    kr.progress * 100.0,
+                    kr.current,
+                    kr.key_result.target,
+                    kr.key_result.unit,
+                    kr.key_result.baseline,
+                    gone * 100.0,
+                    days,
+                    (due - start).num_days(),
+                    margin * 100.0,
+                );
+                let mut proposal = openvibe_protocols::Proposal::escalation(
+                    self.role.role_id().to_owned(),
+                    openvibe_protocols::truncate_chars(&summary, 400).to_owned(),
+                )
+                .id(format!(
+                    "pace-{}-{}-{}",
+                    goal.goal.id(),
+                    kr.key_result.id,
+                    days.div_euclid(period)
+                ))
+                .domain(domain.clone());
+                proposal.assignee = self.role.escalation_assignee().map(str::to_owned);
+                let filed = proposals
+                    .create(&self.ctx, proposal)
+                    .await
+                    .map_err(goal_error(goal.goal.id()))?;
+                behind.push(BehindPace {
+                    goal_id: goal.goal.id().to_owned(),
+                    key_result_id: kr.key_result.id.clone(),
+                    progress: kr.progress,
+                    expected: gone,
+                    proposal: filed,
+                });
+            }
+        }
+        Ok(behind)
     }
 
     /// The role's latest priorities on or before `day`.
@@ -438,9 +606,21 @@ async fn recent(
     Ok((episodes, insights))
 }
 
+/// The fields of a model's initiative kept (others, like a hint of an
+/// owner, are dropped rather than refused).
+const INITIATIVE_FIELDS: &[&str] = &["title", "description", "key_results"];
+
+/// The fields of a model's priority kept.
+const PRIORITY_FIELDS: &[&str] = &["title", "reason", "goal_id", "action"];
+
 /// The items of a model's JSON answer: a list, or an object holding the
-/// list under `key`; each item read as `T` (unknown fields left aside).
-fn parse_items<T: serde::de::DeserializeOwned>(answer: &str, key: &str) -> Result<Vec<T>, String> {
+/// list under `key`; each item read as `T` (fields other than `fields`
+/// left aside).
+fn parse_items<T: serde::de::DeserializeOwned>(
+    answer: &str,
+    key: &str,
+    fields: &[&str],
+) -> Result<Vec<T>, String> {
     let mut reason = String::from("no JSON found");
     for candidate in json_candidates(answer) {
         let items = match serde_json::from_str::<Value>(candidate) {
@@ -469,7 +649,7 @@ fn parse_items<T: serde::de::DeserializeOwned>(answer: &str, key: &str) -> Resul
             .map(|(i, item)| {
                 let item = match item {
                     Value::Object(mut map) => {
-                        map.retain(|k, v| known_field(k) && !v.is_null());
+                        map.retain(|k, v| fields.contains(&k.as_str()) && !v.is_null());
                         Value::Object(map)
                     }
                     other => other,
@@ -479,13 +659,4 @@ fn parse_items<T: serde::de::DeserializeOwned>(answer: &str, key: &str) -> Resul
             .collect();
     }
     Err(reason)
-}
-
-/// The fields of initiatives and priorities (a model's extra fields are
-/// left aside).
-fn known_field(key: &str) -> bool {
-    matches!(
-        key,
-        "title" | "description" | "key_results" | "reason" | "goal_id"
-    )
 }

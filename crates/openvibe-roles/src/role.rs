@@ -238,6 +238,11 @@ impl Role {
         self
     }
 
+    /// The role's action tools.
+    pub fn action_tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+
     /// File what waits for a person in `store`: `Propose` and `Escalate`
     /// decisions of [`Role::handle`] become proposals, and a tool call whose
     /// authority is `needs_approval` files one instead of asking the
@@ -364,6 +369,10 @@ impl Role {
             approver: self.approver.clone(),
             proposals: self
                 .proposals
+                .clone()
+                .map(|store| (store, self.proposal_context())),
+            metrics: self
+                .goals
                 .clone()
                 .map(|store| (store, self.proposal_context())),
         }));

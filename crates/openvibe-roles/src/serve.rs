@@ -283,9 +283,11 @@ impl RoleRuntime {
             let result = if firing.trigger.workflow == REFLECTION_WORKFLOW {
                 self.reflect_role(&firing).await
             } else if firing.trigger.workflow == crate::PRIORITIZE_WORKFLOW {
-                self.prioritize_role(&firing.role_id, firing.scheduled_at.date_naive())
-                    .await
-                    .map(Outcome::Prioritized)
+                let prioritized = self
+                    .prioritize_role(&firing.role_id, firing.scheduled_at.date_naive())
+                    .await;
+                self.check_pace(&firing.role_id, firing.scheduled_at).await;
+                prioritized.map(Outcome::Prioritized)
             } else {
                 self.activate_firing(&firing).await.map(Outcome::Completed)
             };
@@ -320,6 +322,30 @@ impl RoleRuntime {
         self.reflect_and_publish(&firing.role_id, &firing.trigger)
             .await
             .map(Outcome::from)
+    }
+
+    /// The daily pace check of `role_id`'s key results at `at`
+    /// ([`GoalSystem::check_pace`](crate::GoalSystem::check_pace), default
+    /// margin and period), when it has goals and a proposal store; a
+    /// failure is logged (the day's priorities stand).
+    pub async fn check_pace(&self, role_id: &str, at: chrono::DateTime<chrono::Utc>) {
+        let Ok(role) = self.get_role(role_id) else {
+            return;
+        };
+        let (Ok(goals), Some(_)) = (role.goals(), role.proposals()) else {
+            return;
+        };
+        match goals
+            .check_pace(at, crate::DEFAULT_PACE_MARGIN, crate::PACE_PERIOD_DAYS)
+            .await
+        {
+            Ok(behind) => {
+                for b in behind {
+                    tracing::info!(role = %role_id, goal = %b.goal_id, key_result = %b.key_result_id, proposal = %b.proposal.id, "key result behind its pace");
+                }
+            }
+            Err(e) => tracing::warn!(role = %role_id, error = %e, "the pace check failed"),
+        }
     }
 
     /// What a firing of a [prioritization](Self::with_prioritization)

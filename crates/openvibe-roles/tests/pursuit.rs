@@ -385,3 +385,224 @@ async fn a_tool_result_with_a_metric_moves_the_key_results_once_per_run() {
     assert_eq!(again.key_results[0].current, 540_000.0);
     assert_eq!(again.key_results[0].reports, 1);
 }
+
+/// A tool an agent node calls reports a metric in its result (issue 64):
+/// the role's key result moves, once per call id, however often the call
+/// is replayed.
+#[tokio::test]
+async fn a_tool_result_inside_an_agent_node_moves_a_key_result_once_per_call() {
+    use openvibe_primitives::{AgentNode, FnTool};
+    use openvibe_protocols::ContentBlock;
+    let stores = in_memory_stores();
+    let book = FnTool::new(
+        "book_deal",
+        "Book a deal in the CRM.",
+        |input: serde_json::Value| async move {
+            let amount = input["amount"].as_f64().unwrap_or_default();
+            Ok::<_, String>(
+                json!({"booked": true, "metric": {"name": "pipeline_usd", "value": amount, "note": "booked"}})
+                    .to_string(),
+            )
+        },
+    );
+    let op = Operator::new("deals")
+        .node(
+            AgentNode::new("book", "You book deals.", |_| Ok("Book Acme".into()))
+                .tool(book)
+                .output_key("result"),
+        )
+        .sequence("book", ["book"])
+        .unwrap();
+    let call = |id: &str| {
+        LlmResponse::from_blocks(vec![ContentBlock::ToolUse {
+            id: id.into(),
+            name: "book_deal".into(),
+            input: json!({"amount": 250000}),
+        }])
+    };
+    // Two runs that replay call t1 (a retried run), then one with t2.
+    let llm = Arc::new(ScriptedLlm::new([
+        call("t1"),
+        LlmResponse::text("booked"),
+        call("t1"),
+        LlmResponse::text("booked"),
+        call("t2"),
+        LlmResponse::text("booked"),
+    ]));
+    let goals = parse_goals(GOALS, Path::new("goals.yaml"), Some(&["cro"])).unwrap();
+    let runtime = RoleRuntime::new(llm)
+        .with_stores(stores.clone())
+        .role(cro().operator(op))
+        .unwrap()
+        .with_goals(goals);
+    runtime.sync_goals().await.unwrap();
+    let progress = || async {
+        runtime
+            .get_role("cro")
+            .unwrap()
+            .goals()
+            .unwrap()
+            .progress()
+            .await
+            .unwrap()
+            .remove(0)
+            .key_results[0]
+            .current
+    };
+    for expected in [750_000.0, 750_000.0, 1_000_000.0] {
+        runtime
+            .activate("cro", "deals", "book", State::new())
+            .await
+            .unwrap();
+        assert_eq!(progress().await, expected);
+    }
+}
+
+/// A key result behind its pace escalates to the goal's people once per
+/// period, with the numbers (issue 64).
+#[tokio::test]
+async fn a_key_result_behind_its_pace_escalates_once_per_period() {
+    let stores = in_memory_stores();
+    let llm = Arc::new(ScriptedLlm::always(LlmResponse::text(PRIORITIES)));
+    let goals = parse_goals(GOALS, Path::new("goals.yaml"), Some(&["cro"])).unwrap();
+    let runtime = RoleRuntime::new(llm)
+        .with_stores(stores.clone())
+        .role(cro().escalate_to("user:ann"))
+        .unwrap()
+        .with_goals(goals);
+    runtime.sync_goals().await.unwrap();
+    let system = runtime.get_role("cro").unwrap().goals().unwrap();
+    let goal = system.list().await.unwrap().remove(0);
+    let start = goal.meta.created_at;
+    let due = NaiveDate::from_ymd_opt(2026, 12, 31)
+        .unwrap()
+        .and_hms_opt(23, 59, 59)
+        .unwrap()
+        .and_utc();
+    // A tenth of the time gone, nothing done: within the margin.
+    let early = start + (due - start) / 10;
+    assert!(system.check_pace(early, 0.1, 7).await.unwrap().is_empty());
+    // Half the time gone, nothing done: both key results escalate.
+    let half = start + (due - start) / 2;
+    let behind = system.check_pace(half, 0.1, 7).await.unwrap();
+    assert_eq!(behind.len(), 2);
+    let first = &behind[0];
+    assert_eq!(first.key_result_id, "pipeline-value");
+    assert!((first.expected - 0.5).abs() < 0.01 && first.progress == 0.0);
+    let p = &first.proposal;
+    assert_eq!(p.outcome, openvibe_protocols::Outcome::Escalate);
+    assert_eq!(p.assignee.as_deref(), Some("user:ann"));
+    assert!(
+        p.summary.contains("behind its pace")
+            && p.summary.contains("0% of the way (500000 of 2000000 USD"),
+        "{}",
+        p.summary
+    );
+    // Again within the period: the same escalation, nothing new.
+    let again = system
+        .check_pace(half + chrono::Duration::hours(1), 0.1, 7)
+        .await
+        .unwrap();
+    assert_eq!(again[0].proposal.id, p.id);
+    let pending = stores
+        .proposals
+        .list(
+            &openvibe_protocols::CallerContext::system(),
+            &openvibe_protocols::ProposalQuery::new(),
+        )
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(pending.len(), 2);
+    // A week later: the next period's escalation.
+    let later = system
+        .check_pace(half + chrono::Duration::days(7), 0.1, 7)
+        .await
+        .unwrap();
+    assert_ne!(later[0].proposal.id, p.id);
+}
+
+/// The schedules reach the loop (issue 64): a prioritization firing sets
+/// the day's priorities, each becomes an event the decision engine decides
+/// (one names an action, the others leave it to a person); a reflection
+/// firing becomes a reflection event.
+#[tokio::test(start_paused = true)]
+async fn scheduler_firings_become_events_of_the_loop() {
+    use openvibe_primitives::FnTool;
+    use openvibe_roles::{CognitiveLoop, InMemoryJournal, LoopJournal, Reflection};
+    const WITH_ACTION: &str = r#"[{"title": "Call Acme", "reason": "largest open deal", "goal_id": "pipeline-q4",
+      "action": {"action": "call_lead", "target": {"kind": "tool", "tool": "crm"}, "input": {"lead": "acme"}}},
+     {"title": "Review the forecast", "reason": "", "goal_id": "pipeline-q4"}]"#;
+    let stores = in_memory_stores();
+    let llm = Arc::new(ScriptedLlm::always(LlmResponse::text(WITH_ACTION)));
+    let crm = FnTool::new("crm", "Call a lead.", |_: serde_json::Value| async move {
+        Ok::<_, String>("called".to_owned())
+    })
+    .action("call_lead");
+    let goals = parse_goals(GOALS, Path::new("goals.yaml"), Some(&["cro"])).unwrap();
+    let start: DateTime<Utc> = "2026-11-25T00:00:00Z".parse().unwrap();
+    let scheduler = Arc::new(InProcessScheduler::with_clock(Arc::new(
+        TokioClock::starting_at(start),
+    )));
+    let runtime = RoleRuntime::new(llm.clone())
+        .with_stores(stores.clone())
+        .role(cro().domains(["revenue"]).action_tool(crm))
+        .unwrap()
+        .with_goals(goals)
+        .with_scheduler(scheduler)
+        .with_prioritization(Prioritization::daily())
+        .with_reflection(Reflection::daily());
+    runtime.sync_goals().await.unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let cognitive = CognitiveLoop::new(Arc::new(runtime), journal.clone());
+    cognitive
+        .serve(tokio::time::sleep(Duration::from_secs(86_400)), |_| {})
+        .await
+        .unwrap();
+    // The model was told the actions it may name.
+    let asked = &llm.requests()[0];
+    assert!(asked.system.contains("\"action\""), "{}", asked.system);
+    assert!(
+        format!("{:?}", asked.messages).contains("`call_lead` (tool `crm`)"),
+        "{:?}",
+        asked.messages
+    );
+    let first = journal
+        .load("cro", "priority-2026-11-25-1")
+        .await
+        .unwrap()
+        .expect("the first priority is an event");
+    assert!(first.is_done(), "{}", first.render());
+    let decided = first.decision.as_ref().unwrap();
+    assert_eq!(decided.event.kind, "priority");
+    assert_eq!(
+        decided.event.action.as_ref().map(|a| a.action.as_str()),
+        Some("call_lead")
+    );
+    assert_eq!(
+        decided.outcome,
+        openvibe_protocols::Outcome::Propose,
+        "{}",
+        first.render()
+    );
+    let second = journal
+        .load("cro", "priority-2026-11-25-2")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        second.decision.as_ref().unwrap().outcome,
+        openvibe_protocols::Outcome::Escalate,
+        "no action: a person chooses"
+    );
+    let reflection = journal
+        .load("cro", "reflection@2026-11-25T03:00:00.000Z")
+        .await
+        .unwrap()
+        .expect("the reflection schedule reaches the loop");
+    assert!(
+        reflection.is_reflection() && reflection.is_done(),
+        "{}",
+        reflection.render()
+    );
+}

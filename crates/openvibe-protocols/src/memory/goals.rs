@@ -397,6 +397,12 @@ pub struct Priority {
     /// The goal it serves, when one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goal_id: Option<String>,
+    /// The action that works on it, when the prioritization named one: in
+    /// the role's loop the priority is an event the decision engine
+    /// decides (act within authority, propose, or escalate); without an
+    /// action a person chooses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<crate::Action>,
 }
 
 /// A role's priorities of one day, most important first: what the daily
@@ -462,6 +468,9 @@ pub fn validate_priorities(p: &Priorities) -> Result<(), StoreError> {
         check_title(&format!("items[{i}].title"), &item.title)?;
         check_reason(&format!("items[{i}].reason"), &item.reason)?;
         super::check_opt_label(&format!("items[{i}].goal_id"), item.goal_id.as_deref())?;
+        if let Some(action) = &item.action {
+            super::proposals::check_action(&format!("items[{i}].action"), action)?;
+        }
     }
     super::check_meta(&p.meta, "", "", &[])
 }
@@ -1071,6 +1080,7 @@ mod tests {
             title: "Call Acme".into(),
             reason: "largest open deal".into(),
             goal_id: Some("pipeline-q4".into()),
+            action: None,
         };
         let p = Priorities::new("cro", day, vec![item.clone()]);
         assert_eq!(p.id, "cro:2026-11-26");

@@ -621,7 +621,7 @@ impl ProposalQuery {
 super::listed_by_creation!(Proposal);
 super::page_query!(ProposalQuery => MAX_PROPOSAL_PAGE);
 
-fn check_action(field: &str, action: &Action) -> Result<(), StoreError> {
+pub(crate) fn check_action(field: &str, action: &Action) -> Result<(), StoreError> {
     if action.action.trim().is_empty() {
         return Err(StoreError::invalid(
             format!("{field}.action"),

@@ -332,7 +332,7 @@ fn decide_form(p: &Proposal, who: &SignedIn) -> Markup {
             textarea id=(reason_id) name="reason" {}
             @if p.action.is_none() {
                 label for=(action_id) { "Action to run, as JSON (required to approve an escalation)" }
-                textarea id=(action_id) name="action" placeholder=r#"{"action": "...", "target": {"tool": "..."}, "input": {}}"# {}
+                textarea id=(action_id) name="action" placeholder=r#"{"action": "...", "target": {"kind": "tool", "tool": "..."}, "input": {}}"# {}
             }
             @if let Some(old) = p.refined_belief() {
                 p.meta { "This belief refines " (record_link("belief", old)) ": approving keeps both; approving superseding retires that one." }

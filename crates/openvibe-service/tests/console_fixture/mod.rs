@@ -198,6 +198,7 @@ pub async fn start(stores: Stores, config: ServiceConfig) -> World {
                     title: "Close the Acme renewal".into(),
                     reason: "Pipeline $2M this quarter".into(),
                     goal_id: Some("pipeline".into()),
+                    action: None,
                 }],
             ),
         )

@@ -204,6 +204,7 @@ impl LeakKind for PrioritiesLeak {
             title: format!("priority {i}"),
             reason: String::new(),
             goal_id: None,
+            action: None,
         };
         let day = first + Days::new(u64::try_from(i).unwrap());
         let mut p = Priorities::new(format!("role{}", i % 2), day, vec![item]).namespace(ns);
