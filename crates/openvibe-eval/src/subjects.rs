@@ -136,12 +136,16 @@ pub async fn run(
     }
     let (mut words, mut meaning) = (Tally::default(), Tally::default());
     for (i, pair) in pairs.iter().enumerate() {
-        let by_words = SubjectScore::of(&pair.a, &pair.b, None);
         let by_meaning = SubjectScore::of(
             &pair.a,
             &pair.b,
             Some((&vectors[2 * i], &vectors[2 * i + 1])),
         );
+        // The same terms, judged without the vectors.
+        let by_words = SubjectScore {
+            similarity: None,
+            ..by_meaning
+        };
         words.add(&pair.label, &by_words, t);
         meaning.add(&pair.label, &by_meaning, t);
         if let Some(dump) = dump.as_deref_mut() {

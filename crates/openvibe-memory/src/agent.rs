@@ -219,7 +219,7 @@ impl AgentMemory {
             .into_iter()
             .zip(scores)
             .filter(|(_, score)| score.same_subject(subjects.thresholds()))
-            .map(|(b, score)| (score.similarity.unwrap_or(score.overlap), b))
+            .map(|(b, score)| (score.closeness(), b))
             .collect();
         scored.sort_by(|(a, _), (b, _)| b.total_cmp(a));
         Ok(scored.into_iter().map(|(_, b)| b).collect())
@@ -718,11 +718,7 @@ impl AgentMemory {
             .iter()
             .enumerate()
             .filter(|(_, score)| score.same_subject(thresholds))
-            .max_by(|(_, a), (_, b)| {
-                a.similarity
-                    .unwrap_or(a.overlap)
-                    .total_cmp(&b.similarity.unwrap_or(b.overlap))
-            })
+            .max_by(|(_, a), (_, b)| a.closeness().total_cmp(&b.closeness()))
             .map(|(i, _)| i);
         let Some(best) = best else {
             return Ok(None);

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use openvibe_protocols::{Embedder, LlmProvider, LlmRequest, json_candidates};
+use openvibe_protocols::{Embedder, LlmProvider, LlmRequest, json_candidates, truncate_chars};
 use openvibe_retrieval::{cosine, query_terms};
 use tracing::Instrument;
 
@@ -108,7 +108,7 @@ impl Relation {
         let span = tracing::info_span!("llm_call", purpose = "relation", model = %request.model);
         let response = llm.call(&request).instrument(span).await?;
         Self::from_answer(&response.content).ok_or_else(|| MemoryError::MalformedRelation {
-            excerpt: response.content.chars().take(120).collect(),
+            excerpt: truncate_chars(&response.content, 120).to_owned(),
         })
     }
 }
@@ -171,11 +171,13 @@ impl SubjectScore {
     /// The score of two statements from their text and, when known, their
     /// sentence vectors (both, of one length, or the cosine is left out).
     pub fn of(a: &str, b: &str, vectors: Option<(&[f32], &[f32])>) -> Self {
-        let terms_a = query_terms(a);
-        let terms_b = query_terms(b);
-        let shared = terms_a.iter().filter(|t| terms_b.contains(t)).count();
-        let shorter = terms_a.len().min(terms_b.len());
-        let union = terms_a.len() + terms_b.len() - shared;
+        Self::of_analyzed(&Analyzed::new(a), &Analyzed::new(b), vectors)
+    }
+
+    fn of_analyzed(a: &Analyzed, b: &Analyzed, vectors: Option<(&[f32], &[f32])>) -> Self {
+        let shared = a.terms.iter().filter(|t| b.terms.contains(t)).count();
+        let shorter = a.terms.len().min(b.terms.len());
+        let union = a.terms.len() + b.terms.len() - shared;
         let ratio = |n: usize, d: usize| if d == 0 { 0.0 } else { n as f32 / d as f32 };
         Self {
             shared_terms: shared,
@@ -184,9 +186,15 @@ impl SubjectScore {
             similarity: vectors
                 .filter(|(x, y)| !x.is_empty() && x.len() == y.len())
                 .map(|(x, y)| cosine(x, y)),
-            negation_differs: negates(a) != negates(b),
-            same_terms: terms_a == terms_b,
+            negation_differs: a.negates != b.negates,
+            same_terms: a.terms == b.terms,
         }
+    }
+
+    /// How alike, for ranking statements on one subject: the similarity
+    /// when known, else the overlap of terms.
+    pub fn closeness(&self) -> f32 {
+        self.similarity.unwrap_or(self.overlap)
     }
 
     /// Whether they are about the same subject under `t`: by meaning when
@@ -205,6 +213,22 @@ impl SubjectScore {
     /// sentence model as two rewordings (`docs/decisions.md`).
     pub fn duplicate(&self) -> bool {
         self.same_terms && !self.negation_differs
+    }
+}
+
+/// A statement as [`SubjectScore`] reads it: its analyzed terms, and
+/// whether it negates.
+struct Analyzed {
+    terms: Vec<String>,
+    negates: bool,
+}
+
+impl Analyzed {
+    fn new(text: &str) -> Self {
+        Self {
+            terms: query_terms(text),
+            negates: negates(text),
+        }
     }
 }
 
@@ -275,15 +299,11 @@ impl Subjects {
         &self.thresholds
     }
 
-    /// Whether it judges by meaning (an embedder is set).
-    pub fn by_meaning_on(&self) -> bool {
-        self.embedder.is_some()
-    }
-
     /// `statement` scored against each of `others` (one embedding call for
-    /// all of them).
+    /// all of them; `statement` analyzed once).
     pub async fn score_all(&self, statement: &str, others: &[&str]) -> Vec<SubjectScore> {
         let vectors = self.vectors(statement, others).await;
+        let analyzed = Analyzed::new(statement);
         others
             .iter()
             .enumerate()
@@ -291,7 +311,7 @@ impl Subjects {
                 let pair = vectors
                     .as_ref()
                     .and_then(|v| Some((v.first()?.as_slice(), v.get(i + 1)?.as_slice())));
-                SubjectScore::of(statement, other, pair)
+                SubjectScore::of_analyzed(&analyzed, &Analyzed::new(other), pair)
             })
             .collect()
     }

@@ -896,9 +896,7 @@ pub fn firing_event(
         .input
         .get("domain")
         .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| role.owned_domains().first().cloned())
-        .unwrap_or_else(|| "general".to_owned());
+        .map_or_else(|| role.home_domain(), str::to_owned);
     Ok(DecisionEvent::new(
         firing_event_id(firing),
         format!("trigger.{}", trigger.id),

@@ -108,11 +108,7 @@ pub fn request_event(role: &Role, m: &SpaceMessage) -> Option<DecisionEvent> {
     let MessageBody::Request(r) = &m.body else {
         return None;
     };
-    let domain = m
-        .domain
-        .clone()
-        .or_else(|| role.owned_domains().first().cloned())
-        .unwrap_or_else(|| "general".to_owned());
+    let domain = m.domain.clone().unwrap_or_else(|| role.home_domain());
     let mut data = match &r.input {
         Value::Object(map) => map.clone(),
         _ => serde_json::Map::new(),

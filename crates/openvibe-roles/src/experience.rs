@@ -32,28 +32,16 @@ pub fn rejection_episode_id(proposal_id: &str) -> String {
 /// The setback status a run's result reports (a JSON object, or a JSON
 /// text, with a `status` among [`SETBACK_STATUSES`]).
 pub fn setback_status(output: &Value) -> Option<String> {
-    let parsed;
-    let object = match output {
-        Value::String(text) => {
-            parsed = serde_json::from_str::<Value>(text).ok()?;
-            &parsed
-        }
-        other => other,
-    };
-    let status = object.get("status")?.as_str()?;
+    let status = structured(output)?.get("status")?.as_str()?.to_owned();
     SETBACK_STATUSES
-        .contains(&status)
-        .then(|| status.to_owned())
+        .contains(&status.as_str())
+        .then_some(status)
 }
 
 /// A run's result as text: its `result` (or `summary`) when it is a JSON
 /// object (or a JSON text of one) that has one, else the whole result.
 pub fn result_text(output: &Value) -> String {
-    let parsed = match output {
-        Value::String(text) => serde_json::from_str::<Value>(text).ok(),
-        other => Some(other.clone()),
-    };
-    let named = parsed.as_ref().and_then(|v| {
+    let named = structured(output).and_then(|v| {
         ["result", "summary"]
             .iter()
             .find_map(|k| v.get(k).and_then(Value::as_str).map(str::to_owned))
@@ -62,6 +50,15 @@ pub fn result_text(output: &Value) -> String {
         (Some(text), _) => text,
         (None, Value::String(text)) => text.clone(),
         (None, other) => other.to_string(),
+    }
+}
+
+/// A run's result as JSON: a text that is JSON parsed, any other value as
+/// it is (`None`: a text that is not JSON).
+fn structured(output: &Value) -> Option<std::borrow::Cow<'_, Value>> {
+    match output {
+        Value::String(text) => serde_json::from_str(text).ok().map(std::borrow::Cow::Owned),
+        other => Some(std::borrow::Cow::Borrowed(other)),
     }
 }
 

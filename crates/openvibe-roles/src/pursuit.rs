@@ -82,11 +82,7 @@ pub fn priority_event(
     index: usize,
 ) -> Option<openvibe_protocols::DecisionEvent> {
     let item = priorities.items.get(index)?;
-    let domain = role
-        .owned_domains()
-        .first()
-        .cloned()
-        .unwrap_or_else(|| "general".to_owned());
+    let domain = role.home_domain();
     let mut summary = format!(
         "Priority {} of {}: {}",
         index + 1,
@@ -501,12 +497,7 @@ impl GoalSystem<'_> {
             role: self.role.role_id().to_owned(),
         })?;
         let period = i64::from(period_days.max(1));
-        let domain = self
-            .role
-            .owned_domains()
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "general".to_owned());
+        let domain = self.role.home_domain();
         let mut behind = Vec::new();
         for goal in self.progress().await? {
             let start = goal.goal.meta.created_at;

@@ -276,6 +276,16 @@ impl Role {
         &self.domains
     }
 
+    /// The domain of the role's own events when nothing names one (a
+    /// firing, a request, a priority, a pace escalation): its first owned
+    /// domain, else `general`.
+    pub fn home_domain(&self) -> String {
+        self.domains
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "general".to_owned())
+    }
+
     /// The role id.
     pub fn role_id(&self) -> &str {
         &self.role_id
