@@ -404,12 +404,9 @@ fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, 
         return Ok(false);
     };
     let act = match &trace.act {
-        Some(ActOutcome::Ran { output, .. }) => match openvibe::roles::setback_status(output) {
-            Some(status) => format!(
-                "ran, a setback ({status}): {}",
-                openvibe::roles::result_text(output)
-            ),
-            None => format!("ran: {}", openvibe::roles::result_text(output)),
+        Some(ActOutcome::Ran { output, .. }) => match openvibe::roles::read_result(output) {
+            (Some(status), text) => format!("ran, a setback ({status}): {text}"),
+            (None, text) => format!("ran: {text}"),
         },
         Some(ActOutcome::Failed { error, .. }) => format!("failed: {error}"),
         Some(ActOutcome::Proposed { proposal_id }) => format!("proposed {proposal_id}"),

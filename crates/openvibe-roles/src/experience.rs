@@ -29,28 +29,27 @@ pub fn rejection_episode_id(proposal_id: &str) -> String {
     format!("rejected-{proposal_id}")
 }
 
-/// The setback status a run's result reports (a JSON object, or a JSON
-/// text, with a `status` among [`SETBACK_STATUSES`]).
-pub fn setback_status(output: &Value) -> Option<String> {
-    let status = structured(output)?.get("status")?.as_str()?.to_owned();
-    SETBACK_STATUSES
-        .contains(&status.as_str())
-        .then_some(status)
-}
-
-/// A run's result as text: its `result` (or `summary`) when it is a JSON
-/// object (or a JSON text of one) that has one, else the whole result.
-pub fn result_text(output: &Value) -> String {
-    let named = structured(output).and_then(|v| {
-        ["result", "summary"]
-            .iter()
-            .find_map(|k| v.get(k).and_then(Value::as_str).map(str::to_owned))
-    });
-    match (named, output) {
-        (Some(text), _) => text,
+/// A run's result, read once: the setback status it reports (a JSON
+/// object, or a JSON text of one, with a `status` among
+/// [`SETBACK_STATUSES`]) and its text (its `result`, or `summary`, when it
+/// has one, else the whole result).
+pub fn read_result(output: &Value) -> (Option<String>, String) {
+    let parsed = structured(output);
+    let field = |key: &str| {
+        parsed
+            .as_deref()
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+    };
+    let setback = field("status")
+        .filter(|s| SETBACK_STATUSES.contains(s))
+        .map(str::to_owned);
+    let text = match (field("result").or_else(|| field("summary")), output) {
+        (Some(text), _) => text.to_owned(),
         (None, Value::String(text)) => text.clone(),
         (None, other) => other.to_string(),
-    }
+    };
+    (setback, text)
 }
 
 /// A run's result as JSON: a text that is JSON parsed, any other value as

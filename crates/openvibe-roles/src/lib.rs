@@ -68,7 +68,7 @@ pub use delegation::{
     request_event_id,
 };
 pub use error::Error;
-pub use experience::{VERDICT_HISTORY, rejection_episode_id, result_text, setback_status};
+pub use experience::{VERDICT_HISTORY, read_result, rejection_episode_id};
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
 pub use openvibe_primitives::{DelegateNode, delegation_id};

@@ -509,10 +509,10 @@ impl Role {
             .filter(|e| e.kind != openvibe_protocols::EvidenceKind::Episode)
             .map(|e| e.id.as_str())
             .collect();
-        let setback = result
-            .as_ref()
-            .ok()
-            .and_then(crate::experience::setback_status);
+        let (setback, summary) = match result {
+            Ok(output) => crate::experience::read_result(output),
+            Err(e) => (None, e.to_string()),
+        };
         let (status, detail) = match (result, &setback) {
             (Ok(output), None) => (
                 "ok".to_owned(),
@@ -526,10 +526,6 @@ impl Role {
                 "failed".to_owned(),
                 json!({"status": "failed", "error": e.to_string(), "decided_on": decided_on}),
             ),
-        };
-        let summary = match result {
-            Ok(output) => crate::experience::result_text(output),
-            Err(e) => e.to_string(),
         };
         let mut tags = vec!["action".to_owned()];
         if status == "failed" {
