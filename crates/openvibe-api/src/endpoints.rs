@@ -27,10 +27,10 @@ use std::marker::PhantomData;
 use openvibe_protocols::{
     Accepted, AuditEntry, AuditQuery, Belief, BeliefQuery, ChainHead, ChainReport, DecisionEvent,
     Episode, EpisodeQuery, ErasureCount, ErasureSubject, Fact, FactQuery, Goal, GoalProgress,
-    GoalQuery, Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery, LoopTrace,
-    MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
-    PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery, RawCall,
-    RawCallQuery, RecordVector, ReportQuery, RevisableRecord, Session, SessionDeleted,
+    GoalQuery, InitiativeUpdate, Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery,
+    LoopTrace, MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page,
+    Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery,
+    RawCall, RawCallQuery, RecordVector, ReportQuery, RevisableRecord, Session, SessionDeleted,
     SessionQuery, Space, SpaceMessage, SpaceQuery, StateEntry, StoreError, StoredRecord,
     TaskContext, VectorStatus, Verdict, VerifyChain,
 };

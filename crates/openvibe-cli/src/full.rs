@@ -70,7 +70,9 @@ pub async fn execute(
         report(&run, out).await?;
         goals(&run, out)?;
         decisions(&run, &tenant, out).await?;
+        worked(&run, out)?;
         two_weeks(&run, &tenant, out).await?;
+        pace(&run, out).await?;
         writeln!(out, "\n== memory tree")?;
         tree(&run.filesystem, out).await
     }
@@ -194,6 +196,76 @@ fn goals(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
         } else {
             writeln!(out, "  {line}")?;
         }
+    }
+    Ok(())
+}
+
+/// The day's work in the CRO's loop: each priority and open initiative
+/// decided like any event (act within authority, propose, escalate), and
+/// where the initiatives stand after it.
+fn worked(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "\n== the day's work: the priorities and the open initiatives become events of the CRO's loop"
+    )?;
+    for trace in &run.worked {
+        let Some(decision) = &trace.decision else {
+            continue;
+        };
+        writeln!(
+            out,
+            "- {}: {} ({:.2} confidence) · {}",
+            trace.event.summary,
+            decision.outcome,
+            decision.confidence.score,
+            act_line(trace.act.as_ref())
+        )?;
+    }
+    for goal in &run.goals_after {
+        writeln!(out, "  initiatives of {}:", goal.goal.id())?;
+        for i in &goal.goal.initiatives {
+            writeln!(out, "  - {}", crate::goals::initiative_line(i))?;
+        }
+    }
+    Ok(())
+}
+
+/// What a loop's act stage did, in a few words.
+fn act_line(act: Option<&openvibe::roles::ActOutcome>) -> String {
+    use openvibe::roles::ActOutcome;
+    match act {
+        Some(ActOutcome::Ran { output, .. }) => match openvibe::roles::read_result(output) {
+            (Some(status), text) => format!("ran, a setback ({status}): {text}"),
+            (None, text) => format!("ran: {}", openvibe::protocols::truncate_chars(&text, 120)),
+        },
+        Some(ActOutcome::Failed { error, .. }) => format!("failed: {error}"),
+        Some(ActOutcome::Proposed { proposal_id }) => format!("proposed {proposal_id}"),
+        Some(ActOutcome::Nothing { reason }) => reason.clone(),
+        None => String::new(),
+    }
+}
+
+/// The key results behind their pace once the two weeks are gone: each
+/// escalates to the goal's people, once per period.
+async fn pace(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
+    let behind = full_example::pace_after(run, 14).await?;
+    writeln!(
+        out,
+        "\n== pace, two weeks on: {} key result(s) behind (progress against the time gone, a 10-point margin)",
+        behind.len()
+    )?;
+    for b in &behind {
+        writeln!(
+            out,
+            "- {}/{}: escalated to {} (once per {} days)",
+            b.goal_id,
+            b.key_result_id,
+            b.proposal
+                .assignee
+                .as_deref()
+                .unwrap_or("the goal's people"),
+            openvibe::roles::PACE_PERIOD_DAYS
+        )?;
     }
     Ok(())
 }
@@ -391,7 +463,6 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
 /// cites and what weighed against it; `false` when nothing was decided.
 fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, CliError> {
     use openvibe::protocols::EvidenceKind;
-    use openvibe::roles::ActOutcome;
     let trace = &day.trace;
     let Some(decision) = &trace.decision else {
         writeln!(
@@ -403,16 +474,7 @@ fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, 
         )?;
         return Ok(false);
     };
-    let act = match &trace.act {
-        Some(ActOutcome::Ran { output, .. }) => match openvibe::roles::read_result(output) {
-            (Some(status), text) => format!("ran, a setback ({status}): {text}"),
-            (None, text) => format!("ran: {text}"),
-        },
-        Some(ActOutcome::Failed { error, .. }) => format!("failed: {error}"),
-        Some(ActOutcome::Proposed { proposal_id }) => format!("proposed {proposal_id}"),
-        Some(ActOutcome::Nothing { reason }) => reason.clone(),
-        None => String::new(),
-    };
+    let act = act_line(trace.act.as_ref());
     writeln!(
         out,
         "  day {:>2} · {}: {} ({:.2} confidence) · {act}",
@@ -437,6 +499,20 @@ fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, 
         .filter(|e| e.kind == EvidenceKind::Episode && e.why.contains("went against"))
     {
         writeln!(out, "    weighs against: {} ({})", e.summary, e.why)?;
+    }
+    for e in decision
+        .confidence
+        .evidence
+        .iter()
+        .filter(|e| e.id.starts_with("rejected-"))
+    {
+        writeln!(out, "    cites the rejection: {} ({})", e.summary, e.why)?;
+    }
+    if let Some((proposal, reason)) = &day.rejected {
+        writeln!(
+            out,
+            "\n$ openvibe proposals reject {proposal} --reason \"{reason}\"   (as user:{DEMO_APPROVER})"
+        )?;
     }
     Ok(true)
 }

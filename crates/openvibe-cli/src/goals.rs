@@ -1,6 +1,7 @@
-//! `openvibe goals status | report`: the goals people set the roles, where
-//! each key result stands (a table with progress bars) and today's
-//! priorities; and a metric reported from outside (a CRM's "closed $40k"),
+//! `openvibe goals status | report | initiative`: the goals people set the
+//! roles, where each key result stands (a table with progress bars), the
+//! initiatives and where each stands, and today's priorities; a person's
+//! word on an initiative (drop, reopen); and a metric reported from outside (a CRM's "closed $40k"),
 //! in PostgreSQL or through the memory service. Who asks comes from the
 //! API key, as for `openvibe proposals` ([`crate::proposals::connect`]).
 
@@ -8,7 +9,10 @@ use std::io::Write;
 
 use chrono::NaiveDate;
 use clap::Subcommand;
-use openvibe::protocols::{GoalProgress, GoalQuery, MetricMode, MetricReport, Priorities};
+use openvibe::protocols::{
+    GoalProgress, GoalQuery, Initiative, InitiativeStatus, InitiativeUpdate, MetricMode,
+    MetricReport, Priorities,
+};
 
 use crate::CliError;
 use crate::args::DeskArgs;
@@ -67,6 +71,56 @@ pub enum GoalsCommand {
         #[arg(long)]
         namespace: Option<String>,
     },
+    /// Move an initiative of a goal: drop it, reopen it, mark it done or
+    /// blocked, with a note. Roles move their own as they work them; this
+    /// is a person's word. Needs the right to change the goal.
+    #[command(after_help = "Examples:
+  openvibe goals initiative pipeline-q4 i2 dropped --note \"covered by the partner deal\" --service http://127.0.0.1:8077
+  openvibe goals initiative pipeline-q4 i2 open --database-url $DATABASE_URL      (reopen it: the role works it again)")]
+    Initiative {
+        /// The goal (its objective's id).
+        goal: String,
+        /// The initiative's id in the goal (`openvibe goals status` shows them).
+        initiative: String,
+        /// Its new status: open, working, delegated, done, blocked or dropped.
+        status: InitiativeStatusArg,
+        /// Where the goals are, and who asks.
+        #[command(flatten)]
+        desk: DeskArgs,
+        /// Why, in a few words.
+        #[arg(long)]
+        note: Option<String>,
+    },
+}
+
+/// An initiative's status, as the command line names it.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum InitiativeStatusArg {
+    /// Not worked yet (reopens a done or dropped one).
+    Open,
+    /// Being worked.
+    Working,
+    /// Asked of another role.
+    Delegated,
+    /// Worked to its end.
+    Done,
+    /// Stuck: someone has to look.
+    Blocked,
+    /// Not worth doing any more.
+    Dropped,
+}
+
+impl From<InitiativeStatusArg> for InitiativeStatus {
+    fn from(arg: InitiativeStatusArg) -> Self {
+        match arg {
+            InitiativeStatusArg::Open => Self::Open,
+            InitiativeStatusArg::Working => Self::Working,
+            InitiativeStatusArg::Delegated => Self::Delegated,
+            InitiativeStatusArg::Done => Self::Done,
+            InitiativeStatusArg::Blocked => Self::Blocked,
+            InitiativeStatusArg::Dropped => Self::Dropped,
+        }
+    }
 }
 
 /// Run a `goals` command, printing to `out`.
@@ -104,7 +158,52 @@ pub async fn run(command: GoalsCommand, out: &mut impl Write) -> Result<(), CliE
             }
             report(&desk, filed, out).await
         }
+        GoalsCommand::Initiative {
+            goal,
+            initiative,
+            status,
+            desk,
+            note,
+        } => {
+            let desk = connect(&Connect::from_args(&desk)).await?;
+            let update = InitiativeUpdate {
+                status: status.into(),
+                note,
+            };
+            let moved = desk
+                .stores
+                .goals
+                .update_initiative(&desk.ctx, &goal, &initiative, update)
+                .await?;
+            if let Some(i) = moved.initiatives.iter().find(|i| i.id == initiative) {
+                writeln!(out, "{goal}: {}", initiative_line(i))?;
+            }
+            Ok(())
+        }
     }
+}
+
+/// One initiative, for people: `[i2] Title: delegated (owner cmo, due
+/// 2026-12-10): the latest note`.
+pub fn initiative_line(i: &Initiative) -> String {
+    let mut about = vec![];
+    if let Some(owner) = &i.owner {
+        about.push(format!("owner {owner}"));
+    }
+    if let Some(domain) = &i.domain {
+        about.push(format!("domain {domain}"));
+    }
+    if let Some(due) = i.due {
+        about.push(format!("due {due}"));
+    }
+    let mut line = format!("[{}] {}: {}", i.id, i.title, i.status.as_str());
+    if !about.is_empty() {
+        line.push_str(&format!(" ({})", about.join(", ")));
+    }
+    if let Some(note) = &i.note {
+        line.push_str(&format!(": {note}"));
+    }
+    line
 }
 
 /// The width of a progress bar, in cells.
@@ -230,7 +329,7 @@ pub fn status_table(goals: &[GoalProgress], priorities: &[Priorities]) -> String
             };
             out.push_str(&format!("  initiatives{stale}:\n"));
             for i in &g.goal.initiatives {
-                out.push_str(&format!("  - {}\n", i.title));
+                out.push_str(&format!("  - {}\n", initiative_line(i)));
             }
         }
     }

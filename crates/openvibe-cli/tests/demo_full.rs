@@ -40,8 +40,19 @@ async fn the_full_example_runs_offline_and_shows_the_pyramid() {
         // the scheduler's priorities.
         "progress 0.0% before the lead was qualified, 5.8% after",
         "180,000 / 2,000,000 USD",
-        "- Qualify every webinar lead within a day",
+        "- [i1] Qualify every webinar lead within a day",
         "priorities of cro (2026-11-26):",
+        // The day's work: priorities and initiatives decided in the loop;
+        // the case studies' initiative is marketing's, delegated to the CMO.
+        "Follow up every lead from the route-planning webinar (1 of 40 qualified leads so far; webinar leads qualify fastest): act",
+        "[for the owner of `marketing`]: act",
+        "- [i3] Publish customer case studies with measured results: done (owner cmo, domain marketing",
+        "- [i1] Qualify every webinar lead within a day: working (owner cro",
+        // A person's rejection: the next like event proposes, citing it.
+        "$ openvibe proposals reject",
+        "cites the rejection: follow_up_lead: rejected by user:ann: procurement is frozen",
+        // Key results behind their pace escalate.
+        "- pipeline-q4/qualified-leads: escalated",
         "citing 3 raw calls",
         "/raw/",
         "soul.md: # CRO",

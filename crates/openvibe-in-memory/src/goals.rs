@@ -12,9 +12,9 @@ use async_trait::async_trait;
 use chrono::NaiveDate;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore,
-    Initiative, KeptRecord, METRIC_KIND, MetricReport, MetricValue, PRIORITIES_KIND, Page,
-    PageQuery, Priorities, ReportQuery, StoreError, check_caller, store_time, validate_goal,
-    validate_metric_report, validate_priorities,
+    Initiative, InitiativeUpdate, KeptRecord, METRIC_KIND, MetricReport, MetricValue,
+    PRIORITIES_KIND, Page, PageQuery, Priorities, ReportQuery, StoreError, check_caller,
+    store_time, validate_goal, validate_metric_report, validate_priorities,
 };
 
 use crate::audit::InMemoryAuditLog;
@@ -90,12 +90,13 @@ impl InMemoryGoalStore {
         })
     }
 
-    fn decompose_goal(
+    /// Apply `change` to the goal `id` `ctx` may read, under the store's
+    /// lock: `None` leaves it as it is (and answers it).
+    fn change_goal(
         &self,
         ctx: &CallerContext,
         id: &str,
-        fingerprint: &str,
-        initiatives: &[Initiative],
+        change: impl FnOnce(&Goal, chrono::DateTime<chrono::Utc>) -> Result<Option<Goal>, StoreError>,
     ) -> Result<Goal, StoreError> {
         check_caller(ctx)?;
         let now = store_time();
@@ -104,7 +105,7 @@ impl InMemoryGoalStore {
                 .goals
                 .readable(ctx, id)
                 .ok_or_else(|| not_found::<Goal>(id))?;
-            match current.decompose_as(ctx, fingerprint, initiatives, now)? {
+            match change(current, now)? {
                 None => Ok(current.clone()),
                 Some(next) => tenant
                     .goals
@@ -330,8 +331,31 @@ impl GoalStore for InMemoryGoalStore {
     ) -> Result<Goal, StoreError> {
         self.0
             .audited(ctx, GOAL_KIND, AuditOp::Update, "decompose", id, || {
-                self.decompose_goal(ctx, id, fingerprint, &initiatives)
+                self.change_goal(ctx, id, |goal, now| {
+                    goal.decompose_as(ctx, fingerprint, &initiatives, now)
+                })
             })
+    }
+
+    async fn update_initiative(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        initiative: &str,
+        update: InitiativeUpdate,
+    ) -> Result<Goal, StoreError> {
+        self.0.audited(
+            ctx,
+            GOAL_KIND,
+            AuditOp::Update,
+            "update_initiative",
+            id,
+            || {
+                self.change_goal(ctx, id, |goal, now| {
+                    goal.update_initiative_as(ctx, initiative, &update, now)
+                })
+            },
+        )
     }
 
     async fn put_priorities(

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 use openvibe_protocols::{
-    AuditOp, AuditQuery, CallerContext, Clearance, Goal, GoalQuery, Grants, Initiative, KeyResult,
-    MetricReport, Objective, Priorities, Priority, Rights, Stores,
+    Action, AuditOp, AuditQuery, CallerContext, Clearance, Goal, GoalQuery, Grants, Initiative,
+    InitiativeStatus, InitiativeUpdate, KeyResult, MetricReport, Objective, Priorities, Priority,
+    Rights, Stores,
 };
 
 use crate::support::{agent, is_conflict, is_invalid, is_not_found, is_unauthorized, sys};
@@ -54,10 +55,10 @@ pub(crate) fn objective(id: &str) -> Objective {
 
 fn initiatives(n: usize) -> Vec<Initiative> {
     (0..n)
-        .map(|i| Initiative {
-            title: format!("initiative {i}"),
-            description: "how and why".into(),
-            key_results: vec!["value".into()],
+        .map(|i| {
+            let mut it = Initiative::new(format!("initiative {i}"), &["value"]);
+            it.description = "how and why".into();
+            it
         })
         .collect()
 }
@@ -202,11 +203,7 @@ where
         again.initiatives, stored.initiatives,
         "unchanged: not again"
     );
-    let bad = vec![Initiative {
-        title: "x".into(),
-        description: String::new(),
-        key_results: vec!["nope".into()],
-    }];
+    let bad = vec![Initiative::new("x", &["nope"])];
     assert!(is_invalid(
         s.goals.decompose(&cro(), "pipeline", &fp, bad).await
     ));
@@ -234,6 +231,220 @@ where
     assert!(is_not_found(
         s.goals.decompose(&cro(), "nope", &fp, initiatives(1)).await
     ));
+}
+
+/// Initiatives are numbered `i1`, `i2`, … where they have no id, keep their
+/// owner, domain, due date and action, and move status by status: the same
+/// update again changes nothing, an unknown initiative is not found, a done
+/// or dropped one changes only when reopened, a reader cannot move one,
+/// bad input (an id twice, a due date after the objective's, an overlong
+/// note) changes nothing; each move is audited as an `initiative`
+/// transition.
+pub async fn goals_initiatives_move_by_status<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let goal = s
+        .goals
+        .put(&cro(), Goal::new(objective("pipeline")))
+        .await
+        .unwrap();
+    let fp = goal.fingerprint.clone();
+    let late =
+        Initiative::new("too late", &["value"]).due(NaiveDate::from_ymd_opt(2027, 1, 5).unwrap());
+    assert!(is_invalid(
+        s.goals.decompose(&cro(), "pipeline", &fp, vec![late]).await
+    ));
+    let twice = vec![
+        Initiative::new("a", &["value"]).id("x"),
+        Initiative::new("b", &["value"]).id("x"),
+    ];
+    assert!(is_invalid(
+        s.goals.decompose(&cro(), "pipeline", &fp, twice).await
+    ));
+    let case_study = Action::delegate(
+        "write_case_study",
+        "marketing",
+        serde_json::json!({"account": "acme"}),
+    );
+    let planned = vec![
+        Initiative::new("Re-engage stalled deals", &["value"]).owner("cro"),
+        Initiative::new("Case studies for the pipeline", &["value", "qualified"])
+            .id("i1")
+            .domain("marketing")
+            .owner("cmo")
+            .due(day(30))
+            .action(case_study.clone()),
+        Initiative::new("Partner referrals", &["qualified"]),
+    ];
+    let goal = s
+        .goals
+        .decompose(&cro(), "pipeline", &fp, planned)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = goal.initiatives.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, ["i2", "i1", "i3"], "numbered around the given id");
+    let delegated = &goal.initiatives[1];
+    assert_eq!(delegated.domain.as_deref(), Some("marketing"));
+    assert_eq!(delegated.owner.as_deref(), Some("cmo"));
+    assert_eq!(delegated.due, Some(day(30)));
+    assert_eq!(delegated.action.as_ref(), Some(&case_study));
+    assert!(
+        goal.initiatives
+            .iter()
+            .all(|i| i.status == InitiativeStatus::Open)
+    );
+
+    let moved = s
+        .goals
+        .update_initiative(
+            &cro(),
+            "pipeline",
+            "i1",
+            InitiativeUpdate::new(InitiativeStatus::Delegated, "asked the CMO"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(moved.initiatives[1].status, InitiativeStatus::Delegated);
+    assert_eq!(moved.initiatives[1].note.as_deref(), Some("asked the CMO"));
+    assert_eq!(
+        moved.initiatives[0].status,
+        InitiativeStatus::Open,
+        "only it moves"
+    );
+    let again = s
+        .goals
+        .update_initiative(
+            &cro(),
+            "pipeline",
+            "i1",
+            InitiativeUpdate::new(InitiativeStatus::Delegated, "asked the CMO"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, moved, "the same update changes nothing");
+    // No note: the last one stays.
+    let done = s
+        .goals
+        .update_initiative(
+            &cro(),
+            "pipeline",
+            "i1",
+            InitiativeUpdate {
+                status: InitiativeStatus::Done,
+                note: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.initiatives[1].status, InitiativeStatus::Done);
+    assert_eq!(done.initiatives[1].note.as_deref(), Some("asked the CMO"));
+    assert!(is_conflict(
+        s.goals
+            .update_initiative(
+                &cro(),
+                "pipeline",
+                "i1",
+                InitiativeUpdate::new(InitiativeStatus::Blocked, "late answer")
+            )
+            .await
+    ));
+    let reopened = s
+        .goals
+        .update_initiative(
+            &cro(),
+            "pipeline",
+            "i1",
+            InitiativeUpdate::new(InitiativeStatus::Open, "do it again"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reopened.initiatives[1].status, InitiativeStatus::Open);
+    assert!(is_not_found(
+        s.goals
+            .update_initiative(
+                &cro(),
+                "pipeline",
+                "i9",
+                InitiativeUpdate::new(InitiativeStatus::Done, "")
+            )
+            .await
+    ));
+    assert!(is_not_found(
+        s.goals
+            .update_initiative(
+                &cro(),
+                "nope",
+                "i1",
+                InitiativeUpdate::new(InitiativeStatus::Done, "")
+            )
+            .await
+    ));
+    assert!(is_invalid(
+        s.goals
+            .update_initiative(
+                &cro(),
+                "pipeline",
+                "i2",
+                InitiativeUpdate::new(InitiativeStatus::Done, "x".repeat(4_001))
+            )
+            .await
+    ));
+    let reader = CallerContext::user("ann")
+        .with_tenant("t1")
+        .with_clearance(Clearance::unrestricted())
+        .with_grants(
+            Grants::new("ann")
+                .grant("cro", Rights::READ, false)
+                .recall(["cro"]),
+        );
+    let cro_ns = agent("cro")
+        .with_clearance(Clearance::unrestricted())
+        .with_grants(
+            Grants::new("cro")
+                .grant("cro", Rights::OWN, false)
+                .recall(["cro"]),
+        );
+    s.goals
+        .put(&cro_ns, Goal::new(objective("governed")))
+        .await
+        .unwrap();
+    let g = s.goals.get(&cro_ns, "governed").await.unwrap().unwrap();
+    s.goals
+        .decompose(&cro_ns, "governed", &g.fingerprint, initiatives(1))
+        .await
+        .unwrap();
+    assert!(is_unauthorized(
+        s.goals
+            .update_initiative(
+                &reader,
+                "governed",
+                "i1",
+                InitiativeUpdate::new(InitiativeStatus::Dropped, "mine now")
+            )
+            .await
+    ));
+    let kept = s.goals.get(&cro(), "pipeline").await.unwrap().unwrap();
+    assert_eq!(kept, reopened, "refusals change nothing");
+    s.audit.flush().await.unwrap();
+    let trail = s.audit.query(&sys(), &AuditQuery::new()).await.unwrap();
+    let mut moves: Vec<(&str, &str)> = trail
+        .iter()
+        .filter(|e| e.kind == "goal" && e.record_id.as_deref() == Some("pipeline"))
+        .filter_map(|e| {
+            let f = e.filters.as_ref()?;
+            (f["transition"] == "initiative")
+                .then(|| Some((f["initiative"].as_str()?, f["status"].as_str()?)))?
+        })
+        .collect();
+    moves.sort_unstable();
+    assert_eq!(
+        moves,
+        [("i1", "delegated"), ("i1", "done"), ("i1", "open")],
+        "each move once"
+    );
 }
 
 /// Eight reporters, 25 reports each, at once: the metric is the exact sum

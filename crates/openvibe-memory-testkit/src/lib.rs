@@ -192,6 +192,7 @@ cases! {
     approval::approval_is_not_granted_by_privilege;
     goals::goals_are_put_and_revised_by_version;
     goals::goals_decompose_once_per_objective;
+    goals::goals_initiatives_move_by_status;
     goals::goals_metric_reports_roll_up_exactly;
     goals::goals_priorities_by_day;
     goals::goals_are_governed_and_audited;

@@ -14,9 +14,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, GOAL_KIND, Goal, GoalProgress, GoalQuery,
-    GoalStore, Initiative, KeptRecord, METRIC_KIND, MetricMode, MetricReport, MetricValue,
-    Objective, PRIORITIES_KIND, Page, PageQuery, Priorities, Priority, ReportQuery, StoreError,
-    check_caller, store_time, table_of, validate_goal, validate_metric_report, validate_priorities,
+    GoalStore, Initiative, InitiativeUpdate, KeptRecord, METRIC_KIND, MetricMode, MetricReport,
+    MetricValue, Objective, PRIORITIES_KIND, Page, PageQuery, Priorities, Priority, ReportQuery,
+    StoreError, check_caller, store_time, table_of, validate_goal, validate_metric_report,
+    validate_priorities,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -231,17 +232,18 @@ impl PgGoalStore {
         Ok(next)
     }
 
-    async fn decompose_unaudited(
+    /// Lock the goal `id` `ctx` may read, apply `change` at the store's
+    /// time and write what it gives back (`None`: it stays, answered).
+    async fn change_unaudited(
         &self,
         ctx: &CallerContext,
         id: &str,
-        fingerprint: &str,
-        initiatives: &[Initiative],
+        change: impl FnOnce(&Goal, chrono::DateTime<chrono::Utc>) -> Result<Option<Goal>, StoreError>,
     ) -> Result<Goal, StoreError> {
         check_caller(ctx)?;
         let mut tx = begin(&self.pool, ctx).await?;
         let current = kept::lock::<Goal>(&mut tx, ctx, id).await?;
-        let Some(next) = current.decompose_as(ctx, fingerprint, initiatives, store_time())? else {
+        let Some(next) = change(&current, store_time())? else {
             end_read(tx);
             return Ok(current);
         };
@@ -585,13 +587,37 @@ impl GoalStore for PgGoalStore {
         fingerprint: &str,
         initiatives: Vec<Initiative>,
     ) -> Result<Goal, StoreError> {
-        let write = self.decompose_unaudited(ctx, id, fingerprint, &initiatives);
+        let write = self.change_unaudited(ctx, id, |goal, now| {
+            goal.decompose_as(ctx, fingerprint, &initiatives, now)
+        });
         kept::audited(
             &self.audit,
             ctx,
             GOAL_KIND,
             AuditOp::Update,
             "decompose",
+            id,
+            write,
+        )
+        .await
+    }
+
+    async fn update_initiative(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        initiative: &str,
+        update: InitiativeUpdate,
+    ) -> Result<Goal, StoreError> {
+        let write = self.change_unaudited(ctx, id, |goal, now| {
+            goal.update_initiative_as(ctx, initiative, &update, now)
+        });
+        kept::audited(
+            &self.audit,
+            ctx,
+            GOAL_KIND,
+            AuditOp::Update,
+            "update_initiative",
             id,
             write,
         )

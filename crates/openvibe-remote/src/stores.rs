@@ -14,14 +14,14 @@ use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEnd
 use openvibe_protocols::{
     Accepted, AuditEntry, AuditLog, AuditQuery, Belief, BeliefQuery, BeliefStore, CallerContext,
     ChainHead, ChainReport, ContextStore, DecisionEvent, ErasureCount, ErasureSubject, EventInbox,
-    EventSource, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, Insight,
-    InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, LoopTrace, MetricReport,
-    NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
-    PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities,
-    Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention,
-    RecordStore, RecordVector, RecordVectors, ReportQuery, RevisableStore, Session, SessionDeleted,
-    SessionQuery, SessionStore, Space, SpaceMessage, SpaceQuery, SpaceStore, StateEntry,
-    StoreError, TaskContext, VectorStatus, Verdict, VerifyChain,
+    EventSource, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, InitiativeUpdate,
+    Insight, InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, LoopTrace,
+    MetricReport, NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed,
+    Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate,
+    Priorities, Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore,
+    RawRetention, RecordStore, RecordVector, RecordVectors, ReportQuery, RevisableStore, Session,
+    SessionDeleted, SessionQuery, SessionStore, Space, SpaceMessage, SpaceQuery, SpaceStore,
+    StateEntry, StoreError, TaskContext, VectorStatus, Verdict, VerifyChain,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -36,8 +36,8 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use openvibe_operators::{Checkpoint, Checkpointer, END};
 use openvibe_protocols::{
-    Accepted, ActOutcome, Action, DecisionEvent, EventSource, LoopTrace, Outcome, REFLECT_EVENT,
-    Stage, StageRecord, State,
+    Accepted, ActOutcome, Action, DecisionEvent, EventSource, InitiativeStatus, InitiativeUpdate,
+    LoopTrace, Outcome, REFLECT_EVENT, Stage, StageRecord, State,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -496,6 +496,32 @@ impl CognitiveLoop {
         for index in 0..priorities.items.len() {
             if let Some(event) = crate::priority_event(role, &priorities, index) {
                 accepted.push(self.push(role_id, event, EventSource::Trigger).await?);
+            }
+        }
+        accepted.extend(self.push_initiatives(role_id).await?);
+        Ok(accepted)
+    }
+
+    /// Push `role_id`'s open initiatives into its loop, one event each
+    /// ([`initiative_event`](crate::initiative_event)): its own are worked
+    /// by their action, one in a domain another role owns is delegated to
+    /// it through the space, a person's are left to them. Only goals
+    /// decomposed at their current version count ([`GoalSystem::decompose`](crate::GoalSystem::decompose):
+    /// stale initiatives wait for the new decomposition). The events, as
+    /// accepted (an initiative's event is decided once, however often it
+    /// is pushed).
+    pub async fn push_initiatives(&self, role_id: &str) -> Result<Vec<Accepted>, Error> {
+        let role = self.runtime.get_role(role_id)?;
+        let goals = role.goals()?;
+        let mut accepted = Vec::new();
+        for goal in goals.list().await? {
+            if !goal.is_decomposed() {
+                continue;
+            }
+            for initiative in &goal.initiatives {
+                if let Some(event) = crate::initiative_event(role, &goal, initiative) {
+                    accepted.push(self.push(role_id, event, EventSource::Trigger).await?);
+                }
             }
         }
         Ok(accepted)
@@ -1002,6 +1028,15 @@ impl RoleRuntime {
                 };
                 let act = match (decision.outcome, &trace.event.action) {
                     (Outcome::Act, Some(action)) => {
+                        if let openvibe_protocols::ActionTarget::Delegate { domain } =
+                            &action.target
+                        {
+                            let update = InitiativeUpdate::new(
+                                InitiativeStatus::Delegated,
+                                format!("asked the owner of `{domain}` to `{}`", action.action),
+                            );
+                            role.note_initiative(&trace.event, update).await?;
+                        }
                         match role.execute_as(action, false, Some(&trace.event.id)).await {
                             Ok(output) => ActOutcome::Ran {
                                 action: action.clone(),
@@ -1055,7 +1090,25 @@ impl RoleRuntime {
                         role.record_run(decision, action, &failed).await?;
                         format!("episode {}-run (failed)", decision.id)
                     }
-                    (Some(decision), _) => {
+                    (Some(decision), act) => {
+                        // The initiative it works, when nothing ran: a
+                        // person decides (working), or nothing will.
+                        let update = match act {
+                            Some(ActOutcome::Proposed { proposal_id }) => {
+                                Some(InitiativeUpdate::new(
+                                    InitiativeStatus::Working,
+                                    format!("proposal `{proposal_id}` waits for a person"),
+                                ))
+                            }
+                            Some(ActOutcome::Nothing { reason }) => Some(InitiativeUpdate::new(
+                                InitiativeStatus::Blocked,
+                                format!("nothing ran ({reason}): {}", decision.reason),
+                            )),
+                            _ => None,
+                        };
+                        if let Some(update) = update {
+                            role.note_initiative(&trace.event, update).await?;
+                        }
                         format!("the decision's episode records it ({})", decision.id)
                     }
                     (None, _) => "skipped: nothing decided".into(),

@@ -37,6 +37,7 @@ mod error;
 mod experience;
 mod goal_hooks;
 pub mod goals;
+mod initiatives;
 mod learn;
 mod proposals;
 mod pursuit;
@@ -70,6 +71,10 @@ pub use delegation::{
 pub use error::Error;
 pub use experience::{VERDICT_HISTORY, read_result, rejection_episode_id};
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
+pub use initiatives::{
+    Assignment, INITIATIVE_EVENT, INITIATIVE_KEY, WORK_INITIATIVE_TASK, assignment, domain_owner,
+    initiative_event, initiative_event_id, initiative_of, run_update,
+};
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
 pub use openvibe_primitives::{DelegateNode, delegation_id};
 pub use openvibe_protocols::{

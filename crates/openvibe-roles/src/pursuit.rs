@@ -23,8 +23,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use openvibe_memory::AgentMemory;
 use openvibe_protocols::{
     CallerContext, Episode, EpisodeQuery, Goal, GoalProgress, GoalQuery, GoalStore, Initiative,
-    InsightQuery, LlmRequest, MetricReport, Priorities, Priority, StoreError, TriggerConfig,
-    TriggerKind, json_candidates,
+    InsightQuery, LlmRequest, Member, MetricReport, Priorities, Priority, StoreError,
+    TriggerConfig, TriggerKind, json_candidates,
 };
 use serde_json::Value;
 use tracing::Instrument;
@@ -269,8 +269,10 @@ impl GoalSystem<'_> {
             .map_err(goal_error(&id))
     }
 
-    /// The request that asks the model to decompose `goal`'s objective.
-    pub fn decomposition_request(&self, goal: &Goal) -> LlmRequest {
+    /// The request that asks the model to decompose `goal`'s objective,
+    /// given the role's domains and, in its space, the members (`team`)
+    /// that own others (an initiative in one of those is delegated).
+    pub fn decomposition_request(&self, goal: &Goal, team: &[Member]) -> LlmRequest {
         let objective = &goal.objective;
         let mut user = format!(
             "Objective `{}`: {} (due {}).\nKey results:\n",
@@ -287,15 +289,68 @@ impl GoalSystem<'_> {
                 kr.due_by(objective)
             ));
         }
+        let own = self.role.owned_domains();
+        if !own.is_empty() {
+            user.push_str(&format!("\nYour domains: {}.\n", own.join(", ")));
+        }
+        let me = format!("agent:{}", self.role.role_id());
+        let others: Vec<String> = team
+            .iter()
+            .filter(|m| m.principal != me && !m.domains.is_empty())
+            .map(|m| format!("- {} owns {}", m.principal, m.domains.join(", ")))
+            .collect();
+        if !others.is_empty() {
+            user.push_str("\n## Team\n");
+            for line in &others {
+                user.push_str(line);
+                user.push('\n');
+            }
+        }
+        let actions = self.action_names();
+        if !actions.is_empty() {
+            user.push_str("\n## Actions\n");
+            for (action, tool) in &actions {
+                user.push_str(&format!("- `{action}` (tool `{tool}`)\n"));
+            }
+        }
         user.push_str("\nWhich initiatives will achieve it?");
         LlmRequest::new(self.model.clone(), user)
             .system(format!(
                 "You decompose an objective of role `{}` into 2 to 5 initiatives: concrete lines \
                  of work that move its key results. Answer with a JSON array only:\n\
-                 [{{\"title\": \"...\", \"description\": \"...\", \"key_results\": [\"<key result id>\"]}}]",
+                 [{{\"title\": \"...\", \"description\": \"...\", \"key_results\": [\"<key result id>\"], \
+                 \"domain\": \"<domain or null>\", \"due\": \"<YYYY-MM-DD or null>\"}}]\n\
+                 An initiative in a domain a team member owns is asked of them. One that an action \
+                 works on may name it: \"action\": {{\"action\": \"<action>\", \"target\": \
+                 {{\"kind\": \"tool\", \"tool\": \"<tool>\"}}, \"input\": {{...}}}}.",
                 self.role.role_id()
             ))
             .temperature(0.2)
+    }
+
+    /// The actions a priority or an initiative may name: the role's action
+    /// tools, as `(action, tool)`.
+    fn action_names(&self) -> Vec<(String, String)> {
+        self.role
+            .action_tools()
+            .filter_map(|t| Some((t.action()?.to_owned(), t.name().to_owned())))
+            .collect()
+    }
+
+    /// The members of the role's space (none without one; a space the role
+    /// cannot read is an error).
+    async fn team(&self) -> Result<Vec<Member>, Error> {
+        let Some((spaces, space)) = self.role.space() else {
+            return Ok(Vec::new());
+        };
+        let found = spaces
+            .get(&self.ctx, space)
+            .await
+            .map_err(|source| Error::Space {
+                role: self.role.role_id().to_owned(),
+                source,
+            })?;
+        Ok(found.map(|s| s.members).unwrap_or_default())
     }
 
     /// Decompose goal `id` into initiatives with the model, once per
@@ -321,14 +376,29 @@ impl GoalSystem<'_> {
         if goal.is_decomposed() {
             return Ok(goal);
         }
-        let request = self.decomposition_request(&goal);
+        let team = self.team().await?;
+        let request = self.decomposition_request(&goal, &team);
         let answer = self.ask(&request, "decompose").await?;
-        let initiatives = parse_items::<Initiative>(&answer, "initiatives", INITIATIVE_FIELDS)
+        let mut initiatives = parse_items::<Initiative>(&answer, "initiatives", INITIATIVE_FIELDS)
             .map_err(|message| Error::MalformedPlan {
                 what: "decomposition",
                 of: id.to_owned(),
                 message,
             })?;
+        // Who works each: the role, or the member owning its domain (none
+        // when nobody in the space owns it: the space's people hear of it
+        // when it is delegated).
+        for initiative in &mut initiatives {
+            if initiative.due.is_some_and(|due| due > goal.objective.due) {
+                initiative.due = Some(goal.objective.due);
+            }
+            initiative.owner = match &initiative.domain {
+                Some(d) if !self.role.owned_domains().contains(d) => {
+                    crate::domain_owner(&team, d, self.role.role_id())
+                }
+                _ => Some(self.role.role_id().to_owned()),
+            };
+        }
         openvibe_protocols::validate_initiatives(&goal.objective, &initiatives).map_err(|e| {
             Error::MalformedPlan {
                 what: "decomposition",
@@ -401,11 +471,7 @@ impl GoalSystem<'_> {
             user.push_str(&format!("\n## Context\n{}\n", context.trim()));
         }
         // The actions a priority may name: the role's action tools.
-        let actions: Vec<(String, String)> = self
-            .role
-            .action_tools()
-            .filter_map(|t| Some((t.action()?.to_owned(), t.name().to_owned())))
-            .collect();
+        let actions = self.action_names();
         if !actions.is_empty() {
             user.push_str("\n## Actions\n");
             for (action, tool) in &actions {
@@ -597,9 +663,16 @@ async fn recent(
     Ok((episodes, insights))
 }
 
-/// The fields of a model's initiative kept (others, like a hint of an
-/// owner, are dropped rather than refused).
-const INITIATIVE_FIELDS: &[&str] = &["title", "description", "key_results"];
+/// The fields of a model's initiative kept (others, like an owner or a
+/// status, are dropped rather than refused: the role sets those).
+const INITIATIVE_FIELDS: &[&str] = &[
+    "title",
+    "description",
+    "key_results",
+    "domain",
+    "due",
+    "action",
+];
 
 /// The fields of a model's priority kept.
 const PRIORITY_FIELDS: &[&str] = &["title", "reason", "goal_id", "action"];

@@ -559,6 +559,9 @@ impl Role {
                 ..Episode::default()
             })
             .await?;
+        // The initiative it worked, when it worked one: done or blocked.
+        self.note_initiative(&decision.event, crate::run_update(action, result))
+            .await?;
         // A tool result that names metrics (a JSON object with a `metric`
         // field) moves the role's key results, once per run.
         if let (Some(goals), Ok(Value::String(text))) = (&self.goals, result)

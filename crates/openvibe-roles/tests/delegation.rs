@@ -462,3 +462,109 @@ async fn a_rejected_proposal_ends_the_wait_with_the_persons_reason() {
         "the rejection ended the wait"
     );
 }
+
+/// Initiatives (issue 64, part 1): the CRO's loop takes its goal's open
+/// initiatives; one in marketing is delegated to the CMO through the space
+/// and the CMO's answer marks it done, with what it said; one without an
+/// action waits on a person (working, naming the proposal); a person's
+/// initiative is left to them; pushing again decides nothing twice.
+#[tokio::test]
+async fn initiatives_are_worked_and_delegated_through_the_space() {
+    use openvibe_protocols::{Goal, Initiative, InitiativeStatus, KeyResult, Objective};
+    let stores = in_memory_stores();
+    let written = Arc::new(AtomicUsize::new(0));
+    let runtime = team(&stores, written.clone()).await;
+    let (looping, _stop) = run_loop(&runtime).await;
+    let cro = runtime.get_role("cro").unwrap();
+    let ctx = cro.proposal_context();
+    cro.agent_memory()
+        .unwrap()
+        .store_insight(
+            Insight::new(
+                "i-studies",
+                "cro",
+                "case studies of won deals move the pipeline",
+                0.9,
+            )
+            .domain("revenue"),
+        )
+        .await
+        .unwrap();
+    let objective = Objective {
+        id: "pipeline".into(),
+        owner: "cro".into(),
+        title: "Pipeline $2M".into(),
+        due: chrono::NaiveDate::from_ymd_opt(2026, 12, 31).unwrap(),
+        key_results: vec![KeyResult {
+            id: "value".into(),
+            metric: "pipeline_usd".into(),
+            baseline: 0.0,
+            target: 2_000_000.0,
+            unit: "USD".into(),
+            due: None,
+        }],
+    };
+    let goal = stores.goals.put(&ctx, Goal::new(objective)).await.unwrap();
+    let planned = vec![
+        Initiative::new("Case studies of won deals", &["value"])
+            .domain("marketing")
+            .owner("cmo")
+            .action(Action::tool(
+                "write_case_study",
+                "write_case_study",
+                json!({"customer": "Acme"}),
+            )),
+        Initiative::new("Re-engage stalled deals", &["value"]).owner("cro"),
+        Initiative::new("Board update", &["value"]).owner("user:ann"),
+    ];
+    stores
+        .goals
+        .decompose(&ctx, "pipeline", &goal.fingerprint, planned)
+        .await
+        .unwrap();
+    let accepted = looping.push_initiatives("cro").await.unwrap();
+    assert_eq!(
+        accepted.len(),
+        2,
+        "the person's initiative is theirs: {accepted:#?}"
+    );
+    let mut goal = None;
+    for _ in 0..400 {
+        let g = stores.goals.get(&ctx, "pipeline").await.unwrap().unwrap();
+        if g.initiatives[..2]
+            .iter()
+            .all(|i| matches!(i.status, InitiativeStatus::Done | InitiativeStatus::Working))
+        {
+            goal = Some(g);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let goal = goal.expect("both initiatives worked");
+    let delegated = &goal.initiatives[0];
+    assert_eq!(delegated.status, InitiativeStatus::Done, "{delegated:#?}");
+    let note = delegated.note.as_deref().unwrap();
+    assert!(note.contains("How Acme grew with us"), "{note}");
+    assert_eq!(written.load(Ordering::SeqCst), 1);
+    let own = &goal.initiatives[1];
+    assert_eq!(own.status, InitiativeStatus::Working, "{own:#?}");
+    assert!(
+        own.note.as_deref().unwrap().contains("waits for a person"),
+        "{own:#?}"
+    );
+    assert_eq!(goal.initiatives[2].status, InitiativeStatus::Open);
+    // The request went to the CMO in the space, as the marketing owner.
+    let requests = stores
+        .spaces
+        .messages(&ctx, "team", &MessageQuery::after(0))
+        .await
+        .unwrap();
+    let to_cmo = requests
+        .iter()
+        .filter(|m| matches!(m.body, MessageBody::Request(_)) && m.to == ["agent:cmo"])
+        .count();
+    assert_eq!(to_cmo, 1, "{requests:#?}");
+    // Pushing again: nothing open is left but the person's; nothing runs twice.
+    assert!(looping.push_initiatives("cro").await.unwrap().is_empty());
+    assert_eq!(written.load(Ordering::SeqCst), 1);
+}

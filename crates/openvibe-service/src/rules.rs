@@ -289,6 +289,13 @@ const RULES: &[(&[&str], &str, Rule)] = &[
         "description",
         Rule::Chars(MAX_REASON_CHARS),
     ),
+    (&["Initiative"], "owner", Rule::Label),
+    (&["Initiative"], "domain", Rule::Label),
+    (
+        &["Initiative", "InitiativeUpdate"],
+        "note",
+        Rule::Chars(MAX_REASON_CHARS),
+    ),
     (&["Priority"], "goal_id", Rule::Label),
     (
         &["Decompose"],

@@ -233,6 +233,13 @@ pub struct FullRun {
     /// The CRO's priorities of [`example_day`], set by the scheduler's
     /// daily prioritization.
     pub priorities: Priorities,
+    /// The day's work in the CRO's loop: each priority, then each open
+    /// initiative, decided like any event (the case studies' initiative is
+    /// marketing's: delegated to the CMO through the space).
+    pub worked: Vec<openvibe_protocols::LoopTrace>,
+    /// Where the goals stand after the day's work, its initiatives' status
+    /// with them.
+    pub goals_after: Vec<GoalProgress>,
 }
 
 /// The insight the CRO's pricing playbook gives it before the discount
@@ -360,7 +367,14 @@ pub struct Day {
     /// After a reflection: the beliefs the learn step proposed, each with
     /// what its approver said.
     pub proposed: Vec<(openvibe_protocols::Belief, String)>,
+    /// The proposal of the day a person rejected, and why: the first
+    /// follow-up proposed since deals stalled ([`REJECTION`]).
+    pub rejected: Option<(String, String)>,
 }
+
+/// Why [`APPROVER`] rejects the first follow-up the CRO proposes once
+/// deals stall: the next like decision cites the rejection.
+pub const REJECTION: &str = "procurement is frozen since the price change: hold webinar follow-ups until the new price list is out";
 
 /// The CRO's cognitive loop over [`two_weeks`] (learning insights observed
 /// at least twice): each proposed belief is handed to `approve` (a person,
@@ -378,7 +392,12 @@ where
         config,
     );
     let memory = run.pyramid.memory();
+    let stores = run.runtime.stores().ok_or(Error::NoMemory)?;
+    let person = openvibe_protocols::CallerContext::user("ann")
+        .with_tenant(memory.context().tenant_id().to_owned())
+        .with_clearance(openvibe_protocols::Clearance::unrestricted());
     let mut days = Vec::new();
+    let mut rejected_one = false;
     for (day, event) in two_weeks() {
         let trace = cognitive
             .run_event("cro", event, openvibe_protocols::EventSource::Code)
@@ -388,7 +407,26 @@ where
             trace,
             insights: Vec::new(),
             proposed: Vec::new(),
+            rejected: None,
         };
+        // The first follow-up proposed once deals stall: a person rejects
+        // it, with the reason (the next like decision cites it).
+        if let Some(openvibe_protocols::ActOutcome::Proposed { proposal_id }) = &step.trace.act
+            && !rejected_one
+            && step.trace.event.summary.contains("webinar lead")
+        {
+            stores
+                .proposals
+                .decide(
+                    &person,
+                    proposal_id,
+                    &openvibe_protocols::Verdict::reject(REJECTION),
+                )
+                .await
+                .map_err(openvibe_memory::MemoryError::from)?;
+            step.rejected = Some((proposal_id.clone(), REJECTION.to_owned()));
+            rejected_one = true;
+        }
         if step.trace.is_reflection() || step.trace.reflected_after_experience() {
             step.insights = memory
                 .recall_insights(
@@ -407,6 +445,26 @@ where
         days.push(step);
     }
     Ok(days)
+}
+
+/// The CRO's key results behind their pace `days` days from now (the
+/// two weeks gone): each files an escalation for a person, with the
+/// numbers, once per period.
+pub async fn pace_after(
+    run: &FullRun,
+    days: i64,
+) -> Result<Vec<openvibe_roles::BehindPace>, Error> {
+    let at = chrono::Utc::now() + chrono::Duration::days(days);
+    Ok(run
+        .runtime
+        .get_role("cro")?
+        .goals()?
+        .check_pace(
+            at,
+            openvibe_roles::DEFAULT_PACE_MARGIN,
+            openvibe_roles::PACE_PERIOD_DAYS,
+        )
+        .await?)
 }
 
 /// The CRO's follow-up tool (a stand-in for the CRM's task list).
@@ -581,6 +639,8 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
     for event in discount_events() {
         decisions.push(runtime.handle("cro", &event).await?);
     }
+    let worked = work_the_day(&runtime, &priorities).await?;
+    let goals_after = role.goals()?.progress().await?;
     Ok(FullRun {
         states,
         pyramid,
@@ -594,7 +654,74 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         goals_before,
         goals,
         priorities,
+        worked,
+        goals_after,
     })
+}
+
+/// Run `runtime`'s loop in the background while `work` runs (the CMO's
+/// loop answers the CRO's requests meanwhile); what `work` gave.
+async fn with_loop_running<T, F, Fut>(
+    runtime: &std::sync::Arc<RoleRuntime>,
+    work: F,
+) -> Result<T, Error>
+where
+    F: FnOnce(std::sync::Arc<openvibe_roles::CognitiveLoop>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    use openvibe_roles::{CognitiveLoop, InMemoryJournal};
+    runtime.join_space().await?;
+    let cognitive = std::sync::Arc::new(CognitiveLoop::new(
+        runtime.clone(),
+        std::sync::Arc::new(InMemoryJournal::new()),
+    ));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let looping = cognitive.clone();
+    let running = tokio::spawn(async move {
+        looping
+            .run(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let done = work(cognitive).await;
+    let _ = stop.send(());
+    running
+        .await
+        .map_err(|e| Error::Delegation(e.to_string()))??;
+    done
+}
+
+/// The day's work (issue 64): each of the CRO's priorities, then each of
+/// its open initiatives, through its loop, one after the other, while the
+/// CMO's loop runs (it takes the initiative delegated to it); the traces.
+async fn work_the_day(
+    runtime: &std::sync::Arc<RoleRuntime>,
+    priorities: &Priorities,
+) -> Result<Vec<openvibe_protocols::LoopTrace>, Error> {
+    let role = runtime.get_role("cro")?;
+    let mut events: Vec<DecisionEvent> = (0..priorities.items.len())
+        .filter_map(|i| openvibe_roles::priority_event(role, priorities, i))
+        .collect();
+    for goal in role.goals()?.list().await? {
+        events.extend(
+            goal.initiatives
+                .iter()
+                .filter_map(|i| openvibe_roles::initiative_event(role, &goal, i)),
+        );
+    }
+    with_loop_running(runtime, |cognitive| async move {
+        let mut traces = Vec::with_capacity(events.len());
+        for event in events {
+            traces.push(
+                cognitive
+                    .run_event("cro", event, openvibe_protocols::EventSource::Trigger)
+                    .await?,
+            );
+        }
+        Ok(traces)
+    })
+    .await
 }
 
 /// The space the CRO and the CMO work together in.
@@ -678,43 +805,29 @@ async fn delegate_case_study(
     runtime: &std::sync::Arc<RoleRuntime>,
     customer: State,
 ) -> Result<(State, openvibe_protocols::LoopTrace), Error> {
-    use openvibe_roles::{CognitiveLoop, InMemoryJournal};
-    runtime.join_space().await?;
-    let cognitive = std::sync::Arc::new(CognitiveLoop::new(
-        runtime.clone(),
-        std::sync::Arc::new(InMemoryJournal::new()),
-    ));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let looping = cognitive.clone();
-    let running = tokio::spawn(async move {
-        looping
-            .run(async move {
-                let _ = stopped.await;
-            })
-            .await
-    });
     const REQUEST: &str = "case-study-acme-logistics";
-    let answer = runtime
-        .get_role("cro")?
-        .ask(
-            REQUEST,
-            "marketing",
-            "write_case_study",
-            customer.into_value(),
-            std::time::Duration::from_secs(60),
-        )
-        .await;
-    let _ = stop.send(());
-    running
-        .await
-        .map_err(|e| Error::Delegation(e.to_string()))??;
-    let output = answer?;
-    let trace = cognitive
-        .trace("cmo", &openvibe_roles::request_event_id(SPACE, REQUEST))
-        .await?
-        .ok_or_else(|| Error::Delegation("the CMO's loop has no trace of the request".into()))?;
-    let state = State::from_value(output).map_err(|e| Error::Delegation(e.to_string()))?;
-    Ok((state, trace))
+    let asker = runtime.clone();
+    with_loop_running(runtime, |cognitive| async move {
+        let output = asker
+            .get_role("cro")?
+            .ask(
+                REQUEST,
+                "marketing",
+                "write_case_study",
+                customer.into_value(),
+                std::time::Duration::from_secs(60),
+            )
+            .await?;
+        let trace = cognitive
+            .trace("cmo", &openvibe_roles::request_event_id(SPACE, REQUEST))
+            .await?
+            .ok_or_else(|| {
+                Error::Delegation("the CMO's loop has no trace of the request".into())
+            })?;
+        let state = State::from_value(output).map_err(|e| Error::Delegation(e.to_string()))?;
+        Ok((state, trace))
+    })
+    .await
 }
 
 /// How long [`prioritize_by_schedule`] waits for the firing.
@@ -780,9 +893,10 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
                 .then(|| {
                     LlmResponse::text(
                         json!([
-                            {"title": "Qualify every webinar lead within a day", "description": "Webinar leads with a VP attending score above 80: reach them first.", "key_results": ["qualified-leads"]},
-                            {"title": "Turn qualified logistics leads into route-planning demos", "description": "A demo with the VP Operations is the step before a priced proposal.", "key_results": ["pipeline-value"]},
-                            {"title": "Publish customer case studies with measured results", "description": "Proof such as 18% fewer empty miles shortens evaluations.", "key_results": ["pipeline-value", "qualified-leads"]}
+                            {"title": "Qualify every webinar lead within a day", "description": "Webinar leads with a VP attending score above 80: reach them first.", "key_results": ["qualified-leads"], "domain": "revenue", "due": "2026-12-15"},
+                            {"title": "Turn qualified logistics leads into route-planning demos", "description": "A demo with the VP Operations is the step before a priced proposal.", "key_results": ["pipeline-value"], "domain": "revenue"},
+                            {"title": "Publish customer case studies with measured results", "description": "Proof such as 18% fewer empty miles shortens evaluations.", "key_results": ["pipeline-value", "qualified-leads"], "domain": "marketing", "due": "2026-12-31",
+                             "action": {"action": "write_case_study", "target": {"kind": "tool", "tool": "write_case_study"}, "input": {"customer": CUSTOMER, "company": "acme_logistics"}}}
                         ])
                         .to_string(),
                     )
@@ -796,7 +910,8 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
                     LlmResponse::text(
                         json!([
                             {"title": "Book the route-planning demo with Acme Logistics' VP Operations", "reason": "Acme is qualified (86) and in evaluation: the largest step toward the $2M pipeline today", "goal_id": "pipeline-q4"},
-                            {"title": "Follow up every lead from the route-planning webinar", "reason": "1 of 40 qualified leads so far; webinar leads qualify fastest", "goal_id": "pipeline-q4"},
+                            {"title": "Follow up every lead from the route-planning webinar", "reason": "1 of 40 qualified leads so far; webinar leads qualify fastest", "goal_id": "pipeline-q4",
+                             "action": {"action": "follow_up_lead", "target": {"kind": "tool", "tool": "schedule_follow_up"}, "input": {"company": "route_planning_webinar_attendees", "note": "follow up every webinar lead this week"}}},
                             {"title": "Send the Acme case study to the three logistics prospects in evaluation", "reason": "measured results shorten evaluations", "goal_id": "pipeline-q4"}
                         ])
                         .to_string(),

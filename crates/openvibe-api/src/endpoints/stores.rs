@@ -170,6 +170,12 @@ macro_rules! store_wire {
             server (|s, ctx, d| s.stores.goals.decompose(&ctx, &id, &d.fingerprint, d.initiatives));
             client (&Decompose { fingerprint: fingerprint.to_owned(), initiatives });
         }
+        fn update_initiative(id: &str, initiative: &str, update: InitiativeUpdate) -> Goal = UPDATE_INITIATIVE {
+            POST "/v1/memory/goals/{id}/initiatives/{initiative}" [id, initiative] (body InitiativeUpdate) -> Goal;
+            "updateInitiative", "Move an initiative of a goal to a status (open, working, delegated, done, blocked, dropped) with a note; the same update again changes nothing; 404 for an initiative the goal does not have; 409 for a done or dropped one unless reopened (status open)" [idempotent];
+            server (|s, ctx, u| s.stores.goals.update_initiative(&ctx, &id, &initiative, u));
+            client (&update);
+        }
         fn progress(id: &str) -> Option<GoalProgress> = GOAL_PROGRESS {
             GET "/v1/memory/goals/{id}/progress" [id] (none) -> GoalProgress;
             "goalProgress", "Where a goal stands: each key result's value and progress, computed from its metric reports" [];

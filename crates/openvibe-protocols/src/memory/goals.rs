@@ -173,7 +173,7 @@ impl Goal {
             return Ok(None);
         }
         let mut next = self.clone();
-        next.initiatives = initiatives.to_vec();
+        next.initiatives = numbered(initiatives);
         next.decomposed = Some(fingerprint.to_owned());
         next.meta.updated_at = now;
         Ok(Some(next))
@@ -195,22 +195,81 @@ impl Goal {
         Ok(self.revised(objective, now))
     }
 
+    /// `ctx` moves initiative `initiative` of this goal as `update` says,
+    /// at `now`: `ctx` must be allowed to change the goal; an unknown
+    /// initiative is [`StoreError::NotFound`]; a done or dropped one
+    /// changes only back to `open` (a person reopening it), else
+    /// [`StoreError::Conflict`]; `None` when it already stands so (the
+    /// same update again changes nothing).
+    pub fn update_initiative_as(
+        &self,
+        ctx: &CallerContext,
+        initiative: &str,
+        update: &InitiativeUpdate,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Self>, StoreError> {
+        ctx.require_change(
+            &self.meta,
+            super::Change::Write,
+            format!("update initiative {initiative} of goal {}", self.id()),
+        )?;
+        if let Some(note) = &update.note {
+            check_reason("note", note)?;
+        }
+        let Some(index) = self.initiatives.iter().position(|i| i.id == initiative) else {
+            return Err(StoreError::NotFound {
+                kind: INITIATIVE_KIND,
+                id: format!("{}/{initiative}", self.id()),
+            });
+        };
+        let current = &self.initiatives[index];
+        let note = update.note.clone().or_else(|| current.note.clone());
+        if current.status == update.status && current.note == note {
+            return Ok(None);
+        }
+        if current.status.is_final() && update.status != InitiativeStatus::Open {
+            return Err(StoreError::conflict(format!(
+                "initiative `{initiative}` of goal `{}` is {}: reopen it (status `open`) to change it",
+                self.id(),
+                current.status.as_str()
+            )));
+        }
+        let mut next = self.clone();
+        next.initiatives[index].status = update.status;
+        next.initiatives[index].note = note;
+        next.meta.updated_at = now;
+        Ok(Some(next))
+    }
+
     /// The `filters` of the audit entry of the change from `before`:
-    /// `revise` (with the versions) or `decompose` (with the initiatives'
-    /// count).
+    /// `revise` (with the versions), `decompose` (with the initiatives'
+    /// count) or `initiative` (with its id and new status).
     pub fn transition_detail(&self, before: &Self) -> serde_json::Value {
         if self.version != before.version {
-            serde_json::json!({
+            return serde_json::json!({
                 "transition": "revise",
                 "from": before.version,
                 "to": self.version,
-            })
-        } else {
-            serde_json::json!({
-                "transition": "decompose",
-                "initiatives": self.initiatives.len(),
-            })
+            });
         }
+        if self.decomposed == before.decomposed
+            && let Some(changed) = self
+                .initiatives
+                .iter()
+                .zip(&before.initiatives)
+                .find(|(now, then)| now != then)
+                .map(|(now, _)| now)
+        {
+            return serde_json::json!({
+                "transition": "initiative",
+                "initiative": changed.id,
+                "status": changed.status.as_str(),
+            });
+        }
+        serde_json::json!({
+            "transition": "decompose",
+            "initiatives": self.initiatives.len(),
+        })
     }
 }
 
@@ -222,6 +281,27 @@ pub fn stream_conflict(to: &str, role: &str, metric: &str) -> StoreError {
     ))
 }
 
+/// `initiatives` with their ids: each one without an id gets `i<n>`, `n`
+/// its place (1-based), or the next free number when another has that id.
+fn numbered(initiatives: &[Initiative]) -> Vec<Initiative> {
+    let mut out = initiatives.to_vec();
+    let mut n = 0;
+    for i in 0..out.len() {
+        if out[i].id.is_empty() {
+            n = n.max(i);
+            let id = loop {
+                n += 1;
+                let id = format!("i{n}");
+                if !out.iter().any(|o| o.id == id) {
+                    break id;
+                }
+            };
+            out[i].id = id;
+        }
+    }
+    out
+}
+
 /// The fingerprint of an objective: the SHA-256 of its JSON, in hex (the
 /// first 16 bytes). Two objectives with the same fields have the same one.
 pub fn objective_fingerprint(objective: &Objective) -> String {
@@ -230,11 +310,18 @@ pub fn objective_fingerprint(objective: &Objective) -> String {
     hex::encode(&digest[..16])
 }
 
-/// One way to pursue an objective: what a decomposition produces.
+/// One way to pursue an objective: what a decomposition produces, and
+/// where its work stands. A role works the initiatives it owns and
+/// delegates one whose domain another role owns; the store keeps where
+/// each one stands ([`GoalStore::update_initiative`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Initiative {
+    /// Its id in the goal (`i1`, `i2`, … in order when not given; unique
+    /// in the goal).
+    #[serde(default)]
+    pub id: String,
     /// What to do, in a few words.
     pub title: String,
     /// How, and why it moves the key results.
@@ -243,7 +330,147 @@ pub struct Initiative {
     /// The key results it moves (their ids in the objective).
     #[serde(default)]
     pub key_results: Vec<String>,
+    /// Who works it: a role id, or a person (none: the goal's role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The domain it belongs to: when the goal's role does not own it, the
+    /// role delegates the initiative to the role that does, through its
+    /// space (none: the goal's role's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// When it is due (on or before the objective's due date).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<NaiveDate>,
+    /// The action that works on it (for a delegated initiative, its name
+    /// is the task asked of the owner of the domain); none: a person
+    /// chooses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<crate::Action>,
+    /// Where it stands.
+    #[serde(default)]
+    pub status: InitiativeStatus,
+    /// The latest word on it: who it was delegated to, the answer, the
+    /// error that blocked it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
+
+impl Initiative {
+    /// An open initiative titled `title`, moving `key_results`.
+    pub fn new(title: impl Into<String>, key_results: &[&str]) -> Self {
+        Self {
+            id: String::new(),
+            title: title.into(),
+            description: String::new(),
+            key_results: key_results.iter().map(|k| (*k).to_owned()).collect(),
+            owner: None,
+            domain: None,
+            due: None,
+            action: None,
+            status: InitiativeStatus::Open,
+            note: None,
+        }
+    }
+
+    /// Give it an id.
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Place it in `domain`.
+    #[must_use]
+    pub fn domain(mut self, domain: impl Into<String>) -> Self {
+        self.domain = Some(domain.into());
+        self
+    }
+
+    /// Due on `due`.
+    #[must_use]
+    pub fn due(mut self, due: NaiveDate) -> Self {
+        self.due = Some(due);
+        self
+    }
+
+    /// Worked by `action`.
+    #[must_use]
+    pub fn action(mut self, action: crate::Action) -> Self {
+        self.action = Some(action);
+        self
+    }
+
+    /// Owned by `owner` (a role or a person).
+    #[must_use]
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+}
+
+/// Where an initiative stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum InitiativeStatus {
+    /// Not worked yet.
+    #[default]
+    Open,
+    /// Decided on: running, or waiting for a person's approval.
+    Working,
+    /// Asked of the role that owns its domain; waiting for the answer.
+    Delegated,
+    /// Worked to its end (final).
+    Done,
+    /// A run failed or stalled, or the owner refused: a person looks.
+    Blocked,
+    /// A person dropped it (final).
+    Dropped,
+}
+
+impl InitiativeStatus {
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Working => "working",
+            Self::Delegated => "delegated",
+            Self::Done => "done",
+            Self::Blocked => "blocked",
+            Self::Dropped => "dropped",
+        }
+    }
+
+    /// Done or dropped: only a person's reopening (`open`) changes it.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Done | Self::Dropped)
+    }
+}
+
+/// A change of an initiative's status ([`GoalStore::update_initiative`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct InitiativeUpdate {
+    /// Its new status.
+    pub status: InitiativeStatus,
+    /// The word on it (kept when none is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl InitiativeUpdate {
+    /// To `status`, with `note`.
+    pub fn new(status: InitiativeStatus, note: impl Into<String>) -> Self {
+        Self {
+            status,
+            note: Some(note.into()),
+        }
+    }
+}
+
+/// The kind name of an initiative (in errors).
+pub const INITIATIVE_KIND: &str = "initiative";
 
 /// The checks of a decomposition of `objective`: 1 to [`MAX_INITIATIVES`]
 /// initiatives, each with a title of at most [`MAX_TITLE_CHARS`]
@@ -262,6 +489,34 @@ pub fn validate_initiatives(
         let at = |field: &str| format!("initiatives[{i}].{field}");
         check_title(&at("title"), &initiative.title)?;
         check_reason(&at("description"), &initiative.description)?;
+        if !initiative.id.is_empty() {
+            super::check_label(&at("id"), &initiative.id)?;
+            if initiatives[..i].iter().any(|o| o.id == initiative.id) {
+                return Err(StoreError::inconsistent(
+                    at("id"),
+                    format!("two initiatives have the id `{}`", initiative.id),
+                ));
+            }
+        }
+        super::check_opt_label(&at("owner"), initiative.owner.as_deref())?;
+        super::check_opt_label(&at("domain"), initiative.domain.as_deref())?;
+        if let Some(note) = &initiative.note {
+            check_reason(&at("note"), note)?;
+        }
+        if let Some(action) = &initiative.action {
+            super::proposals::check_action(&at("action"), action)?;
+        }
+        if let Some(due) = initiative.due
+            && due > objective.due
+        {
+            return Err(StoreError::inconsistent(
+                at("due"),
+                format!(
+                    "due {due}, after objective `{}` (due {})",
+                    objective.id, objective.due
+                ),
+            ));
+        }
         for kr in &initiative.key_results {
             if !objective.key_results.iter().any(|k| &k.id == kr) {
                 return Err(StoreError::inconsistent(
@@ -915,6 +1170,18 @@ pub trait GoalStore: Send + Sync {
         initiatives: Vec<Initiative>,
     ) -> Result<Goal, StoreError>;
 
+    /// Move initiative `initiative` of goal `id` (see
+    /// [`Goal::update_initiative_as`]): what a role does as it works or
+    /// delegates one, and what a person does to drop or reopen one.
+    /// Returns the goal.
+    async fn update_initiative(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        initiative: &str,
+        update: InitiativeUpdate,
+    ) -> Result<Goal, StoreError>;
+
     /// Put a role's priorities of a day (replacing that day's, when `ctx`
     /// may change them).
     async fn put_priorities(
@@ -1020,11 +1287,10 @@ mod tests {
         goal.prepare_new();
         goal.meta.owner = ctx.owner_key();
         let now = Utc::now();
-        let initiatives = vec![Initiative {
-            title: "Qualify inbound leads within a day".into(),
-            description: String::new(),
-            key_results: vec!["value".into()],
-        }];
+        let initiatives = vec![Initiative::new(
+            "Qualify inbound leads within a day",
+            &["value"],
+        )];
         let fp = goal.fingerprint.clone();
         let done = goal
             .decompose_as(&ctx, &fp, &initiatives, now)
@@ -1051,6 +1317,56 @@ mod tests {
         ));
         let other = CallerContext::agent("cmo");
         assert!(goal.decompose_as(&other, &fp, &initiatives, now).is_err());
+        // An initiative moves: audited as its own transition.
+        assert_eq!(done.initiatives[0].id, "i1");
+        let update = InitiativeUpdate::new(InitiativeStatus::Working, "on it");
+        let moved = done
+            .update_initiative_as(&ctx, "i1", &update, now)
+            .unwrap()
+            .unwrap();
+        let detail = moved.transition_detail(&done);
+        assert_eq!(
+            (
+                &detail["transition"],
+                &detail["initiative"],
+                &detail["status"]
+            ),
+            (&"initiative".into(), &"i1".into(), &"working".into())
+        );
+        assert!(
+            moved
+                .update_initiative_as(&ctx, "i1", &update, now)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            done.update_initiative_as(&other, "i1", &update, now)
+                .is_err()
+        );
+    }
+
+    proptest! {
+        /// Whatever ids a decomposition gives, the stored ones are unique
+        /// and keep every id given.
+        #[test]
+        fn initiative_ids_are_unique(given in proptest::collection::vec(proptest::option::of(1u8..6), 1..8)) {
+            let list: Vec<Initiative> = given
+                .iter()
+                .map(|g| {
+                    let i = Initiative::new("t", &[]);
+                    match g { Some(n) => i.id(format!("i{n}")), None => i }
+                })
+                .collect();
+            // Ids given twice are refused before numbering; only distinct ones reach it.
+            let mut seen = std::collections::HashSet::new();
+            let list: Vec<Initiative> = list.into_iter().filter(|i| i.id.is_empty() || seen.insert(i.id.clone())).collect();
+            let out = numbered(&list);
+            let ids: std::collections::HashSet<&str> = out.iter().map(|i| i.id.as_str()).collect();
+            prop_assert_eq!(ids.len(), out.len());
+            for (before, after) in list.iter().zip(&out) {
+                prop_assert!(before.id.is_empty() || before.id == after.id);
+            }
+        }
     }
 
     #[test]

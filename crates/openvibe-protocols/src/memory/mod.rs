@@ -76,12 +76,12 @@ pub use erasure::{
 pub use error::{ErrorSource, StoreError};
 pub use forget::{check_erasure, quotes_subject, redact_entry};
 pub use goals::{
-    GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, KeyResultProgress,
-    MAX_GOAL_PAGE, MAX_INITIATIVES, MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE,
-    MAX_TITLE_CHARS, METRIC_KIND, MetricMode, MetricOutput, MetricReport, MetricValue,
-    PRIORITIES_KIND, Priorities, Priority, ReportQuery, objective_fingerprint, stream_conflict,
-    total_out_of_range, validate_goal, validate_initiatives, validate_metric_report,
-    validate_priorities,
+    GOAL_KIND, Goal, GoalProgress, GoalQuery, GoalStore, INITIATIVE_KIND, Initiative,
+    InitiativeStatus, InitiativeUpdate, KeyResultProgress, MAX_GOAL_PAGE, MAX_INITIATIVES,
+    MAX_PRIORITIES, MAX_REASON_CHARS, MAX_REPORT_PAGE, MAX_TITLE_CHARS, METRIC_KIND, MetricMode,
+    MetricOutput, MetricReport, MetricValue, PRIORITIES_KIND, Priorities, Priority, ReportQuery,
+    objective_fingerprint, stream_conflict, total_out_of_range, validate_goal,
+    validate_initiatives, validate_metric_report, validate_priorities,
 };
 pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,

@@ -1,5 +1,6 @@
 //! Goals: each key result's value over time as a server-rendered SVG chart
-//! (from the metric reports' history), and today's priorities of each role.
+//! (from the metric reports' history), the initiatives and where each
+//! stands, and today's priorities of each role.
 
 use std::collections::BTreeSet;
 
@@ -50,6 +51,24 @@ async fn render(s: &AppState, who: &SignedIn) -> Result<Markup, StoreError> {
                         " · " (format!("{:.0}%", progress.progress * 100.0)) " done" }
                 }
                 @for chart in charts { (chart) }
+                @if !goal.initiatives.is_empty() {
+                    h3 { "Initiatives" @if !goal.is_decomposed() { " (of an earlier version)" } }
+                    table.initiatives {
+                        thead { tr { th { "Id" } th { "Initiative" } th { "Owner" } th { "Due" } th { "Status" } th { "Latest" } } }
+                        tbody {
+                            @for i in &goal.initiatives {
+                                tr data-initiative=(i.id) {
+                                    td { code { (i.id) } }
+                                    td { (i.title) @if let Some(d) = &i.domain { " " span.meta { "(" (d) ")" } } }
+                                    td { (i.owner.as_deref().unwrap_or(goal.role_id())) }
+                                    td { (i.due.map(|d| d.to_string()).unwrap_or_default()) }
+                                    td { span class=(format!("status {}", i.status.as_str())) { (i.status.as_str()) } }
+                                    td { (i.note.as_deref().unwrap_or("")) }
+                                }
+                            }
+                        }
+                    }
+                }
             }
         });
     }

@@ -6,7 +6,7 @@
 
 use openvibe_api::dto::{Decompose, PrioritiesOf};
 use openvibe_protocols::{
-    Goal, GoalProgress, GoalQuery, MetricReport, Page, Priorities, ReportQuery,
+    Goal, GoalProgress, GoalQuery, InitiativeUpdate, MetricReport, Page, Priorities, ReportQuery,
 };
 
 openvibe_api::store_wire!(GoalStore => super::api::serve_store);
