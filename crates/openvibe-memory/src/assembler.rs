@@ -9,7 +9,7 @@ use openvibe_protocols::{
     ContextAssembler, Embedder, EpisodeQuery, Fact, FactQuery, InsightQuery, InsightStatus,
     MemoryScope, RetrieverScore, StoreError,
 };
-use openvibe_retrieval::{Candidate, FUSION, rank_candidates};
+use openvibe_retrieval::{Candidate, FUSION, rank_candidates_with};
 
 use crate::access::ClearanceProfile;
 use crate::agent::AgentMemory;
@@ -141,7 +141,7 @@ pub type RecallObserver = Arc<dyn Fn(&Assembly) + Send + Sync>;
 /// [`Fusion::candidates`](openvibe_retrieval::Fusion::candidates) in that order)
 /// and hybrid retrieval ranks them for the query: BM25 over the pool and,
 /// with an embedder ([`with_embedder`](Self::with_embedder)), cosine
-/// similarity, fused as the stores fuse ([`rank_candidates`]). The best come
+/// similarity, fused as the stores fuse ([`rank_candidates`](openvibe_retrieval::rank_candidates)). The best come
 /// first; slots the ranking leaves free are filled with the rest of the
 /// pool in its order. An embedder that fails leaves full text alone (with a
 /// warning in the log), never a failed prompt.
@@ -158,6 +158,7 @@ pub struct MemoryAssembler {
     counter: Arc<dyn TokenCounter>,
     limits: AssemblyLimits,
     embedder: Option<Arc<dyn Embedder>>,
+    terms: Option<Arc<openvibe_retrieval::TermCache>>,
     observer: Option<RecallObserver>,
 }
 
@@ -182,8 +183,18 @@ impl MemoryAssembler {
             counter: Arc::new(ApproxTokenCounter),
             limits: AssemblyLimits::default(),
             embedder: None,
+            terms: None,
             observer: None,
         }
+    }
+
+    /// Keep the candidates' analyzed texts in `cache` (one that outlives
+    /// the assembler, as a role's does): a record recalled again is not
+    /// analyzed again. The ranking is the same.
+    #[must_use]
+    pub fn with_term_cache(mut self, cache: Arc<openvibe_retrieval::TermCache>) -> Self {
+        self.terms = Some(cache);
+        self
     }
 
     /// Count tokens with `counter` instead of the 4-characters estimate.
@@ -445,7 +456,13 @@ impl MemoryAssembler {
                 vector: vectors.get(i).and_then(Option::as_deref),
             })
             .collect();
-        let ranked = rank_candidates(query, query_vector, &candidates, limit);
+        let ranked = rank_candidates_with(
+            query,
+            query_vector,
+            &candidates,
+            limit,
+            self.terms.as_deref(),
+        );
         drop(candidates);
         drop(texts);
         let mut slots: Vec<Option<T>> = pool.into_iter().map(Some).collect();

@@ -121,42 +121,45 @@ impl MemoryAssembler {
     /// question's domain and of every domain, so the cost is bounded
     /// whatever the memory's size.
     pub async fn recall_evidence(&self, query: &EvidenceQuery) -> Result<Evidence, MemoryError> {
-        let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
         let mut evidence = Evidence::default();
+        let limit = FUSION.candidates(query.insights);
         if query.insights > 0 {
-            let mut pool = Vec::new();
-            for domain in domains(&query.domain) {
-                let found = self
-                    .memory()
-                    .recall_insights(InsightQuery {
-                        domain: some(domain),
+            let pool = candidates(
+                &query.domain,
+                limit,
+                |i: &Insight| &i.domain,
+                |i: &Insight| &i.id,
+                |domain| {
+                    self.memory().recall_insights(InsightQuery {
+                        domain,
                         status: Some(InsightStatus::Active),
-                        limit: FUSION.candidates(query.insights),
+                        limit,
                         ..InsightQuery::default()
                     })
-                    .await?;
-                merge(&mut pool, found, |i: &Insight| &i.id);
-            }
+                },
+            )
+            .await?;
             evidence.insights = self
                 .weigh(query, pool, |i: &Insight| &i.domain, query.insights)
                 .await;
         }
         if query.episodes > 0 {
-            let mut pool = Vec::new();
-            for domain in domains(&query.domain) {
-                let found: Vec<Episode> = self
-                    .memory()
-                    .recall_episodes(EpisodeQuery {
-                        domain: some(domain),
-                        limit: FUSION.candidates(query.episodes),
+            let limit = FUSION.candidates(query.episodes);
+            let mut pool = candidates(
+                &query.domain,
+                limit,
+                |e: &Episode| &e.domain,
+                |e: &Episode| &e.id,
+                |domain| {
+                    self.memory().recall_episodes(EpisodeQuery {
+                        domain,
+                        limit,
                         ..EpisodeQuery::default()
                     })
-                    .await?
-                    .into_iter()
-                    .filter(|e| !e.tags.iter().any(|t| t == DECISION_TAG))
-                    .collect();
-                merge(&mut pool, found, |e: &Episode| &e.id);
-            }
+                },
+            )
+            .await?;
+            pool.retain(|e| !e.tags.iter().any(|t| t == DECISION_TAG));
             evidence.adverse = pool.iter().filter(|e| went_against(e)).cloned().collect();
             evidence
                 .adverse
@@ -195,7 +198,9 @@ impl MemoryAssembler {
             .iter()
             .filter_map(|(_, r)| score(r, Retriever::FullText))
             .fold(0.0_f64, f64::max);
-        let mut weighed: Vec<Weighed<T>> = ranked
+        // Each found record's similarity first; only the `limit` kept are
+        // explained (the `why` strings are most of the cost otherwise).
+        let mut found: Vec<(T, Vec<RetrieverScore>, f64, bool)> = ranked
             .into_iter()
             .filter_map(|(record, retrievers)| {
                 let by_text = score(&retrievers, Retriever::FullText)
@@ -217,7 +222,21 @@ impl MemoryAssembler {
                 let domain = domain_of(&record);
                 let own = query.domain.is_empty() || domain == query.domain;
                 let weight = if own { 1.0 } else { OTHER_DOMAIN_WEIGHT };
-                let found = retrievers
+                Some((
+                    record,
+                    retrievers,
+                    (similarity * weight).clamp(0.0, 1.0),
+                    own,
+                ))
+            })
+            .collect();
+        // Most similar first; the hybrid ranking breaks ties (stable sort).
+        found.sort_by(|a, b| b.2.total_cmp(&a.2));
+        found.truncate(limit);
+        found
+            .into_iter()
+            .map(|(record, retrievers, similarity, own)| {
+                let by = retrievers
                     .iter()
                     .map(|r| {
                         let what = if r.retriever == Retriever::Vector {
@@ -229,6 +248,7 @@ impl MemoryAssembler {
                     })
                     .collect::<Vec<_>>()
                     .join(", ");
+                let domain = domain_of(&record);
                 let place = if own {
                     if domain.is_empty() {
                         "no domain".to_owned()
@@ -238,31 +258,127 @@ impl MemoryAssembler {
                 } else {
                     format!("domain `{domain}` (counts {OTHER_DOMAIN_WEIGHT})")
                 };
-                Some(Weighed {
+                Weighed {
                     record,
-                    similarity: (similarity * weight).clamp(0.0, 1.0),
-                    why: format!("{found}; {place}"),
-                })
+                    similarity,
+                    why: format!("{by}; {place}"),
+                }
             })
-            .collect();
-        // Most similar first; the hybrid ranking breaks ties (stable sort).
-        weighed.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
-        weighed.truncate(limit);
-        weighed
+            .collect()
     }
 }
 
-/// The domains candidates are drawn from: the question's, then every one.
-fn domains(domain: &str) -> Vec<&str> {
+/// The candidates of a question in `domain`: the first `limit` records of
+/// that domain, then those of every domain (`fetch(None)`), each once, in
+/// that order. The domain's own list is fetched only when other domains
+/// took places among every domain's first `limit`: otherwise it is those
+/// records of the domain, in the same order (the same sort, filtered), and
+/// the second read is saved.
+async fn candidates<T, F, Fut>(
+    domain: &str,
+    limit: usize,
+    domain_of: impl Fn(&T) -> &str,
+    id: impl Fn(&T) -> &String + Copy,
+    fetch: F,
+) -> Result<Vec<T>, MemoryError>
+where
+    T: Clone,
+    F: Fn(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<T>, MemoryError>>,
+{
+    let every = fetch(None).await?;
     if domain.is_empty() {
-        vec![""]
-    } else {
-        vec![domain, ""]
+        return Ok(every);
     }
+    let covered = every.len() < limit || every.iter().all(|t| domain_of(t) == domain);
+    let own: Vec<T> = if covered {
+        every
+            .iter()
+            .filter(|t| domain_of(t) == domain)
+            .cloned()
+            .collect()
+    } else {
+        fetch(Some(domain.to_owned())).await?
+    };
+    let mut pool = Vec::with_capacity(own.len() + every.len());
+    merge(&mut pool, own, id);
+    merge(&mut pool, every, id);
+    Ok(pool)
 }
 
 /// Add `found` to `pool`, leaving out records already in it.
 fn merge<T>(pool: &mut Vec<T>, found: Vec<T>, id: impl Fn(&T) -> &String) {
     let mut seen: std::collections::HashSet<String> = pool.iter().map(|t| id(t).clone()).collect();
     pool.extend(found.into_iter().filter(|t| seen.insert(id(t).clone())));
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// `(id, domain)` records, the store's order.
+    fn store() -> Vec<(String, String)> {
+        (0..6)
+            .map(|i| {
+                let domain = if i % 3 == 2 { "customer" } else { "revenue" };
+                (format!("r{i}"), domain.to_owned())
+            })
+            .collect()
+    }
+
+    /// The candidates of `domain` with `limit`, from `records`, and how
+    /// many reads it took.
+    async fn drawn(
+        records: Vec<(String, String)>,
+        domain: &str,
+        limit: usize,
+    ) -> (Vec<String>, usize) {
+        let reads = std::sync::atomic::AtomicUsize::new(0);
+        let pool = candidates(
+            domain,
+            limit,
+            |r: &(String, String)| r.1.as_str(),
+            |r: &(String, String)| &r.0,
+            |only: Option<String>| {
+                reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let found: Vec<(String, String)> = records
+                    .iter()
+                    .filter(|r| only.as_deref().is_none_or(|d| r.1 == d))
+                    .take(limit)
+                    .cloned()
+                    .collect();
+                async move { Ok::<_, MemoryError>(found) }
+            },
+        )
+        .await
+        .unwrap();
+        (
+            pool.into_iter().map(|r| r.0).collect(),
+            reads.load(std::sync::atomic::Ordering::SeqCst),
+        )
+    }
+
+    /// The domain's own records come first, then every domain's, each
+    /// once; the domain's own read is saved when every domain's first
+    /// `limit` hold no other domain's record or are all there is, and the
+    /// pool is the same as with both reads.
+    #[tokio::test]
+    async fn the_domains_pool_is_read_only_when_others_took_places() {
+        // Other domains among the first 3: both reads.
+        let (pool, reads) = drawn(store(), "revenue", 3).await;
+        assert_eq!(reads, 2);
+        assert_eq!(pool, ["r0", "r1", "r3", "r2"]);
+        // All there is within the limit: one read, the same order as two.
+        let (pool, reads) = drawn(store(), "revenue", 10).await;
+        assert_eq!(reads, 1);
+        assert_eq!(pool, ["r0", "r1", "r3", "r4", "r2", "r5"]);
+        // Only the domain's records among the first 2: one read.
+        let (pool, reads) = drawn(store(), "revenue", 2).await;
+        assert_eq!(reads, 1);
+        assert_eq!(pool, ["r0", "r1"]);
+        // No domain: every domain's, once.
+        let (pool, reads) = drawn(store(), "", 3).await;
+        assert_eq!((pool.len(), reads), (3, 1));
+    }
 }

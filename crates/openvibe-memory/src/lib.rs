@@ -82,6 +82,7 @@ pub use gateway::MemoryGateway;
 pub use openvibe_in_memory::{in_memory_stores, in_memory_stores_with_embedder};
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;
+pub use openvibe_retrieval::TermCache;
 pub use pyramid::{BeliefLineage, Distillation, Lineage, MemoryPyramid};
 pub use raw_writer::{RawLogConfig, RawLogStats, RawLogWriter, Redactor};
 

@@ -83,7 +83,7 @@ pub trait Embedder: Send + Sync {
 pub struct CachedEmbedder {
     inner: Arc<dyn Embedder>,
     capacity: usize,
-    cache: Mutex<Generations>,
+    cache: Mutex<Generations<Vec<f32>>>,
     hits: AtomicU64,
     embedded: AtomicU64,
 }
@@ -100,27 +100,55 @@ pub struct CacheStats {
     pub entries: usize,
 }
 
-#[derive(Default)]
-struct Generations {
-    newer: HashMap<String, Vec<f32>>,
-    older: HashMap<String, Vec<f32>>,
+/// A bounded map from texts to what was computed of them, in two
+/// generations: an entry is looked up in the newer, then the older (and
+/// moved to the newer); when the newer holds `half` entries it becomes the
+/// older and the oldest generation is dropped. At most `2 × half` entries,
+/// recently used ones kept, without per-entry bookkeeping. What
+/// [`CachedEmbedder`] keeps vectors in, and the retrieval crate's term
+/// cache its analyzed texts.
+#[derive(Debug)]
+pub struct Generations<V> {
+    newer: HashMap<String, V>,
+    older: HashMap<String, V>,
 }
 
-impl Generations {
-    fn get(&mut self, text: &str, half: usize) -> Option<Vec<f32>> {
+impl<V> Default for Generations<V> {
+    fn default() -> Self {
+        Self {
+            newer: HashMap::new(),
+            older: HashMap::new(),
+        }
+    }
+}
+
+impl<V: Clone> Generations<V> {
+    /// What is kept of `text`, when something is.
+    pub fn get(&mut self, text: &str, half: usize) -> Option<V> {
         if let Some(v) = self.newer.get(text) {
             return Some(v.clone());
         }
-        let (text, vector) = self.older.remove_entry(text)?;
-        self.insert(text, vector.clone(), half);
-        Some(vector)
+        let (text, value) = self.older.remove_entry(text)?;
+        self.insert(text, value.clone(), half);
+        Some(value)
     }
 
-    fn insert(&mut self, text: String, vector: Vec<f32>, half: usize) {
+    /// Keep `value` for `text`.
+    pub fn insert(&mut self, text: String, value: V, half: usize) {
         if self.newer.len() >= half && !self.newer.contains_key(&text) {
             self.older = std::mem::take(&mut self.newer);
         }
-        self.newer.insert(text, vector);
+        self.newer.insert(text, value);
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.newer.len() + self.older.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -142,11 +170,11 @@ impl CachedEmbedder {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             embedded: self.embedded.load(Ordering::Relaxed),
-            entries: cache.newer.len() + cache.older.len(),
+            entries: cache.len(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Generations> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Generations<Vec<f32>>> {
         // The cache is consistent after every statement: a panic elsewhere
         // while it was held leaves nothing half-done.
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)

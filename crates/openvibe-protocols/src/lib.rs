@@ -43,7 +43,7 @@ pub use decision::{
     ConfidenceStep, Decision, DecisionEvent, DecisionMatrix, DomainStep, Evidence, EvidenceKind,
     Impact, ImpactStep, Outcome,
 };
-pub use embed::{CacheStats, CachedEmbedder, EmbedError, Embedder};
+pub use embed::{CacheStats, CachedEmbedder, EmbedError, Embedder, Generations};
 pub use goal::{KeyResult, Objective};
 pub use hooks::{ContextAssembler, DEFAULT_TOKEN_BUDGET, EpisodeSink, MemoryScope};
 pub use llm::{

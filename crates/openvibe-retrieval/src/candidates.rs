@@ -7,7 +7,9 @@
 //! assembler uses it to order the facts and insights a scope selects by
 //! relevance to the scope's query.
 
-use openvibe_protocols::Retriever;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use openvibe_protocols::{Generations, Retriever};
 
 use crate::analyzer::{TermCounts, query_terms};
 use crate::bm25::{CorpusStats, bm25_rank};
@@ -47,15 +49,39 @@ pub fn rank_candidates(
     candidates: &[Candidate<'_>],
     limit: usize,
 ) -> Vec<Fused<usize>> {
+    rank_candidates_with(query, query_vector, candidates, limit, None)
+}
+
+/// [`rank_candidates`], the candidates' analyzed texts taken from `cache`
+/// when it holds them (and kept in it): the same ranking, without
+/// analyzing again a text seen recently.
+pub fn rank_candidates_with(
+    query: &str,
+    query_vector: Option<&[f32]>,
+    candidates: &[Candidate<'_>],
+    limit: usize,
+    cache: Option<&TermCache>,
+) -> Vec<Fused<usize>> {
     let mut lists = Vec::new();
     let terms = query_terms(query);
     if !terms.is_empty() {
-        let counts: Vec<TermCounts> = candidates.iter().map(|c| TermCounts::of(c.text)).collect();
+        let counts: Vec<Arc<TermCounts>> = match cache {
+            Some(cache) => cache.all(candidates.iter().map(|c| c.text)),
+            None => candidates
+                .iter()
+                .map(|c| Arc::new(TermCounts::of(c.text)))
+                .collect(),
+        };
         let stats = CorpusStats {
             docs: counts.len() as u64,
             total_len: counts.iter().map(|c| u64::from(c.len)).sum(),
         };
-        let ranked = bm25_rank(&terms, stats, counts.iter().enumerate(), candidates.len());
+        let ranked = bm25_rank(
+            &terms,
+            stats,
+            counts.iter().map(AsRef::as_ref).enumerate(),
+            candidates.len(),
+        );
         if !ranked.is_empty() {
             lists.push((Retriever::FullText, ranked));
         }
@@ -77,6 +103,62 @@ pub fn rank_candidates(
         return Vec::new();
     }
     combine(lists, limit)
+}
+
+/// Analyzed texts kept for reuse ([`rank_candidates_with`]): at most
+/// `capacity` (two generations, recently used ones kept). A role keeps one
+/// for its lifetime, so the records it recalls again and again are
+/// analyzed once.
+pub struct TermCache {
+    capacity: usize,
+    kept: Mutex<Generations<Arc<TermCounts>>>,
+}
+
+impl TermCache {
+    /// Keep up to `capacity` analyzed texts (at least 2).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity: capacity.max(2),
+            kept: Mutex::new(Generations::default()),
+        }
+    }
+
+    /// The term counts of each of `texts`, from the cache or analyzed now.
+    pub fn all<'t>(&self, texts: impl Iterator<Item = &'t str>) -> Vec<Arc<TermCounts>> {
+        let half = self.capacity / 2;
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        texts
+            .map(|text| {
+                kept.get(text, half).unwrap_or_else(|| {
+                    let counts = Arc::new(TermCounts::of(text));
+                    kept.insert(text.to_owned(), counts.clone(), half);
+                    counts
+                })
+            })
+            .collect()
+    }
+
+    /// How many analyzed texts it holds.
+    pub fn len(&self) -> usize {
+        self.kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for TermCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TermCache")
+            .field("capacity", &self.capacity)
+            .field("entries", &self.len())
+            .finish()
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +189,30 @@ mod tests {
         assert!(rank_candidates("", None, &plain(&texts), 10).is_empty());
         assert!(rank_candidates("the of", None, &plain(&texts), 10).is_empty());
         assert_eq!(rank_candidates("webinar", None, &plain(&texts), 1).len(), 1);
+    }
+
+    /// The cache ranks as analysis does, and keeps what it analyzed.
+    #[test]
+    fn a_term_cache_ranks_the_same_and_analyzes_once() {
+        let texts = [
+            "the webinar drew logistics companies",
+            "board forecast",
+            "webinar leads with a VP contact qualify as tier A; webinar",
+        ];
+        let cache = TermCache::new(4);
+        for _ in 0..2 {
+            let cached =
+                rank_candidates_with("webinar lead", None, &plain(&texts), 10, Some(&cache));
+            assert_eq!(
+                cached,
+                rank_candidates("webinar lead", None, &plain(&texts), 10)
+            );
+        }
+        assert_eq!(cache.len(), 3);
+        // Bounded: two generations of half the capacity.
+        let more: Vec<String> = (0..10).map(|i| format!("text {i}")).collect();
+        let _ = cache.all(more.iter().map(String::as_str));
+        assert!(cache.len() <= 4, "{}", cache.len());
     }
 
     #[test]

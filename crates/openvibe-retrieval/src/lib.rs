@@ -60,7 +60,7 @@ mod words;
 
 pub use analyzer::{MAX_TERM_LEN, TermCounts, analyze, query_terms};
 pub use bm25::{BM25, Bm25, Bm25Doc, CorpusStats, bm25_rank, bm25_rank_weighted};
-pub use candidates::{Candidate, rank_candidates};
+pub use candidates::{Candidate, TermCache, rank_candidates, rank_candidates_with};
 pub use expansion::{EXPANSION, Expansion};
 pub use fusion::{FUSION, Fused, Fusion, RankKey, combine, fuse, rank_key, single, top_by_score};
 pub use hnsw::{Node as VectorNode, VectorGraph, VectorSearch};

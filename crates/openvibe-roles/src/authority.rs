@@ -145,7 +145,7 @@ pub(crate) struct AuthorityGate {
     /// instead of asking the approver.
     pub(crate) proposals: Option<(Arc<dyn ProposalStore>, CallerContext)>,
     /// Where a tool result's metrics are reported (and as whom).
-    pub(crate) metrics: Option<(Arc<dyn openvibe_protocols::GoalStore>, CallerContext)>,
+    pub(crate) metrics: Option<crate::goal_hooks::MetricReporter>,
 }
 
 impl AuthorityGate {
@@ -198,7 +198,7 @@ impl ToolGate for AuthorityGate {
     /// replayed call counts once. A malformed metric or a failed report is
     /// logged; the call's result stands.
     async fn ran(&self, tool: &str, call_id: &str, content: &str) {
-        let Some((goals, ctx)) = &self.metrics else {
+        let Some(reporter) = &self.metrics else {
             return;
         };
         let Ok(value) = serde_json::from_str::<Value>(content) else {
@@ -217,7 +217,7 @@ impl ToolGate for AuthorityGate {
                 .trim_start_matches("fnv1a64:")
         );
         for metric in metrics {
-            if let Err(e) = goals.report(ctx, metric.report(&self.role_id, &by)).await {
+            if let Err(e) = reporter.report(&metric, &by).await {
                 tracing::warn!(role = %self.role_id, tool, metric = %metric.name, error = %e, "reporting a tool result's metric failed");
             }
         }

@@ -88,7 +88,8 @@ pub use pursuit::{
 };
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{
-    DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Handled, Role, RoleAwareLlm, decision_episode,
+    DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Handled, Role, RoleAwareLlm, TERM_CACHE_ENTRIES,
+    decision_episode,
 };
 pub use rules::{
     Compare, Condition, ImpactRule, ImpactRules, Literal, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,

@@ -28,6 +28,10 @@ use crate::soul::Soul;
 /// How many V1 memories the role-aware LLM recalls into a prompt.
 pub const DEFAULT_RECALL_LIMIT: usize = 10;
 
+/// How many analyzed texts a role keeps for ranking what it recalls (the
+/// records of its evidence and prompts).
+pub const TERM_CACHE_ENTRIES: usize = 20_000;
+
 /// How many vectors a role's embedding cache holds (about 15 MB at 384
 /// dimensions).
 pub const EMBEDDING_CACHE_ENTRIES: usize = 10_000;
@@ -73,6 +77,8 @@ pub struct Role {
     pub(crate) spaces: Option<Arc<dyn openvibe_protocols::SpaceStore>>,
     pub(crate) space: Option<String>,
     pub(crate) experience: Arc<crate::experience::Experience>,
+    /// The analyzed texts of the records it recalls ([`TERM_CACHE_ENTRIES`]).
+    terms: Arc<openvibe_memory::TermCache>,
 }
 
 impl Role {
@@ -102,6 +108,7 @@ impl Role {
             spaces: None,
             space: None,
             experience: Arc::default(),
+            terms: Arc::new(openvibe_memory::TermCache::new(TERM_CACHE_ENTRIES)),
         }
     }
 
@@ -381,19 +388,14 @@ impl Role {
                 .proposals
                 .clone()
                 .map(|store| (store, self.proposal_context())),
-            metrics: self
-                .goals
-                .clone()
-                .map(|store| (store, self.proposal_context())),
+            metrics: self.metric_reporter(),
         }));
         if let (Some(memory), Some(assembler)) = (&self.agent_memory, self.assembler()) {
             ctx = ctx.with_assembler(Arc::new(assembler));
-            ctx = match &self.goals {
-                Some(goals) => ctx.with_episode_sink(Arc::new(crate::goal_hooks::MetricSink {
+            ctx = match self.metric_reporter() {
+                Some(reporter) => ctx.with_episode_sink(Arc::new(crate::goal_hooks::MetricSink {
                     memory: memory.clone(),
-                    goals: goals.clone(),
-                    ctx: self.proposal_context(),
-                    role_id: self.role_id.clone(),
+                    reporter,
                 })),
                 None => ctx.with_episode_sink(Arc::new(memory.clone())),
             };
@@ -417,7 +419,8 @@ impl Role {
     /// clearance, with its embedder and observer), when it has agent memory.
     fn assembler(&self) -> Option<MemoryAssembler> {
         let memory = self.agent_memory.as_ref()?;
-        let mut assembler = MemoryAssembler::new(memory.clone(), self.effective_clearance());
+        let mut assembler = MemoryAssembler::new(memory.clone(), self.effective_clearance())
+            .with_term_cache(self.terms.clone());
         if let Some(embedder) = &self.embedder {
             assembler = assembler.with_embedder(embedder.clone());
         }
@@ -564,7 +567,7 @@ impl Role {
             .await?;
         // A tool result that names metrics (a JSON object with a `metric`
         // field) moves the role's key results, once per run.
-        if let (Some(goals), Ok(Value::String(text))) = (&self.goals, result)
+        if let (Some(reporter), Ok(Value::String(text))) = (self.metric_reporter(), result)
             && let Ok(value) = serde_json::from_str::<Value>(text)
         {
             let metrics =
@@ -572,17 +575,29 @@ impl Role {
                     id: episode_id.clone(),
                     source,
                 })?;
-            let ctx = self.proposal_context();
-            for metric in metrics {
-                let report = metric.report(&self.role_id, &episode_id);
-                let id = report.id.clone();
-                goals
-                    .report(&ctx, report)
+            for metric in &metrics {
+                reporter
+                    .report(metric, &episode_id)
                     .await
-                    .map_err(|source| Error::Goal { id, source })?;
+                    .map_err(|source| Error::Goal {
+                        id: episode_id.clone(),
+                        source,
+                    })?;
             }
         }
         Ok(())
+    }
+
+    /// How the role reports its metrics, when it has a goal store.
+    pub(crate) fn metric_reporter(&self) -> Option<crate::goal_hooks::MetricReporter> {
+        Some(crate::goal_hooks::MetricReporter {
+            goals: self.goals.clone()?,
+            ctx: self.proposal_context(),
+            role_id: self.role_id.clone(),
+            domain: self.home_domain(),
+            experience: self.experience.clone(),
+            memory: self.agent_memory.clone(),
+        })
     }
 
     /// Run `action` under the role's authority: a forbidden action never

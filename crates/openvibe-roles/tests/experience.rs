@@ -32,6 +32,10 @@ fn runtime(stores: &Stores, answer: &str) -> RoleRuntime {
             let note = input["note"].as_str().unwrap_or_default().to_owned();
             Ok::<_, String>(if note == "stalled" {
                 json!({"status": "stalled", "result": "stalled in procurement"}).to_string()
+            } else if note == "lost" {
+                json!({"result": "Acme went with a competitor",
+                       "metric": {"name": "pipeline_usd", "value": -40000, "note": "Acme lost"}})
+                .to_string()
             } else {
                 format!("follow-up booked: {note}")
             })
@@ -290,4 +294,92 @@ async fn the_loop_reflects_and_learns_right_after_a_setback() {
         .await
         .unwrap();
     assert!(reflect(&next).starts_with("not due"), "{}", next.render());
+}
+
+/// A run whose result moves a key result away from its target (a deal
+/// lost: pipeline down) is a lesson too: the loop reflects right after it,
+/// and an episode says what moved, a setback later decisions weigh.
+#[tokio::test]
+async fn a_metric_that_moved_against_its_key_result_is_learned_from() {
+    use openvibe_protocols::{Goal, KeyResult, Objective};
+    let reflection = json!([{"content": "Logistics deals are lost to cheaper competitors", "confidence": 0.9, "domain": "revenue"}]);
+    let (stores, runtime) = believing(&reflection.to_string()).await;
+    let runtime = Arc::new(runtime);
+    let role = runtime.get_role("cro").unwrap();
+    stores
+        .goals
+        .put(
+            &role.proposal_context(),
+            Goal::new(Objective {
+                id: "pipeline".into(),
+                owner: "cro".into(),
+                title: "Pipeline $2M".into(),
+                due: chrono::NaiveDate::from_ymd_opt(2026, 12, 31).unwrap(),
+                key_results: vec![KeyResult {
+                    id: "value".into(),
+                    metric: "pipeline_usd".into(),
+                    baseline: 100_000.0,
+                    target: 2_000_000.0,
+                    unit: "USD".into(),
+                    due: None,
+                }],
+            }),
+        )
+        .await
+        .unwrap();
+    let cognitive = CognitiveLoop::with_config(
+        runtime.clone(),
+        Arc::new(InMemoryJournal::new()),
+        LoopConfig::default(),
+    );
+    let grown = cognitive
+        .run_event("cro", lead("e1", "ok"), EventSource::Code)
+        .await
+        .unwrap();
+    let reflect = |t: &openvibe_protocols::LoopTrace| {
+        t.stages
+            .iter()
+            .find(|s| s.stage == Stage::Reflect)
+            .map(|s| s.outcome.clone())
+            .unwrap()
+    };
+    assert!(reflect(&grown).starts_with("not due"), "{}", grown.render());
+    let lost = cognitive
+        .run_event("cro", lead("e2", "lost"), EventSource::Code)
+        .await
+        .unwrap();
+    assert!(
+        reflect(&lost).starts_with(openvibe_protocols::AFTER_EXPERIENCE),
+        "{}",
+        lost.render()
+    );
+    let progress = stores
+        .goals
+        .progress(&role.proposal_context(), "pipeline")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        progress.key_results[0].current, 60_000.0,
+        "the report counted once"
+    );
+    let episodes = role
+        .agent_memory()
+        .unwrap()
+        .recall_episodes(openvibe_protocols::EpisodeQuery::new().limit(20))
+        .await
+        .unwrap();
+    let moved: Vec<&Episode> = episodes
+        .iter()
+        .filter(|e| e.id.ends_with("-against"))
+        .collect();
+    assert_eq!(moved.len(), 1, "{episodes:#?}");
+    assert!(openvibe_memory::went_against(moved[0]));
+    assert!(
+        moved[0]
+            .output_summary
+            .contains("pipeline_usd moved -40000 against key result `value` of `pipeline`"),
+        "{}",
+        moved[0].output_summary
+    );
 }

@@ -459,6 +459,7 @@ const TOOL_RULES: &[(&[&str], &str, Rule)] = &[
             "listGoals",
             "goalProgress",
             "reportMetric",
+            "updateInitiative",
             "listBeliefs",
             "decideProposal",
             "decideBelief",
@@ -537,6 +538,9 @@ const TOOL_RULES: &[(&[&str], &str, Rule)] = &[
     (&["reportMetric"], "metric", Rule::Name),
     (&["reportMetric"], "note", Rule::Chars(MAX_REASON_CHARS)),
     (&["reportMetric"], "id", Rule::Id),
+    (&["updateInitiative"], "goal", Rule::Id),
+    (&["updateInitiative"], "initiative", Rule::NonEmptyLabel),
+    (&["updateInitiative"], "note", Rule::Chars(MAX_REASON_CHARS)),
     (
         &["decideProposal", "decideBelief"],
         "reason",

@@ -343,7 +343,12 @@ async fn mcp_goal_tools_read_goals_and_report_metrics() {
         .into_iter()
         .map(|t| t.name.to_string())
         .collect();
-    for expected in ["listGoals", "goalProgress", "reportMetric"] {
+    for expected in [
+        "listGoals",
+        "goalProgress",
+        "reportMetric",
+        "updateInitiative",
+    ] {
         assert!(tools.contains(&expected.to_owned()), "{tools:?}");
     }
     let listed = call(&c, "listGoals", json!({"role": "cro"})).await;
@@ -387,6 +392,64 @@ async fn mcp_goal_tools_read_goals_and_report_metrics() {
     assert_eq!(body["progress"], 0.02);
     let missing = call(&l, "goalProgress", json!({"id": "nope"})).await;
     assert_eq!(missing.is_error, Some(true));
+    // An initiative moved by a person's word, through the tool.
+    let system = CallerContext::system().with_tenant("default");
+    let goal = stores
+        .goals
+        .get(&system, "pipeline")
+        .await
+        .unwrap()
+        .unwrap();
+    stores
+        .goals
+        .decompose(
+            &system,
+            "pipeline",
+            &goal.fingerprint,
+            vec![openvibe_protocols::Initiative::new(
+                "Partner referrals",
+                &[],
+            )],
+        )
+        .await
+        .unwrap();
+    // Cursor changes only its own records: refused, nothing moves.
+    let refused = call(
+        &c,
+        "updateInitiative",
+        json!({"goal": "pipeline", "initiative": "i1", "status": "dropped"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert_eq!(structured(&refused)["error"]["code"], "forbidden");
+    // L (manage in `global`) drops it.
+    let dropped = call(
+        &l,
+        "updateInitiative",
+        json!({"goal": "pipeline", "initiative": "i1", "status": "dropped", "note": "covered by the partner deal"}),
+    )
+    .await;
+    assert_ne!(dropped.is_error, Some(true), "{dropped:?}");
+    let body = structured(&dropped);
+    assert_eq!(body["initiatives"][0]["status"], "dropped");
+    assert_eq!(
+        body["initiatives"][0]["note"],
+        "covered by the partner deal"
+    );
+    let late = call(
+        &l,
+        "updateInitiative",
+        json!({"goal": "pipeline", "initiative": "i1", "status": "done"}),
+    )
+    .await;
+    assert_eq!(late.is_error, Some(true), "dropped stays dropped: {late:?}");
+    let unknown = call(
+        &l,
+        "updateInitiative",
+        json!({"goal": "pipeline", "initiative": "i1", "status": "finished"}),
+    )
+    .await;
+    assert_eq!(unknown.is_error, Some(true), "{unknown:?}");
 }
 
 /// The belief tools through a real MCP client: a proposed belief is

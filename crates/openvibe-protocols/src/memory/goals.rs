@@ -936,6 +936,15 @@ impl MetricReport {
         self
     }
 
+    /// Whether this report moves `key_result`'s metric away from its
+    /// target: an `add` of the opposite sign to the way from its baseline
+    /// to its target (a `set` names no direction of its own).
+    pub fn moves_against(&self, key_result: &crate::KeyResult) -> bool {
+        self.metric == key_result.metric
+            && self.mode == MetricMode::Add
+            && (key_result.target - key_result.baseline) * self.value < 0.0
+    }
+
     /// Whether `other` reports the same thing (reporting twice with one id
     /// returns the first when they do).
     pub fn same_request(&self, other: &Self) -> bool {

@@ -1,6 +1,9 @@
-//! The goal tools: list goals, read a goal's progress, report a metric.
+//! The goal tools: list goals, read a goal's progress, move an initiative,
+//! report a metric.
 
-use openvibe_protocols::{GOAL_KIND, GoalQuery, MetricMode, MetricReport, StoreError};
+use openvibe_protocols::{
+    GOAL_KIND, GoalQuery, InitiativeStatus, InitiativeUpdate, MetricMode, MetricReport, StoreError,
+};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
@@ -65,6 +68,25 @@ pub struct ReportMetric {
     pub project: Option<String>,
 }
 
+/// `updateInitiative`'s arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateInitiativeArgs {
+    /// The goal's id (its objective's).
+    pub goal: String,
+    /// The initiative's id in the goal (`i2`).
+    pub initiative: String,
+    /// Its new status: `open` (reopens a done or dropped one), `working`,
+    /// `delegated`, `done`, `blocked` or `dropped`.
+    pub status: InitiativeStatus,
+    /// Why, in a few words (the last note stays when none is given).
+    #[serde(default)]
+    pub note: Option<String>,
+    /// The project you work in.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
 #[tool_router(router = goal_router, vis = "pub(super)")]
 impl MemoryTools {
     /// Mirrors [`QUERY_GOALS`](openvibe_api::endpoints::QUERY_GOALS).
@@ -112,6 +134,35 @@ impl MemoryTools {
                     kind: GOAL_KIND,
                     id: args.id.clone(),
                 })?)
+            }
+            .await,
+        ))
+    }
+
+    /// Mirrors [`UPDATE_INITIATIVE`](openvibe_api::endpoints::UPDATE_INITIATIVE).
+    #[tool(
+        name = "updateInitiative",
+        description = "Move an initiative of a goal: drop it, reopen it, mark it done or blocked, with a note. Roles move their own as they work them; a done or dropped one changes only when reopened (status `open`). Needs the right to change the goal; answers the goal."
+    )]
+    async fn update_initiative(
+        &self,
+        Parameters(args): Parameters<UpdateInitiativeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let who = self.caller(&ctx, "updateInitiative")?;
+        Ok(answer(
+            async {
+                let caller = who.in_project(args.project.as_deref())?;
+                let update = InitiativeUpdate {
+                    status: args.status,
+                    note: args.note,
+                };
+                to_value(
+                    self.stores
+                        .goals
+                        .update_initiative(&caller, &args.goal, &args.initiative, update)
+                        .await?,
+                )
             }
             .await,
         ))
