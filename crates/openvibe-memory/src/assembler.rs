@@ -158,7 +158,7 @@ pub struct MemoryAssembler {
     counter: Arc<dyn TokenCounter>,
     limits: AssemblyLimits,
     embedder: Option<Arc<dyn Embedder>>,
-    terms: Option<Arc<openvibe_retrieval::TermCache>>,
+    cache: Option<Arc<RecallCache>>,
     observer: Option<RecallObserver>,
 }
 
@@ -183,17 +183,18 @@ impl MemoryAssembler {
             counter: Arc::new(ApproxTokenCounter),
             limits: AssemblyLimits::default(),
             embedder: None,
-            terms: None,
+            cache: None,
             observer: None,
         }
     }
 
-    /// Keep the candidates' analyzed texts in `cache` (one that outlives
-    /// the assembler, as a role's does): a record recalled again is not
-    /// analyzed again. The ranking is the same.
+    /// Keep the candidates' analyzed texts and vectors in `cache` (one
+    /// that outlives the assembler, as a role's does): a record recalled
+    /// again is neither analyzed nor looked up again. The ranking is the
+    /// same.
     #[must_use]
-    pub fn with_term_cache(mut self, cache: Arc<openvibe_retrieval::TermCache>) -> Self {
-        self.terms = Some(cache);
+    pub fn with_recall_cache(mut self, cache: Arc<RecallCache>) -> Self {
+        self.cache = Some(cache);
         self
     }
 
@@ -453,7 +454,10 @@ impl MemoryAssembler {
             .enumerate()
             .map(|(i, text)| Candidate {
                 text,
-                vector: vectors.get(i).and_then(Option::as_deref),
+                vector: vectors
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map(|v| v.as_slice()),
             })
             .collect();
         let ranked = rank_candidates_with(
@@ -461,7 +465,7 @@ impl MemoryAssembler {
             query_vector,
             &candidates,
             limit,
-            self.terms.as_deref(),
+            self.cache.as_deref().map(|c| &c.terms),
         );
         drop(candidates);
         drop(texts);
@@ -484,44 +488,57 @@ impl MemoryAssembler {
 
     /// The query's vector and each record's (`None` for one that has
     /// none), or `None` without an embedder or when it fails (full text
-    /// still ranks). Records use the vector their store keeps of them
-    /// (embedded on write); only the query and records without one are
-    /// embedded now, in one call.
+    /// still ranks). Records use the vector the recall cache keeps of their
+    /// text, else the one their store keeps (embedded on write); only the
+    /// query and records without either are embedded now, in one call.
     async fn embed<T: EmbeddingText>(
         &self,
         query: &str,
         pool: &[T],
-    ) -> Option<(Vec<f32>, Vec<Option<Vec<f32>>>)> {
+    ) -> Option<(Vec<f32>, Vec<Option<Arc<Vec<f32>>>>)> {
         let embedder = self.embedder.as_ref()?;
-        let ids: Vec<String> = pool.iter().map(|t| t.record_id().to_owned()).collect();
-        let mut stored = self
-            .memory
-            .stored_vectors(embedder.model_id(), T::KIND, &ids)
-            .await;
-        let missing: Vec<usize> = (0..pool.len())
-            .filter(|i| !ids.get(*i).is_some_and(|id| stored.contains_key(id)))
+        let texts: Vec<_> = pool.iter().map(EmbeddingText::embedding_text).collect();
+        let mut out: Vec<Option<Arc<Vec<f32>>>> = match &self.cache {
+            Some(cache) => cache.vectors_of(texts.iter().map(AsRef::as_ref)),
+            None => vec![None; pool.len()],
+        };
+        let ids: Vec<String> = (0..pool.len())
+            .filter(|i| out[*i].is_none())
+            .map(|i| pool[i].record_id().to_owned())
             .collect();
+        let mut stored = if ids.is_empty() {
+            std::collections::HashMap::new()
+        } else {
+            self.memory
+                .stored_vectors(embedder.model_id(), T::KIND, &ids)
+                .await
+        };
+        for (i, slot) in out.iter_mut().enumerate() {
+            if slot.is_none()
+                && let Some(vector) = stored.remove(pool[i].record_id())
+            {
+                let vector = Arc::new(vector);
+                if let Some(cache) = &self.cache {
+                    cache.keep_vector(&texts[i], vector.clone());
+                }
+                *slot = Some(vector);
+            }
+        }
+        let missing: Vec<usize> = (0..pool.len()).filter(|i| out[*i].is_none()).collect();
         let all: Vec<String> = std::iter::once(query.to_owned())
-            .chain(
-                missing
-                    .iter()
-                    .filter_map(|i| pool.get(*i))
-                    .map(|t| t.embedding_text().into_owned()),
-            )
+            .chain(missing.iter().map(|i| texts[*i].clone().into_owned()))
             .collect();
         match embedder.embed(&all).await {
             Ok(vectors) if vectors.len() == all.len() => {
                 let mut vectors = vectors.into_iter();
                 let q = vectors.next()?;
-                let mut fresh: std::collections::HashMap<usize, Vec<f32>> =
-                    missing.into_iter().zip(vectors).collect();
-                let out = (0..pool.len())
-                    .map(|i| {
-                        fresh
-                            .remove(&i)
-                            .or_else(|| ids.get(i).and_then(|id| stored.remove(id)))
-                    })
-                    .collect();
+                for (i, vector) in missing.into_iter().zip(vectors) {
+                    let vector = Arc::new(vector);
+                    if let Some(cache) = &self.cache {
+                        cache.keep_vector(&texts[i], vector.clone());
+                    }
+                    out[i] = Some(vector);
+                }
                 Some((q, out))
             }
             Ok(vectors) => {
@@ -542,6 +559,60 @@ impl MemoryAssembler {
                 None
             }
         }
+    }
+}
+
+/// What a role keeps between recalls to rank its candidates faster: their
+/// analyzed texts ([`TermCache`](openvibe_retrieval::TermCache)) and their
+/// vectors, by text (one embedding model per cache: the role's). Bounded
+/// (two generations of half the capacity each); the ranking is the same
+/// with or without it.
+pub struct RecallCache {
+    terms: openvibe_retrieval::TermCache,
+    capacity: usize,
+    vectors: std::sync::Mutex<openvibe_protocols::Generations<Arc<Vec<f32>>>>,
+}
+
+impl RecallCache {
+    /// Keep up to `capacity` analyzed texts and as many vectors.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            terms: openvibe_retrieval::TermCache::new(capacity),
+            capacity: capacity.max(2),
+            vectors: std::sync::Mutex::new(openvibe_protocols::Generations::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, openvibe_protocols::Generations<Arc<Vec<f32>>>> {
+        self.vectors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The vector kept of each of `texts`, when one is.
+    fn vectors_of<'t>(&self, texts: impl Iterator<Item = &'t str>) -> Vec<Option<Arc<Vec<f32>>>> {
+        let half = self.capacity / 2;
+        let mut kept = self.lock();
+        texts.map(|t| kept.get(t, half)).collect()
+    }
+
+    fn keep_vector(&self, text: &str, vector: Arc<Vec<f32>>) {
+        let half = self.capacity / 2;
+        self.lock().insert(text.to_owned(), vector, half);
+    }
+
+    /// How many analyzed texts and vectors it holds.
+    pub fn len(&self) -> (usize, usize) {
+        (self.terms.len(), self.lock().len())
+    }
+}
+
+impl std::fmt::Debug for RecallCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecallCache")
+            .field("capacity", &self.capacity)
+            .field("entries", &self.len())
+            .finish()
     }
 }
 

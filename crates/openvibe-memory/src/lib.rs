@@ -63,8 +63,8 @@ pub use agent::{
     ReflectOptions, ReflectionReport, same_subject,
 };
 pub use assembler::{
-    ApproxTokenCounter, Assembly, AssemblyLimits, MemoryAssembler, RecallKind, RecallObserver,
-    Recalled, TokenCounter, approx_tokens, describe_retrievers,
+    ApproxTokenCounter, Assembly, AssemblyLimits, MemoryAssembler, RecallCache, RecallKind,
+    RecallObserver, Recalled, TokenCounter, approx_tokens, describe_retrievers,
 };
 pub use decide::{Decisions, decide_belief, decide_proposal};
 pub use error::MemoryError;
@@ -82,7 +82,6 @@ pub use gateway::MemoryGateway;
 pub use openvibe_in_memory::{in_memory_stores, in_memory_stores_with_embedder};
 /// One set of stores (defined in the contract; re-exported for convenience).
 pub use openvibe_protocols::Stores;
-pub use openvibe_retrieval::TermCache;
 pub use pyramid::{BeliefLineage, Distillation, Lineage, MemoryPyramid};
 pub use raw_writer::{RawLogConfig, RawLogStats, RawLogWriter, Redactor};
 

@@ -150,6 +150,11 @@ pub struct SubjectThresholds {
     pub similar: f32,
     /// See [`SubjectThresholds::similar`].
     pub overlap_discount: f32,
+    /// With vectors, the same subject also when they share at least
+    /// [`SubjectThresholds::min_shared`] terms and this share of the
+    /// shorter one's: most of their words (a close rewording, whose
+    /// cosine the discount would otherwise cancel).
+    pub most_words: f32,
     /// Words only: the same subject when they share this many terms …
     pub min_shared: usize,
     /// … and at least this share of the shorter one's terms.
@@ -159,8 +164,9 @@ pub struct SubjectThresholds {
 impl Default for SubjectThresholds {
     fn default() -> Self {
         Self {
-            similar: 0.36,
-            overlap_discount: 0.4,
+            similar: 0.32,
+            overlap_discount: 0.7,
+            most_words: 0.6,
             min_shared: 2,
             overlap: 1.0 / 3.0,
         }
@@ -201,7 +207,10 @@ impl SubjectScore {
     /// the similarity is known, else by shared terms.
     pub fn same_subject(&self, t: &SubjectThresholds) -> bool {
         match self.similarity {
-            Some(s) => s - t.overlap_discount * self.overlap >= t.similar,
+            Some(s) => {
+                s - t.overlap_discount * self.overlap >= t.similar
+                    || (self.shared_terms >= t.min_shared && self.overlap >= t.most_words)
+            }
             None => self.shared_terms >= t.min_shared && self.overlap >= t.overlap,
         }
     }

@@ -600,3 +600,45 @@ async fn stored_vectors_rank_without_embedding_the_candidates_again() {
     );
     assert!(found.iter().all(|(_, r)| r.contains(&Retriever::Vector)));
 }
+
+/// A recall cache that outlives the assembler (as a role's does) ranks as
+/// the assembler alone does; the second time, no candidate is embedded
+/// or analyzed again.
+#[tokio::test]
+async fn a_recall_cache_ranks_the_same_and_embeds_each_text_once() {
+    let counting = Arc::new(Counting {
+        inner: HashEmbedder::new(64),
+        texts: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let plain = ranked_assembler(4)
+        .await
+        .with_embedder(Arc::new(HashEmbedder::new(64)));
+    let cache = Arc::new(openvibe_memory::RecallCache::new(100));
+    let cached = ranked_assembler(4)
+        .await
+        .with_embedder(counting.clone())
+        .with_recall_cache(cache.clone());
+    let scope = query_scope("webinar attendance");
+    let expected = plain
+        .assemble_recalled(&scope, DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    let first = cached
+        .assemble_recalled(&scope, DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    assert_eq!(found(&first), found(&expected));
+    assert_eq!(first.text, expected.text);
+    assert_eq!(cache.len(), (4, 4), "4 candidates analyzed and embedded");
+    let embedded = counting.texts.load(std::sync::atomic::Ordering::SeqCst);
+    let again = cached
+        .assemble_recalled(&scope, DEFAULT_TOKEN_BUDGET)
+        .await
+        .unwrap();
+    assert_eq!(found(&again), found(&expected));
+    assert_eq!(
+        counting.texts.load(std::sync::atomic::Ordering::SeqCst),
+        embedded + 1,
+        "only the question is embedded again"
+    );
+}

@@ -28,8 +28,8 @@ use crate::soul::Soul;
 /// How many V1 memories the role-aware LLM recalls into a prompt.
 pub const DEFAULT_RECALL_LIMIT: usize = 10;
 
-/// How many analyzed texts a role keeps for ranking what it recalls (the
-/// records of its evidence and prompts).
+/// How many analyzed texts (and as many vectors) a role keeps for ranking
+/// what it recalls (the records of its evidence and prompts).
 pub const TERM_CACHE_ENTRIES: usize = 20_000;
 
 /// How many vectors a role's embedding cache holds (about 15 MB at 384
@@ -77,8 +77,9 @@ pub struct Role {
     pub(crate) spaces: Option<Arc<dyn openvibe_protocols::SpaceStore>>,
     pub(crate) space: Option<String>,
     pub(crate) experience: Arc<crate::experience::Experience>,
-    /// The analyzed texts of the records it recalls ([`TERM_CACHE_ENTRIES`]).
-    terms: Arc<openvibe_memory::TermCache>,
+    /// The analyzed texts and vectors of the records it recalls
+    /// ([`TERM_CACHE_ENTRIES`]).
+    recall_cache: Arc<openvibe_memory::RecallCache>,
 }
 
 impl Role {
@@ -108,7 +109,7 @@ impl Role {
             spaces: None,
             space: None,
             experience: Arc::default(),
-            terms: Arc::new(openvibe_memory::TermCache::new(TERM_CACHE_ENTRIES)),
+            recall_cache: Arc::new(openvibe_memory::RecallCache::new(TERM_CACHE_ENTRIES)),
         }
     }
 
@@ -420,7 +421,7 @@ impl Role {
     fn assembler(&self) -> Option<MemoryAssembler> {
         let memory = self.agent_memory.as_ref()?;
         let mut assembler = MemoryAssembler::new(memory.clone(), self.effective_clearance())
-            .with_term_cache(self.terms.clone());
+            .with_recall_cache(self.recall_cache.clone());
         if let Some(embedder) = &self.embedder {
             assembler = assembler.with_embedder(embedder.clone());
         }
