@@ -185,10 +185,24 @@ fn goals(run: &FullRun, out: &mut dyn Write) -> Result<(), CliError> {
     writeln!(
         out,
         "\n== goals (goals.yaml): progress {:.1}% before the lead was qualified, {:.1}% after \
-         (its node reported the metrics); decomposed by the model, prioritized by the daily schedule",
+         (its node reported a qualified lead, a CRM tool call in the enriching agent the opportunity); decomposed by the model, prioritized by the daily schedule",
         mean(&run.goals_before),
         mean(&run.goals)
     )?;
+    for r in &run.reports {
+        let by = match r.episode_id.as_deref() {
+            Some(id) if id.starts_with("call-") => "a tool call in an agent node",
+            Some(_) => "a node's output",
+            None => "from outside",
+        };
+        writeln!(
+            out,
+            "  reported {} {} by {by}: {}",
+            r.metric,
+            crate::goals::amount(r.value),
+            r.note
+        )?;
+    }
     let table = crate::goals::status_table(&run.goals, std::slice::from_ref(&run.priorities));
     for line in table.lines() {
         if line.is_empty() {

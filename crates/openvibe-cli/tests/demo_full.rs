@@ -40,6 +40,9 @@ async fn the_full_example_runs_offline_and_shows_the_pyramid() {
         // the scheduler's priorities.
         "progress 0.0% before the lead was qualified, 5.8% after",
         "180,000 / 2,000,000 USD",
+        "a CRM tool call in the enriching agent the opportunity",
+        "reported pipeline_usd 180,000 by a tool call in an agent node: Acme Logistics: open opportunity",
+        "reported qualified_leads 1 by a node's output",
         "- [i1] Qualify every webinar lead within a day",
         "priorities of cro (2026-11-26):",
         // The day's work: priorities and initiatives decided in the loop;

@@ -141,6 +141,22 @@ impl Browser {
         self.client.source().await.unwrap()
     }
 
+    /// Whether the page shows `text` within 10 s, reloading it every
+    /// half second (a machine under load may answer a page late or
+    /// partly); the page's last source when it never does.
+    async fn wait_for_text(&self, text: &str) -> Result<(), String> {
+        let mut source = String::new();
+        for _ in 0..20 {
+            source = self.source().await;
+            if source.contains(text) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            self.client.refresh().await.unwrap();
+        }
+        Err(source)
+    }
+
     async fn path(&self) -> String {
         self.client.current_url().await.unwrap().path().to_owned()
     }
@@ -419,10 +435,12 @@ async fn a_person_who_may_not_read_a_namespace_sees_none_of_it_in_the_browser() 
     let b = browser("bob").await;
     b.sign_in(&world, BOB).await;
     b.goto(&world, "/console/memory").await;
-    assert!(
-        b.source().await.contains("ops runbook"),
-        "bob sees his own records"
-    );
+    if let Err(page) = b.wait_for_text("ops runbook").await {
+        panic!(
+            "bob sees his own records; the page at {}:\n{page}",
+            b.path().await
+        );
+    }
     let mut pages = tour(&world);
     pages.push((
         "card".into(),

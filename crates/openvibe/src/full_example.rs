@@ -84,11 +84,13 @@ pub fn write_config(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The CRM the `search_hubspot` stand-in searches.
+/// The CRM the `search_hubspot` stand-in searches. A deal's record names
+/// its opportunity as a metric: the CRO's agent node calling the tool moves
+/// the pipeline key result (the tool gate reports it, once per call).
 const CRM: &[(&str, &str)] = &[
     (
         "acme logistics",
-        r#"{"company": "Acme Logistics", "employees": 450, "stage": "evaluation", "owner": "J. Rivera", "last_touch": "webinar follow-up call"}"#,
+        r#"{"company": "Acme Logistics", "employees": 450, "stage": "evaluation", "owner": "J. Rivera", "last_touch": "webinar follow-up call", "metric": {"name": "pipeline_usd", "value": 180000, "note": "Acme Logistics: open opportunity in evaluation, 450 seats"}}"#,
     ),
     (
         "globex",
@@ -227,9 +229,13 @@ pub struct FullRun {
     pub delegation: openvibe_protocols::LoopTrace,
     /// Where the CRO's goals stood when `goals.yaml` was loaded.
     pub goals_before: Vec<GoalProgress>,
-    /// Where they stand after the lead was qualified (its node reported
-    /// the metrics), with the objective's initiatives.
+    /// Where they stand after the lead was qualified and enriched (the
+    /// qualifying node reported a qualified lead, the enriching agent's CRM
+    /// tool call the opportunity), with the objective's initiatives.
     pub goals: Vec<GoalProgress>,
+    /// The metric reports that moved them, oldest first: the qualifying
+    /// node's (its episode) and the CRM tool call's (`call-…`).
+    pub reports: Vec<openvibe_protocols::MetricReport>,
     /// The CRO's priorities of [`example_day`], set by the scheduler's
     /// daily prioritization.
     pub priorities: Priorities,
@@ -616,6 +622,17 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
     role.goals()?.decompose(OBJECTIVE).await?;
     let priorities = prioritize_by_schedule(&runtime).await?;
     let goals = role.goals()?.progress().await?;
+    let reports = runtime
+        .stores()
+        .ok_or(Error::NoMemory)?
+        .goals
+        .reports(
+            &role.proposal_context(),
+            &openvibe_protocols::ReportQuery::new("cro"),
+        )
+        .await
+        .map_err(openvibe_memory::MemoryError::from)?
+        .items;
     let pyramid = role.pyramid().ok_or(Error::NoMemory)?;
     let filesystem = role.filesystem()?.ok_or(Error::NoMemory)?;
     let distillation = pyramid.distill(role.llm()?.as_ref(), 0.5).await?;
@@ -653,6 +670,7 @@ pub async fn run(config_path: &Path, runtime: RoleRuntime) -> Result<FullRun, Er
         delegation,
         goals_before,
         goals,
+        reports,
         priorities,
         worked,
         goals_after,
@@ -1006,8 +1024,7 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
                         "score": 86,
                         "reason": "450 employees in logistics and a VP who attended the webinar",
                         "metric": [
-                            {"name": "qualified_leads", "value": 1, "note": "Acme Logistics qualified (86)"},
-                            {"name": "pipeline_usd", "value": 180000, "note": "Acme Logistics: 450 seats, estimated annual value"}
+                            {"name": "qualified_leads", "value": 1, "note": "Acme Logistics qualified (86)"}
                         ]
                     })
                     .to_string(),
