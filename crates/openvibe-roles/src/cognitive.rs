@@ -493,10 +493,8 @@ impl CognitiveLoop {
         self.runtime.check_pace(role_id, at).await;
         let role = self.runtime.get_role(role_id)?;
         let mut accepted = Vec::with_capacity(priorities.items.len());
-        for index in 0..priorities.items.len() {
-            if let Some(event) = crate::priority_event(role, &priorities, index) {
-                accepted.push(self.push(role_id, event, EventSource::Trigger).await?);
-            }
+        for event in crate::priority_events(role, &priorities) {
+            accepted.push(self.push(role_id, event, EventSource::Trigger).await?);
         }
         accepted.extend(self.push_initiatives(role_id).await?);
         Ok(accepted)
@@ -512,17 +510,9 @@ impl CognitiveLoop {
     /// is pushed).
     pub async fn push_initiatives(&self, role_id: &str) -> Result<Vec<Accepted>, Error> {
         let role = self.runtime.get_role(role_id)?;
-        let goals = role.goals()?;
         let mut accepted = Vec::new();
-        for goal in goals.list().await? {
-            if !goal.is_decomposed() {
-                continue;
-            }
-            for initiative in &goal.initiatives {
-                if let Some(event) = crate::initiative_event(role, &goal, initiative) {
-                    accepted.push(self.push(role_id, event, EventSource::Trigger).await?);
-                }
-            }
+        for event in crate::initiative_events(role).await? {
+            accepted.push(self.push(role_id, event, EventSource::Trigger).await?);
         }
         Ok(accepted)
     }

@@ -129,6 +129,24 @@ pub fn initiative_event(
     Some(event)
 }
 
+/// The events `role`'s open initiatives become in its loop
+/// ([`initiative_event`]), goal by goal: only goals decomposed at their
+/// current version count (stale initiatives wait for the new
+/// decomposition).
+pub async fn initiative_events(role: &Role) -> Result<Vec<DecisionEvent>, Error> {
+    let mut events = Vec::new();
+    for goal in role.goals()?.list().await? {
+        if goal.is_decomposed() {
+            events.extend(
+                goal.initiatives
+                    .iter()
+                    .filter_map(|i| initiative_event(role, &goal, i)),
+            );
+        }
+    }
+    Ok(events)
+}
+
 /// The goal and initiative an event works, when it is an initiative's.
 pub fn initiative_of(event: &DecisionEvent) -> Option<(String, String)> {
     let named = event.data.get(INITIATIVE_KEY)?;
@@ -136,21 +154,23 @@ pub fn initiative_of(event: &DecisionEvent) -> Option<(String, String)> {
     Some((text("goal_id")?, text("id")?))
 }
 
-/// Where an initiative stands after a run of its action: done, or blocked
-/// when the run failed or its result was a setback (`{"status":
-/// "stalled"}`), with what it said.
-pub fn run_update(action: &Action, result: &Result<Value, Error>) -> InitiativeUpdate {
+/// Where an initiative stands after a run of its action, from the run's
+/// result as read ([`read_result`](crate::read_result): its setback
+/// status and text) or its error: done, or blocked when the run failed or
+/// its result was a setback (`{"status": "stalled"}`), with what it said.
+pub fn run_update(
+    action: &Action,
+    result: Result<(Option<&str>, &str), &Error>,
+) -> InitiativeUpdate {
     match result {
-        Ok(output) => match crate::read_result(output) {
-            (None, text) => InitiativeUpdate::new(
-                InitiativeStatus::Done,
-                note(&format!("ran `{}`: {text}", action.action)),
-            ),
-            (Some(setback), text) => InitiativeUpdate::new(
-                InitiativeStatus::Blocked,
-                note(&format!("ran `{}`, {setback}: {text}", action.action)),
-            ),
-        },
+        Ok((None, text)) => InitiativeUpdate::new(
+            InitiativeStatus::Done,
+            note(&format!("ran `{}`: {text}", action.action)),
+        ),
+        Ok((Some(setback), text)) => InitiativeUpdate::new(
+            InitiativeStatus::Blocked,
+            note(&format!("ran `{}`, {setback}: {text}", action.action)),
+        ),
         Err(e) => InitiativeUpdate::new(
             InitiativeStatus::Blocked,
             note(&format!("`{}` failed: {e}", action.action)),
@@ -165,10 +185,10 @@ fn note(text: &str) -> String {
 /// The owner of `domain` among `members` (as a role id, or the principal
 /// of a person), other than `role_id`.
 pub fn domain_owner(members: &[Member], domain: &str, role_id: &str) -> Option<String> {
-    let me = format!("agent:{role_id}");
+    let me = openvibe_protocols::Principal::agent(role_id);
     members
         .iter()
-        .filter(|m| m.principal != me)
+        .filter(|m| !me.is_owner(&m.principal))
         .find(|m| m.domains.iter().any(|d| d == domain))
         .map(|m| {
             m.principal
@@ -281,15 +301,15 @@ mod tests {
     #[test]
     fn a_run_marks_it_done_or_blocked() {
         let action = Action::tool("write", "write", json!({}));
-        let done = run_update(&action, &Ok(json!("written")));
+        let read = |output: Value| crate::read_result(&output);
+        let (setback, text) = read(json!("written"));
+        let done = run_update(&action, Ok((setback.as_deref(), &text)));
         assert_eq!(done.status, InitiativeStatus::Done);
         assert_eq!(done.note.as_deref(), Some("ran `write`: written"));
-        let stalled = run_update(
-            &action,
-            &Ok(json!(
-                r#"{"status": "stalled", "summary": "in procurement"}"#
-            )),
-        );
+        let (setback, text) = read(json!(
+            r#"{"status": "stalled", "summary": "in procurement"}"#
+        ));
+        let stalled = run_update(&action, Ok((setback.as_deref(), &text)));
         assert_eq!(stalled.status, InitiativeStatus::Blocked);
         assert!(
             stalled
@@ -299,7 +319,7 @@ mod tests {
                 .contains("stalled"),
             "{stalled:?}"
         );
-        let failed = run_update(&action, &Err(Error::NoSpace { role: "cro".into() }));
+        let failed = run_update(&action, Err(&Error::NoSpace { role: "cro".into() }));
         assert_eq!(failed.status, InitiativeStatus::Blocked);
     }
 }

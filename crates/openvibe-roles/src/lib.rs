@@ -73,7 +73,7 @@ pub use experience::{VERDICT_HISTORY, read_result, rejection_episode_id};
 pub use goal_hooks::{PRIORITIES_REFRESH, priorities_section};
 pub use initiatives::{
     Assignment, INITIATIVE_EVENT, INITIATIVE_KEY, WORK_INITIATIVE_TASK, assignment, domain_owner,
-    initiative_event, initiative_event_id, initiative_of, run_update,
+    initiative_event, initiative_event_id, initiative_events, initiative_of, run_update,
 };
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
 pub use openvibe_primitives::{DelegateNode, delegation_id};
@@ -84,7 +84,7 @@ pub use proposals::{EXPIRE_BATCH, INTERRUPTED, Resumed};
 pub use pursuit::{
     BehindPace, DEFAULT_PACE_MARGIN, GOAL_MODEL, GoalSystem, PACE_PERIOD_DAYS, PRIORITIZE_WORKFLOW,
     PRIORITY_EPISODES, PRIORITY_EVENT, PRIORITY_INSIGHTS, Prioritization, TOP_PRIORITIES,
-    priority_event,
+    priority_event, priority_events,
 };
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{

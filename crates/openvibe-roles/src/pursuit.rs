@@ -109,6 +109,17 @@ pub fn priority_event(
     Some(event)
 }
 
+/// The events each of `priorities` becomes in `role`'s loop
+/// ([`priority_event`]), most important first.
+pub fn priority_events(
+    role: &Role,
+    priorities: &openvibe_protocols::Priorities,
+) -> Vec<openvibe_protocols::DecisionEvent> {
+    (0..priorities.items.len())
+        .filter_map(|i| priority_event(role, priorities, i))
+        .collect()
+}
+
 /// The kind of the events a day's priorities become in the loop.
 pub const PRIORITY_EVENT: &str = "priority";
 
@@ -293,10 +304,10 @@ impl GoalSystem<'_> {
         if !own.is_empty() {
             user.push_str(&format!("\nYour domains: {}.\n", own.join(", ")));
         }
-        let me = format!("agent:{}", self.role.role_id());
+        let me = openvibe_protocols::Principal::agent(self.role.role_id());
         let others: Vec<String> = team
             .iter()
-            .filter(|m| m.principal != me && !m.domains.is_empty())
+            .filter(|m| !me.is_owner(&m.principal) && !m.domains.is_empty())
             .map(|m| format!("- {} owns {}", m.principal, m.domains.join(", ")))
             .collect();
         if !others.is_empty() {
@@ -306,13 +317,7 @@ impl GoalSystem<'_> {
                 user.push('\n');
             }
         }
-        let actions = self.action_names();
-        if !actions.is_empty() {
-            user.push_str("\n## Actions\n");
-            for (action, tool) in &actions {
-                user.push_str(&format!("- `{action}` (tool `{tool}`)\n"));
-            }
-        }
+        self.push_actions(&mut user);
         user.push_str("\nWhich initiatives will achieve it?");
         LlmRequest::new(self.model.clone(), user)
             .system(format!(
@@ -328,13 +333,21 @@ impl GoalSystem<'_> {
             .temperature(0.2)
     }
 
-    /// The actions a priority or an initiative may name: the role's action
-    /// tools, as `(action, tool)`.
-    fn action_names(&self) -> Vec<(String, String)> {
-        self.role
-            .action_tools()
-            .filter_map(|t| Some((t.action()?.to_owned(), t.name().to_owned())))
-            .collect()
+    /// The `## Actions` section of a request: the actions a priority or an
+    /// initiative may name (the role's action tools); whether it has any.
+    fn push_actions(&self, user: &mut String) -> bool {
+        let mut any = false;
+        for tool in self.role.action_tools() {
+            let Some(action) = tool.action() else {
+                continue;
+            };
+            if !any {
+                user.push_str("\n## Actions\n");
+                any = true;
+            }
+            user.push_str(&format!("- `{action}` (tool `{}`)\n", tool.name()));
+        }
+        any
     }
 
     /// The members of the role's space (none without one; a space the role
@@ -471,17 +484,11 @@ impl GoalSystem<'_> {
             user.push_str(&format!("\n## Context\n{}\n", context.trim()));
         }
         // The actions a priority may name: the role's action tools.
-        let actions = self.action_names();
-        if !actions.is_empty() {
-            user.push_str("\n## Actions\n");
-            for (action, tool) in &actions {
-                user.push_str(&format!("- `{action}` (tool `{tool}`)\n"));
-            }
-        }
+        let any_action = self.push_actions(&mut user);
         user.push_str(&format!(
             "\nWhat are the {TOP_PRIORITIES} most important things to do today?"
         ));
-        let naming = if actions.is_empty() {
+        let naming = if !any_action {
             String::new()
         } else {
             " A priority that one of the actions works on may name it: \
@@ -568,7 +575,7 @@ impl GoalSystem<'_> {
         for goal in self.progress().await? {
             let start = goal.goal.meta.created_at;
             for kr in &goal.key_results {
-                let due_day = kr.key_result.due.unwrap_or(goal.goal.objective.due);
+                let due_day = kr.key_result.due_by(&goal.goal.objective);
                 let Some(due) = due_day.and_hms_opt(23, 59, 59).map(|t| t.and_utc()) else {
                     continue;
                 };

@@ -564,7 +564,11 @@ impl Role {
             })
             .await?;
         // The initiative it worked, when it worked one: done or blocked.
-        self.note_initiative(&decision.event, crate::run_update(action, result))
+        let read = match result {
+            Ok(_) => Ok((setback.as_deref(), summary.as_str())),
+            Err(e) => Err(e),
+        };
+        self.note_initiative(&decision.event, crate::run_update(action, read))
             .await?;
         // A tool result that names metrics (a JSON object with a `metric`
         // field) moves the role's key results, once per run.

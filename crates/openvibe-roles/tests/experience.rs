@@ -247,44 +247,51 @@ async fn a_rejection_stands_until_a_person_approves_that_action_again() {
     );
 }
 
+/// A loop over `runtime`'s roles, journaled in memory.
+fn looping(runtime: &Arc<RoleRuntime>) -> CognitiveLoop {
+    CognitiveLoop::with_config(
+        runtime.clone(),
+        Arc::new(InMemoryJournal::new()),
+        LoopConfig::default(),
+    )
+}
+
+/// What `stage` of `trace` said.
+fn outcome(stage: Stage, trace: &openvibe_protocols::LoopTrace) -> String {
+    trace
+        .stages
+        .iter()
+        .find(|s| s.stage == stage)
+        .map(|s| s.outcome.clone())
+        .unwrap()
+}
+
 #[tokio::test]
 async fn the_loop_reflects_and_learns_right_after_a_setback() {
     let reflection = json!([{"content": "Logistics webinar leads stall in procurement", "confidence": 0.9, "domain": "revenue"}]);
     let (_stores, runtime) = believing(&reflection.to_string()).await;
     let runtime = Arc::new(runtime);
-    let cognitive = CognitiveLoop::with_config(
-        runtime.clone(),
-        Arc::new(InMemoryJournal::new()),
-        LoopConfig::default(),
-    );
+    let cognitive = looping(&runtime);
     let calm = cognitive
         .run_event("cro", lead("e1", "ok"), EventSource::Code)
         .await
         .unwrap();
-    let reflect = |t: &openvibe_protocols::LoopTrace| {
-        t.stages
-            .iter()
-            .find(|s| s.stage == Stage::Reflect)
-            .map(|s| s.outcome.clone())
-            .unwrap()
-    };
-    assert!(reflect(&calm).starts_with("not due"), "{}", calm.render());
+    assert!(
+        outcome(Stage::Reflect, &calm).starts_with("not due"),
+        "{}",
+        calm.render()
+    );
     let stalled = cognitive
         .run_event("cro", lead("e2", "stalled"), EventSource::Code)
         .await
         .unwrap();
     assert!(
-        reflect(&stalled).starts_with(openvibe_protocols::AFTER_EXPERIENCE),
+        outcome(Stage::Reflect, &stalled).starts_with(openvibe_protocols::AFTER_EXPERIENCE),
         "{}",
         stalled.render()
     );
-    let learned = stalled
-        .stages
-        .iter()
-        .find(|s| s.stage == Stage::Learn)
-        .unwrap();
     assert!(
-        !learned.outcome.starts_with("not due"),
+        !outcome(Stage::Learn, &stalled).starts_with("not due"),
         "{}",
         stalled.render()
     );
@@ -293,7 +300,11 @@ async fn the_loop_reflects_and_learns_right_after_a_setback() {
         .run_event("cro", lead("e3", "ok"), EventSource::Code)
         .await
         .unwrap();
-    assert!(reflect(&next).starts_with("not due"), "{}", next.render());
+    assert!(
+        outcome(Stage::Reflect, &next).starts_with("not due"),
+        "{}",
+        next.render()
+    );
 }
 
 /// A run whose result moves a key result away from its target (a deal
@@ -327,29 +338,22 @@ async fn a_metric_that_moved_against_its_key_result_is_learned_from() {
         )
         .await
         .unwrap();
-    let cognitive = CognitiveLoop::with_config(
-        runtime.clone(),
-        Arc::new(InMemoryJournal::new()),
-        LoopConfig::default(),
-    );
+    let cognitive = looping(&runtime);
     let grown = cognitive
         .run_event("cro", lead("e1", "ok"), EventSource::Code)
         .await
         .unwrap();
-    let reflect = |t: &openvibe_protocols::LoopTrace| {
-        t.stages
-            .iter()
-            .find(|s| s.stage == Stage::Reflect)
-            .map(|s| s.outcome.clone())
-            .unwrap()
-    };
-    assert!(reflect(&grown).starts_with("not due"), "{}", grown.render());
+    assert!(
+        outcome(Stage::Reflect, &grown).starts_with("not due"),
+        "{}",
+        grown.render()
+    );
     let lost = cognitive
         .run_event("cro", lead("e2", "lost"), EventSource::Code)
         .await
         .unwrap();
     assert!(
-        reflect(&lost).starts_with(openvibe_protocols::AFTER_EXPERIENCE),
+        outcome(Stage::Reflect, &lost).starts_with(openvibe_protocols::AFTER_EXPERIENCE),
         "{}",
         lost.render()
     );

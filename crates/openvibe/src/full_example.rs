@@ -718,16 +718,8 @@ async fn work_the_day(
     priorities: &Priorities,
 ) -> Result<Vec<openvibe_protocols::LoopTrace>, Error> {
     let role = runtime.get_role("cro")?;
-    let mut events: Vec<DecisionEvent> = (0..priorities.items.len())
-        .filter_map(|i| openvibe_roles::priority_event(role, priorities, i))
-        .collect();
-    for goal in role.goals()?.list().await? {
-        events.extend(
-            goal.initiatives
-                .iter()
-                .filter_map(|i| openvibe_roles::initiative_event(role, &goal, i)),
-        );
-    }
+    let mut events = openvibe_roles::priority_events(role, priorities);
+    events.extend(openvibe_roles::initiative_events(role).await?);
     with_loop_running(runtime, |cognitive| async move {
         let mut traces = Vec::with_capacity(events.len());
         for event in events {
