@@ -347,6 +347,10 @@ pub struct BeliefVerdict {
     /// a belief that refines none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub supersede: bool,
+    /// Approving it as a constraint: an action the belief bears on is then
+    /// proposed to a person, never taken alone. Refused on a rejection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub constraint: bool,
 }
 
 impl BeliefVerdict {
@@ -358,6 +362,7 @@ impl BeliefVerdict {
             approve: verdict.approve,
             reason: verdict.reason.clone(),
             supersede: verdict.supersede,
+            constraint: verdict.constraint,
         })
     }
 }
@@ -369,6 +374,7 @@ impl From<BeliefVerdict> for Verdict {
             reason: v.reason,
             action: None,
             supersede: v.supersede,
+            constraint: v.constraint,
         }
     }
 }

@@ -86,7 +86,9 @@ pub struct LlmArgs {
     /// What ranks the memory recalled into prompts for a scope's query:
     /// hybrid retrieval (full text + vectors) needs an embedding model
     /// (`cargo xtask models fetch` downloads all-MiniLM-L6-v2 into
-    /// ~/.cache/openvibe/models, or set OPENVIBE_MODELS_DIR).
+    /// ~/.cache/openvibe/models, or set OPENVIBE_MODELS_DIR). For `demo
+    /// --full`, auto replays the vectors all-MiniLM-L6-v2 gave the
+    /// example's texts (recorded with the example).
     #[arg(long, value_enum, default_value_t = EmbedderArg::Auto)]
     pub embedder: EmbedderArg,
     /// Which model answers.
@@ -104,6 +106,10 @@ pub struct LlmArgs {
     /// Record every model exchange to this cassette file.
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// Record every text the embedder embeds, with its vector, to this
+    /// cassette file (JSON lines; replayed by `RecordReplayEmbedder`).
+    #[arg(long, value_name = "FILE")]
+    pub record_embeddings: Option<PathBuf>,
     /// Keep memory in this PostgreSQL database (e.g. the URL `cargo xtask db up` prints).
     #[arg(long, env = "OPENVIBE_DATABASE_URL")]
     pub database_url: Option<String>,

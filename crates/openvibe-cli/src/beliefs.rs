@@ -58,7 +58,9 @@ pub enum BeliefsCommand {
     /// Needs the `approve` right (people, by default); never your own.
     #[command(
         after_help = "A belief that refines an active one (`beliefs show` names it) keeps
-both active when approved; --supersede retires the refined one instead."
+both active when approved; --supersede retires the refined one instead.
+--constraint makes the role propose, never take alone, any action the belief
+bears on (its decisions name it)."
     )]
     Approve {
         /// The belief's id.
@@ -73,6 +75,10 @@ both active when approved; --supersede retires the refined one instead."
         /// this belief supersedes it.
         #[arg(long)]
         supersede: bool,
+        /// Approve it as a constraint: an action it bears on is then
+        /// proposed to a person, never taken by the role alone.
+        #[arg(long)]
+        constraint: bool,
     },
     /// Reject a proposed belief, with a reason: it never reaches the role.
     Reject {
@@ -129,10 +135,12 @@ pub async fn run(command: BeliefsCommand, out: &mut impl Write) -> Result<(), Cl
             desk,
             reason,
             supersede,
+            constraint,
         } => {
             let desk = connect(&Connect::from_args(&desk)).await?;
             let verdict = Verdict {
                 supersede,
+                constraint,
                 ..Verdict::approve(reason)
             };
             decide(&desk, &id, &verdict, out).await.map(|_| ())

@@ -74,6 +74,8 @@ pub struct Options {
     pub cassette: Option<PathBuf>,
     /// Record every exchange to this cassette.
     pub record: Option<PathBuf>,
+    /// Record every embedded text and its vector to this cassette.
+    pub record_embeddings: Option<PathBuf>,
     /// Reflect (and publish insights) after every run but the last.
     pub reflect: bool,
     /// Keep memory in this PostgreSQL database instead of in process.
@@ -131,6 +133,7 @@ pub fn run_options(args: &LlmArgs, default: Llm, reflect: bool) -> (Options, Str
         model: args.model.clone(),
         cassette: args.cassette.clone(),
         record: args.record.clone(),
+        record_embeddings: args.record_embeddings.clone(),
         reflect,
         database_url: args.database_url.clone(),
         keep_memory: args.keep_memory,
@@ -192,6 +195,20 @@ pub fn make_llm_for(
         Some(path) => Arc::new(RecordReplayProvider::record(llm, path.clone())),
         None => llm,
     })
+}
+
+/// `embedder`, recording every text it embeds to the cassette `options`
+/// name (`--record-embeddings`), when they name one.
+pub(crate) fn recording_embeddings(
+    embedder: Option<Arc<dyn Embedder>>,
+    options: &Options,
+) -> Option<Arc<dyn Embedder>> {
+    match (embedder, &options.record_embeddings) {
+        (Some(inner), Some(path)) => Some(Arc::new(
+            openvibe::primitives::testing::RecordReplayEmbedder::record(inner, path.clone()),
+        )),
+        (embedder, _) => embedder,
+    }
 }
 
 /// The embedder `choice` asks for, and how the output names the retrieval.
@@ -350,6 +367,7 @@ impl Setup {
             requests: Mutex::new(Vec::new()),
         });
         let (embedder, retrieval) = make_embedder(options.embedder)?;
+        let embedder = recording_embeddings(embedder, options);
         let (stores, tenant, backend, purge) = make_stores(options).await?;
         Ok(Self {
             transcript,

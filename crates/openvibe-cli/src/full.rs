@@ -10,11 +10,16 @@ use std::sync::Arc;
 use openvibe::RoleRuntime;
 use openvibe::full_example::{self, CASSETTE, FullRun, stand_in};
 
-use openvibe::protocols::{Outcome, Verdict};
+use openvibe::memory::SubjectScore;
+use openvibe::protocols::{Belief, Outcome, Verdict};
 
 use crate::CliError;
-use crate::demo::{Options, finish, indent, make_llm_for, make_stores, tree};
+use crate::demo::{
+    EmbedderChoice, Options, finish, indent, make_embedder, make_llm_for, make_stores,
+    recording_embeddings, tree,
+};
 use crate::proposals::{Desk, decide};
+use openvibe::protocols::Embedder;
 
 /// A directory of its own for the configuration files, removed on drop.
 struct ConfigDir(PathBuf);
@@ -54,6 +59,18 @@ pub async fn execute(
         (CASSETTE, "examples/full/cassette.jsonl"),
         Arc::new(stand_in()),
     )?;
+    let (embedder, retrieval) = match options.embedder {
+        // The vectors all-MiniLM-L6-v2 gave the example's texts, replayed.
+        EmbedderChoice::Auto => (
+            Some(Arc::new(
+                full_example::embeddings().map_err(|e| CliError::Embedding(e.to_string()))?,
+            ) as Arc<dyn Embedder>),
+            "hybrid (full text + all-MiniLM-L6-v2 vectors, replayed from examples/full/embeddings.jsonl)"
+                .to_owned(),
+        ),
+        choice => make_embedder(choice)?,
+    };
+    let embedder = recording_embeddings(embedder, options);
     let (stores, tenant, backend, purge) = make_stores(options).await?;
     let config = ConfigDir::new()?;
     writeln!(
@@ -62,9 +79,13 @@ pub async fn execute(
     )?;
     writeln!(out, "   model: {llm_label}")?;
     writeln!(out, "   memory: {backend}")?;
-    let runtime = RoleRuntime::new(llm)
+    writeln!(out, "   retrieval: {retrieval}")?;
+    let mut runtime = RoleRuntime::new(llm)
         .with_tenant(tenant.clone())
         .with_stores(stores);
+    if let Some(embedder) = embedder {
+        runtime = runtime.with_embedder(embedder);
+    }
     let result = async {
         let run = full_example::run(&config.0, runtime).await?;
         report(&run, out).await?;
@@ -390,12 +411,14 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
         // A belief that follows an active one replaces it: the price
         // change moved deals, so the person approves it superseding.
         let reason = if belief.predecessor().is_some() {
-            "the price change moved deals"
+            "the price change moved deals: ask before acting on what it touches"
         } else {
             "matches the Q3 pipeline"
         };
+        // The successor is learned from deals that went wrong: a
+        // constraint, so the CRO asks before acting on what it bears on.
         let flag = if belief.refines.is_some() {
-            " --supersede"
+            " --supersede --constraint"
         } else {
             ""
         };
@@ -406,6 +429,7 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
         .into_bytes();
         let verdict = Verdict {
             supersede: belief.refines.is_some(),
+            constraint: belief.refines.is_some(),
             ..Verdict::approve(reason)
         };
         crate::beliefs::decide(desk, &belief.id, &verdict, &mut said)
@@ -450,6 +474,11 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
                     belief.insight_ids.join(", "),
                     openvibe::protocols::belief_proposal_id(&belief.id)
                 )?;
+                if let Some(old) = belief.predecessor()
+                    && let Some(old) = desk.stores.beliefs.get(&desk.ctx, old).await?
+                {
+                    writeln!(out, "    {}", same_subject(run, &old, belief).await?)?;
+                }
                 write!(out, "{said}")?;
                 last = Some(belief.id.clone());
             }
@@ -473,6 +502,34 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
     Ok(())
 }
 
+/// How the CRO judged `new` to be on `old`'s subject: by meaning (the
+/// sentence vectors' cosine, less the words they share) or by words.
+async fn same_subject(run: &FullRun, old: &Belief, new: &Belief) -> Result<String, CliError> {
+    let subjects = run.runtime.get_role("cro")?.subjects();
+    let score = subjects.score(&old.statement, &new.statement).await;
+    let by_words = SubjectScore {
+        similarity: None,
+        ..score
+    }
+    .same_subject(subjects.thresholds());
+    Ok(match score.similarity {
+        Some(cosine) => format!(
+            "same subject as {} by meaning: cosine {cosine:.2} with {} shared word(s){}",
+            old.id,
+            score.shared_terms,
+            if by_words {
+                ""
+            } else {
+                " (by words alone, another subject)"
+            }
+        ),
+        None => format!(
+            "same subject as {} by words: {} shared",
+            old.id, score.shared_terms
+        ),
+    })
+}
+
 /// One decided day of the two weeks: the decision, what ran, the beliefs it
 /// cites and what weighed against it; `false` when nothing was decided.
 fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, CliError> {
@@ -494,6 +551,7 @@ fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, 
         "  day {:>2} · {}: {} ({:.2} confidence) · {act}",
         day.day, decision.event.summary, decision.outcome, decision.confidence.score
     )?;
+    writeln!(out, "    why: {}", decision.reason)?;
     for e in decision
         .confidence
         .evidence
@@ -502,8 +560,19 @@ fn write_decision(day: &full_example::Day, out: &mut dyn Write) -> Result<bool, 
     {
         writeln!(
             out,
-            "    cites belief {} ({:.2}): {}",
-            e.id, e.value, e.summary
+            "    cites belief {} ({:.2}{}): {} (found by {})",
+            e.id,
+            e.value,
+            if e.constraint { ", a constraint" } else { "" },
+            e.summary,
+            e.why
+        )?;
+    }
+    for (belief, without) in &day.moved_by {
+        writeln!(
+            out,
+            "    without {belief}: {} ({:.2} confidence): the belief moved this decision",
+            without.outcome, without.confidence.score
         )?;
     }
     for e in decision

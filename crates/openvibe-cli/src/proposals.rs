@@ -96,6 +96,10 @@ Examples:
         /// retire that one, as the approved belief supersedes it.
         #[arg(long)]
         supersede: bool,
+        /// For a belief's proposal: approve the belief as a constraint (an
+        /// action it bears on is then proposed, never taken alone).
+        #[arg(long)]
+        constraint: bool,
     },
     /// Reject a pending proposal, with a reason: its action never runs.
     Reject {
@@ -146,6 +150,7 @@ pub async fn run(command: ProposalsCommand, out: &mut impl Write) -> Result<(), 
             tool,
             input,
             supersede,
+            constraint,
         } => {
             let action = match (action, tool) {
                 (Some(action), Some(tool)) => {
@@ -161,6 +166,7 @@ pub async fn run(command: ProposalsCommand, out: &mut impl Write) -> Result<(), 
                 reason,
                 action,
                 supersede,
+                constraint,
             };
             decide(&desk, &id, &verdict, out).await.map(|_| ())
         }

@@ -214,7 +214,8 @@ async fn active_b1(s: &Stores, ann: &CallerContext) {
 }
 
 /// Approving a belief that supersedes an active one retires the old one in
-/// the same step (both kept, linked, the new one a version up); when the
+/// the same step (both kept, linked, the new one a version up), and an
+/// approval as a constraint ([`Verdict::constraint`]) makes it one; when the
 /// old one is no longer active, the approval is a conflict and nothing
 /// changes.
 pub async fn beliefs_supersede_atomically<F, Fut>(factory: F)
@@ -237,13 +238,29 @@ where
         (newer.version, newer.supersedes.as_deref()),
         (2, Some("b1"))
     );
+    // Only an approval makes a constraint: a rejection as one changes nothing.
+    assert!(is_invalid(
+        s.beliefs
+            .decide(&ann, "b2", &Verdict::reject("no").as_constraint())
+            .await
+    ));
     let approved = s
         .beliefs
-        .decide(&ann, "b2", &Verdict::approve("the data moved"))
+        .decide(
+            &ann,
+            "b2",
+            &Verdict::approve("the data moved").as_constraint(),
+        )
         .await
         .unwrap();
-    assert_eq!(approved.status, BeliefStatus::Active);
+    assert_eq!(
+        (approved.status, approved.constraint),
+        (BeliefStatus::Active, true)
+    );
+    let stored = s.beliefs.get(&cro(), "b2").await.unwrap().unwrap();
+    assert!(stored.constraint, "the constraint is stored: {stored:?}");
     let old = s.beliefs.get(&cro(), "b1").await.unwrap().unwrap();
+    assert!(!old.constraint);
     assert_eq!(
         (old.status, old.superseded_by.as_deref()),
         (BeliefStatus::Retired, Some("b2"))

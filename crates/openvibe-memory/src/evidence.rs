@@ -111,6 +111,9 @@ pub struct EvidenceQuery {
     pub episodes: usize,
     /// At most this many beliefs.
     pub beliefs: usize,
+    /// Records (beliefs, insights or episodes, by id) to leave out, as if
+    /// memory did not hold them: a what-if.
+    pub without: Vec<String>,
 }
 
 impl MemoryAssembler {
@@ -139,6 +142,7 @@ impl MemoryAssembler {
                 },
             )
             .await?;
+            let pool = leave_out(pool, &query.without, |i: &Insight| &i.id);
             evidence.insights = self
                 .weigh(query, pool, |i: &Insight| &i.domain, query.insights)
                 .await;
@@ -159,7 +163,9 @@ impl MemoryAssembler {
                 },
             )
             .await?;
-            pool.retain(|e| !e.tags.iter().any(|t| t == DECISION_TAG));
+            pool.retain(|e| {
+                !e.tags.iter().any(|t| t == DECISION_TAG) && !query.without.contains(&e.id)
+            });
             evidence.adverse = pool.iter().filter(|e| went_against(e)).cloned().collect();
             evidence
                 .adverse
@@ -169,7 +175,11 @@ impl MemoryAssembler {
                 .await;
         }
         if query.beliefs > 0 {
-            let beliefs = self.memory().active_beliefs(None).await?;
+            let beliefs = leave_out(
+                self.memory().active_beliefs(None).await?,
+                &query.without,
+                |b: &Belief| &b.id,
+            );
             evidence.beliefs = self
                 .weigh(query, beliefs, |b: &Belief| &b.domain, query.beliefs)
                 .await;
@@ -266,6 +276,14 @@ impl MemoryAssembler {
             })
             .collect()
     }
+}
+
+/// `pool` without the records whose ids are in `without`.
+fn leave_out<T>(mut pool: Vec<T>, without: &[String], id: impl Fn(&T) -> &String) -> Vec<T> {
+    if !without.is_empty() {
+        pool.retain(|t| !without.contains(id(t)));
+    }
+    pool
 }
 
 /// The candidates of a question in `domain`: the first `limit` records of

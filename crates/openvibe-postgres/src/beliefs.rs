@@ -61,8 +61,7 @@ impl Record for Belief {
     const COLS: &'static [&'static str] = COLS;
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
-    const MUTABLE: &'static str =
-        "status, supersedes, refines, superseded_by, decided_by, decided_at, reason, updated_at";
+    const MUTABLE: &'static str = "status, supersedes, refines, superseded_by, decided_by, decided_at, reason, updated_at, is_constraint";
 
     fn decode(row: &PgRow) -> Result<Self, StoreError> {
         let id: String = col(row, "id")?;
@@ -135,7 +134,9 @@ impl KeptRow for Belief {
             .push(", ")
             .bind(self.reason.clone())
             .push(", ")
-            .bind(self.meta.updated_at);
+            .bind(self.meta.updated_at)
+            .push(", ")
+            .bind(self.constraint);
         Ok(())
     }
 }

@@ -23,6 +23,15 @@ pub enum EmbedError {
     /// The model could not be loaded or run.
     #[error("embedding model error: {0}")]
     Model(String),
+    /// A recorded embedder (`RecordReplayEmbedder`) was asked for a text
+    /// its cassette does not hold: re-record the cassette.
+    #[error("no vector recorded for {text:?} in embedding cassette {cassette}; re-record it")]
+    NotRecorded {
+        /// The text (its first 80 characters).
+        text: String,
+        /// The cassette.
+        cassette: String,
+    },
     /// A vector of the wrong size came back.
     #[error("embedding has {got} dimensions, expected {expected}")]
     Dimensions {

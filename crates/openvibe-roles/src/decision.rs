@@ -17,7 +17,8 @@
 //! rejection), with `λ =` [`EPISODE_WEIGHT`]. A run that went against what
 //! was decided on a belief or insight this decision cites contradicts it
 //! too, by `λ·r` of that evidence, relevant or not: outcomes weigh before
-//! any belief changes. Then
+//! any belief changes (a run was decided on the beliefs and insights its
+//! decision cited at a relevance of at least [`BASIS_RELEVANCE`]). Then
 //!
 //! ```text
 //! support       = 1 − Π (1 − c·r) over insights · Π (1 − λ·r) over good episodes
@@ -61,6 +62,10 @@ pub const EVIDENCE_INSIGHTS: usize = 5;
 pub const EVIDENCE_EPISODES: usize = 10;
 /// How much one episode (at relevance 1) counts for or against an action.
 pub const EPISODE_WEIGHT: f64 = 0.4;
+/// A belief or insight a decision cited at less than this relevance did
+/// not carry it: a run that goes against the decision is not held against
+/// that record next time (only what the decision rested on is).
+pub const BASIS_RELEVANCE: f64 = 0.2;
 /// The most an assessor may move the confidence, up or down.
 pub const MAX_ADJUSTMENT: f64 = 0.2;
 /// The domain that makes a role own every domain.
@@ -230,6 +235,19 @@ impl DecisionEngine {
     /// input (no id, kind or domain; data that is not an object; an
     /// action with no name) is [`Error::InvalidEvent`].
     pub async fn evaluate(&self, event: &DecisionEvent) -> Result<Decision, Error> {
+        self.evaluate_without(event, &[]).await
+    }
+
+    /// The decision `event` would get if the role's memory held none of the
+    /// records `without` (beliefs, insights or episodes, by id): the same
+    /// steps over the same candidates less those, the next most relevant
+    /// taking their places. A what-if that writes nothing (what a belief
+    /// changed: `without` = its id).
+    pub async fn evaluate_without(
+        &self,
+        event: &DecisionEvent,
+        without: &[&str],
+    ) -> Result<Decision, Error> {
         check_event(event)?;
         let span = tracing::info_span!(
             "decision",
@@ -241,7 +259,7 @@ impl DecisionEngine {
         let _entered = span.enter();
         let domain = self.domain_step(&event.domain);
         let authority = self.authority_step(event);
-        let confidence = self.confidence_step(event).await?;
+        let confidence = self.confidence_step(event, without).await?;
         let impact = self.impact.assess(&event.data);
         let (outcome, reason) =
             self.outcome(event, &domain, &authority, &confidence, impact.impact);
@@ -317,7 +335,11 @@ impl DecisionEngine {
         }
     }
 
-    async fn confidence_step(&self, event: &DecisionEvent) -> Result<ConfidenceStep, Error> {
+    async fn confidence_step(
+        &self,
+        event: &DecisionEvent,
+        without: &[&str],
+    ) -> Result<ConfidenceStep, Error> {
         let (recalled, source) = match &self.memory {
             None => (Recalled::default(), "the role has no agent memory"),
             Some(assembler) => {
@@ -338,6 +360,7 @@ impl DecisionEngine {
                     insights: EVIDENCE_INSIGHTS,
                     episodes: EVIDENCE_EPISODES,
                     beliefs: EVIDENCE_BELIEFS,
+                    without: without.iter().map(|id| (*id).to_owned()).collect(),
                 };
                 (assembler.recall_evidence(&query).await?, "")
             }

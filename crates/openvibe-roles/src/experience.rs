@@ -104,6 +104,15 @@ impl Role {
     pub(crate) async fn observe_verdicts(
         &self,
     ) -> Result<BTreeMap<String, StandingRejection>, Error> {
+        self.verdicts(true).await
+    }
+
+    /// [`observe_verdicts`](Self::observe_verdicts), recording the new
+    /// rejections' episodes only when `record`.
+    pub(crate) async fn verdicts(
+        &self,
+        record: bool,
+    ) -> Result<BTreeMap<String, StandingRejection>, Error> {
         let (Some(proposals), Some(memory)) = (self.proposals(), self.agent_memory()) else {
             return Ok(BTreeMap::new());
         };
@@ -124,7 +133,7 @@ impl Role {
             if proposal.belief_id().is_some() {
                 continue;
             }
-            if proposal.status == ProposalStatus::Rejected {
+            if record && proposal.status == ProposalStatus::Rejected {
                 let id = rejection_episode_id(&proposal.id);
                 if self.experience.first_sight(&id) && memory.get_episode(&id).await?.is_none() {
                     memory

@@ -60,9 +60,9 @@ pub use cognitive::{
     run_id as loop_run_id, trace_of_checkpoint,
 };
 pub use decision::{
-    ANY_DOMAIN, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT, EVIDENCE_BELIEFS,
-    EVIDENCE_EPISODES, EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, StandingRejection, check_event,
-    decision_id, failed,
+    ANY_DOMAIN, BASIS_RELEVANCE, ConfidenceAssessor, DecisionEngine, EPISODE_WEIGHT,
+    EVIDENCE_BELIEFS, EVIDENCE_EPISODES, EVIDENCE_INSIGHTS, MAX_ADJUSTMENT, StandingRejection,
+    check_event, decision_id, failed,
 };
 pub use delegation::{
     DEFAULT_DELEGATION_TIMEOUT, DELEGATION_KEY, Delegation, Origin, feed_requests, request_event,
@@ -89,7 +89,7 @@ pub use pursuit::{
 pub use reflection::{REFLECTION_WORKFLOW, Reflection};
 pub use role::{
     DEFAULT_RECALL_LIMIT, EMBEDDING_CACHE_ENTRIES, Handled, Role, RoleAwareLlm, TERM_CACHE_ENTRIES,
-    decision_episode,
+    decision_episode, run_episode_id,
 };
 pub use rules::{
     Compare, Condition, ImpactRule, ImpactRules, Literal, MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH,

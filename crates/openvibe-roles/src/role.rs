@@ -191,6 +191,11 @@ impl Role {
         self
     }
 
+    /// Whether the role ranks its memory by meaning ([`Role::with_embedder`]).
+    pub fn has_embedder(&self) -> bool {
+        self.embedder.is_some()
+    }
+
     /// Call `observer` with every memory assembly of the role's prompts: the
     /// records recalled and which retriever found each.
     #[must_use]
@@ -450,6 +455,22 @@ impl Role {
         engine
     }
 
+    /// What the role would decide on `event` now if its memory held none
+    /// of the records `without` (beliefs, insights or episodes, by id):
+    /// [`DecisionEngine::evaluate_without`] with the rejections that stand.
+    /// A what-if: nothing is recorded and nothing runs.
+    pub async fn decide_without(
+        &self,
+        event: &DecisionEvent,
+        without: &[&str],
+    ) -> Result<Decision, Error> {
+        let rejections = self.verdicts(false).await?;
+        self.decision_engine()
+            .standing_rejections(rejections)
+            .evaluate_without(event, without)
+            .await
+    }
+
     /// Decide on `event` (seed 001, V3: `role.decision_engine.evaluate`),
     /// and record the decision in the role's memory as an episode tagged
     /// [`DECISION_TAG`] (audited like every write), when it has agent
@@ -504,13 +525,17 @@ impl Role {
         let Some(memory) = &self.agent_memory else {
             return Ok(());
         };
-        // The beliefs and insights it was decided on: a run that goes
-        // against what was decided weighs against them next time.
+        // The beliefs and insights it was decided on (what carried it): a
+        // run that goes against what was decided weighs against them next
+        // time.
         let decided_on: Vec<&str> = decision
             .confidence
             .evidence
             .iter()
-            .filter(|e| e.kind != openvibe_protocols::EvidenceKind::Episode)
+            .filter(|e| {
+                e.kind != openvibe_protocols::EvidenceKind::Episode
+                    && e.relevance >= crate::decision::BASIS_RELEVANCE
+            })
             .map(|e| e.id.as_str())
             .collect();
         let (setback, summary) = match result {
@@ -541,7 +566,7 @@ impl Role {
         if status != "ok" {
             self.experience.note_lesson();
         }
-        let episode_id = format!("{}-run", decision.id);
+        let episode_id = run_episode_id(&decision.id);
         memory
             .record_episode(Episode {
                 id: episode_id.clone(),
@@ -710,6 +735,12 @@ impl Role {
                 .with_clearance(self.effective_clearance()),
         ))
     }
+}
+
+/// The id of the episode that records how the action decided in
+/// `decision_id` ran (`<decision id>-run`).
+pub fn run_episode_id(decision_id: &str) -> String {
+    format!("{decision_id}-run")
 }
 
 impl fmt::Debug for Role {

@@ -45,6 +45,8 @@ use crate::{Error, Handled, Reflection, Resumed, Role};
 pub struct RoleRuntime {
     llm: Arc<dyn LlmProvider>,
     memory: Option<Arc<dyn MemoryProvider>>,
+    /// The sentence model of the roles added without one of their own.
+    embedder: Option<Arc<dyn openvibe_protocols::Embedder>>,
     /// Every agent memory and the workspace come from here.
     gateway: MemoryGateway,
     /// `gateway.workspace()`, kept current by the builder methods.
@@ -79,6 +81,7 @@ impl RoleRuntime {
         Self {
             llm,
             memory: None,
+            embedder: None,
             gateway: MemoryGateway::new(),
             workspace: None,
             scheduler: None,
@@ -245,6 +248,17 @@ impl RoleRuntime {
         self
     }
 
+    /// Rank the memory of every role added after this by meaning too, with
+    /// `embedder`'s sentence vectors: what their prompts recall, the
+    /// evidence of their decisions, and whether two insights or beliefs are
+    /// on one subject ([`Role::with_embedder`]; a role with an embedder of
+    /// its own keeps it). Set it before adding roles.
+    #[must_use]
+    pub fn with_embedder(mut self, embedder: Arc<dyn openvibe_protocols::Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
     /// The tenant the roles' agent memories act in (default `default`).
     /// Set it before adding roles.
     #[must_use]
@@ -262,6 +276,11 @@ impl RoleRuntime {
             return Err(Error::DuplicateRole(id));
         }
         let mut role = role.with_llm(self.llm.clone());
+        if !role.has_embedder()
+            && let Some(embedder) = &self.embedder
+        {
+            role = role.with_embedder(embedder.clone());
+        }
         if role.memory().is_none()
             && let Some(memory) = &self.memory
         {

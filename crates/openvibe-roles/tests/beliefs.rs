@@ -270,14 +270,15 @@ impl openvibe_protocols::Embedder for TopicEmbedder {
 async fn a_belief_bears_on_a_decision_by_meaning_whatever_its_domain() {
     use openvibe_protocols::{Action, DecisionEvent, EvidenceKind};
     let stores = in_memory_stores();
-    let role = deciding_role()
-        .clearance(
-            ClearanceProfile::new("cro")
-                .with_domain("revenue", Classification::Confidential)
-                .with_domain("finance", Classification::Confidential),
-        )
-        .with_embedder(Arc::new(TopicEmbedder));
+    let role = deciding_role().clearance(
+        ClearanceProfile::new("cro")
+            .with_domain("revenue", Classification::Confidential)
+            .with_domain("finance", Classification::Confidential),
+    );
+    assert!(!role.has_embedder());
+    // The runtime's embedder is the role's (it has none of its own).
     let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::always(LlmResponse::text("{}"))))
+        .with_embedder(Arc::new(TopicEmbedder))
         .with_stores(stores.clone())
         .role(role)
         .unwrap();
@@ -325,4 +326,30 @@ async fn a_belief_bears_on_a_decision_by_meaning_whatever_its_domain() {
         cited[0].why
     );
     assert!((decided.confidence.score - 0.8 * 0.75).abs() < 1e-9);
+
+    // What the belief changed: the same event without it has no evidence
+    // (the other belief is on another subject), and asking writes nothing.
+    let episodes = |memory: openvibe_memory::AgentMemory| async move {
+        memory
+            .recall_episodes(openvibe_protocols::EpisodeQuery::new().limit(100))
+            .await
+            .unwrap()
+            .len()
+    };
+    let before = episodes(memory.clone()).await;
+    let without = role.decide_without(&event, &["b-pricing"]).await.unwrap();
+    assert!(without.confidence.evidence.is_empty(), "{without:?}");
+    assert_eq!(without.confidence.score, 0.0);
+    assert_ne!(without.outcome, decided.outcome);
+    let engine = role.decision_engine();
+    assert_eq!(
+        engine
+            .evaluate_without(&event, &[])
+            .await
+            .unwrap()
+            .confidence
+            .score,
+        decided.confidence.score
+    );
+    assert_eq!(episodes(memory).await, before, "a what-if records nothing");
 }

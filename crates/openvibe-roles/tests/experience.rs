@@ -131,6 +131,59 @@ async fn a_setback_weighs_against_what_it_was_decided_on_relevant_or_not() {
     );
 }
 
+/// A run is held against what carried its decision, not against every
+/// record it cited: `decided_on` names the beliefs and insights cited at a
+/// relevance of at least `BASIS_RELEVANCE`.
+#[tokio::test]
+async fn a_run_is_held_only_against_what_carried_its_decision() {
+    let (stores, runtime) = believing("{}").await;
+    let role = runtime.get_role("cro").unwrap();
+    believe(
+        &stores,
+        role,
+        "b-invoices",
+        "Invoices of customers in logistics are paid within sixty days of the quarter's close",
+    )
+    .await;
+    let handled = role.handle(&lead("e1", "stalled")).await.unwrap();
+    let cited: Vec<_> = handled
+        .decision
+        .confidence
+        .evidence
+        .iter()
+        .filter(|e| e.kind != EvidenceKind::Episode)
+        .collect();
+    assert!(
+        cited
+            .iter()
+            .any(|e| e.relevance < openvibe_roles::BASIS_RELEVANCE),
+        "a record cited in passing: {cited:?}"
+    );
+    let run = role
+        .agent_memory()
+        .unwrap()
+        .get_episode(&openvibe_roles::run_episode_id(&handled.decision.id))
+        .await
+        .unwrap()
+        .unwrap();
+    let decided_on: Vec<&str> = run.outcome["decided_on"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    for e in &cited {
+        assert_eq!(
+            decided_on.contains(&e.id.as_str()),
+            e.relevance >= openvibe_roles::BASIS_RELEVANCE,
+            "{} at {}: {decided_on:?}",
+            e.id,
+            e.relevance
+        );
+    }
+    assert!(decided_on.contains(&"b-webinar"));
+}
+
 #[tokio::test]
 async fn setbacks_make_like_decisions_propose_before_any_belief_changes() {
     let (stores, runtime) = believing("{}").await;

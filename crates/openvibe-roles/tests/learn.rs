@@ -309,13 +309,19 @@ async fn without_the_model_a_same_subject_belief_refines_and_the_person_chooses(
         .decide_proposal(
             &ann(),
             &belief_proposal_id(&next[0].id),
-            &Verdict::approve("the pricing changed it").superseding(),
+            &Verdict::approve("the pricing changed it")
+                .superseding()
+                .as_constraint(),
         )
         .await
         .unwrap();
     let active = memory.active_beliefs(Some("revenue")).await.unwrap();
     assert_eq!(active.len(), 1);
     assert_eq!(active[0].id, next[0].id);
+    assert!(
+        active[0].constraint,
+        "approved through its proposal as a constraint"
+    );
     assert_eq!(active[0].supersedes.as_deref(), Some(first.id.as_str()));
     // A superseding approval of a proposal that adopts no belief: a conflict.
     let plain = stores
@@ -334,6 +340,14 @@ async fn without_the_model_a_same_subject_belief_refines_and_the_person_chooses(
         .unwrap();
     let refused = stores
         .decide_proposal(&ann(), &plain.id, &Verdict::approve("ok").superseding())
+        .await;
+    assert!(
+        matches!(&refused, Err(StoreError::Conflict { .. })),
+        "{refused:?}"
+    );
+    // So is an approval as a constraint: it has no belief to make one.
+    let refused = stores
+        .decide_proposal(&ann(), &plain.id, &Verdict::approve("ok").as_constraint())
         .await;
     assert!(
         matches!(&refused, Err(StoreError::Conflict { .. })),

@@ -705,7 +705,7 @@ fn whole_rules() -> Vec<(&'static str, Value)> {
 }
 
 /// A verdict approves, or gives its reason; and only an approval
-/// supersedes.
+/// supersedes or makes a constraint.
 fn verdict_rules() -> Value {
     let approves = json!({"required": ["approve"], "properties": {"approve": {"const": true}}});
     json!({"allOf": [
@@ -716,6 +716,10 @@ fn verdict_rules() -> Value {
         {"anyOf": [
             approves,
             {"properties": {"supersede": {"const": false}}},
+        ]},
+        {"anyOf": [
+            approves,
+            {"properties": {"constraint": {"const": false}}},
         ]},
     ]})
 }

@@ -449,7 +449,7 @@ async fn development_mode_signs_in_from_this_machine_without_a_key() {
 
 /// A belief that refines an active one: its proposal's card names the
 /// refined belief and offers "Approve superseding", which retires that one
-/// with the approval (issue 64).
+/// with the approval, and "As a constraint" (issue 64).
 #[tokio::test]
 async fn a_refining_beliefs_proposal_offers_to_supersede() {
     use openvibe_protocols::{Belief, BeliefStatus, Verdict};
@@ -491,6 +491,7 @@ async fn a_refining_beliefs_proposal_offers_to_supersede() {
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("This belief refines"), "{page}");
     assert!(page.contains(r#"value="supersede""#), "{page}");
+    assert!(page.contains(r#"name="constraint""#), "{page}");
     let token = csrf(&world.url, &ann).await;
     let response = client()
         .post(format!("{}{path}/decide", world.url))
@@ -498,6 +499,7 @@ async fn a_refining_beliefs_proposal_offers_to_supersede() {
         .form(&[
             ("verdict", "supersede"),
             ("reason", "legal joined"),
+            ("constraint", "on"),
             ("csrf", token.as_str()),
         ])
         .send()
@@ -531,4 +533,5 @@ async fn a_refining_beliefs_proposal_offers_to_supersede() {
         ),
         (BeliefStatus::Active, Some("b-cfo"), None)
     );
+    assert!(new.constraint, "approved as a constraint from the console");
 }

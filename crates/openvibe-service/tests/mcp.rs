@@ -472,6 +472,14 @@ async fn mcp_belief_tools_list_and_guard_approval() {
         )
         .await
         .unwrap();
+    // A person may approve a belief as a constraint through the tool.
+    let tools = c.list_all_tools().await.unwrap();
+    let decide = tools.iter().find(|t| t.name == "decideBelief").unwrap();
+    assert_eq!(
+        decide.input_schema["properties"]["constraint"]["type"], "boolean",
+        "{:?}",
+        decide.input_schema
+    );
     let listed = call(&c, "listBeliefs", json!({})).await;
     assert_ne!(listed.is_error, Some(true), "{listed:?}");
     assert_eq!(structured(&listed)["items"][0]["id"], "b1");

@@ -2,7 +2,9 @@
 //! `RevenueOps` (`qualify_lead`, `enrich_lead`) that asks a CMO, owner of
 //! marketing and `ContentEngine` (`write_case_study`), for a case study
 //! through their space, loaded by `RoleRuntime` from the configuration
-//! directory `examples/full/`, run offline from its recorded cassette.
+//! directory `examples/full/`, run offline from its recorded cassette (the
+//! model's answers) and recorded sentence vectors (memory ranked by
+//! meaning).
 //!
 //! ```text
 //! cargo run -p openvibe --example full
@@ -23,7 +25,9 @@ use openvibe::primitives::testing::RecordReplayProvider;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/full");
     let llm = RecordReplayProvider::replay_str(CASSETTE, "examples/full/cassette.jsonl")?;
-    let runtime = RoleRuntime::new(Arc::new(llm)).with_stores(in_memory_stores());
+    let runtime = RoleRuntime::new(Arc::new(llm))
+        .with_embedder(Arc::new(full_example::embeddings()?))
+        .with_stores(in_memory_stores());
     let run = full_example::run(&config, runtime).await?;
 
     for (workflow, state) in &run.states {

@@ -65,6 +65,26 @@ pub fn example_day() -> chrono::NaiveDate {
 /// `openvibe demo --full --llm standin --record FILE`).
 pub const CASSETTE: &str = include_str!("../examples/full/cassette.jsonl");
 
+/// The sentence vectors the example ranks memory with: all-MiniLM-L6-v2's,
+/// recorded once (`openvibe demo --full --embedder local
+/// --record-embeddings FILE`) and replayed, so that evidence reaches
+/// decisions by meaning offline and identically everywhere.
+pub const EMBEDDINGS: &str = include_str!("../examples/full/embeddings.jsonl");
+
+/// [`EMBEDDINGS`] as an embedder that replays them (feature `testing`).
+///
+/// # Errors
+/// [`EmbedError::Model`](openvibe_protocols::EmbedError::Model) when the
+/// recording is not a cassette.
+#[cfg(feature = "testing")]
+pub fn embeddings()
+-> Result<openvibe_primitives::testing::RecordReplayEmbedder, openvibe_protocols::EmbedError> {
+    openvibe_primitives::testing::RecordReplayEmbedder::replay_str(
+        EMBEDDINGS,
+        "examples/full/embeddings.jsonl",
+    )
+}
+
 /// The lead the example qualifies and enriches.
 pub const LEAD: &str =
     "Acme Logistics, 450 employees, VP Operations attended the route-planning webinar";
@@ -292,8 +312,10 @@ pub fn discount_events() -> Vec<DecisionEvent> {
 /// Two weeks of leads, compressed (seed 001, V4): day by day, what the
 /// CRO's cognitive loop perceives. Week 1: logistics leads whose VP
 /// attended the webinar, each followed up; week 2, after a price change,
-/// such deals stall in procurement. A reflection event ends days 3, 10
-/// and 14.
+/// such deals stall in procurement. On day 12 a customer's renewal (the
+/// `customer` domain) asks for a discount in words that share none with
+/// what the CRO learned about procurement, but mean the same trouble. A
+/// reflection event ends days 3, 10 and 14.
 pub fn two_weeks() -> Vec<(u32, DecisionEvent)> {
     let lead = |day: u32, company: &str, note: &str| {
         (
@@ -350,6 +372,18 @@ pub fn two_weeks() -> Vec<(u32, DecisionEvent)> {
             "lucerne_freight",
             "stalled in procurement since the price change",
         ),
+        (
+            12,
+            DecisionEvent::new("renewal-day12-contoso_cargo", "renewal.held", "customer")
+                .summary(RENEWAL)
+                .entity("contoso_cargo")
+                .data(serde_json::json!({"amount": 600}))
+                .action(Action::tool(
+                    "give_discount",
+                    "apply_discount",
+                    serde_json::json!({"customer": "contoso_cargo", "pct": 5}),
+                )),
+        ),
         lead(
             13,
             "woodgrove_carriers",
@@ -358,6 +392,12 @@ pub fn two_weeks() -> Vec<(u32, DecisionEvent)> {
         reflect(14),
     ]
 }
+
+/// Day 12 of [`two_weeks`]: a customer's renewal held over the new rates,
+/// worded with none of the words of what the CRO learns about the price
+/// change (a belief reaches it by meaning only).
+pub const RENEWAL: &str =
+    "Day 12: contoso_cargo's purchasing team holds its renewal over our new rates";
 
 /// One day of [`run_two_weeks`].
 #[derive(Debug, Clone)]
@@ -376,6 +416,11 @@ pub struct Day {
     /// The proposal of the day a person rejected, and why: the first
     /// follow-up proposed since deals stalled ([`REJECTION`]).
     pub rejected: Option<(String, String)>,
+    /// What a belief changed: for each belief the day's decision cites
+    /// whose absence would have changed its outcome, that belief's id and
+    /// the decision without it ([`Role::decide_without`](openvibe_roles::Role::decide_without),
+    /// which writes nothing).
+    pub moved_by: Vec<(String, openvibe_protocols::Decision)>,
 }
 
 /// Why [`APPROVER`] rejects the first follow-up the CRO proposes once
@@ -404,16 +449,22 @@ where
         .with_clearance(openvibe_protocols::Clearance::unrestricted());
     let mut days = Vec::new();
     let mut rejected_one = false;
+    let role = run.runtime.get_role("cro")?;
     for (day, event) in two_weeks() {
         let trace = cognitive
-            .run_event("cro", event, openvibe_protocols::EventSource::Code)
+            .run_event("cro", event.clone(), openvibe_protocols::EventSource::Code)
             .await?;
+        let moved_by = match &trace.decision {
+            Some(decision) => moved_by(role, &event, decision).await?,
+            None => Vec::new(),
+        };
         let mut step = Day {
             day,
             trace,
             insights: Vec::new(),
             proposed: Vec::new(),
             rejected: None,
+            moved_by,
         };
         // The first follow-up proposed once deals stall: a person rejects
         // it, with the reason (the next like decision cites it).
@@ -451,6 +502,41 @@ where
         days.push(step);
     }
     Ok(days)
+}
+
+/// The beliefs `decision` (on `event`) cites whose absence would have
+/// changed its outcome, each with the decision without it: what-ifs asked
+/// after the decision (nothing is written), over memory as it is then less
+/// the run the decision made. None when that memory no longer gives the
+/// same decision (what was learned since moved it), so that a what-if is
+/// shown only beside the decision it varies.
+async fn moved_by(
+    role: &openvibe_roles::Role,
+    event: &DecisionEvent,
+    decision: &openvibe_protocols::Decision,
+) -> Result<Vec<(String, openvibe_protocols::Decision)>, Error> {
+    let run = openvibe_roles::run_episode_id(&decision.id);
+    let again = role.decide_without(event, &[run.as_str()]).await?;
+    if again.outcome != decision.outcome
+        || (again.confidence.score - decision.confidence.score).abs() > 1e-9
+    {
+        return Ok(Vec::new());
+    }
+    let mut moved = Vec::new();
+    for belief in decision
+        .confidence
+        .evidence
+        .iter()
+        .filter(|e| e.kind == openvibe_protocols::EvidenceKind::Belief)
+    {
+        let without = role
+            .decide_without(event, &[run.as_str(), belief.id.as_str()])
+            .await?;
+        if without.outcome != decision.outcome {
+            moved.push((belief.id.clone(), without));
+        }
+    }
+    Ok(moved)
 }
 
 /// The CRO's key results behind their pace `days` days from now (the
@@ -941,7 +1027,7 @@ pub fn stand_in() -> openvibe_primitives::testing::StandIn {
             if episodes.contains("stalled in procurement") {
                 return Some(LlmResponse::text(
                     json!([
-                        {"content": "Since the price change, webinar-attending VPs' logistic deals stall in procurement", "confidence": 0.85, "domain": "revenue", "tags": ["pricing"]}
+                        {"content": "Since the price change, freight leads from webinars stall in procurement", "confidence": 0.85, "domain": "revenue", "tags": ["pricing"]}
                     ])
                     .to_string(),
                 ));

@@ -21,7 +21,9 @@ fn config() -> std::path::PathBuf {
 #[tokio::test]
 async fn the_raw_log_holds_every_call_the_cassette_answered() {
     let llm = RecordReplayProvider::replay_str(CASSETTE, "examples/full/cassette.jsonl").unwrap();
-    let runtime = RoleRuntime::new(Arc::new(llm)).with_stores(in_memory_stores());
+    let runtime = RoleRuntime::new(Arc::new(llm))
+        .with_embedder(Arc::new(full_example::embeddings().unwrap()))
+        .with_stores(in_memory_stores());
     let run = full_example::run(&config(), runtime).await.unwrap();
 
     // L2 → L1 and L3 → L1.
@@ -73,6 +75,7 @@ async fn the_raw_log_holds_every_call_the_cassette_answered() {
                     &belief.id,
                     &openvibe::protocols::Verdict {
                         supersede: belief.refines.is_some(),
+                        constraint: belief.refines.is_some(),
                         ..openvibe::protocols::Verdict::approve("seen it")
                     },
                 )
@@ -108,6 +111,35 @@ async fn the_raw_log_holds_every_call_the_cassette_answered() {
         cited >= 3,
         "the decisions after the approval cite the belief"
     );
+    // Day 12, a renewal in the `customer` domain worded with none of the
+    // second belief's words: the belief (a constraint, of `revenue`) is
+    // found by meaning alone and caps the act it would have been.
+    let renewal = days.iter().find(|d| d.day == 12).unwrap();
+    let decision = renewal.trace.decision.as_ref().unwrap();
+    assert_eq!(decision.event.domain, "customer");
+    assert_eq!(decision.outcome, openvibe::protocols::Outcome::Propose);
+    let belief = decision
+        .confidence
+        .evidence
+        .iter()
+        .find(|e| e.id == proposed[1].0.id)
+        .expect("the renewal cites the second belief");
+    assert!(belief.constraint);
+    assert!(
+        belief.why.starts_with("vector #") && !belief.why.contains("full_text"),
+        "found by meaning only: {}",
+        belief.why
+    );
+    assert!(
+        decision.reason.contains("is a constraint"),
+        "{}",
+        decision.reason
+    );
+    let [(moved, without)] = renewal.moved_by.as_slice() else {
+        panic!("the belief moved the renewal: {:?}", renewal.moved_by);
+    };
+    assert_eq!(moved, &proposed[1].0.id);
+    assert_eq!(without.outcome, openvibe::protocols::Outcome::Act);
     // Every call of both roles: the CRO's, and the CMO's case study.
     let query = openvibe::protocols::RawCallQuery::new().limit(100);
     let mut all_calls = Vec::new();

@@ -149,20 +149,27 @@ impl RecordReplayProvider {
             serde_json::to_string(entry).map_err(|e| fail("serialize an entry for", &e))?;
         line.push('\n');
         let _guard = lock(write);
-        if let Some(parent) = self.cassette.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| fail("create the directory of", &e))?;
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.cassette)
-            .map_err(|e| fail("open", &e))?;
-        file.write_all(line.as_bytes())
-            .map_err(|e| fail("write to", &e))
+        append_to(&self.cassette, &line).map_err(|(what, e)| fail(what, &e))
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Append `text` to the cassette at `path`, creating it and its parent
+/// directories; on failure, what could not be done and why.
+pub(super) fn append_to(path: &Path, text: &str) -> Result<(), (&'static str, std::io::Error)> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| ("create the directory of", e))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| ("open", e))?
+        .write_all(text.as_bytes())
+        .map_err(|e| ("write to", e))
+}
+
+/// Lock `mutex`: the guarded data stays consistent even if a holder panicked.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // The guarded data stays consistent even if a holder panicked.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -231,7 +231,8 @@ impl Belief {
     /// `ctx`'s `verdict` on this belief at `now`, checked: `ctx` must be
     /// allowed to approve it ([`CallerContext::may_approve`]); it must be
     /// proposed (else [`StoreError::Conflict`] naming its status); a
-    /// rejection needs a reason; a verdict on a belief carries no action.
+    /// rejection needs a reason; a verdict on a belief carries no action;
+    /// an approval [as a constraint](Verdict::constraint) marks it one.
     /// What every backend runs under its lock.
     pub fn decide_as(
         &self,
@@ -259,6 +260,7 @@ impl Belief {
             // Checked above: it refines one.
             next.supersedes = next.refines.take();
         }
+        next.constraint |= verdict.constraint;
         next.status = if verdict.approve {
             BeliefStatus::Active
         } else {

@@ -271,6 +271,12 @@ impl Proposal {
                 self.id
             )));
         }
+        if verdict.constraint && self.belief_id().is_none() {
+            return Err(StoreError::conflict(format!(
+                "constraint: proposal `{}` adopts no belief, so there is no belief to make a constraint",
+                self.id
+            )));
+        }
         let mut next = self.clone();
         if verdict.approve {
             match (&self.action, &verdict.action) {
@@ -459,6 +465,11 @@ pub struct Verdict {
     /// supersedes it. Only on such an approval.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub supersede: bool,
+    /// Approving a belief (or its proposal) as a constraint: an action the
+    /// belief bears on is then proposed to a person, never taken alone.
+    /// Only on such an approval.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub constraint: bool,
 }
 
 impl Verdict {
@@ -469,6 +480,7 @@ impl Verdict {
             reason: reason.into(),
             action: None,
             supersede: false,
+            constraint: false,
         }
     }
 
@@ -480,6 +492,14 @@ impl Verdict {
         self
     }
 
+    /// This approval of a belief makes it a constraint
+    /// ([`Verdict::constraint`]).
+    #[must_use]
+    pub fn as_constraint(mut self) -> Self {
+        self.constraint = true;
+        self
+    }
+
     /// Approve an escalation with the action to take.
     pub fn approve_with(action: Action, reason: impl Into<String>) -> Self {
         Self {
@@ -487,6 +507,7 @@ impl Verdict {
             reason: reason.into(),
             action: Some(action),
             supersede: false,
+            constraint: false,
         }
     }
 
@@ -497,6 +518,7 @@ impl Verdict {
             reason: reason.into(),
             action: None,
             supersede: false,
+            constraint: false,
         }
     }
 
@@ -513,6 +535,12 @@ impl Verdict {
             return Err(StoreError::invalid(
                 "supersede",
                 "only an approval supersedes a belief",
+            ));
+        }
+        if self.constraint && !self.approve {
+            return Err(StoreError::invalid(
+                "constraint",
+                "only an approval makes a belief a constraint",
             ));
         }
         Ok(())

@@ -139,6 +139,8 @@ pub(crate) struct DecideForm {
     reason: String,
     /// For an escalation: the action to run (JSON), when approving.
     action: String,
+    /// For a belief: `on` approves it as a constraint.
+    constraint: String,
 }
 
 /// `POST /console/proposals/{id}/decide`
@@ -188,6 +190,11 @@ fn verdict_of(form: &DecideForm) -> Result<Verdict, StoreError> {
         reason: form.reason.trim().to_owned(),
         action,
         supersede,
+        constraint: match form.constraint.as_str() {
+            "" => false,
+            "on" => true,
+            _ => return Err(StoreError::invalid("constraint", "must be on or absent")),
+        },
     })
 }
 
@@ -333,6 +340,12 @@ fn decide_form(p: &Proposal, who: &SignedIn) -> Markup {
             @if p.action.is_none() {
                 label for=(action_id) { "Action to run, as JSON (required to approve an escalation)" }
                 textarea id=(action_id) name="action" placeholder=r#"{"action": "...", "target": {"kind": "tool", "tool": "..."}, "input": {}}"# {}
+            }
+            @if p.belief_id().is_some() {
+                label.check {
+                    input type="checkbox" name="constraint" value="on";
+                    " As a constraint: an action this belief bears on is proposed to a person, never taken alone"
+                }
             }
             @if let Some(old) = p.refined_belief() {
                 p.meta { "This belief refines " (record_link("belief", old)) ": approving keeps both; approving superseding retires that one." }

@@ -69,6 +69,10 @@ pub struct DecideProposal {
     /// retire that one too, as the approved belief supersedes it.
     #[serde(default)]
     pub supersede: bool,
+    /// Approving a belief (or its proposal) as a constraint: an action it
+    /// bears on is then proposed to a person, never taken alone.
+    #[serde(default)]
+    pub constraint: bool,
     /// The project you work in.
     #[serde(default)]
     pub project: Option<String>,
@@ -267,6 +271,7 @@ fn decide<K: Decided>(
                     reason: args.reason,
                     action: None,
                     supersede: args.supersede,
+                    constraint: args.constraint,
                 };
                 to_value(K::decide(&tools.stores, &caller, &args.id, &verdict).await?)
             }
