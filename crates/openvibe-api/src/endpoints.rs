@@ -27,12 +27,13 @@ use std::marker::PhantomData;
 use openvibe_protocols::{
     Accepted, AuditEntry, AuditQuery, Belief, BeliefQuery, ChainHead, ChainReport, DecisionEvent,
     Episode, EpisodeQuery, ErasureCount, ErasureSubject, Fact, FactQuery, Goal, GoalProgress,
-    GoalQuery, InitiativeUpdate, Insight, InsightQuery, Knowledge, KnowledgeHit, KnowledgeQuery,
-    LoopTrace, MetricReport, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page,
-    Plan, PlanContext, PlanDeleted, PlanQuery, PlanUpdate, Priorities, Proposal, ProposalQuery,
-    RawCall, RawCallQuery, RecordVector, ReportQuery, RevisableRecord, Session, SessionDeleted,
-    SessionQuery, Space, SpaceMessage, SpaceQuery, StateEntry, StoreError, StoredRecord,
-    TaskContext, VectorStatus, Verdict, VerifyChain,
+    GoalQuery, InboxEvent, InboxOutcome, InboxQuery, InitiativeUpdate, Insight, InsightQuery,
+    Knowledge, KnowledgeHit, KnowledgeQuery, LeaseRequest, LoopTrace, MetricReport, NamespaceCount,
+    NewKnowledge, NewPlan, NewSession, Observed, Page, Plan, PlanContext, PlanDeleted, PlanQuery,
+    PlanUpdate, Priorities, Proposal, ProposalQuery, RawCall, RawCallQuery, RecordVector, Renewal,
+    ReportQuery, RevisableRecord, Session, SessionDeleted, SessionQuery, Space, SpaceMessage,
+    SpaceQuery, StateEntry, StoreError, StoredRecord, TaskContext, VectorStatus, Verdict,
+    VerifyChain,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
@@ -427,6 +428,7 @@ pub fn all() -> Vec<Operation> {
     ];
     all.extend(proposal_ops());
     all.extend(space_ops());
+    all.extend(inbox_ops());
     all.extend(goal_ops());
     all.extend(belief_ops());
     all.extend(audit_ops());
@@ -507,6 +509,7 @@ pub const SEARCH_MEMORY: Endpoint<SearchMemory, Vec<Fact>> = Endpoint::post(
 
 crate::store_wire!(ProposalStore => rows);
 crate::store_wire!(SpaceStore => rows);
+crate::store_wire!(InboxStore => rows);
 crate::store_wire!(GoalStore => rows);
 crate::store_wire!(BeliefStore => rows);
 crate::store_wire!(AuditLog => rows);

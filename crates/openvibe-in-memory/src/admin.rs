@@ -23,6 +23,7 @@ use openvibe_protocols::{
 use crate::audit::InMemoryAuditLog;
 use crate::beliefs::InMemoryBeliefStore;
 use crate::goals::InMemoryGoalStore;
+use crate::inbox::InMemoryInboxStore;
 use crate::proposals::InMemoryProposalStore;
 use crate::raw::InMemoryRawLog;
 use crate::records::{InMemoryEpisodicStore, InMemoryFactStore, InMemoryInsightStore};
@@ -63,6 +64,7 @@ impl InMemoryAdmin {
             goals: Arc::new(InMemoryGoalStore::new().with_audit(audit.clone())),
             beliefs: Arc::new(InMemoryBeliefStore::new().with_audit(audit.clone())),
             spaces: Arc::new(InMemorySpaceStore::new().with_audit(audit.clone())),
+            inbox: Arc::new(InMemoryInboxStore::new().with_audit(audit.clone())),
             audit,
             vectors,
         }
@@ -89,6 +91,7 @@ impl InMemoryAdmin {
             goals: admin.goals.clone(),
             beliefs: admin.beliefs.clone(),
             spaces: admin.spaces.clone(),
+            inbox: admin.inbox.clone(),
             admin,
         }
     }
@@ -105,6 +108,7 @@ pub struct InMemoryAdmin {
     goals: Arc<InMemoryGoalStore>,
     beliefs: Arc<InMemoryBeliefStore>,
     spaces: Arc<InMemorySpaceStore>,
+    inbox: Arc<InMemoryInboxStore>,
     audit: Arc<InMemoryAuditLog>,
     vectors: Option<Arc<VectorTable>>,
 }
@@ -191,7 +195,7 @@ impl RecordVectors for InMemoryAdmin {
 
 impl InMemoryAdmin {
     /// Every store, as maintenance sees it.
-    fn keepers(&self) -> [&dyn Maintained; 9] {
+    fn keepers(&self) -> [&dyn Maintained; 10] {
         [
             &*self.raw,
             &*self.facts,
@@ -202,6 +206,7 @@ impl InMemoryAdmin {
             &*self.goals,
             &*self.beliefs,
             &*self.spaces,
+            &*self.inbox,
         ]
     }
 

@@ -17,6 +17,7 @@
 //! | the audit trail | [`InMemoryAuditLog`] |
 //! | proposals | [`InMemoryProposalStore`] |
 //! | spaces | [`InMemorySpaceStore`] |
+//! | the durable event inbox | [`InMemoryInboxStore`] |
 //! | namespaces, vectors, snapshot files | [`InMemoryAdmin`], [`MemorySnapshot`] |
 //! | all of them, as one [`Stores`] set | [`in_memory_stores`], [`in_memory_stores_with_embedder`] |
 //!
@@ -41,6 +42,7 @@ mod audit;
 mod beliefs;
 mod goals;
 mod governed;
+mod inbox;
 mod index;
 mod kinds;
 mod proposals;
@@ -63,6 +65,7 @@ pub use admin::{InMemoryAdmin, MemorySnapshot, SnapshotHandle};
 pub use audit::InMemoryAuditLog;
 pub use beliefs::InMemoryBeliefStore;
 pub use goals::InMemoryGoalStore;
+pub use inbox::InMemoryInboxStore;
 pub use openvibe_retrieval::VectorSearch;
 pub use proposals::InMemoryProposalStore;
 pub use raw::{InMemoryRawLog, new_raw_id};

@@ -119,6 +119,30 @@ async fn seed(s: &Stores, cro: &CallerContext) {
         .post(cro, "s2", SpaceMessage::text("call globex").id("keep-m"))
         .await
         .unwrap();
+    s.inbox
+        .push(
+            cro,
+            openvibe_protocols::InboxEvent::new(
+                "cro",
+                openvibe_protocols::DecisionEvent::new("ev1", "renewal.due", "revenue")
+                    .summary("acme_corp renews in March"),
+                openvibe_protocols::EventSource::Code,
+            ),
+        )
+        .await
+        .unwrap();
+    s.inbox
+        .push(
+            cro,
+            openvibe_protocols::InboxEvent::new(
+                "cro",
+                openvibe_protocols::DecisionEvent::new("keep-ev", "renewal.due", "revenue")
+                    .summary("globex renews in May"),
+                openvibe_protocols::EventSource::Code,
+            ),
+        )
+        .await
+        .unwrap();
     // Searches that quote the subject: the audit trail records them.
     s.facts
         .query(cro, &FactQuery::new().entity(WHO))
@@ -177,6 +201,7 @@ where
         ("goal", 1),
         ("space", 1),
         ("message", 1),
+        ("inbox_event", 1),
     ] {
         assert_eq!(matched(kind), n, "{kind} matched");
     }
@@ -198,7 +223,7 @@ where
     .unwrap();
     assert!(report.complete(), "{report:?}");
     assert_eq!(report.deleted(), report.matched());
-    assert_eq!(report.matched(), 12);
+    assert_eq!(report.matched(), 13);
     assert!(seen.len() > 2, "progress in batches: {seen:?}");
     for k in &report.kinds {
         assert_eq!(k.after, 0, "{} left", k.kind);
@@ -246,6 +271,15 @@ where
     assert!(s.beliefs.get(&cro, "b1").await.unwrap().is_none());
     assert!(s.goals.get(&cro, "g1").await.unwrap().is_none());
     assert!(s.spaces.get(&cro, "s1").await.unwrap().is_none());
+    let inbox_id = |event: &str| openvibe_protocols::inbox_event_id("cro", event);
+    assert!(s.inbox.get(&cro, &inbox_id("ev1")).await.unwrap().is_none());
+    assert!(
+        s.inbox
+            .get(&cro, &inbox_id("keep-ev"))
+            .await
+            .unwrap()
+            .is_some()
+    );
     // ... and everything else stays.
     assert!(s.facts.get(&cro, "keep-f").await.unwrap().is_some());
     assert!(s.episodes.get(&cro, "keep-e").await.unwrap().is_some());

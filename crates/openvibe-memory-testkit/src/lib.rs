@@ -45,6 +45,7 @@ pub mod expiry;
 pub mod facts;
 pub mod goals;
 pub mod governance;
+pub mod inbox;
 pub mod insights;
 pub mod model;
 pub mod proposals;
@@ -211,6 +212,10 @@ cases! {
     spaces::spaces_order_racing_posts_totally;
     spaces::spaces_wake_waiting_readers_and_keep_cursors;
     spaces::spaces_are_governed_and_audited;
+    inbox::inbox_events_are_pushed_once;
+    inbox::inbox_leases_each_event_to_one_holder;
+    inbox::inbox_leases_lapse_and_are_taken_over;
+    inbox::inbox_is_governed;
 }
 
 /// The README's example, compiled and run as a doc test.

@@ -341,6 +341,15 @@ where
     );
     assert_eq!(s.proposals.expire_due(&cro(), 10).await.unwrap(), 1);
     assert_eq!(s.proposals.expire_due(&cro(), 10).await.unwrap(), 0);
+    // At most `limit` at a time.
+    for id in ["late-2", "late-3", "late-4"] {
+        s.proposals
+            .create(&cro(), proposal(id, 10).deadline(past))
+            .await
+            .unwrap();
+    }
+    assert_eq!(s.proposals.expire_due(&cro(), 2).await.unwrap(), 2);
+    assert_eq!(s.proposals.expire_due(&cro(), 2).await.unwrap(), 1);
     s.audit.flush().await.unwrap();
     let trail = s.audit.query(&sys(), &AuditQuery::new()).await.unwrap();
     assert!(

@@ -51,6 +51,7 @@ mod facts;
 mod goals;
 mod group;
 mod identity;
+mod inbox;
 mod insights;
 mod kept;
 mod kv;
@@ -87,6 +88,7 @@ pub use audit::{AUDIT_BATCH, AUDIT_INTERVAL, AuditWriter, PgAuditLog};
 pub use beliefs::PgBeliefStore;
 pub use error::PgError;
 pub use goals::PgGoalStore;
+pub use inbox::PgInboxStore;
 pub use kv::PgMemoryProvider;
 pub use openvibe_protocols::{MAX_LABEL_LEN, MAX_SEARCH_BYTES, MAX_WORD_LEN};
 pub use proposals::PgProposalStore;
@@ -159,6 +161,7 @@ pub struct PgStores {
     goals: Arc<PgGoalStore>,
     beliefs: Arc<PgBeliefStore>,
     spaces: Arc<PgSpaceStore>,
+    inbox: Arc<PgInboxStore>,
     audit: Arc<PgAuditLog>,
     vectors: Arc<PgVectors>,
     writer: AuditWriter,
@@ -219,6 +222,7 @@ impl PgStores {
             goals: Arc::new(PgGoalStore::new(pool.clone()).with_audit(writer.clone())),
             beliefs: Arc::new(PgBeliefStore::new(pool.clone()).with_audit(writer.clone())),
             spaces: Arc::new(PgSpaceStore::new(pool.clone()).with_audit(writer.clone())),
+            inbox: Arc::new(PgInboxStore::new(pool.clone()).with_audit(writer.clone())),
             audit: Arc::new(PgAuditLog::new(pool.clone(), writer.clone())),
             vectors: Arc::new(PgVectors::new(
                 pool.clone(),
@@ -302,6 +306,7 @@ impl PgStores {
             goals: self.goals.clone() as Arc<dyn GoalStore>,
             beliefs: self.beliefs.clone() as Arc<dyn BeliefStore>,
             spaces: self.spaces.clone() as Arc<dyn openvibe_protocols::SpaceStore>,
+            inbox: self.inbox.clone() as Arc<dyn openvibe_protocols::InboxStore>,
         }
     }
 

@@ -223,19 +223,23 @@ impl PgProposalStore {
             return Ok(0);
         }
         let now = store_time();
-        let mut sql = Sql::new("UPDATE proposals SET status = 'expired', updated_at = ");
-        sql.bind(now)
-            .push(" WHERE tenant_id = ")
-            .bind(ctx.tenant_id().to_owned())
-            .push(" AND id IN (SELECT f.id FROM proposals f WHERE f.tenant_id = ")
-            .bind(ctx.tenant_id().to_owned())
+        // Picked once (a materialized CTE): a subquery in `WHERE id IN (…)`
+        // may run again per row updated, past its LIMIT.
+        let mut sql = Sql::new(
+            "WITH picked AS MATERIALIZED (SELECT f.id FROM proposals f WHERE f.tenant_id = ",
+        );
+        sql.bind(ctx.tenant_id().to_owned())
             .push(" AND f.status = 'pending' AND f.deadline <= ")
             .bind(now)
             .push(" AND ");
         push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql.push(" ORDER BY f.deadline LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .push(" FOR UPDATE SKIP LOCKED)");
+            .push(" FOR UPDATE SKIP LOCKED) UPDATE proposals p SET status = 'expired', updated_at = ")
+            .bind(now)
+            .push(" FROM picked WHERE p.tenant_id = ")
+            .bind(ctx.tenant_id().to_owned())
+            .push(" AND p.id = picked.id");
         crate::tx::execute_confined(&self.pool, ctx, sql).await
     }
 }

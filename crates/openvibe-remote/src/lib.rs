@@ -163,7 +163,8 @@ impl RemoteMemory {
             proposals: me.clone(),
             goals: me.clone(),
             beliefs: me.clone(),
-            spaces: me,
+            spaces: me.clone(),
+            inbox: me,
         }
     }
 }

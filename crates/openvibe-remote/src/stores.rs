@@ -14,12 +14,13 @@ use openvibe_api::endpoints::{self as e, Endpoint, RecordEndpoints, RevisableEnd
 use openvibe_protocols::{
     Accepted, AuditEntry, AuditLog, AuditQuery, Belief, BeliefQuery, BeliefStore, CallerContext,
     ChainHead, ChainReport, ContextStore, DecisionEvent, ErasureCount, ErasureSubject, EventInbox,
-    EventSource, Expect, Goal, GoalProgress, GoalQuery, GoalStore, Initiative, InitiativeUpdate,
-    Insight, InsightStore, Knowledge, KnowledgeHit, KnowledgeQuery, KnowledgeStore, LoopTrace,
-    MetricReport, NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed,
-    Page, Plan, PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate,
-    Priorities, Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore,
-    RawRetention, RecordStore, RecordVector, RecordVectors, ReportQuery, RevisableStore, Session,
+    EventSource, Expect, Goal, GoalProgress, GoalQuery, GoalStore, InboxEvent, InboxOutcome,
+    InboxQuery, InboxStore, Initiative, InitiativeUpdate, Insight, InsightStore, Knowledge,
+    KnowledgeHit, KnowledgeQuery, KnowledgeStore, LeaseRequest, LoopTrace, MetricReport,
+    NamespaceAdmin, NamespaceCount, NewKnowledge, NewPlan, NewSession, Observed, Page, Plan,
+    PlanContext, PlanDeleted, PlanQuery, PlanStateStore, PlanStore, PlanUpdate, Priorities,
+    Proposal, ProposalQuery, ProposalStore, RawCall, RawCallQuery, RawLogStore, RawRetention,
+    RecordStore, RecordVector, RecordVectors, Renewal, ReportQuery, RevisableStore, Session,
     SessionDeleted, SessionQuery, SessionStore, Space, SpaceMessage, SpaceQuery, SpaceStore,
     StateEntry, StoreError, TaskContext, VectorStatus, Verdict, VerifyChain,
 };
@@ -172,6 +173,7 @@ fn with_id(mut report: MetricReport) -> MetricReport {
 
 openvibe_api::store_wire!(ProposalStore => remote_store);
 openvibe_api::store_wire!(SpaceStore => remote_store);
+openvibe_api::store_wire!(InboxStore => remote_store);
 openvibe_api::store_wire!(GoalStore => remote_store);
 openvibe_api::store_wire!(BeliefStore => remote_store);
 openvibe_api::store_wire!(AuditLog => remote_store {

@@ -12,10 +12,11 @@
 //! reaches sooner (a 400 the document cannot state).
 
 use openvibe_protocols::{
-    BeliefQuery, GoalQuery, MAX_BELIEF_INSIGHTS, MAX_CONTENT_LEN, MAX_ERROR_CHARS, MAX_INITIATIVES,
-    MAX_LABEL_LEN, MAX_PRIORITIES, MAX_RAW_PAGE, MAX_REASON_CHARS, MAX_RECORD_ID_LEN,
-    MAX_SPACE_MEMBERS, MAX_TITLE_CHARS, MAX_VECTOR_IDS, MAX_WAIT_MS, MessageQuery, PageQuery,
-    ProposalQuery, RECORD_KINDS, ReportQuery, SpaceQuery,
+    BeliefQuery, GoalQuery, InboxQuery, MAX_BELIEF_INSIGHTS, MAX_CONTENT_LEN, MAX_ERROR_CHARS,
+    MAX_INITIATIVES, MAX_LABEL_LEN, MAX_LEASE_BATCH, MAX_LEASE_MS, MAX_LEASE_ROLES, MAX_PRIORITIES,
+    MAX_RAW_PAGE, MAX_REASON_CHARS, MAX_RECORD_ID_LEN, MAX_SPACE_MEMBERS, MAX_TITLE_CHARS,
+    MAX_VECTOR_IDS, MAX_WAIT_MS, MIN_LEASE_MS, MessageQuery, PageQuery, ProposalQuery,
+    RECORD_KINDS, ReportQuery, SpaceQuery,
 };
 use serde_json::{Map, Value, json};
 
@@ -179,6 +180,7 @@ const RECORDS: &[&str] = &[
     "TaskContext",
     "MetricReport",
     "Priorities",
+    "InboxEvent",
 ];
 
 /// `(schemas, property path, rule)`: the property path is a property's name,
@@ -421,6 +423,37 @@ const RULES: &[(&[&str], &str, Rule)] = &[
     (&["Insight"], "source_episode_ids/items", Rule::Label),
     (&["RawCall"], "episode_id", Rule::Label),
     (&["RawCall"], "model", Rule::Label),
+    // An event (`validate_inbox_event`, the loop's `check_event`).
+    (&["DecisionEvent"], "id", Rule::Name),
+    (&["DecisionEvent"], "kind", Rule::Name),
+    (&["DecisionEvent"], "domain", Rule::Name),
+    (&["DecisionEvent"], "entity", Rule::Label),
+    (&["DecisionEvent"], "summary", Rule::Chars(MAX_CONTENT_LEN)),
+    (&["DecisionEvent"], "data", Rule::JsonMap),
+    (&["InboxEvent"], "id", Rule::IdOrEmpty),
+    (&["InboxEvent"], "role_id", Rule::Name),
+    (&["InboxEvent"], "domain", Rule::Label),
+    (&["LeaseRequest"], "roles", Rule::Items(1, MAX_LEASE_ROLES)),
+    (&["LeaseRequest"], "roles/items", Rule::Name),
+    (
+        &["LeaseRequest", "Renewal", "InboxOutcome"],
+        "holder",
+        Rule::Name,
+    ),
+    (
+        &["LeaseRequest", "Renewal"],
+        "lease_ms",
+        Rule::Range(MIN_LEASE_MS, MAX_LEASE_MS),
+    ),
+    (
+        &["LeaseRequest"],
+        "limit",
+        Rule::Range(1, MAX_LEASE_BATCH as u64),
+    ),
+    (&["InboxOutcome"], "note", Rule::Chars(MAX_CONTENT_LEN)),
+    (&["InboxQuery"], "limit", page::<InboxQuery>()),
+    (&["InboxQuery"], "cursor", Rule::PageCursor),
+    (&["InboxQuery"], "role_id", Rule::Label),
 ];
 
 /// Rules inside an enum's variants: `(schema, JSON pointer, rule)`.

@@ -85,6 +85,45 @@ macro_rules! store_wire {
             client (&ExpireProposals { limit } => |count| count.expired);
         }
     ] [] } };
+    (InboxStore => $callback:path $({ $($extra:tt)* })?) => { $callback! { InboxStore inbox_ops; { $($($extra)*)? } [
+        fn push(event: InboxEvent) -> InboxEvent = PUSH_INBOX_EVENT {
+            POST "/v1/memory/inbox" [] (body InboxEvent) -> InboxEvent;
+            "pushInboxEvent", "Hold an event for a role's cognitive loop until a loop process works it (its id is the role's and event's; the same event again: the one held; another event under its id: 409)" [idempotent];
+            server (|s, ctx, e| s.stores.inbox.push(&ctx, e));
+            client (&event);
+        }
+        fn get(id: &str) -> Option<InboxEvent> = GET_INBOX_EVENT {
+            GET "/v1/memory/inbox/{id}" [id] (none) -> InboxEvent;
+            "getInboxEvent", "An inbox event the caller may read" [];
+            or_none "inbox_event";
+            server (|s, ctx| s.stores.inbox.get(&ctx, &id));
+            client ();
+        }
+        fn list(query: &InboxQuery) -> Page<InboxEvent> = QUERY_INBOX {
+            POST "/v1/memory/inbox/query" [] (body InboxQuery) -> Page<InboxEvent>;
+            "queryInbox", "A page of inbox events, newest first" [idempotent];
+            server (|s, ctx, q| s.stores.inbox.list(&ctx, &q));
+            client (query);
+        }
+        fn lease(request: &LeaseRequest) -> Vec<InboxEvent> = LEASE_INBOX {
+            POST "/v1/memory/inbox/lease" [] (body LeaseRequest) -> Vec<InboxEvent>;
+            "leaseInbox", "Lease the oldest free events of some roles to a loop process for a while (pending ones, and those whose lease lapsed: another process resumes them); each event to one process" [];
+            server (|s, ctx, r| s.stores.inbox.lease(&ctx, &r));
+            client (request);
+        }
+        fn renew(id: &str, renewal: &Renewal) -> InboxEvent = RENEW_INBOX_EVENT {
+            POST "/v1/memory/inbox/{id}/renew" [id] (body Renewal) -> InboxEvent;
+            "renewInboxEvent", "Renew a lease (its holder only; 409 when another process took the event over or it is finished)" [idempotent];
+            server (|s, ctx, r| s.stores.inbox.renew(&ctx, &id, &r));
+            client (renewal);
+        }
+        fn finish(id: &str, outcome: &InboxOutcome) -> InboxEvent = FINISH_INBOX_EVENT {
+            POST "/v1/memory/inbox/{id}/finish" [id] (body InboxOutcome) -> InboxEvent;
+            "finishInboxEvent", "Finish a leased event, done or failed (its holder only, once: 409 otherwise)" [];
+            server (|s, ctx, o| s.stores.inbox.finish(&ctx, &id, &o));
+            client (outcome);
+        }
+    ] [] } };
     (SpaceStore => $callback:path $({ $($extra:tt)* })?) => { $callback! { SpaceStore space_ops; { $($($extra)*)? } [
         fn create(space: Space) -> Space = CREATE_SPACE {
             POST "/v1/memory/spaces" [] (body Space) -> Space;

@@ -456,13 +456,6 @@ impl BeliefQuery {
         self
     }
 
-    /// At most `limit` a page.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
-
     /// Whether `b` (readable) matches the filters (namespaces and the
     /// cursor are the store's).
     pub fn matches(&self, b: &Belief) -> bool {

@@ -53,16 +53,37 @@ macro_rules! listed_by_creation {
 }
 pub(crate) use listed_by_creation;
 
-/// `PageQuery` for queries with a `limit` field bounded by a constant.
+/// `PageQuery` for queries with a `limit` field bounded by a constant,
+/// and their `limit` builder; with `cursor`, their `after` builder too (a
+/// `cursor: Option<String>` field).
 macro_rules! page_query {
-    ($($query:ty => $max:expr),* $(,)?) => {$(
+    ($($query:ty => $max:expr $(, $cursor:ident)?);* $(;)?) => {$(
         impl $crate::PageQuery for $query {
             const MAX_PAGE: usize = $max;
             fn page_limit(&self) -> usize {
                 self.limit
             }
         }
+
+        impl $query {
+            /// At most `limit` a page.
+            #[must_use]
+            pub fn limit(mut self, limit: usize) -> Self {
+                self.limit = limit;
+                self
+            }
+
+            $($crate::memory::page_query!(@$cursor);)?
+        }
     )*};
+    (@cursor) => {
+        /// Continue after the page that returned `cursor`.
+        #[must_use]
+        pub fn after(mut self, cursor: impl Into<String>) -> Self {
+            self.cursor = Some(cursor.into());
+            self
+        }
+    };
 }
 pub(crate) use page_query;
 

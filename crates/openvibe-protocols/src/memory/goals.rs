@@ -616,13 +616,6 @@ impl GoalQuery {
         self
     }
 
-    /// At most `limit` a page.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
-
     /// Whether `goal` (readable) matches the role filter and comes after
     /// the cursor.
     pub fn matches(&self, goal: &Goal) -> bool {
@@ -637,7 +630,7 @@ impl super::Listed for Goal {
         self.id().to_owned()
     }
 }
-super::page_query!(GoalQuery => MAX_GOAL_PAGE, ReportQuery => MAX_REPORT_PAGE);
+super::page_query!(GoalQuery => MAX_GOAL_PAGE; ReportQuery => MAX_REPORT_PAGE);
 
 /// One thing a role should do first today.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -782,13 +775,6 @@ impl ReportQuery {
     #[must_use]
     pub fn metric(mut self, metric: impl Into<String>) -> Self {
         self.metric = Some(metric.into());
-        self
-    }
-
-    /// At most `limit` a page.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
         self
     }
 

@@ -11,9 +11,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    BELIEF_KIND, Belief, BeliefStatus, CallerContext, GOAL_KIND, Goal, Governed, InsightStatus,
-    MESSAGE_KIND, METRIC_KIND, MetricReport, PRIORITIES_KIND, PROPOSAL_KIND, PlanStatus,
-    Priorities, Proposal, ProposalStatus, RecordMeta, SPACE_KIND, Space, SpaceMessage, StoreError,
+    BELIEF_KIND, Belief, BeliefStatus, CallerContext, GOAL_KIND, Goal, Governed, INBOX_KIND,
+    InboxEvent, InboxStatus, InsightStatus, MESSAGE_KIND, METRIC_KIND, MetricReport,
+    PRIORITIES_KIND, PROPOSAL_KIND, PlanStatus, Priorities, Proposal, ProposalStatus, RecordMeta,
+    SPACE_KIND, Space, SpaceMessage, StoreError,
 };
 use crate::Vocabulary;
 
@@ -74,7 +75,7 @@ impl KindSpec {
 /// Every governed store kind. The order is the order kinds are listed in
 /// ([`RECORD_KINDS`](crate::RECORD_KINDS)); erasure and embedding have
 /// orders of their own ([`KindSpec::erasure`], [`KindSpec::embedded`]).
-pub const KINDS: [KindSpec; 15] = [
+pub const KINDS: [KindSpec; 16] = [
     KindSpec::new("fact", "facts", 1).embedded_at(0),
     KindSpec::new("episode", "episodes", 2).embedded_at(2),
     KindSpec::new("insight", "insights", 3)
@@ -100,6 +101,7 @@ pub const KINDS: [KindSpec; 15] = [
     KindSpec::new(BELIEF_KIND, "beliefs", 12).with_statuses::<BeliefStatus>(),
     KindSpec::new(SPACE_KIND, "spaces", 14),
     KindSpec::new(MESSAGE_KIND, "space_messages", 13),
+    KindSpec::new(INBOX_KIND, "inbox_events", 15).with_statuses::<InboxStatus>(),
 ];
 
 /// The kind named `name`.
@@ -254,6 +256,7 @@ kept! {
     MetricReport => METRIC_KIND, domain none, id id;
     Space => SPACE_KIND, domain field, id id;
     SpaceMessage => MESSAGE_KIND, domain optional, id id;
+    InboxEvent => INBOX_KIND, domain field, id id;
 }
 
 /// What each kind kept by id says of itself beyond its fields: written
@@ -372,6 +375,21 @@ impl SpaceMessage {
     }
 }
 
+impl InboxEvent {
+    fn id_taken(&self) -> StoreError {
+        StoreError::conflict(format!(
+            "inbox event `{}` holds another event of role `{}`",
+            self.id, self.role_id
+        ))
+    }
+    fn audit_detail(&self, before: &Self) -> Option<Value> {
+        Some(self.transition_detail(before))
+    }
+    fn readable_by(&self, ctx: &CallerContext) -> bool {
+        ctx.can_read(&self.meta, &self.domain)
+    }
+}
+
 /// The audit `filters` of a member change of a space.
 pub fn member_change(transition: &str, member: &str) -> Value {
     json!({"transition": transition, "member": member})
@@ -484,6 +502,7 @@ mod tests {
                 "belief",
                 "space",
                 "message",
+                "inbox_event",
             ]
         );
         assert_eq!(
@@ -500,6 +519,7 @@ mod tests {
                 "belief",
                 "space",
                 "message",
+                "inbox_event",
             ]
         );
         assert_eq!(
@@ -520,6 +540,7 @@ mod tests {
                 "belief",
                 "message",
                 "space",
+                "inbox_event",
             ]
         );
         assert_eq!(EMBEDDED_KINDS, ["fact", "insight", "episode", "knowledge"]);

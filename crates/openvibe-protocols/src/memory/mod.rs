@@ -20,6 +20,7 @@
 //! | promotion (copy or move to `shared` with lineage): [`promotion`] | `promotion` |
 //! | goals: objectives, their decomposition, daily priorities, metric reports and progress ([`GoalStore`]) | `goals` |
 //! | beliefs (L4): what a role holds true once a person approved it ([`BeliefStore`]) | `beliefs` |
+//! | the durable event inbox of the roles' loops: events leased to one loop process at a time ([`InboxStore`]) | `inbox` |
 //! | spaces: members, an ordered message log per space, cursors, routing by domain, delegation's request and answer ([`SpaceStore`]) | `spaces` |
 //! | the kind registry: every governed store kind with its table, expiry, erasure order, embedding and statuses ([`KINDS`], [`KindSpec`]) | `kinds` |
 //! | V1 key/value memory: [`MemoryProvider`] | `kv` |
@@ -37,6 +38,7 @@ mod error;
 mod forget;
 mod goals;
 mod governance;
+mod inbox;
 mod kinds;
 mod kv;
 pub mod promotion;
@@ -86,6 +88,11 @@ pub use goals::{
 pub use governance::{
     Change, Grants, NamespaceGrant, NamespaceScope, Placement, Retention, Rights,
     check_fixed_namespace,
+};
+pub use inbox::{
+    INBOX_KIND, InboxEvent, InboxOutcome, InboxQuery, InboxStatus, InboxStore, LeaseRequest,
+    MAX_INBOX_PAGE, MAX_LEASE_BATCH, MAX_LEASE_MS, MAX_LEASE_ROLES, MAX_NOTE_CHARS, MIN_LEASE_MS,
+    Renewal, inbox_event_id, lease_end, validate_inbox_event,
 };
 pub use kinds::{KINDS, KeptRecord, KindSpec, kind_spec, member_change, table_of};
 pub use kv::{MemoryEntry, MemoryProvider};

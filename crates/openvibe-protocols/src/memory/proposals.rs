@@ -619,20 +619,6 @@ impl ProposalQuery {
         self
     }
 
-    /// At most `limit` a page.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Continue after `cursor`.
-    #[must_use]
-    pub fn after(mut self, cursor: impl Into<String>) -> Self {
-        self.cursor = Some(cursor.into());
-        self
-    }
-
     /// Whether `p` (readable, of the tenant) matches the filters as of
     /// `now` (namespaces and the cursor are the store's).
     pub fn matches(&self, p: &Proposal, now: DateTime<Utc>) -> bool {
@@ -647,7 +633,7 @@ impl ProposalQuery {
 }
 
 super::listed_by_creation!(Proposal);
-super::page_query!(ProposalQuery => MAX_PROPOSAL_PAGE);
+super::page_query!(ProposalQuery => MAX_PROPOSAL_PAGE, cursor);
 
 pub(crate) fn check_action(field: &str, action: &Action) -> Result<(), StoreError> {
     if action.action.trim().is_empty() {

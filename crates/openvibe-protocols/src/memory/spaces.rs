@@ -694,23 +694,10 @@ impl SpaceQuery {
         Self::default()
     }
 
-    /// At most `limit`.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Continue after `cursor`.
-    #[must_use]
-    pub fn after(mut self, cursor: impl Into<String>) -> Self {
-        self.cursor = Some(cursor.into());
-        self
-    }
 }
 
 super::listed_by_creation!(Space);
-super::page_query!(SpaceQuery => MAX_SPACE_PAGE, MessageQuery => MAX_MESSAGE_PAGE);
+super::page_query!(SpaceQuery => MAX_SPACE_PAGE, cursor; MessageQuery => MAX_MESSAGE_PAGE);
 
 /// Which messages of a space a read returns: those after `after`, in
 /// order.
@@ -754,13 +741,6 @@ impl MessageQuery {
             after: seq,
             ..Self::default()
         }
-    }
-
-    /// At most `limit`.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
     }
 
     /// Wait up to `ms` milliseconds when none follows.

@@ -240,6 +240,8 @@ pub struct Stores {
     pub beliefs: Arc<dyn super::BeliefStore>,
     /// Spaces: members and their ordered message logs.
     pub spaces: Arc<dyn super::SpaceStore>,
+    /// The durable event inbox of the roles' cognitive loops.
+    pub inbox: Arc<dyn super::InboxStore>,
 }
 
 impl Stores {

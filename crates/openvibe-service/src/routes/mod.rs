@@ -7,6 +7,7 @@ mod api;
 mod beliefs;
 pub(crate) mod cognitive;
 mod goals;
+mod inbox;
 mod proposals;
 mod records;
 mod spaces;
@@ -33,6 +34,7 @@ pub(crate) fn routes() -> Api {
     let api = goals::goal_ops(api);
     let api = beliefs::belief_ops(api);
     let api = spaces::space_ops(api);
+    let api = inbox::inbox_ops(api);
     let api = cognitive::loop_ops(api);
     working::routes(api)
 }

@@ -4,28 +4,30 @@
 //! then random reads (by id, by page, and the kind's own read) compared
 //! with the contract's read rule. Each kind states only what differs, in
 //! [`LeakKind`]: its raw calls, proposals, goals (with metric reports and
-//! progress), priorities, metric reports, beliefs and spaces (with their
-//! messages) each have a file here. [`every_kind`] walks the registry: a
+//! progress), priorities, metric reports, beliefs, spaces (with their
+//! messages) and inbox events each have a file here. [`every_kind`] walks the registry: a
 //! kind with neither a check here nor a case named in
 //! [`CHECKED_ELSEWHERE`] fails the case, and the unit test below.
 
 use std::fmt::{self, Debug};
 
 use openvibe_protocols::{
-    Belief, CallerContext, Goal, Governed, KINDS, KeptRecord, MetricReport, PrincipalKind,
-    Priorities, Proposal, RecordMeta, Space, StoreError, Stores, Verdict,
+    Belief, CallerContext, Goal, Governed, InboxEvent, KINDS, KeptRecord, MetricReport,
+    PrincipalKind, Priorities, Proposal, RecordMeta, Space, StoreError, Stores, Verdict,
 };
 
 use super::draw::{NAMESPACES, Rng, random_caller};
 
 mod beliefs;
 mod goals;
+mod inbox;
 mod proposals;
 mod raw;
 mod spaces;
 
 use beliefs::BeliefLeak;
 use goals::{GoalLeak, MetricLeak, PrioritiesLeak};
+use inbox::InboxLeak;
 use proposals::ProposalLeak;
 use raw::RawLeak;
 use spaces::SpaceLeak;
@@ -67,7 +69,15 @@ macro_rules! kept_records {
         }
     )*};
 }
-kept_records!(Proposal, Goal, Priorities, MetricReport, Belief, Space);
+kept_records!(
+    Proposal,
+    Goal,
+    Priorities,
+    MetricReport,
+    Belief,
+    Space,
+    InboxEvent
+);
 
 /// One kind in the leak check: only what differs per kind; [`run`] does
 /// the rest. A kind implements the reads its `MIX` weighs, and `change`
@@ -325,6 +335,7 @@ macro_rules! leak_kinds {
 leak_kinds!(
     RawLeak,
     ProposalLeak,
+    InboxLeak,
     GoalLeak,
     PrioritiesLeak,
     MetricLeak,

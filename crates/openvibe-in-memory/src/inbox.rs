@@ -1,0 +1,123 @@
+//! [`InMemoryInboxStore`]: the durable event inbox in process, on the
+//! governed-table kernel ([`Kept`]): a lease takes the oldest free events
+//! under the store's lock, each transition audited with it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use openvibe_protocols::{
+    AuditOp, CallerContext, Change, INBOX_KIND, InboxEvent, InboxOutcome, InboxQuery, InboxStore,
+    KeptRecord, LeaseRequest, Page, Renewal, StoreError, check_caller, store_time,
+    validate_inbox_event,
+};
+
+use crate::audit::InMemoryAuditLog;
+use crate::governed::{Kept, Table};
+use crate::span::store_span;
+
+/// [`InboxStore`] in memory: per tenant, by id.
+#[derive(Debug)]
+pub struct InMemoryInboxStore(pub(crate) Kept<Table<InboxEvent>>);
+
+crate::governed::kept_store!(InMemoryInboxStore, INBOX_KIND, maintained);
+
+#[async_trait]
+impl InboxStore for InMemoryInboxStore {
+    async fn push(&self, ctx: &CallerContext, event: InboxEvent) -> Result<InboxEvent, StoreError> {
+        let id = openvibe_protocols::inbox_event_id(&event.role_id, &event.event.id);
+        self.0
+            .audited(ctx, INBOX_KIND, AuditOp::Insert, "push", &id, || {
+                self.0.create(
+                    ctx,
+                    "push",
+                    event,
+                    |e| {
+                        validate_inbox_event(e)?;
+                        e.prepare_new();
+                        Ok(())
+                    },
+                    InboxEvent::prepare_new,
+                )
+            })
+    }
+
+    async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<InboxEvent>, StoreError> {
+        self.0.get(ctx, id)
+    }
+
+    async fn list(
+        &self,
+        ctx: &CallerContext,
+        query: &InboxQuery,
+    ) -> Result<Page<InboxEvent>, StoreError> {
+        self.0.list(
+            ctx,
+            query,
+            &query.namespaces,
+            query.cursor.as_deref(),
+            |e, _| query.matches(e),
+        )
+    }
+
+    async fn lease(
+        &self,
+        ctx: &CallerContext,
+        request: &LeaseRequest,
+    ) -> Result<Vec<InboxEvent>, StoreError> {
+        let _span = store_span(INBOX_KIND, "lease", ctx);
+        check_caller(ctx)?;
+        request.validate()?;
+        let now = store_time();
+        let leased = self.0.tenants.changing_existing(ctx, |table| {
+            let mut free: Vec<_> = table
+                .entries()
+                .filter(|e| {
+                    request.roles.contains(&e.role_id)
+                        && !e.meta.is_expired(now)
+                        && e.leasable_at(now)
+                        && KeptRecord::readable_by(*e, ctx)
+                        && ctx
+                            .require_change(&e.meta, Change::Write, String::new())
+                            .is_ok()
+                })
+                .map(|e| (e.meta.created_at, e.id.clone()))
+                .collect();
+            free.sort();
+            free.truncate(request.limit);
+            free.into_iter()
+                .map(|(_, id)| {
+                    table.transition(&self.0.audit, ctx, &id, |e| {
+                        e.lease_as(ctx, &request.holder, request.lease_ms, now)
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        Ok(leased.unwrap_or_default())
+    }
+
+    async fn renew(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        renewal: &Renewal,
+    ) -> Result<InboxEvent, StoreError> {
+        self.0
+            .audited(ctx, INBOX_KIND, AuditOp::Update, "renew", id, || {
+                self.0
+                    .transition(ctx, id, |e, now| e.renew_as(ctx, renewal, now))
+            })
+    }
+
+    async fn finish(
+        &self,
+        ctx: &CallerContext,
+        id: &str,
+        outcome: &InboxOutcome,
+    ) -> Result<InboxEvent, StoreError> {
+        self.0
+            .audited(ctx, INBOX_KIND, AuditOp::Update, "finish", id, || {
+                self.0
+                    .transition(ctx, id, |e, now| e.finish_as(ctx, outcome, now))
+            })
+    }
+}
