@@ -235,7 +235,9 @@ impl PgProposalStore {
         push_changeable(&mut sql, ctx, "f.", Change::Write);
         sql.push(" ORDER BY f.deadline LIMIT ")
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .push(" FOR UPDATE SKIP LOCKED) UPDATE proposals p SET status = 'expired', updated_at = ")
+            .push(
+                " FOR UPDATE SKIP LOCKED) UPDATE proposals p SET status = 'expired', updated_at = ",
+            )
             .bind(now)
             .push(" FROM picked WHERE p.tenant_id = ")
             .bind(ctx.tenant_id().to_owned())

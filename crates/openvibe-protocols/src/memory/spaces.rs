@@ -693,7 +693,6 @@ impl SpaceQuery {
     pub fn new() -> Self {
         Self::default()
     }
-
 }
 
 super::listed_by_creation!(Space);
