@@ -427,13 +427,18 @@ impl RoleRuntime {
     /// calls it when it starts and every [poll](Self::with_proposal_poll).
     pub async fn resume_proposals(&self) -> Result<Resumed, Error> {
         let mut all = Resumed::default();
-        for role in self.roles.values().filter(|r| r.proposals().is_some()) {
+        for role in self.roles_with_proposals() {
             let done = role.resume_proposals(self.started).await?;
             all.ran.extend(done.ran);
             all.interrupted.extend(done.interrupted);
             all.expired += done.expired;
         }
         Ok(all)
+    }
+
+    /// The roles that file proposals.
+    pub(crate) fn roles_with_proposals(&self) -> impl Iterator<Item = &Role> {
+        self.roles.values().filter(|r| r.proposals().is_some())
     }
 
     /// How often `serve` and a Temporal worker look for approved proposals.

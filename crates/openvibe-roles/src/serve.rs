@@ -136,6 +136,21 @@ pub struct ServeReport {
 }
 
 impl ServeReport {
+    /// Count what one role's look for approved proposals did.
+    fn count_proposals(&mut self, done: Result<crate::proposals::Resumed, Error>) {
+        match done {
+            Ok(done) => {
+                self.proposals_run += done.ran.len() as u64;
+                self.proposals_interrupted += done.interrupted.len() as u64;
+                self.proposals_expired += done.expired;
+            }
+            Err(e) => {
+                self.proposal_errors += 1;
+                tracing::warn!(error = %e, "looking for approved proposals failed");
+            }
+        }
+    }
+
     fn count(&mut self, outcome: &Outcome) {
         match outcome {
             Outcome::Completed(_) | Outcome::Reflected { .. } | Outcome::Prioritized(_) => {
@@ -156,7 +171,9 @@ impl RoleRuntime {
     /// activation is reported and the schedules go on. When roles file
     /// proposals, it also runs those a person approved, once each, at
     /// start and every [poll](Self::with_proposal_poll)
-    /// ([`resume_proposals`](Self::resume_proposals)).
+    /// ([`Role::resume_proposals`](crate::Role::resume_proposals)), each
+    /// role's beside the firings (at most one look per role at a time), so
+    /// a long action delays no firing.
     ///
     /// Stopping is graceful: no new activation starts, the schedules this
     /// call registered are cancelled, and the running activations finish
@@ -194,23 +211,29 @@ impl RoleRuntime {
         }
         tokio::pin!(stop);
         let watch_proposals = self.has_proposals();
+        let mut resuming = FuturesUnordered::new();
+        let mut resuming_roles: HashSet<String> = HashSet::new();
         let mut proposal_poll = tokio::time::interval(self.proposal_poll);
         proposal_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = &mut stop => break,
                 _ = proposal_poll.tick(), if watch_proposals => {
-                    match self.resume_proposals().await {
-                        Ok(done) => {
-                            report.proposals_run += done.ran.len() as u64;
-                            report.proposals_interrupted += done.interrupted.len() as u64;
-                            report.proposals_expired += done.expired;
-                        }
-                        Err(e) => {
-                            report.proposal_errors += 1;
-                            tracing::warn!(error = %e, "looking for approved proposals failed");
+                    // Each role's approved actions run beside the firings
+                    // (one look per role at a time): a long action never
+                    // holds up this loop.
+                    for role in self.roles_with_proposals() {
+                        if resuming_roles.insert(role.role_id().to_owned()) {
+                            let started = self.started;
+                            resuming.push(async move {
+                                (role.role_id().to_owned(), role.resume_proposals(started).await)
+                            });
                         }
                     }
+                }
+                Some((role_id, done)) = resuming.next(), if !resuming.is_empty() => {
+                    resuming_roles.remove(&role_id);
+                    report.count_proposals(done);
                 }
                 firing = firings.next() => {
                     let Some(firing) = firing else { break };
@@ -243,6 +266,11 @@ impl RoleRuntime {
         while let Some(fired) = running.next().await {
             report.count(&fired.outcome);
             observe(&fired);
+        }
+        // Actions already claimed finish too (a claimed one cut off would
+        // be marked interrupted by the next process).
+        while let Some((_, done)) = resuming.next().await {
+            report.count_proposals(done);
         }
         Ok(report)
     }

@@ -460,3 +460,91 @@ async fn serve_runs_approvals_as_they_arrive() {
         .unwrap();
     assert_eq!(done.status, ProposalStatus::Executed);
 }
+
+/// An operator whose `qualify` workflow runs every minute.
+fn every_minute() -> Operator {
+    Operator::new("revenue_ops")
+        .node(
+            openvibe_primitives::LlmNode::new("qualify", "You qualify leads.", |_: &State| {
+                Ok("Score the lead.".to_owned())
+            })
+            .output_key("score"),
+        )
+        .sequence("qualify", ["qualify"])
+        .unwrap()
+        .trigger(openvibe_protocols::TriggerConfig {
+            id: "minutely".into(),
+            kind: openvibe_protocols::TriggerKind::Interval,
+            schedule: Some("1m".into()),
+            workflow: "qualify".into(),
+            operator_id: None,
+            input: json!({}),
+        })
+}
+
+/// A long approved action runs beside the schedules (issue 59): the
+/// firings due while it runs are served on time, not after it.
+#[tokio::test(start_paused = true)]
+async fn a_long_approved_action_delays_no_firing() {
+    use std::time::Duration;
+    let stores = in_memory_stores();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let role = DiscountCro::new(&stores)
+        .gated(gate.clone())
+        .role()
+        .await
+        .unwrap()
+        .operator(every_minute());
+    let p = proposed(&role, "e-long", 50_000).await;
+    stores
+        .proposals
+        .decide(&person(&role, "ann"), &p.id, &Verdict::approve("go"))
+        .await
+        .unwrap();
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-25T00:00:00Z".parse().unwrap();
+    let clock = Arc::new(openvibe_schedule::TokioClock::starting_at(start));
+    let runtime = RoleRuntime::new(Arc::new(ScriptedLlm::always(LlmResponse::text(
+        r#"{"score": 70}"#,
+    ))))
+    .with_stores(stores.clone())
+    .with_scheduler(Arc::new(InProcessScheduler::with_clock(clock)))
+    .with_proposal_poll(Duration::from_secs(1))
+    .role(role)
+    .unwrap();
+    let t0 = tokio::time::Instant::now();
+    // The approved discount holds for five minutes.
+    let opener = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        gate.notify_one();
+    });
+    let mut served = Vec::new();
+    let report = runtime
+        .serve(tokio::time::sleep(Duration::from_secs(450)), |fired| {
+            let due = (fired.firing.scheduled_at - start).to_std().unwrap();
+            let lag = t0.elapsed().saturating_sub(due);
+            let completed = matches!(fired.outcome, openvibe_roles::Outcome::Completed(_));
+            served.push((due, lag, completed));
+        })
+        .await
+        .unwrap();
+    opener.await.unwrap();
+    assert_eq!(report.proposals_run, 1, "{report:?}");
+    assert!(
+        served.len() >= 7 && served.iter().all(|(.., ok)| *ok),
+        "{served:?}"
+    );
+    let while_held = served
+        .iter()
+        .filter(|(due, ..)| *due < Duration::from_secs(300))
+        .count();
+    assert!(
+        while_held >= 4,
+        "firings due while the action ran: {served:?}"
+    );
+    assert!(
+        served
+            .iter()
+            .all(|(_, lag, _)| *lag <= Duration::from_secs(1)),
+        "every firing served within a second of its time: {served:?}"
+    );
+}

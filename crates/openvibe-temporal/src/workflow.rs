@@ -114,11 +114,23 @@ pub(crate) struct ReflectInput {
     trigger: TriggerConfig,
 }
 
-/// The prioritization to run (for the day the activity runs): the
-/// activity's input.
+/// The prioritization to run: the activity's input. It carries when its
+/// workflow started (the schedule's firing), so that an activity retried
+/// after midnight still sets the priorities of the day it fired on.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct PrioritizeInput {
     role_id: String,
+    /// When the firing's workflow started (`None` in the histories of
+    /// workflows started before it was carried: the activity's own day).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fired_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl PrioritizeInput {
+    /// The day the priorities are for: the firing's, else `now`'s.
+    fn day(&self, now: chrono::DateTime<chrono::Utc>) -> chrono::NaiveDate {
+        self.fired_at.unwrap_or(now).date_naive()
+    }
 }
 
 /// Runs [`Activation`]s: sequences one activity per node.
@@ -161,6 +173,13 @@ impl ActivationWorkflow {
                     RoleActivities::prioritize,
                     PrioritizeInput {
                         role_id: activation.role_id.clone(),
+                        // The workflow's start, recorded in its history:
+                        // the same on every replay and retry.
+                        fired_at: ctx
+                            .info()
+                            .start_time()
+                            .or_else(|| ctx.workflow_time())
+                            .map(chrono::DateTime::<chrono::Utc>::from),
                     },
                     options,
                 )
@@ -424,7 +443,7 @@ impl RoleActivities {
         let attempt = ctx.info().attempt;
         let priorities = self
             .runtime
-            .prioritize_role(&input.role_id, chrono::Utc::now().date_naive())
+            .prioritize_role(&input.role_id, input.day(chrono::Utc::now()))
             .await
             .map_err(activity_error)?;
         if let Some(observe) = &self.observer {
@@ -532,5 +551,31 @@ fn activity_error(error: openvibe_roles::Error) -> ActivityError {
         ActivityError::application(ApplicationFailure::non_retryable(message))
     } else {
         ActivityError::application(ApplicationFailure::new(message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A prioritization fired just before midnight and retried after it
+    /// sets the priorities of the day it fired on; an input of an older
+    /// history (no firing time) the day it runs.
+    #[test]
+    fn prioritization_keeps_the_day_it_fired_on() {
+        let fired: chrono::DateTime<chrono::Utc> = "2026-11-28T23:59:30Z".parse().unwrap();
+        let retried: chrono::DateTime<chrono::Utc> = "2026-11-29T00:03:00Z".parse().unwrap();
+        let input = PrioritizeInput {
+            role_id: "cro".into(),
+            fired_at: Some(fired),
+        };
+        assert_eq!(input.day(retried).to_string(), "2026-11-28");
+        let carried: PrioritizeInput =
+            serde_json::from_value(serde_json::to_value(&input).unwrap()).unwrap();
+        assert_eq!(carried.fired_at, Some(fired));
+        let older: PrioritizeInput =
+            serde_json::from_value(serde_json::json!({"role_id": "cro"})).unwrap();
+        assert_eq!(older.day(retried).to_string(), "2026-11-29");
     }
 }
