@@ -2,14 +2,16 @@
 //! by their role's and event's id, leased oldest first to one holder at a
 //! time (racing processes each get their own), renewed and finished by
 //! their holder only, taken over once a lease lapses, governed like every
-//! kept kind, each transition audited by name.
+//! kept kind, each transition audited by name, the loop's trace kept
+//! under the lease.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use openvibe_protocols::{
     CallerContext, Classification, Clearance, DecisionEvent, EventSource, Grants, InboxEvent,
-    InboxOutcome, InboxQuery, InboxStatus, LeaseRequest, Renewal, Rights, Stores, inbox_event_id,
+    InboxOutcome, InboxQuery, InboxStatus, LeaseRequest, LoopTrace, Renewal, Rights, Stage, Stores,
+    inbox_event_id,
 };
 
 use crate::support::{agent, history, is_conflict, is_invalid, is_not_found, is_unauthorized};
@@ -28,6 +30,15 @@ fn event(role: &str, id: &str) -> InboxEvent {
 
 fn lease(roles: &[&str], holder: &str, lease_ms: u64, limit: usize) -> LeaseRequest {
     LeaseRequest::new(roles.iter().copied(), holder, lease_ms, limit)
+}
+
+/// Once a 300 ms lease of `p1` lapsed, what `p2` leases of `cro`'s events.
+async fn taken_over_by_p2(s: &Stores) -> Vec<InboxEvent> {
+    tokio::time::sleep(std::time::Duration::from_millis(450)).await;
+    s.inbox
+        .lease(&cro(), &lease(&["cro"], "p2", 60_000, 1))
+        .await
+        .unwrap()
 }
 
 /// An event is held once: its id is its role's and event's, whatever the
@@ -209,12 +220,7 @@ where
             .is_empty()
     );
     // p1 dies; its lease lapses; p2 takes the event over.
-    tokio::time::sleep(std::time::Duration::from_millis(450)).await;
-    let taken = s
-        .inbox
-        .lease(&cro(), &lease(&["cro"], "p2", 60_000, 1))
-        .await
-        .unwrap();
+    let taken = taken_over_by_p2(&s).await;
     assert_eq!(taken.len(), 1);
     assert_eq!(
         (taken[0].holder.as_deref(), taken[0].attempts),
@@ -367,4 +373,71 @@ where
     ));
     let still = s.inbox.get(&role, &id).await.unwrap().unwrap();
     assert_eq!(still.status, InboxStatus::Leased);
+}
+
+/// The inbox keeps its loop's journal: the holder saves the event's trace
+/// with a renewal (after each stage) and with the finish; a process that
+/// takes the event over gets the trace with its lease and resumes from it;
+/// a trace of another event is a conflict and changes nothing.
+pub async fn inbox_keeps_the_loop_trace_under_the_lease<F, Fut>(factory: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Stores>,
+{
+    let s = factory().await;
+    let pushed = s.inbox.push(&cro(), event("cro", "e1")).await.unwrap();
+    assert_eq!(pushed.trace, None);
+    s.inbox
+        .lease(&cro(), &lease(&["cro"], "p1", 300, 1))
+        .await
+        .unwrap();
+    let mut trace = LoopTrace::perceived("cro", pushed.event.clone(), EventSource::Http);
+    trace.next = Some(Stage::Decide);
+    let saved = s
+        .inbox
+        .renew(
+            &cro(),
+            &pushed.id,
+            &Renewal::new("p1", 300).trace(trace.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(saved.trace.as_ref(), Some(&trace));
+    let other = LoopTrace::perceived("cro", event("cro", "e2").event, EventSource::Http);
+    assert!(is_conflict(
+        s.inbox
+            .renew(&cro(), &pushed.id, &Renewal::new("p1", 300).trace(other))
+            .await
+    ));
+    // p1 dies; p2 takes the event over with its trace, and goes on from it.
+    let taken = taken_over_by_p2(&s).await;
+    assert_eq!(taken[0].trace.as_ref(), Some(&trace));
+    assert_eq!(
+        taken[0].trace.as_ref().and_then(|t| t.next),
+        Some(Stage::Decide)
+    );
+    // The first holder's late save is refused: the lease fences it.
+    assert!(is_conflict(
+        s.inbox
+            .renew(
+                &cro(),
+                &pushed.id,
+                &Renewal::new("p1", 300).trace(trace.clone())
+            )
+            .await
+    ));
+    let mut done_trace = trace;
+    done_trace.next = None;
+    let done = s
+        .inbox
+        .finish(
+            &cro(),
+            &pushed.id,
+            &InboxOutcome::done("p2", "acted").trace(done_trace.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.trace.as_ref(), Some(&done_trace));
+    let read = s.inbox.get(&cro(), &pushed.id).await.unwrap().unwrap();
+    assert_eq!(read.trace, Some(done_trace));
 }

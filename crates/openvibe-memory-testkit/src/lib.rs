@@ -216,6 +216,7 @@ cases! {
     inbox::inbox_leases_each_event_to_one_holder;
     inbox::inbox_leases_lapse_and_are_taken_over;
     inbox::inbox_is_governed;
+    inbox::inbox_keeps_the_loop_trace_under_the_lease;
 }
 
 /// The README's example, compiled and run as a doc test.

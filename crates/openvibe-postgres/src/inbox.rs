@@ -9,8 +9,8 @@
 use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, DecisionEvent, EventSource, INBOX_KIND, InboxEvent,
-    InboxOutcome, InboxQuery, InboxStatus, InboxStore, LeaseRequest, Page, PageQuery, Renewal,
-    StoreError, check_caller, lease_end, store_time, table_of, validate_inbox_event,
+    InboxOutcome, InboxQuery, InboxStatus, InboxStore, LeaseRequest, LoopTrace, Page, PageQuery,
+    Renewal, StoreError, check_caller, lease_end, store_time, table_of, validate_inbox_event,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -45,6 +45,7 @@ const COLS: &[&str] = governed_cols![
     "attempts",
     "finished_at",
     "note",
+    "trace",
 ];
 
 fn corrupt(id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
@@ -58,7 +59,7 @@ impl Record for InboxEvent {
     const TRACKED: bool = false;
     const FIXED: &'static str = GOVERNED_FIXED;
     const MUTABLE: &'static str =
-        "status, holder, lease_until, attempts, finished_at, note, updated_at";
+        "status, holder, lease_until, attempts, finished_at, note, trace, updated_at";
 
     fn decode(row: &PgRow) -> Result<Self, StoreError> {
         let id: String = col(row, "id")?;
@@ -80,6 +81,10 @@ impl Record for InboxEvent {
             attempts: u32::try_from(attempts).unwrap_or(0),
             finished_at: col(row, "finished_at")?,
             note: col(row, "note")?,
+            trace: col::<Option<Value>>(row, "trace")?
+                .map(serde_json::from_value::<LoopTrace>)
+                .transpose()
+                .map_err(|e| corrupt(&id, "trace", e))?,
             id,
         })
     }
@@ -124,6 +129,14 @@ impl KeptRow for InboxEvent {
             .bind(self.finished_at)
             .push(", ")
             .bind(self.note.clone())
+            .push(", ")
+            .bind(
+                self.trace
+                    .as_ref()
+                    .map(serde_json::to_value)
+                    .transpose()
+                    .map_err(|e| StoreError::backend(format!("a trace does not serialise: {e}")))?,
+            )
             .push(", ")
             .bind(self.meta.updated_at);
         Ok(())

@@ -25,7 +25,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{CallerContext, Change, Page, RecordMeta, StoreError};
-use crate::{DecisionEvent, EventSource};
+use crate::{DecisionEvent, EventSource, LoopTrace};
 
 /// The kind name of inbox events (audit entries, errors, retention).
 pub const INBOX_KIND: &str = "inbox_event";
@@ -111,6 +111,11 @@ pub struct InboxEvent {
     /// failed (*store*).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Its path through the loop so far, as its holder last saved it (with
+    /// a renewal or the finish; *store*): the loop's journal, so a process
+    /// that takes the event over resumes it at its first unfinished stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<LoopTrace>,
 }
 
 impl InboxEvent {
@@ -130,6 +135,7 @@ impl InboxEvent {
             attempts: 0,
             finished_at: None,
             note: None,
+            trace: None,
         }
     }
 
@@ -150,6 +156,7 @@ impl InboxEvent {
         self.attempts = 0;
         self.finished_at = None;
         self.note = None;
+        self.trace = None;
     }
 
     /// Whether `other`, pushed with this one's id, is the same event (a
@@ -208,6 +215,22 @@ impl InboxEvent {
         next.lease_until = Some(lease_end(now, lease_ms));
         next.meta.updated_at = now;
         Ok(next)
+    }
+
+    /// `trace` kept as this event's path: it must be this event's (its role
+    /// and event id), else [`StoreError::Conflict`] (what is stored refuses
+    /// it).
+    fn with_trace(mut self, trace: Option<&LoopTrace>) -> Result<Self, StoreError> {
+        if let Some(trace) = trace {
+            if trace.role_id != self.role_id || trace.event.id != self.event.id {
+                return Err(StoreError::conflict(format!(
+                    "trace: the trace of event `{}` of role `{}` is not that of inbox event `{}`",
+                    trace.event.id, trace.role_id, self.id
+                )));
+            }
+            self.trace = Some(trace.clone());
+        }
+        Ok(self)
     }
 
     /// This event finished by `holder` at `now`: `done` with what came of
@@ -284,7 +307,8 @@ impl InboxEvent {
             format!("renew inbox event {}", self.id),
         )?;
         renewal.validate()?;
-        self.renewed(&renewal.holder, renewal.lease_ms, now)
+        self.renewed(&renewal.holder, renewal.lease_ms, now)?
+            .with_trace(renewal.trace.as_ref())
     }
 
     /// `ctx` finishes it at `now` (see [`InboxEvent::finished`]).
@@ -300,7 +324,8 @@ impl InboxEvent {
             format!("finish inbox event {}", self.id),
         )?;
         outcome.validate()?;
-        self.finished(&outcome.holder, outcome, now)
+        self.finished(&outcome.holder, outcome, now)?
+            .with_trace(outcome.trace.as_ref())
     }
 
     /// The transition from `before` to this event, as its audit entry
@@ -450,7 +475,7 @@ impl LeaseRequest {
 }
 
 /// A lease renewed ([`InboxStore::renew`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Renewal {
@@ -458,6 +483,10 @@ pub struct Renewal {
     pub holder: String,
     /// For how long from now, in milliseconds.
     pub lease_ms: u64,
+    /// The event's path so far, to keep with the lease (the loop's journal
+    /// after a stage), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<LoopTrace>,
 }
 
 impl Renewal {
@@ -466,7 +495,15 @@ impl Renewal {
         Self {
             holder: holder.into(),
             lease_ms,
+            trace: None,
         }
+    }
+
+    /// Keep `trace` as the event's path with the renewal.
+    #[must_use]
+    pub fn trace(mut self, trace: LoopTrace) -> Self {
+        self.trace = Some(trace);
+        self
     }
 
     /// Refused, naming the field, when a bound is broken.
@@ -477,7 +514,7 @@ impl Renewal {
 }
 
 /// How a loop process finished an event ([`InboxStore::finish`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InboxOutcome {
@@ -489,6 +526,9 @@ pub struct InboxOutcome {
     /// What came of it, or why it failed (at most [`MAX_NOTE_CHARS`] kept).
     #[serde(default)]
     pub note: String,
+    /// The event's last path through the loop, to keep, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<LoopTrace>,
 }
 
 impl InboxOutcome {
@@ -498,6 +538,7 @@ impl InboxOutcome {
             holder: holder.into(),
             failed: false,
             note: note.into(),
+            trace: None,
         }
     }
 
@@ -507,7 +548,15 @@ impl InboxOutcome {
             holder: holder.into(),
             failed: true,
             note: reason.into(),
+            trace: None,
         }
+    }
+
+    /// Keep `trace` as the event's last path.
+    #[must_use]
+    pub fn trace(mut self, trace: LoopTrace) -> Self {
+        self.trace = Some(trace);
+        self
     }
 
     /// Refused, naming the field, when a bound is broken.
