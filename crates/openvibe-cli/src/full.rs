@@ -417,21 +417,22 @@ async fn two_weeks(run: &FullRun, tenant: &str, out: &mut dyn Write) -> Result<(
         };
         // The successor is learned from deals that went wrong: a
         // constraint, so the CRO asks before acting on what it bears on.
-        let flag = if belief.refines.is_some() {
-            " --supersede --constraint"
-        } else {
-            ""
-        };
-        let mut said = format!(
-            "\n$ openvibe beliefs approve {}{flag} --reason \"{reason}\"   (as user:{DEMO_APPROVER})\n",
-            belief.id
-        )
-        .into_bytes();
         let verdict = Verdict {
             supersede: belief.refines.is_some(),
             constraint: belief.refines.is_some(),
             ..Verdict::approve(reason)
         };
+        // The command as a person types it, from the verdict it gives.
+        let flags: String = [(verdict.supersede, " --supersede"), (verdict.constraint, " --constraint")]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, flag)| *flag)
+            .collect();
+        let mut said = format!(
+            "\n$ openvibe beliefs approve {}{flags} --reason \"{reason}\"   (as user:{DEMO_APPROVER})\n",
+            belief.id
+        )
+        .into_bytes();
         crate::beliefs::decide(desk, &belief.id, &verdict, &mut said)
             .await
             .map_err(|e| e.to_string())?;

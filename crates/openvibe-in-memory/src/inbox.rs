@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use openvibe_protocols::{
     AuditOp, CallerContext, Change, INBOX_KIND, InboxEvent, InboxOutcome, InboxQuery, InboxStore,
     KeptRecord, LeaseRequest, Page, Renewal, StoreError, check_caller, store_time,
-    validate_inbox_event,
 };
 
 use crate::audit::InMemoryAuditLog;
@@ -31,11 +30,7 @@ impl InboxStore for InMemoryInboxStore {
                     ctx,
                     "push",
                     event,
-                    |e| {
-                        validate_inbox_event(e)?;
-                        e.prepare_new();
-                        Ok(())
-                    },
+                    InboxEvent::check_new,
                     InboxEvent::prepare_new,
                 )
             })

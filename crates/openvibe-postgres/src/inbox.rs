@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use openvibe_protocols::{
     AuditEntry, AuditOp, CallerContext, Change, DecisionEvent, EventSource, INBOX_KIND, InboxEvent,
     InboxOutcome, InboxQuery, InboxStatus, InboxStore, LeaseRequest, LoopTrace, Page, PageQuery,
-    Renewal, StoreError, check_caller, lease_end, store_time, table_of, validate_inbox_event,
+    Renewal, StoreError, check_caller, lease_end, store_time, table_of,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -232,11 +232,7 @@ impl InboxStore for PgInboxStore {
             ctx,
             "push",
             event,
-            |e| {
-                validate_inbox_event(e)?;
-                e.prepare_new();
-                Ok(())
-            },
+            InboxEvent::check_new,
             InboxEvent::prepare_new,
         );
         kept::audited(

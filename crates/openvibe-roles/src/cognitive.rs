@@ -1069,7 +1069,7 @@ impl RoleRuntime {
                     (Some(decision), Some(ActOutcome::Ran { action, output })) => {
                         role.record_run(decision, action, &Ok(output.clone()))
                             .await?;
-                        format!("episode {}-run", decision.id)
+                        format!("episode {}", crate::run_episode_id(&decision.id))
                     }
                     (Some(decision), Some(ActOutcome::Failed { action, error })) => {
                         let failed = Err(Error::Action {
@@ -1078,7 +1078,7 @@ impl RoleRuntime {
                             message: error.clone(),
                         });
                         role.record_run(decision, action, &failed).await?;
-                        format!("episode {}-run (failed)", decision.id)
+                        format!("episode {} (failed)", crate::run_episode_id(&decision.id))
                     }
                     (Some(decision), act) => {
                         // The initiative it works, when nothing ran: a

@@ -449,7 +449,7 @@ impl RoleRuntime {
     /// Whether any role files proposals (then `serve` and a Temporal
     /// worker look for approved ones).
     pub fn has_proposals(&self) -> bool {
-        self.roles.values().any(|r| r.proposals().is_some())
+        self.roles_with_proposals().next().is_some()
     }
 
     /// The stores the runtime keeps memory and proposals in, when given

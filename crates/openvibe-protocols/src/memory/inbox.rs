@@ -146,9 +146,17 @@ impl InboxEvent {
         self
     }
 
+    /// Check a pushed event ([`validate_inbox_event`]) and give it its id,
+    /// [`inbox_event_id`] of its role and event, whatever it was given:
+    /// what every backend runs before placing it.
+    pub fn check_new(&mut self) -> Result<(), StoreError> {
+        validate_inbox_event(self)?;
+        self.id = inbox_event_id(&self.role_id, &self.event.id);
+        Ok(())
+    }
+
     /// Reset the store-maintained fields of a new inbox event.
     pub fn prepare_new(&mut self) {
-        self.id = inbox_event_id(&self.role_id, &self.event.id);
         self.domain.clone_from(&self.event.domain);
         self.status = InboxStatus::Pending;
         self.holder = None;

@@ -256,7 +256,7 @@ kept! {
     MetricReport => METRIC_KIND, domain none, id id;
     Space => SPACE_KIND, domain field, id id;
     SpaceMessage => MESSAGE_KIND, domain optional, id id;
-    InboxEvent => INBOX_KIND, domain field, id id;
+    InboxEvent => INBOX_KIND, domain field, id id, generated false;
 }
 
 /// What each kind kept by id says of itself beyond its fields: written
