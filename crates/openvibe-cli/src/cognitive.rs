@@ -60,6 +60,9 @@ pub struct LoopOptions {
     /// Journal each event's stages in this directory: a killed process
     /// resumes unfinished events there (default: in memory).
     pub journal: Option<PathBuf>,
+    /// Work the memory backend's durable inbox, leasing as this says
+    /// (instead of a journal of this process).
+    pub inbox: Option<openvibe::roles::Leasing>,
     /// Push the events of this JSON-lines file at start (one
     /// `DecisionEvent` per line).
     pub events: Option<PathBuf>,
@@ -172,8 +175,12 @@ async fn serve(
         runtime = runtime.with_space(space.clone(), loop_options.people.clone());
     }
     let runtime = Arc::new(runtime);
-    let journal = journal(loop_options.journal.as_deref())?;
-    let cognitive = Arc::new(CognitiveLoop::new(runtime.clone(), journal));
+    let cognitive = Arc::new(match &loop_options.inbox {
+        Some(leasing) => {
+            CognitiveLoop::durable(runtime.clone(), setup.stores.inbox.clone(), leasing.clone())
+        }
+        None => CognitiveLoop::new(runtime.clone(), journal(loop_options.journal.as_deref())?),
+    });
     // Over the wire too: the memory service with this loop as its inbox.
     let (server_stop, server_stopped) = tokio::sync::watch::channel(false);
     let server = match loop_options.listen {
@@ -213,10 +220,14 @@ async fn serve(
         out,
         "== role(s) `{role_id}` in the cognitive loop · model: {llm_label} · memory backend: {} · journal: {}",
         setup.backend,
-        loop_options
-            .journal
-            .as_ref()
-            .map_or("in memory".to_owned(), |d| d.display().to_string())
+        match (&loop_options.inbox, &loop_options.journal) {
+            (Some(leasing), _) => format!(
+                "the durable inbox, as `{}` (leases of {} ms)",
+                leasing.holder, leasing.lease_ms
+            ),
+            (None, Some(dir)) => dir.display().to_string(),
+            (None, None) => "in memory".to_owned(),
+        }
     )?;
     if let Some(space) = &loop_options.space {
         let joined = runtime.join_space().await?;

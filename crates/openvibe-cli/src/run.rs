@@ -43,6 +43,10 @@ Examples:
                         the cognitive loop; `openvibe loop trace EVENT_ID --journal .openvibe/loop`
   openvibe run roles/ --loop --journal .openvibe/loop --listen 127.0.0.1:8078
                         every role file of roles/ in its loop; events over HTTP and MCP too
+  openvibe run roles/ --loop --inbox --database-url URL --tenant acme
+                        one of any number of loop processes sharing the durable inbox; events
+                        pushed to any `openvibe serve --database-url URL` instance reach them
+                        (docs/scale.md)
   openvibe run cmo.yaml --loop --space team --person user:ann --database-url URL --tenant acme
   openvibe run cro.yaml --loop --space team --events deals.jsonl --database-url URL --tenant acme
                         two roles in two processes working together through one PostgreSQL:
@@ -84,6 +88,22 @@ pub struct RunCommand {
     /// finished stage) and `openvibe loop trace` can read them.
     #[arg(long, value_name = "DIR", requires = "cognitive")]
     pub journal: Option<PathBuf>,
+    /// With --loop: work the durable event inbox of the memory backend
+    /// (PostgreSQL with --database-url) instead of a journal of this
+    /// process: events pushed by any process (`openvibe serve` instances,
+    /// other loops) are leased by whichever loop process is free, and a
+    /// killed process's events are taken over once its lease lapses
+    /// (docs/scale.md). Run as many such processes as you like.
+    #[arg(long, requires = "cognitive", conflicts_with = "journal")]
+    pub inbox: bool,
+    /// With --inbox: this process's name in the inbox (default:
+    /// host:pid:start).
+    #[arg(long, value_name = "NAME", requires = "inbox")]
+    pub holder: Option<String>,
+    /// With --inbox: how long a lease lasts before another process may
+    /// take the event over (renewed while it is worked; e.g. 30s, 2s).
+    #[arg(long, value_name = "DURATION", requires = "inbox", value_parser = humantime::parse_duration)]
+    pub lease: Option<Duration>,
     /// With --loop: push the events of this JSON-lines file at start (one
     /// decision event per line: {"role", "id", "kind", "domain",
     /// "summary", "data", "action"}; "role" may be left out when one
@@ -145,6 +165,9 @@ pub async fn run_command(
         reflection,
         cognitive,
         journal,
+        inbox,
+        holder,
+        lease,
         events,
         until_events,
         listen,
@@ -156,9 +179,9 @@ pub async fn run_command(
         llm,
     } = command;
     if cognitive && let Some(temporal) = TemporalOptions::from_args(&temporal_args, None) {
-        if journal.is_some() || listen.is_some() || run_for.is_some() {
+        if journal.is_some() || inbox || listen.is_some() || run_for.is_some() {
             return Err(CliError::Usage(
-                "with --temporal the events run on Temporal's workers: --journal, \
+                "with --temporal the events run on Temporal's workers: --journal, --inbox, \
                  --listen and --for belong to a loop in this process"
                     .into(),
             ));
@@ -176,8 +199,19 @@ pub async fn run_command(
     if cognitive {
         let all = RoleFile::load_all(&role_file)?;
         let (options, label) = run_options(&llm, Llm::Anthropic, false);
+        let inbox = inbox.then(|| {
+            let mut leasing = holder.map_or_else(
+                openvibe::roles::Leasing::default,
+                openvibe::roles::Leasing::new,
+            );
+            if let Some(lease) = lease {
+                leasing = leasing.lease_ms(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX));
+            }
+            leasing
+        });
         let loop_options = LoopOptions {
             journal,
+            inbox,
             events,
             reflection,
             run_for,

@@ -70,9 +70,14 @@ async fn backend(
 /// Build the service `options` describe.
 pub async fn service(options: &ServeOptions) -> Result<Service, CliError> {
     let (stores, access, ready) = backend(options).await?;
+    let inbox = stores.inbox.clone();
     let mut service = Service::new(stores, access).with_config(options.config.clone());
     if let Some(ready) = ready {
         service = service.with_readiness(ready);
+        // On PostgreSQL every instance takes events into the durable
+        // inbox, for the loop processes that lease from it (`openvibe run
+        // --loop --inbox`), wherever they run.
+        service = service.with_inbox(Arc::new(openvibe::protocols::StoreInbox::new(inbox)));
     }
     Ok(service)
 }
@@ -88,7 +93,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), CliError> {
         "memory service on http://{addr} ({}, {}); OpenAPI at http://{addr}/openapi.json; \
          console at http://{addr}/console",
         if options.database_url.is_some() {
-            "PostgreSQL"
+            "PostgreSQL; events for the roles' loops into the durable inbox at \
+             /v1/loop/{role}/events"
         } else {
             "in-process memory: lost when it stops"
         },

@@ -701,10 +701,14 @@ impl<H: Holds> Maintained for Kept<Table<H>> {
 /// `InMemoryAuditLog` (the signature names them as users see them).
 macro_rules! kept_store {
     ($store:ident, $name:expr) => {
+        $crate::governed::kept_store!(@new $store, $name, []);
+    };
+    // `extra`: the values of the store's fields after its kernel.
+    (@new $store:ident, $name:expr, [$($extra:expr),*]) => {
         impl $store {
             /// An empty store with a trail of its own.
             pub fn new() -> Self {
-                Self($crate::governed::Kept::named($name))
+                Self($crate::governed::Kept::named($name) $(, $extra)*)
             }
 
             /// Audit into `audit` (shared with other stores).
@@ -721,8 +725,8 @@ macro_rules! kept_store {
             }
         }
     };
-    ($store:ident, $name:expr, maintained) => {
-        $crate::governed::kept_store!($store, $name);
+    ($store:ident, $name:expr, maintained $(, $extra:expr)*) => {
+        $crate::governed::kept_store!(@new $store, $name, [$($extra),*]);
 
         /// Namespace maintenance of its one kind: the kernel's.
         #[async_trait::async_trait]

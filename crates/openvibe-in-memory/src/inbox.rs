@@ -14,17 +14,27 @@ use crate::audit::InMemoryAuditLog;
 use crate::governed::{Kept, Table};
 use crate::span::store_span;
 
-/// [`InboxStore`] in memory: per tenant, by id.
+/// [`InboxStore`] in memory: per tenant, by id; each push counted for
+/// the loops waiting on it ([`InboxStore::pushes`]).
 #[derive(Debug)]
-pub struct InMemoryInboxStore(pub(crate) Kept<Table<InboxEvent>>);
+pub struct InMemoryInboxStore(
+    pub(crate) Kept<Table<InboxEvent>>,
+    tokio::sync::watch::Sender<u64>,
+);
 
-crate::governed::kept_store!(InMemoryInboxStore, INBOX_KIND, maintained);
+crate::governed::kept_store!(
+    InMemoryInboxStore,
+    INBOX_KIND,
+    maintained,
+    tokio::sync::watch::Sender::new(0)
+);
 
 #[async_trait]
 impl InboxStore for InMemoryInboxStore {
     async fn push(&self, ctx: &CallerContext, event: InboxEvent) -> Result<InboxEvent, StoreError> {
         let id = openvibe_protocols::inbox_event_id(&event.role_id, &event.event.id);
-        self.0
+        let pushed = self
+            .0
             .audited(ctx, INBOX_KIND, AuditOp::Insert, "push", &id, || {
                 self.0.create(
                     ctx,
@@ -33,7 +43,9 @@ impl InboxStore for InMemoryInboxStore {
                     InboxEvent::check_new,
                     InboxEvent::prepare_new,
                 )
-            })
+            })?;
+        self.1.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(pushed)
     }
 
     async fn get(&self, ctx: &CallerContext, id: &str) -> Result<Option<InboxEvent>, StoreError> {
@@ -114,5 +126,14 @@ impl InboxStore for InMemoryInboxStore {
                 self.0
                     .transition(ctx, id, |e, now| e.finish_as(ctx, outcome, now))
             })
+    }
+
+    fn pushes(&self) -> Option<u64> {
+        Some(*self.1.borrow())
+    }
+
+    async fn wait_for_push(&self, seen: u64, timeout: std::time::Duration) {
+        let mut pushes = self.1.subscribe();
+        let _ = tokio::time::timeout(timeout, pushes.wait_for(|n| *n != seen)).await;
     }
 }

@@ -12,9 +12,13 @@ use openvibe_protocols::{
     InboxOutcome, InboxQuery, InboxStatus, InboxStore, LeaseRequest, LoopTrace, Page, PageQuery,
     Renewal, StoreError, check_caller, lease_end, store_time, table_of,
 };
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use serde_json::Value;
 use sqlx::PgPool;
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgListener, PgRow};
 use tracing::Instrument;
 
 use crate::access::{push_changeable, push_readable_in};
@@ -30,9 +34,112 @@ use crate::sql::Sql;
 pub struct PgInboxStore {
     pool: PgPool,
     audit: AuditWriter,
+    pushes: Arc<Pushes>,
 }
 
-crate::audit::audited_store!(PgInboxStore);
+impl PgInboxStore {
+    /// A store over `pool` (migrated: see [`crate::migrate`]), with an
+    /// audit writer of its own.
+    pub fn new(pool: PgPool) -> Self {
+        Self {
+            audit: AuditWriter::new(pool.clone()),
+            pool,
+            pushes: Arc::new(Pushes::default()),
+        }
+    }
+
+    crate::audit::audited_store!(@with_audit);
+}
+
+/// The channel every insert into `inbox_events` notifies (migration 0035).
+pub const INBOX_CHANNEL: &str = "openvibe_inbox";
+
+/// How long the listener waits for a notification before it checks that
+/// its store is still there.
+const LISTEN_CHECK: Duration = Duration::from_secs(5);
+
+/// The pushes the store heard of: counted by one listener task per store
+/// (started by the first [`InboxStore::pushes`], on one pooled connection,
+/// ending when the store is dropped). A lost connection counts as a push,
+/// since pushes may have gone unheard while it was down.
+#[derive(Debug)]
+struct Pushes {
+    count: tokio::sync::watch::Sender<u64>,
+    started: AtomicBool,
+}
+
+impl Default for Pushes {
+    fn default() -> Self {
+        Self {
+            count: tokio::sync::watch::Sender::new(0),
+            started: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Pushes {
+    fn heard(&self) {
+        self.count.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+impl PgInboxStore {
+    /// Start listening for pushes, once, when a runtime is there to run
+    /// the listener.
+    fn listen(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.pushes.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let pool = self.pool.clone();
+        let pushes = Arc::downgrade(&self.pushes);
+        runtime.spawn(async move {
+            loop {
+                let listener = match PgListener::connect_with(&pool).await {
+                    Ok(mut listener) => match listener.listen(INBOX_CHANNEL).await {
+                        Ok(()) => Some(listener),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "listening for inbox pushes failed; polling until it works");
+                            None
+                        }
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "listening for inbox pushes failed; polling until it works");
+                        None
+                    }
+                };
+                let Some(mut listener) = listener else {
+                    tokio::time::sleep(LISTEN_CHECK).await;
+                    if pushes.upgrade().is_none() || pool.is_closed() {
+                        return;
+                    }
+                    continue;
+                };
+                loop {
+                    let Some(pushes) = pushes.upgrade() else {
+                        return;
+                    };
+                    match tokio::time::timeout(LISTEN_CHECK, listener.try_recv()).await {
+                        Err(_) => {}
+                        // A push, or a lost connection (reconnected on the
+                        // next call): either way, look.
+                        Ok(Ok(_)) => pushes.heard(),
+                        Ok(Err(e)) => {
+                            pushes.heard();
+                            if pool.is_closed() {
+                                return;
+                            }
+                            tracing::debug!(error = %e, "the inbox listener's connection failed; listening again");
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
 
 const COLS: &[&str] = governed_cols![
     "role_id",
@@ -314,5 +421,16 @@ impl InboxStore for PgInboxStore {
             finish,
         )
         .await
+    }
+
+    fn pushes(&self) -> Option<u64> {
+        self.listen();
+        Some(*self.pushes.count.borrow())
+    }
+
+    async fn wait_for_push(&self, seen: u64, timeout: Duration) {
+        self.listen();
+        let mut pushes = self.pushes.count.subscribe();
+        let _ = tokio::time::timeout(timeout, pushes.wait_for(|n| *n != seen)).await;
     }
 }

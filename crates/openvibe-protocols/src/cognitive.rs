@@ -17,6 +17,12 @@ pub const AFTER_EXPERIENCE: &str = "after experience: ";
 /// The kind of the event a reflection firing becomes.
 pub const REFLECT_EVENT: &str = "openvibe.reflect";
 
+/// The journal id of event `event_id` of `role_id`
+/// (`loop/<role>/<event>`): what [`Accepted::run_id`] names.
+pub fn loop_run_id(role_id: &str, event_id: &str) -> String {
+    format!("loop/{role_id}/{event_id}")
+}
+
 /// One stage of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -166,7 +172,19 @@ pub struct LoopTrace {
     /// Why the event ended early (a stage failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// When the act stage began running the event's action, journaled
+    /// before it runs: a process that resumes the event with this set and
+    /// the act stage unrecorded cannot know whether the action ran, so it
+    /// records it [interrupted](ACT_INTERRUPTED) and never runs it again
+    /// (at most once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_began: Option<DateTime<Utc>>,
 }
+
+/// What the act stage records for an action a process began and never
+/// finished (it was killed, or lost its lease): whether it ran is unknown,
+/// so it does not run again.
+pub const ACT_INTERRUPTED: &str = "interrupted: the process running this action stopped before recording how it went; it is not run again (at most once)";
 
 impl LoopTrace {
     /// A perceived event (its `perceive` stage recorded).
@@ -188,7 +206,23 @@ impl LoopTrace {
             }],
             next: Some(Stage::Decide),
             failed: None,
+            act_began: None,
         }
+    }
+
+    /// [`LoopTrace::perceived`], accepted at `at` (an inbox event's push).
+    pub fn perceived_at(
+        role_id: &str,
+        event: DecisionEvent,
+        source: EventSource,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let mut trace = Self::perceived(role_id, event, source);
+        trace.received_at = at;
+        if let Some(first) = trace.stages.first_mut() {
+            first.at = at;
+        }
+        trace
     }
 
     /// Whether the event went through every stage (or ended on a failure).

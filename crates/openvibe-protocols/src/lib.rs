@@ -35,8 +35,8 @@ pub mod testing;
 mod vocabulary;
 
 pub use cognitive::{
-    AFTER_EXPERIENCE, Accepted, ActOutcome, EventInbox, EventSource, LoopTrace, REFLECT_EVENT,
-    Stage, StageRecord,
+    ACT_INTERRUPTED, AFTER_EXPERIENCE, Accepted, ActOutcome, EventInbox, EventSource, LoopTrace,
+    REFLECT_EVENT, Stage, StageRecord, loop_run_id,
 };
 pub use decision::{
     Action, ActionTarget, Authority, AuthorityStep, ConfidenceAdjustment, ConfidenceBand,

@@ -69,7 +69,7 @@ pub fn check_loop_event(event: &DecisionEvent) -> Result<(), Error> {
 
 /// The journal's run id of event `event_id` of `role_id`.
 pub fn run_id(role_id: &str, event_id: &str) -> String {
-    format!("loop/{role_id}/{event_id}")
+    openvibe_protocols::loop_run_id(role_id, event_id)
 }
 
 fn journal_error(run_id: &str, message: String) -> Error {
@@ -301,7 +301,7 @@ struct Queue {
 }
 
 /// An event claimed by this process; released on drop unless handed over.
-struct Claim<'a> {
+pub(crate) struct Claim<'a> {
     owner: &'a CognitiveLoop,
     id: String,
     held: bool,
@@ -325,7 +325,7 @@ impl Drop for Claim<'_> {
 /// The cognitive loop of a [`RoleRuntime`]'s roles: see the module
 /// documentation. Cheap to share (`Arc`); push from anywhere, run once.
 pub struct CognitiveLoop {
-    runtime: Arc<RoleRuntime>,
+    pub(crate) runtime: Arc<RoleRuntime>,
     journal: Arc<dyn LoopJournal>,
     config: LoopConfig,
     queues: BTreeMap<String, Queue>,
@@ -335,6 +335,9 @@ pub struct CognitiveLoop {
     /// an unfinished, unclaimed event a push finds after that was cut off
     /// half-way, and the push queues it again.
     running: std::sync::atomic::AtomicBool,
+    /// The durable inbox this loop works, when it does
+    /// ([`CognitiveLoop::durable`]).
+    pub(crate) durable: Option<crate::leased::Durable>,
 }
 
 impl CognitiveLoop {
@@ -370,6 +373,7 @@ impl CognitiveLoop {
             queues,
             inflight: Mutex::new(HashSet::new()),
             running: std::sync::atomic::AtomicBool::new(false),
+            durable: None,
         }
     }
 
@@ -390,7 +394,12 @@ impl CognitiveLoop {
         event: DecisionEvent,
         source: EventSource,
     ) -> Result<Accepted, Error> {
-        self.runtime.get_role(role_id)?;
+        let role = self.runtime.get_role(role_id)?;
+        if let Some(durable) = &self.durable {
+            return self
+                .push_durable(durable, &role.proposal_context(), role_id, event, source)
+                .await;
+        }
         check_loop_event(&event)?;
         let queue = self.queue(role_id)?;
         let id = run_id(role_id, &event.id);
@@ -441,6 +450,11 @@ impl CognitiveLoop {
         source: EventSource,
     ) -> Result<LoopTrace, Error> {
         self.runtime.get_role(role_id)?;
+        if self.durable.is_some() {
+            return Err(Error::NotLocal {
+                what: format!("running event `{}` in this task", event.id),
+            });
+        }
         check_loop_event(&event)?;
         let id = run_id(role_id, &event.id);
         let event_id = event.id.clone();
@@ -528,7 +542,7 @@ impl CognitiveLoop {
     /// The claim is released when dropped, unless handed over to the
     /// worker ([`Claim::hand_over`]): a push cut off half-way (a client
     /// gone, a timeout) never leaves an event claimed by no one.
-    fn claim(&self, id: &str) -> Result<Option<Claim<'_>>, Error> {
+    pub(crate) fn claim(&self, id: &str) -> Result<Option<Claim<'_>>, Error> {
         let mut inflight = self
             .inflight
             .lock()
@@ -571,6 +585,15 @@ impl CognitiveLoop {
         O: Fn(&LoopTrace) + Send + Sync,
     {
         self.runtime.join_space().await?;
+        if let Some(durable) = &self.durable {
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            let workers = self
+                .queues
+                .keys()
+                .map(|role| self.lease_worker(durable, role.clone(), stop_rx.clone(), &observe))
+                .collect();
+            return Ok(self.run_workers(workers, stop_tx, stop_rx, stop).await);
+        }
         let unfinished = self.journal.unfinished().await?;
         let mut resume: BTreeMap<String, Vec<(DateTime<Utc>, String)>> = BTreeMap::new();
         for trace in unfinished {
@@ -606,6 +629,22 @@ impl CognitiveLoop {
                 &observe,
             ));
         }
+        Ok(self.run_workers(workers, stop_tx, stop_rx, stop).await)
+    }
+
+    /// Run `workers` (one per role) and the space feeds until `stop`
+    /// resolves (then tell them through `stop_tx`); their reports summed.
+    async fn run_workers<W, S>(
+        &self,
+        workers: Vec<W>,
+        stop_tx: tokio::sync::watch::Sender<bool>,
+        stop_rx: tokio::sync::watch::Receiver<bool>,
+        stop: S,
+    ) -> LoopReport
+    where
+        W: std::future::Future<Output = LoopReport>,
+        S: std::future::Future<Output = ()>,
+    {
         let feeds = futures::future::join_all(
             self.queues
                 .keys()
@@ -632,7 +671,7 @@ impl CognitiveLoop {
             report.resumed += r.resumed;
             report.failed += r.failed;
         }
-        Ok(report)
+        report
     }
 
     async fn worker(
@@ -689,7 +728,11 @@ impl CognitiveLoop {
     /// from the journal), journaling after each stage that does something
     /// for the event: a stage that is a no-op for it ([`LoopTrace::is_noop`])
     /// is journaled with the stage before it.
-    async fn process(&self, id: &str, trace: Option<LoopTrace>) -> Result<LoopTrace, Error> {
+    pub(crate) async fn process(
+        &self,
+        id: &str,
+        trace: Option<LoopTrace>,
+    ) -> Result<LoopTrace, Error> {
         let mut trace = match trace {
             Some(trace) => trace,
             None => {
@@ -711,9 +754,18 @@ impl CognitiveLoop {
         );
         async {
             while let Some(stage) = trace.next {
-                self.runtime
-                    .run_loop_stage(&mut trace, stage, &self.config.learning)
-                    .await;
+                if stage == Stage::Act && trace.act_began.is_some() {
+                    // Begun by a process that stopped: at most once.
+                    crate::leased::record_interrupted_act(&mut trace);
+                } else {
+                    if stage == Stage::Act && crate::leased::runs_action(&trace) {
+                        trace.act_began = Some(Utc::now());
+                        self.journal.save(&trace).await?;
+                    }
+                    self.runtime
+                        .run_loop_stage(&mut trace, stage, &self.config.learning)
+                        .await;
+                }
                 if trace.next.is_some_and(|next| trace.is_noop(next)) {
                     continue;
                 }
@@ -741,11 +793,13 @@ impl openvibe_protocols::EventInbox for CognitiveLoop {
         source: EventSource,
     ) -> Result<Accepted, openvibe_protocols::StoreError> {
         self.inbox_check(ctx, role_id, "push an event into the loop of")?;
-        if event.kind == REFLECT_EVENT && matches!(source, EventSource::Http | EventSource::Mcp) {
-            return Err(openvibe_protocols::StoreError::invalid(
-                "kind",
-                "reflection events come from the role's reflection schedule, not from a caller",
-            ));
+        openvibe_protocols::check_pushed_kind(&event, source)?;
+        // Into the durable inbox, the caller its owner.
+        if let Some(durable) = &self.durable {
+            return self
+                .push_durable(durable, ctx, role_id, event, source)
+                .await
+                .map_err(inbox_error);
         }
         CognitiveLoop::push(self, role_id, event, source)
             .await

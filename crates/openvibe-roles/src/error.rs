@@ -189,6 +189,33 @@ pub enum Error {
         /// The queue's capacity.
         capacity: usize,
     },
+    /// This process's lease on an event of the durable inbox lapsed and
+    /// another process took it over (or finished it): this one stops
+    /// working it, and the other resumes it from the journal.
+    #[error(
+        "event `{event}` of role `{role}`: `{holder}` lost its lease ({source}); the process that took it over works it"
+    )]
+    LeaseLost {
+        /// The role.
+        role: String,
+        /// The event's id.
+        event: String,
+        /// This process.
+        holder: String,
+        /// What the inbox said.
+        #[source]
+        source: Box<openvibe_protocols::StoreError>,
+    },
+    /// What needs the loop's journal in this process, asked of a loop that
+    /// works a durable inbox (its events run in whichever process leases
+    /// them).
+    #[error(
+        "{what}: this loop works a durable inbox, where events run in whichever loop process leases them; push the event instead"
+    )]
+    NotLocal {
+        /// What was asked.
+        what: String,
+    },
     /// The role's loop is not running any more (or runs elsewhere).
     #[error("the loop of role `{role}` has stopped or is already running")]
     LoopStopped {

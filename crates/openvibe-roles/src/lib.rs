@@ -39,6 +39,7 @@ mod goal_hooks;
 pub mod goals;
 mod initiatives;
 mod learn;
+mod leased;
 mod proposals;
 mod pursuit;
 mod reflection;
@@ -76,6 +77,9 @@ pub use initiatives::{
     initiative_event, initiative_event_id, initiative_events, initiative_of, run_update,
 };
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
+pub use leased::{
+    DEFAULT_LEASE_BATCH, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_POLL, Leasing,
+};
 pub use openvibe_primitives::{DelegateNode, delegation_id};
 pub use openvibe_protocols::{
     Accepted, ActOutcome, EventSource, LoopTrace, REFLECT_EVENT, Stage, StageRecord,

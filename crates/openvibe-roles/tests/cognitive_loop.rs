@@ -229,7 +229,20 @@ async fn a_loop_killed_mid_stage_resumes_there_without_repeating_finished_stages
         trace.stages[1].at, cut.stages[1].at,
         "decide kept, not rerun"
     );
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "act ran in the new process");
+    // The killed process began the discount (journaled before the tool
+    // ran): whether it ran is unknown, so it is recorded interrupted and
+    // not run again (at most once).
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "the action is not run twice"
+    );
+    match &trace.act {
+        Some(ActOutcome::Failed { error, .. }) => {
+            assert_eq!(error, openvibe_protocols::ACT_INTERRUPTED);
+        }
+        other => panic!("{other:?}"),
+    }
     let decisions = second
         .get_role("cro")
         .unwrap()

@@ -25,7 +25,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{CallerContext, Change, Page, RecordMeta, StoreError};
-use crate::{DecisionEvent, EventSource, LoopTrace};
+use crate::{Accepted, DecisionEvent, EventSource, LoopTrace};
 
 /// The kind name of inbox events (audit entries, errors, retention).
 pub const INBOX_KIND: &str = "inbox_event";
@@ -687,6 +687,140 @@ pub trait InboxStore: Send + Sync {
         id: &str,
         outcome: &InboxOutcome,
     ) -> Result<InboxEvent, StoreError>;
+
+    /// How many pushes this store has heard of, from any process (a
+    /// counter to compare with itself; PostgreSQL hears them with
+    /// `LISTEN`, the in-process store at each push), or `None` when the
+    /// backend hears of none (over the wire): a loop then polls.
+    fn pushes(&self) -> Option<u64> {
+        None
+    }
+
+    /// Wait until [`pushes`](Self::pushes) passes `seen` or `timeout`
+    /// passes, whichever comes first; at once when the backend hears of no
+    /// pushes. A wake-up says only that an event may be there: lease to
+    /// see.
+    async fn wait_for_push(&self, seen: u64, timeout: std::time::Duration) {
+        let _ = (seen, timeout);
+    }
+}
+
+/// Push `event` for `role_id`'s loop into `store` as `ctx`, in the role's
+/// namespace (its id), from `source`: a [duplicate](Accepted::duplicate)
+/// when the same event is held already (pushed before, from any process).
+/// What every edge that takes events into the durable inbox runs.
+pub async fn push_to_inbox(
+    store: &dyn InboxStore,
+    ctx: &CallerContext,
+    role_id: &str,
+    event: DecisionEvent,
+    source: EventSource,
+) -> Result<Accepted, StoreError> {
+    let run_id = crate::loop_run_id(role_id, &event.id);
+    let new = InboxEvent::new(role_id, event, source).namespace(role_id);
+    // Seen before: nothing to write (a reader that may not read it pushes,
+    // and the store says whether it is the same).
+    if let Ok(Some(held)) = store.get(ctx, &new.id).await
+        && held.same_request(&new)
+    {
+        return Ok(Accepted::new(run_id, true));
+    }
+    store.push(ctx, new).await?;
+    Ok(Accepted::new(run_id, false))
+}
+
+/// The trace of `event` as its loop's journal says: the one its holder
+/// saved, else its `perceive` stage at its push.
+pub fn inbox_trace(event: &InboxEvent) -> LoopTrace {
+    event.trace.clone().unwrap_or_else(|| {
+        LoopTrace::perceived_at(
+            &event.role_id,
+            event.event.clone(),
+            event.origin,
+            event.meta.created_at,
+        )
+    })
+}
+
+/// The durable inbox as an [`EventInbox`]: what a service instance pushes
+/// events into when the roles' loops run in other processes (any number of
+/// them, leasing from the same store). With [`StoreInbox::roles`], an event
+/// for another role is refused as an unknown role; without, it is held for
+/// whichever loop runs that role (`GET /v1/memory/inbox?status=pending`
+/// lists what waits).
+pub struct StoreInbox {
+    store: std::sync::Arc<dyn InboxStore>,
+    roles: Option<std::collections::BTreeSet<String>>,
+}
+
+impl StoreInbox {
+    /// Events into `store`, for any role.
+    pub fn new(store: std::sync::Arc<dyn InboxStore>) -> Self {
+        Self { store, roles: None }
+    }
+
+    /// Only for `roles`: an event for another is [`StoreError::NotFound`].
+    #[must_use]
+    pub fn roles<I, S>(mut self, roles: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.roles = Some(roles.into_iter().map(Into::into).collect());
+        self
+    }
+
+    fn check_role(&self, role_id: &str) -> Result<(), StoreError> {
+        match &self.roles {
+            Some(roles) if !roles.contains(role_id) => Err(StoreError::NotFound {
+                kind: "role",
+                id: role_id.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl crate::EventInbox for StoreInbox {
+    async fn push(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        event: DecisionEvent,
+        source: EventSource,
+    ) -> Result<Accepted, StoreError> {
+        self.check_role(role_id)?;
+        check_pushed_kind(&event, source)?;
+        push_to_inbox(self.store.as_ref(), ctx, role_id, event, source).await
+    }
+
+    async fn trace(
+        &self,
+        ctx: &CallerContext,
+        role_id: &str,
+        event_id: &str,
+    ) -> Result<Option<LoopTrace>, StoreError> {
+        self.check_role(role_id)?;
+        Ok(self
+            .store
+            .get(ctx, &inbox_event_id(role_id, event_id))
+            .await?
+            .map(|e| inbox_trace(&e)))
+    }
+}
+
+/// Reflection events come from a role's reflection schedule: one pushed
+/// over HTTP or MCP is refused (`kind`).
+pub fn check_pushed_kind(event: &DecisionEvent, source: EventSource) -> Result<(), StoreError> {
+    if event.kind == crate::REFLECT_EVENT && matches!(source, EventSource::Http | EventSource::Mcp)
+    {
+        return Err(StoreError::invalid(
+            "kind",
+            "reflection events come from the role's reflection schedule, not from a caller",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -92,7 +92,8 @@ pub use governance::{
 pub use inbox::{
     INBOX_KIND, InboxEvent, InboxOutcome, InboxQuery, InboxStatus, InboxStore, LeaseRequest,
     MAX_INBOX_PAGE, MAX_LEASE_BATCH, MAX_LEASE_MS, MAX_LEASE_ROLES, MAX_NOTE_CHARS, MIN_LEASE_MS,
-    Renewal, inbox_event_id, lease_end, validate_inbox_event,
+    Renewal, StoreInbox, check_pushed_kind, inbox_event_id, inbox_trace, lease_end, push_to_inbox,
+    validate_inbox_event,
 };
 pub use kinds::{KINDS, KeptRecord, KindSpec, kind_spec, member_change, table_of};
 pub use kv::{MemoryEntry, MemoryProvider};
