@@ -29,19 +29,27 @@ use serde_json::json;
 
 const EVENTS: u32 = 2_000;
 
-fn clearance() -> ClearanceProfile {
+pub(crate) fn clearance() -> ClearanceProfile {
     ClearanceProfile::new("cro").with_domain("revenue", Classification::Restricted)
 }
 
 fn role(stores: &Stores) -> Result<Role, String> {
-    let memory = MemoryGateway::new()
-        .with_stores(stores.clone())
-        .agent_memory("cro", &clearance());
     let tool = FnTool::new(
         "apply_discount",
         "Apply a discount.",
         |d: serde_json::Value| async move { Ok::<_, String>(format!("{}% applied", d["pct"])) },
     );
+    role_with_tool(stores, tool)
+}
+
+/// The CRO of the loop figures, acting on discounts through `tool`.
+pub(crate) fn role_with_tool(
+    stores: &Stores,
+    tool: impl openvibe_primitives::Tool + 'static,
+) -> Result<Role, String> {
+    let memory = MemoryGateway::new()
+        .with_stores(stores.clone())
+        .agent_memory("cro", &clearance());
     let matrix = serde_json::from_value(json!({"outcomes": {"low": {"low": "act"}}}))
         .map_err(|e| e.to_string())?;
     Ok(Role::new("cro")
@@ -53,7 +61,7 @@ fn role(stores: &Stores) -> Result<Role, String> {
         .action_tool(tool))
 }
 
-fn event(prefix: &str, k: u32) -> DecisionEvent {
+pub(crate) fn event(prefix: &str, k: u32) -> DecisionEvent {
     DecisionEvent::new(format!("{prefix}{k}"), "discount.requested", "revenue")
         .summary(format!("account {k} asks for 10% off the annual plan"))
         .data(json!({"amount": 500}))

@@ -8,6 +8,7 @@ mod embed;
 mod goals;
 mod governance;
 mod graph;
+mod inbox;
 mod memory;
 mod pg;
 mod primitives;
@@ -42,11 +43,31 @@ const GROUPS: &[Group] = &[
     ("spaces", || Box::pin(spaces::run())),
     ("pg_spaces", || Box::pin(spaces::run_pg())),
     ("pg_console", || Box::pin(console::run_pg())),
+    ("pg_inbox", || Box::pin(inbox::run_pg())),
     ("scale", || Box::pin(scale::run())),
 ];
 
 fn main() -> std::process::ExitCode {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
+    // A loop process of `pg_inbox`'s figures.
+    if let [flag, url, holder, lease_ms] = wanted.as_slice()
+        && flag == inbox::LOOP_FLAG
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        return match runtime.map(|rt| rt.block_on(inbox::loop_process(url, holder, lease_ms))) {
+            Ok(Ok(())) => std::process::ExitCode::SUCCESS,
+            Ok(Err(e)) => {
+                eprintln!("inbox loop: {e}");
+                std::process::ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("inbox loop: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     // The other process of `pg_spaces`' delivery figure.
     if let [flag, url] = wanted.as_slice()
         && flag == spaces::READER_FLAG

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/pg.rs"]
+mod pg;
+#[path = "support/service.rs"]
+mod service;
 #[path = "support/journal.rs"]
 mod support;
 use support::{ALL, journal, stage_names};
@@ -364,4 +368,136 @@ fn a_directory_of_role_files_runs_in_the_loop_and_takes_events_over_http() {
     assert_eq!(http["source"], "http");
     assert_eq!(http["role_id"], "cso");
     assert_eq!(stage_names(http), ALL);
+}
+
+/// POST `body` to `path` at `addr` (plain HTTP/1.1, as any client sends
+/// it); the whole answer.
+fn post(addr: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[tokio::test]
+async fn loop_processes_on_the_durable_inbox_work_what_a_service_instance_took() {
+    use std::io::Read;
+    let Some(base) = openvibe_memory_testkit::skip::database_url() else {
+        return;
+    };
+    let schema = pg::TempSchema::new(&base).await;
+    let url = schema.url();
+    let tenant = format!("inbox-{}", std::process::id());
+    let dir = dir("inbox");
+    // A service instance that runs no loop takes the events in.
+    let (_service, addr) = service::spawn_service(&url, &tenant);
+    let ids = ["e-1", "e-2", "e-3", "e-4"];
+    for id in ids {
+        let answer = post(
+            addr.trim_start_matches("http://"),
+            "/v1/loop/cro/events",
+            &event(id),
+        );
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("\"duplicate\":false"), "{answer}");
+    }
+    let again = post(
+        addr.trim_start_matches("http://"),
+        "/v1/loop/cro/events",
+        &event("e-1"),
+    );
+    assert!(again.contains("\"duplicate\":true"), "{again}");
+    // Two loop processes share them, each stopping after its share.
+    let run = |holder: &str| {
+        openvibe(&[
+            "run",
+            dir.join("role.yaml").to_str().unwrap(),
+            "--loop",
+            "--inbox",
+            "--holder",
+            holder,
+            "--lease",
+            "5s",
+            "--llm",
+            "standin",
+            "--embedder",
+            "none",
+            "--database-url",
+            &url,
+            "--tenant",
+            &tenant,
+            "--for",
+            "8s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (mut a, mut b) = (run("loop-a"), run("loop-b"));
+    let mut out = String::new();
+    for child in [&mut a, &mut b] {
+        let status = child.wait().unwrap();
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert!(status.success(), "{stdout}{stderr}");
+        assert!(
+            stdout.contains("journal: the durable inbox, as `loop-"),
+            "{stdout}"
+        );
+        out.push_str(&stdout);
+    }
+    // Each event done once, by one of them, every stage once.
+    for id in ids {
+        assert_eq!(
+            out.matches(&format!("event {id} of role cro")).count(),
+            1,
+            "{out}"
+        );
+    }
+    let done: usize = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("== stopped: "))
+        .filter_map(|l| l.split(' ').next()?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(done, ids.len(), "{out}");
+    // The trace, read through the instance that took the event in.
+    let trace = {
+        use std::io::Write;
+        let mut stream = std::net::TcpStream::connect(addr.trim_start_matches("http://")).unwrap();
+        write!(
+            stream,
+            "GET /v1/loop/cro/events/e-2 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    assert!(trace.starts_with("HTTP/1.1 200"), "{trace}");
+    let body: serde_json::Value =
+        serde_json::from_str(trace.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["source"], "http");
+    assert!(body["next"].is_null(), "{body}");
+    assert_eq!(stage_names(&body), ALL);
+    schema.drop().await;
 }

@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,8 +27,11 @@ use openvibe::roles::{AuthorityConfig, CognitiveLoop, Leasing, Role, RoleRuntime
 use serde_json::{Value, json};
 use sqlx::Row;
 
+#[path = "support/service.rs"]
+mod service;
 #[path = "support/pg.rs"]
 mod support;
+use service::{Reaped, spawn_service};
 
 /// Events pushed.
 const EVENTS: usize = 2_000;
@@ -143,16 +146,6 @@ async fn loop_process(url: String, holder: String) {
     }
 }
 
-/// A child killed when dropped (a failed test leaves no process behind).
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn spawn_loop(url: &str, holder: &str) -> Reaped {
     let mut child = Command::new(std::env::current_exe().expect("this test's binary"))
         .args(["--loop-process", url, holder])
@@ -169,44 +162,6 @@ fn spawn_loop(url: &str, holder: &str) -> Reaped {
         .expect("its first line");
     assert_eq!(line.trim(), "ready", "loop process {holder}");
     Reaped(child)
-}
-
-/// `openvibe serve` on the database, development mode; its address.
-fn spawn_service(url: &str) -> (Reaped, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openvibe"))
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--database-url",
-            url,
-            "--tenant",
-            TENANT,
-        ])
-        .env_remove("RUST_LOG")
-        .env_remove("OPENVIBE_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("a service instance");
-    let stderr = child.stderr.take().expect("its stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("the service says where it listens")
-            .expect("a line");
-        if let Some(rest) = line.strip_prefix("memory service on ") {
-            break rest
-                .split_whitespace()
-                .next()
-                .expect("an address")
-                .to_owned();
-        }
-    };
-    // Keep draining its stderr.
-    std::thread::spawn(move || for _ in lines {});
-    (Reaped(child), addr)
 }
 
 /// The rows `sql` returns in the test's tenant (the tables' row-level
@@ -256,8 +211,8 @@ async fn inbox_scale() {
         .await
         .unwrap();
 
-    let (_service_a, addr_a) = spawn_service(&url);
-    let (_service_b, addr_b) = spawn_service(&url);
+    let (_service_a, addr_a) = spawn_service(&url, TENANT);
+    let (_service_b, addr_b) = spawn_service(&url, TENANT);
     let mut generation = 0;
     let mut loops: Vec<Reaped> = (0..LOOPS)
         .map(|i| spawn_loop(&url, &format!("loop-{i}-{generation}")))

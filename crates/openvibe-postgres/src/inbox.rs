@@ -293,7 +293,8 @@ impl PgInboxStore {
         // `WHERE id IN (…)` may run again for each row updated, and rows the
         // statement already updated count as skipped there, so its LIMIT
         // would not hold.
-        let mut sql = Sql::new(
+        // One round trip: the caller's settings and the statement together.
+        let mut sql = Sql::one_trip(
             "WITH picked AS MATERIALIZED (SELECT f.id FROM inbox_events f WHERE f.tenant_id = ",
         );
         sql.bind(ctx.tenant_id().to_owned())
@@ -319,7 +320,7 @@ impl PgInboxStore {
                 " AND e.id = picked.id RETURNING {}",
                 columns(COLS, "e.")
             ));
-        let rows = crate::tx::fetch_committed(&self.pool, ctx, sql).await?;
+        let rows = crate::tx::one_trip(&self.pool, ctx, sql).await?;
         let mut leased = rows
             .iter()
             .map(InboxEvent::decode)

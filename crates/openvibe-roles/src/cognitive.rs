@@ -337,7 +337,7 @@ pub struct CognitiveLoop {
     running: std::sync::atomic::AtomicBool,
     /// The durable inbox this loop works, when it does
     /// ([`CognitiveLoop::durable`]).
-    pub(crate) durable: Option<crate::leased::Durable>,
+    pub(crate) durable: Option<crate::leasing::Durable>,
 }
 
 impl CognitiveLoop {
@@ -756,9 +756,9 @@ impl CognitiveLoop {
             while let Some(stage) = trace.next {
                 if stage == Stage::Act && trace.act_began.is_some() {
                     // Begun by a process that stopped: at most once.
-                    crate::leased::record_interrupted_act(&mut trace);
+                    crate::leasing::record_interrupted_act(&mut trace);
                 } else {
-                    if stage == Stage::Act && crate::leased::runs_action(&trace) {
+                    if stage == Stage::Act && crate::leasing::runs_action(&trace) {
                         trace.act_began = Some(Utc::now());
                         self.journal.save(&trace).await?;
                     }
@@ -769,7 +769,19 @@ impl CognitiveLoop {
                 if trace.next.is_some_and(|next| trace.is_noop(next)) {
                     continue;
                 }
-                self.journal.save(&trace).await?;
+                // Journaled by what comes next: the act stage's `act_began`
+                // (it carries the decision), or a durable loop's finish (it
+                // carries the whole trace).
+                let journaled_next = match trace.next {
+                    Some(Stage::Act) => {
+                        trace.act_began.is_none() && crate::leasing::runs_action(&trace)
+                    }
+                    None => self.durable.is_some(),
+                    Some(_) => false,
+                };
+                if !journaled_next {
+                    self.journal.save(&trace).await?;
+                }
             }
             Ok(trace)
         }

@@ -30,123 +30,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openvibe_protocols::{
-    ACT_INTERRUPTED, Accepted, ActOutcome, CallerContext, DecisionEvent, EventSource, InboxEvent,
-    InboxOutcome, InboxStore, LeaseRequest, LoopTrace, MIN_LEASE_MS, Outcome, Renewal, Stage,
-    StageRecord, StoreError, inbox_event_id, inbox_trace, push_to_inbox,
+    Accepted, CallerContext, DecisionEvent, EventSource, InboxEvent, InboxOutcome, InboxStore,
+    LeaseRequest, LoopTrace, MIN_LEASE_MS, Renewal, Stage, StoreError, inbox_event_id, inbox_trace,
+    push_to_inbox,
 };
 use tokio::sync::Notify;
 
 use crate::cognitive::{LoopJournal, LoopReport};
+use crate::leasing::{Durable, Leasing};
 use crate::{CognitiveLoop, Error, RoleRuntime};
-
-/// How long a loop process holds an event before another may take it over,
-/// by default (it renews while it works it).
-pub const DEFAULT_LEASE_MS: u64 = 30_000;
-
-/// How many events a worker leases at once, by default.
-pub const DEFAULT_LEASE_BATCH: usize = 8;
-
-/// How long an idle worker waits before it looks again, by default (what
-/// takes over an event whose holder died, and all a backend without push
-/// notifications has).
-pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
-
-/// How many times an event is leased before it is given up (`failed`), by
-/// default: an event every process fails to journal (or dies on) does not
-/// come back forever.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
-
-/// How a loop process leases the events of a durable inbox.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Leasing {
-    /// Who this process is in the inbox (unique per process:
-    /// [`Leasing::process_holder`]).
-    pub holder: String,
-    /// How long a lease lasts, in milliseconds ([`DEFAULT_LEASE_MS`]); a
-    /// process that dies is taken over this long after its last renewal.
-    pub lease_ms: u64,
-    /// How many events a worker leases at once ([`DEFAULT_LEASE_BATCH`]).
-    pub batch: usize,
-    /// How long an idle worker waits before it looks again ([`DEFAULT_POLL`]).
-    pub poll: Duration,
-    /// How many leases an event gets before it is given up
-    /// ([`DEFAULT_MAX_ATTEMPTS`]).
-    pub max_attempts: u32,
-}
-
-impl Default for Leasing {
-    fn default() -> Self {
-        Self::new(Self::process_holder())
-    }
-}
-
-impl Leasing {
-    /// The defaults, as `holder`.
-    pub fn new(holder: impl Into<String>) -> Self {
-        Self {
-            holder: holder.into(),
-            lease_ms: DEFAULT_LEASE_MS,
-            batch: DEFAULT_LEASE_BATCH,
-            poll: DEFAULT_POLL,
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-        }
-    }
-
-    /// A holder name for this process: its host, its process id and when
-    /// it started (`host:pid:millis`), so a restarted process with a reused
-    /// id is another holder.
-    pub fn process_holder() -> String {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .ok()
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .map(|h| h.trim().to_owned())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "host".to_owned());
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or_default();
-        format!("{host}:{}:{started}", std::process::id())
-    }
-
-    /// Leases of `lease_ms` (at least [`MIN_LEASE_MS`]).
-    #[must_use]
-    pub fn lease_ms(mut self, lease_ms: u64) -> Self {
-        self.lease_ms = lease_ms.max(MIN_LEASE_MS);
-        self
-    }
-
-    /// Lease up to `batch` events at once (1 to
-    /// [`MAX_LEASE_BATCH`](openvibe_protocols::MAX_LEASE_BATCH)).
-    #[must_use]
-    pub fn batch(mut self, batch: usize) -> Self {
-        self.batch = batch.clamp(1, openvibe_protocols::MAX_LEASE_BATCH);
-        self
-    }
-
-    /// Look again after `poll` when idle.
-    #[must_use]
-    pub fn poll(mut self, poll: Duration) -> Self {
-        self.poll = poll.max(Duration::from_millis(1));
-        self
-    }
-
-    /// Give an event up after `max_attempts` leases (at least 1).
-    #[must_use]
-    pub fn max_attempts(mut self, max_attempts: u32) -> Self {
-        self.max_attempts = max_attempts.max(1);
-        self
-    }
-}
-
-/// A loop's durable inbox and how it leases from it.
-pub(crate) struct Durable {
-    pub(crate) store: Arc<dyn InboxStore>,
-    pub(crate) leasing: Leasing,
-    /// Woken by a push through this loop.
-    pub(crate) wake: Notify,
-}
 
 /// The loop's journal in the inbox, for one holder: a save is a renewal of
 /// the holder's lease carrying the trace (refused once another process
@@ -226,44 +118,6 @@ impl LoopJournal for InboxJournal {
 /// identity comes from the code, never from an event.
 fn inbox_context(role: &crate::Role) -> CallerContext {
     role.proposal_context().with_privileged(true)
-}
-
-/// Whether the act stage of `trace` runs an action (the decision acts and
-/// the event names one).
-pub(crate) fn runs_action(trace: &LoopTrace) -> bool {
-    trace.event.action.is_some()
-        && trace
-            .decision
-            .as_ref()
-            .is_some_and(|d| d.outcome == Outcome::Act)
-}
-
-/// Record the act stage of `trace` interrupted: its action began in a
-/// process that stopped before recording how it went
-/// ([`ACT_INTERRUPTED`]); it does not run again.
-pub(crate) fn record_interrupted_act(trace: &mut LoopTrace) {
-    let now = chrono::Utc::now();
-    let outcome = match trace.event.action.clone() {
-        Some(action) => {
-            let line = format!("{} failed: {ACT_INTERRUPTED}", action.action);
-            trace.act = Some(ActOutcome::Failed {
-                action,
-                error: ACT_INTERRUPTED.to_owned(),
-            });
-            line
-        }
-        None => {
-            trace.act = None;
-            format!("nothing: {ACT_INTERRUPTED}")
-        }
-    };
-    trace.stages.push(StageRecord {
-        stage: Stage::Act,
-        at: now,
-        took_us: 0,
-        outcome,
-    });
-    trace.next = Stage::Act.next();
 }
 
 impl CognitiveLoop {
@@ -363,6 +217,10 @@ impl CognitiveLoop {
             leasing.lease_ms,
             leasing.batch,
         );
+        // The pushes heard when a lease last found fewer events than it
+        // asked for: until another is heard, there is nothing new to lease
+        // (what lapses is found by the lease after the next wait).
+        let mut drained_at: Option<u64> = None;
         loop {
             if *stop.borrow() {
                 return report;
@@ -372,14 +230,26 @@ impl CognitiveLoop {
             tokio::pin!(woken);
             woken.as_mut().enable();
             let seen = durable.store.pushes();
-            let leased = match durable.store.lease(&ctx, &request).await {
-                Ok(leased) => leased,
-                Err(e) => {
-                    tracing::warn!(role = %role_id, error = %e, "leasing events failed; trying again");
-                    Vec::new()
+            let nothing_new = drained_at.is_some() && drained_at == seen;
+            let leased = if nothing_new {
+                Vec::new()
+            } else {
+                match durable.store.lease(&ctx, &request).await {
+                    Ok(leased) => leased,
+                    Err(e) => {
+                        tracing::warn!(role = %role_id, error = %e, "leasing events failed; trying again");
+                        Vec::new()
+                    }
                 }
             };
+            drained_at = if leased.len() < leasing.batch {
+                seen
+            } else {
+                None
+            };
             if leased.is_empty() {
+                // Whatever ends the wait, the next turn leases.
+                drained_at = None;
                 let heard = async {
                     match seen {
                         Some(seen) => durable.store.wait_for_push(seen, leasing.poll).await,
@@ -445,11 +315,12 @@ impl CognitiveLoop {
         } else {
             let work = self.process(&run_id, Some(trace));
             tokio::pin!(work);
-            let mut beat = tokio::time::interval(Duration::from_millis(
-                (leasing.lease_ms / 3).max(MIN_LEASE_MS / 2),
-            ));
+            // The first beat a third of a lease from now (an interval's
+            // first tick at once would wait for the timer's next
+            // millisecond before the work starts).
+            let every = Duration::from_millis((leasing.lease_ms / 3).max(MIN_LEASE_MS / 2));
+            let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            beat.tick().await;
             loop {
                 tokio::select! {
                     worked = &mut work => break worked,

@@ -40,6 +40,7 @@ pub mod goals;
 mod initiatives;
 mod learn;
 mod leased;
+mod leasing;
 mod proposals;
 mod pursuit;
 mod reflection;
@@ -77,7 +78,7 @@ pub use initiatives::{
     initiative_event, initiative_event_id, initiative_events, initiative_of, run_update,
 };
 pub use learn::{LEARN_INSIGHTS, LearnReport, Learning, belief_id_of};
-pub use leased::{
+pub use leasing::{
     DEFAULT_LEASE_BATCH, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_POLL, Leasing,
 };
 pub use openvibe_primitives::{DelegateNode, delegation_id};

@@ -2,8 +2,8 @@
 //! → observe → reflect → learn, journaled stage by stage; an event pushed
 //! twice runs once; a full queue refuses with a typed error and records
 //! nothing; a loop killed mid-stage resumes the event at that stage
-//! without repeating the finished ones; a reflection event reflects and
-//! learns.
+//! without repeating the finished ones (an action it began is recorded
+//! interrupted, never run twice); a reflection event reflects and learns.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

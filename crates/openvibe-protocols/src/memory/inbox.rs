@@ -707,8 +707,9 @@ pub trait InboxStore: Send + Sync {
 
 /// Push `event` for `role_id`'s loop into `store` as `ctx`, in the role's
 /// namespace (its id), from `source`: a [duplicate](Accepted::duplicate)
-/// when the same event is held already (pushed before, from any process).
-/// What every edge that takes events into the durable inbox runs.
+/// when the same event is held already (pushed before, from any process:
+/// the event held was created before this push began, by the store's
+/// clock). What every edge that takes events into the durable inbox runs.
 pub async fn push_to_inbox(
     store: &dyn InboxStore,
     ctx: &CallerContext,
@@ -718,15 +719,9 @@ pub async fn push_to_inbox(
 ) -> Result<Accepted, StoreError> {
     let run_id = crate::loop_run_id(role_id, &event.id);
     let new = InboxEvent::new(role_id, event, source).namespace(role_id);
-    // Seen before: nothing to write (a reader that may not read it pushes,
-    // and the store says whether it is the same).
-    if let Ok(Some(held)) = store.get(ctx, &new.id).await
-        && held.same_request(&new)
-    {
-        return Ok(Accepted::new(run_id, true));
-    }
-    store.push(ctx, new).await?;
-    Ok(Accepted::new(run_id, false))
+    let began = super::store_time();
+    let held = store.push(ctx, new).await?;
+    Ok(Accepted::new(run_id, held.meta.created_at < began))
 }
 
 /// The trace of `event` as its loop's journal says: the one its holder
