@@ -125,7 +125,12 @@ impl CognitiveLoop {
     /// pushes go into the inbox (from this process or any other), and
     /// [`run`](Self::run) and [`serve`](Self::serve) lease the events of
     /// these roles as `leasing` says, beside any other loop process that
-    /// leases from the same store (see the [module documentation](self)).
+    /// leases from the same store. Each stage is journaled in the event's
+    /// inbox row with a renewal of the lease (a process that lost its lease
+    /// has its save refused: [`Error::LeaseLost`]); a killed process's
+    /// events are taken over once its leases lapse and resumed at their
+    /// first unfinished stage; an action a killed process began is recorded
+    /// interrupted, never run twice (`docs/scale.md`).
     pub fn durable(
         runtime: Arc<RoleRuntime>,
         store: Arc<dyn InboxStore>,

@@ -737,7 +737,7 @@ pub fn inbox_trace(event: &InboxEvent) -> LoopTrace {
     })
 }
 
-/// The durable inbox as an [`EventInbox`]: what a service instance pushes
+/// The durable inbox as an [`EventInbox`](crate::EventInbox): what a service instance pushes
 /// events into when the roles' loops run in other processes (any number of
 /// them, leasing from the same store). With [`StoreInbox::roles`], an event
 /// for another role is refused as an unknown role; without, it is held for
