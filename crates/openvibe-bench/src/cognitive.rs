@@ -47,9 +47,15 @@ pub(crate) fn role_with_tool(
     stores: &Stores,
     tool: impl openvibe_primitives::Tool + 'static,
 ) -> Result<Role, String> {
-    let memory = MemoryGateway::new()
-        .with_stores(stores.clone())
-        .agent_memory("cro", &clearance());
+    role_in(&MemoryGateway::new().with_stores(stores.clone()), tool)
+}
+
+/// The CRO of the loop figures in `gateway`'s stores and tenant.
+pub(crate) fn role_in(
+    gateway: &MemoryGateway,
+    tool: impl openvibe_primitives::Tool + 'static,
+) -> Result<Role, String> {
+    let memory = gateway.agent_memory("cro", &clearance());
     let matrix = serde_json::from_value(json!({"outcomes": {"low": {"low": "act"}}}))
         .map_err(|e| e.to_string())?;
     Ok(Role::new("cro")

@@ -28,14 +28,14 @@ use openvibe_memory::MemoryGateway;
 use openvibe_postgres::PgStores;
 use openvibe_primitives::FnTool;
 use openvibe_primitives::testing::ScriptedLlm;
-use openvibe_protocols::{Insight, Stage, Stores};
+use openvibe_protocols::{Stage, Stores};
 use openvibe_roles::{CognitiveLoop, EventSource, Leasing, RoleRuntime};
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::cognitive::{event, role_with_tool};
+use crate::cognitive::{event, role_in};
 
-/// The flag of a loop process (`--inbox-loop URL HOLDER LEASE_MS`).
+/// The flag of a loop process (`--inbox-loop URL TENANT HOLDER LEASE_MS`).
 pub const LOOP_FLAG: &str = "--inbox-loop";
 
 const SCHEMA: &str = "openvibe_bench_inbox";
@@ -46,7 +46,12 @@ const TAKEOVER_LEASE_MS: u64 = 1_000;
 
 /// The CRO's loop over `stores`' inbox as `holder`; its tool holds an
 /// action whose input says `hang` forever (a process to kill mid-action).
-fn durable_loop(stores: &Stores, holder: &str, lease_ms: u64) -> Result<CognitiveLoop, String> {
+fn durable_loop(
+    stores: &Stores,
+    tenant: &str,
+    holder: &str,
+    lease_ms: u64,
+) -> Result<CognitiveLoop, String> {
     let tool = FnTool::new(
         "apply_discount",
         "Apply a discount.",
@@ -57,7 +62,10 @@ fn durable_loop(stores: &Stores, holder: &str, lease_ms: u64) -> Result<Cognitiv
             Ok::<_, String>(format!("{}% applied", d["pct"]))
         },
     );
-    let role = role_with_tool(stores, tool)?;
+    let gateway = MemoryGateway::new()
+        .with_stores(stores.clone())
+        .with_tenant(tenant);
+    let role = role_in(&gateway, tool)?;
     let runtime = Arc::new(
         RoleRuntime::new(Arc::new(ScriptedLlm::default()))
             .with_stores(stores.clone())
@@ -73,11 +81,16 @@ fn durable_loop(stores: &Stores, holder: &str, lease_ms: u64) -> Result<Cognitiv
 }
 
 /// A loop process: the CRO's loop on the inbox until killed.
-pub async fn loop_process(url: &str, holder: &str, lease_ms: &str) -> Result<(), String> {
+pub async fn loop_process(
+    url: &str,
+    tenant: &str,
+    holder: &str,
+    lease_ms: &str,
+) -> Result<(), String> {
     let lease_ms: u64 = lease_ms.parse().map_err(|e| format!("lease: {e}"))?;
     let pool = crate::pg::schema_pool(url, SCHEMA, 4).await?;
     let stores = PgStores::from_pool(pool).stores();
-    let cognitive = durable_loop(&stores, holder, lease_ms)?;
+    let cognitive = durable_loop(&stores, tenant, holder, lease_ms)?;
     // Listening before saying it is ready.
     let _ = stores.inbox.pushes();
     println!("ready");
@@ -92,10 +105,10 @@ pub async fn loop_process(url: &str, holder: &str, lease_ms: &str) -> Result<(),
 struct LoopProcess(std::process::Child);
 
 impl LoopProcess {
-    fn start(url: &str, holder: &str, lease_ms: u64) -> Result<Self, String> {
+    fn start(url: &str, tenant: &str, holder: &str, lease_ms: u64) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = std::process::Command::new(exe)
-            .args([LOOP_FLAG, url, holder, &lease_ms.to_string()])
+            .args([LOOP_FLAG, url, tenant, holder, &lease_ms.to_string()])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
@@ -124,11 +137,11 @@ impl Drop for LoopProcess {
     }
 }
 
-/// One number `sql` returns in the bench's tenant (row-level security).
-async fn scalar(pool: &PgPool, sql: &'static str) -> Result<i64, String> {
+/// One number `sql` returns in `tenant` (row-level security).
+async fn scalar_in(pool: &PgPool, tenant: &str, sql: &'static str) -> Result<i64, String> {
     let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
     sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
-        .bind(TENANT)
+        .bind(tenant)
         .execute(&mut *tx)
         .await
         .map_err(|e| e.to_string())?;
@@ -140,33 +153,49 @@ async fn scalar(pool: &PgPool, sql: &'static str) -> Result<i64, String> {
     Ok(n.unwrap_or(0))
 }
 
-/// A fresh schema with the CRO's insight; its pool and stores.
-async fn fresh(url: &str) -> Result<(PgPool, Stores), String> {
+/// One number `sql` returns in the bench's tenant.
+async fn scalar(pool: &PgPool, sql: &'static str) -> Result<i64, String> {
+    scalar_in(pool, TENANT, sql).await
+}
+
+/// The CRO's context in `tenant` (its inbox events' owner).
+fn cro_context(stores: &Stores, tenant: &str) -> openvibe_protocols::CallerContext {
+    MemoryGateway::new()
+        .with_stores(stores.clone())
+        .with_tenant(tenant)
+        .agent_memory("cro", &crate::cognitive::clearance())
+        .context()
+        .clone()
+}
+
+/// A fresh schema with the CRO's insight in each of `tenants`; its pool
+/// and stores.
+async fn fresh_in(url: &str, tenants: &[&str]) -> Result<(PgPool, Stores), String> {
     crate::pg::drop_schema(url, SCHEMA).await?;
     let pool = crate::pg::schema_pool(url, SCHEMA, 8).await?;
     let stores = PgStores::from_pool(pool.clone()).stores();
-    MemoryGateway::new()
-        .with_stores(stores.clone())
-        .agent_memory("cro", &crate::cognitive::clearance())
-        .store_insight(
-            Insight::new(
-                "i-discount",
-                "cro",
-                "annual plan discounts close deals",
-                0.9,
-            )
-            .domain("revenue"),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+    for tenant in tenants {
+        MemoryGateway::new()
+            .with_stores(stores.clone())
+            .with_tenant(*tenant)
+            .agent_memory("cro", &crate::cognitive::clearance())
+            .store_insight(openvibe_roles::testing::discount_insight())
+            .await
+            .map_err(|e| e.to_string())?;
+    }
     Ok((pool, stores))
+}
+
+/// A fresh schema with the CRO's insight in the bench's tenant.
+async fn fresh(url: &str) -> Result<(PgPool, Stores), String> {
+    fresh_in(url, &[TENANT]).await
 }
 
 /// p50 ms from a push to its decide stage.
 async fn overhead(url: &str) -> Result<f64, String> {
     let (_pool, stores) = fresh(url).await?;
 
-    let cognitive = Arc::new(durable_loop(&stores, "bench-overhead", 30_000)?);
+    let cognitive = Arc::new(durable_loop(&stores, TENANT, "bench-overhead", 30_000)?);
     let (done_tx, mut done) = tokio::sync::mpsc::unbounded_channel();
     let running = {
         let cognitive = cognitive.clone();
@@ -221,19 +250,31 @@ fn cpu_ticks() -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
-/// Events per second through `processes` loop processes, and the share of
-/// the machine's CPU time that was busy meanwhile (%).
-async fn throughput(url: &str, processes: usize) -> Result<(f64, Option<f64>), String> {
-    let (pool, stores) = fresh(url).await?;
-    let ctx = MemoryGateway::new()
-        .with_stores(stores.clone())
-        .agent_memory("cro", &crate::cognitive::clearance())
-        .context()
-        .clone();
+/// Events per second through `processes` loop processes, all in the
+/// bench's tenant or (`tenants`) each in a tenant of its own, and the share
+/// of the machine's CPU time that was busy meanwhile (%).
+async fn throughput(
+    url: &str,
+    processes: usize,
+    tenants: bool,
+) -> Result<(f64, Option<f64>), String> {
+    let names: Vec<String> = (0..processes)
+        .map(|i| {
+            if tenants {
+                format!("bench-{i}")
+            } else {
+                TENANT.to_owned()
+            }
+        })
+        .collect();
+    let mut distinct: Vec<&str> = names.iter().map(String::as_str).collect();
+    distinct.dedup();
+    let (pool, stores) = fresh_in(url, &distinct).await?;
     for k in 0..THROUGHPUT_EVENTS {
+        let tenant = distinct[k as usize % distinct.len()];
         openvibe_protocols::push_to_inbox(
             stores.inbox.as_ref(),
-            &ctx,
+            &cro_context(&stores, tenant),
             "cro",
             event("t", k),
             EventSource::Code,
@@ -243,10 +284,14 @@ async fn throughput(url: &str, processes: usize) -> Result<(f64, Option<f64>), S
     }
     // Started together (each connects and migrates first), timed from the
     // moment all are ready.
-    let starting: Vec<_> = (0..processes)
-        .map(|i| {
-            let url = url.to_owned();
-            std::thread::spawn(move || LoopProcess::start(&url, &format!("bench-{i}"), 30_000))
+    let starting: Vec<_> = names
+        .iter()
+        .enumerate()
+        .map(|(i, tenant)| {
+            let (url, tenant) = (url.to_owned(), tenant.clone());
+            std::thread::spawn(move || {
+                LoopProcess::start(&url, &tenant, &format!("bench-{i}"), 30_000)
+            })
         })
         .collect();
     let mut loops = Vec::new();
@@ -256,11 +301,15 @@ async fn throughput(url: &str, processes: usize) -> Result<(f64, Option<f64>), S
     let started = Instant::now();
     let cpu_before = cpu_ticks();
     loop {
-        let done = scalar(
-            &pool,
-            "SELECT count(*) FROM inbox_events WHERE status = 'done'",
-        )
-        .await?;
+        let mut done = 0;
+        for tenant in &distinct {
+            done += scalar_in(
+                &pool,
+                tenant,
+                "SELECT count(*) FROM inbox_events WHERE status = 'done'",
+            )
+            .await?;
+        }
         if done >= i64::from(THROUGHPUT_EVENTS) {
             break;
         }
@@ -285,12 +334,8 @@ async fn throughput(url: &str, processes: usize) -> Result<(f64, Option<f64>), S
 /// Seconds from killing the holder of an event to another process holding it.
 async fn takeover(url: &str) -> Result<f64, String> {
     let (pool, stores) = fresh(url).await?;
-    let ctx = MemoryGateway::new()
-        .with_stores(stores.clone())
-        .agent_memory("cro", &crate::cognitive::clearance())
-        .context()
-        .clone();
-    let mut first = LoopProcess::start(url, "first", TAKEOVER_LEASE_MS)?;
+    let ctx = cro_context(&stores, TENANT);
+    let mut first = LoopProcess::start(url, TENANT, "first", TAKEOVER_LEASE_MS)?;
     let mut hanging = event("hang", 0);
     if let Some(action) = &mut hanging.action {
         action.input = json!({"pct": 10, "hang": true});
@@ -318,7 +363,7 @@ async fn takeover(url: &str) -> Result<f64, String> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let _second = LoopProcess::start(url, "second", TAKEOVER_LEASE_MS)?;
+    let _second = LoopProcess::start(url, TENANT, "second", TAKEOVER_LEASE_MS)?;
     let killed = Instant::now();
     first.kill();
     loop {
@@ -339,11 +384,16 @@ async fn takeover(url: &str) -> Result<f64, String> {
 
 async fn run_inner(url: &str) -> Result<(), String> {
     report("inbox_event_overhead_ms", overhead(url).await?, "ms");
-    let (one, busy_one) = throughput(url, 1).await?;
+    let (one, busy_one) = throughput(url, 1, false).await?;
     report("loop_events_per_s_1", one, "events/s");
-    let (two, busy_two) = throughput(url, 2).await?;
+    let (two, busy_two) = throughput(url, 2, false).await?;
     report("loop_events_per_s_2", two, "events/s");
     report("loop_scaling_2_over_1", two / one, "x");
+    // The same two processes, each serving a tenant of its own (a
+    // tenant's audit chain is one lock per audited write).
+    let (apart, _) = throughput(url, 2, true).await?;
+    report("loop_events_per_s_2_tenants", apart, "events/s");
+    report("loop_scaling_2_tenants_over_1", apart / one, "x");
     // How busy the machine was (loops, PostgreSQL, everything): with one
     // process at b% of the cores, two can do at most 100/b times as much.
     for (name, busy) in [

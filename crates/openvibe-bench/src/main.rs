@@ -50,13 +50,15 @@ const GROUPS: &[Group] = &[
 fn main() -> std::process::ExitCode {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     // A loop process of `pg_inbox`'s figures.
-    if let [flag, url, holder, lease_ms] = wanted.as_slice()
+    if let [flag, url, tenant, holder, lease_ms] = wanted.as_slice()
         && flag == inbox::LOOP_FLAG
     {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build();
-        return match runtime.map(|rt| rt.block_on(inbox::loop_process(url, holder, lease_ms))) {
+        return match runtime
+            .map(|rt| rt.block_on(inbox::loop_process(url, tenant, holder, lease_ms)))
+        {
             Ok(Ok(())) => std::process::ExitCode::SUCCESS,
             Ok(Err(e)) => {
                 eprintln!("inbox loop: {e}");

@@ -21,7 +21,7 @@ use openvibe::primitives::FnTool;
 use openvibe::primitives::testing::ScriptedLlm;
 use openvibe::protocols::{
     ACT_INTERRUPTED, Action, CallerContext, Classification, Clearance, DecisionEvent, EventInbox,
-    EventSource, Insight, LlmResponse, Principal, Stage,
+    EventSource, LlmResponse, Principal, Stage,
 };
 use openvibe::roles::{AuthorityConfig, CognitiveLoop, Leasing, Role, RoleRuntime};
 use serde_json::{Value, json};
@@ -199,15 +199,7 @@ async fn inbox_scale() {
     MemoryGateway::new()
         .with_stores(pg.stores())
         .agent_memory("cro", &clearance())
-        .store_insight(
-            Insight::new(
-                "i-discount",
-                "cro",
-                "annual plan discounts close deals",
-                0.9,
-            )
-            .domain("revenue"),
-        )
+        .store_insight(openvibe::roles::testing::discount_insight())
         .await
         .unwrap();
 

@@ -71,15 +71,7 @@ impl DiscountCro {
         }
         let memory = gateway.agent_memory("cro", &clearance);
         memory
-            .store_insight(
-                Insight::new(
-                    "i-discount",
-                    "cro",
-                    "annual plan discounts close deals",
-                    0.9,
-                )
-                .domain("revenue"),
-            )
+            .store_insight(discount_insight())
             .await
             .map_err(|e| StoreError::backend(format!("the CRO's insight: {e}")))?;
         let (runs, gate) = (self.runs, self.gate);
@@ -105,6 +97,18 @@ impl DiscountCro {
             .action_tool(tool)
             .with_proposals(self.stores.proposals.clone()))
     }
+}
+
+/// The CRO's strong insight about discounts (`i-discount`, 0.9, in
+/// `revenue`): what makes it confident enough to act on one.
+pub fn discount_insight() -> Insight {
+    Insight::new(
+        "i-discount",
+        "cro",
+        "annual plan discounts close deals",
+        0.9,
+    )
+    .domain("revenue")
 }
 
 /// Acme's request for a 10% discount on `amount` (event `id`): acted on
