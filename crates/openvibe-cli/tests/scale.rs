@@ -1,7 +1,8 @@
 //! The scale test (issue 59): three loop processes and two service
 //! instances over one PostgreSQL. 2,000 events are pushed round-robin over
 //! HTTP through both `openvibe serve` instances while a loop process is
-//! SIGKILLed every few seconds and restarted. Every event ends done, with
+//! SIGKILLed every few seconds (and at each tenth of the events done)
+//! and restarted. Every event ends done, with
 //! each stage once in its journal; no action runs twice (each run of the
 //! action writes a row: the tool counter); an action a killed process
 //! began is recorded interrupted, never run again.
@@ -40,7 +41,8 @@ const LOOPS: usize = 3;
 /// Their leases: a killed process's events are taken over this long
 /// after its last renewal.
 const LEASE_MS: u64 = 1_000;
-/// How often a loop process is killed.
+/// How often a loop process is killed, at least: also each time another
+/// tenth of the events is done (so a fast machine sees as many kills).
 const KILL_EVERY: Duration = Duration::from_secs(3);
 /// The whole test's budget.
 const BUDGET: Duration = Duration::from_secs(120);
@@ -252,6 +254,7 @@ async fn inbox_scale() {
     // Kill one loop process every few seconds (SIGKILL) and start another.
     let mut kills = 0;
     let mut last_kill = Instant::now();
+    let mut last_milestone = 0;
     let done = loop {
         let done: i64 = rows(
             &pool,
@@ -275,7 +278,11 @@ async fn inbox_scale() {
             started.elapsed() < BUDGET,
             "{done} of {EVENTS} events done within {BUDGET:?} ({kills} kills)"
         );
-        if last_kill.elapsed() >= KILL_EVERY && (done as usize) < EVENTS * 9 / 10 {
+        let milestone = (done as usize) * 10 / EVENTS;
+        if (last_kill.elapsed() >= KILL_EVERY || milestone > last_milestone)
+            && (done as usize) < EVENTS * 9 / 10
+        {
+            last_milestone = milestone;
             let victim = kills % LOOPS;
             generation += 1;
             let killed = &mut loops[victim].0;
@@ -343,7 +350,7 @@ async fn inbox_scale() {
         );
     }
     assert!(
-        kills >= 2,
+        kills >= 5,
         "only {kills} kills: the test went too fast to test anything"
     );
     assert!(resumed > 0, "no event was taken over after {kills} kills");
