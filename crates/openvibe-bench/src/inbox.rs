@@ -139,12 +139,7 @@ impl Drop for LoopProcess {
 
 /// One number `sql` returns in `tenant` (row-level security).
 async fn scalar_in(pool: &PgPool, tenant: &str, sql: &'static str) -> Result<i64, String> {
-    let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
-    sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
-        .bind(tenant)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut tx = crate::pg::tenant_tx(pool, tenant).await?;
     let n: Option<i64> = sqlx::query_scalar(sql)
         .fetch_one(&mut *tx)
         .await

@@ -190,18 +190,28 @@ pub(crate) async fn schema_pool(
     Ok(pool)
 }
 
-/// Run `statement` in a transaction confined to `tenant` (row-level security).
-pub(crate) async fn set_tenant_and(
+/// A transaction confined to `tenant` (row-level security shows it only
+/// that tenant's rows).
+pub(crate) async fn tenant_tx(
     pool: &PgPool,
     tenant: &str,
-    statement: &str,
-) -> Result<(), String> {
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, String> {
     let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
     sqlx::query("SELECT set_config('openvibe.tenant_id', $1, true)")
         .bind(tenant)
         .execute(&mut *tx)
         .await
         .map_err(|e| e.to_string())?;
+    Ok(tx)
+}
+
+/// Run `statement` in a transaction confined to `tenant` (row-level security).
+pub(crate) async fn set_tenant_and(
+    pool: &PgPool,
+    tenant: &str,
+    statement: &str,
+) -> Result<(), String> {
+    let mut tx = tenant_tx(pool, tenant).await?;
     sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned()))
         .execute(&mut *tx)
         .await

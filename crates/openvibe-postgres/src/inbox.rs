@@ -97,20 +97,15 @@ impl PgInboxStore {
         let pushes = Arc::downgrade(&self.pushes);
         runtime.spawn(async move {
             loop {
-                let listener = match PgListener::connect_with(&pool).await {
-                    Ok(mut listener) => match listener.listen(INBOX_CHANNEL).await {
-                        Ok(()) => Some(listener),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "listening for inbox pushes failed; polling until it works");
-                            None
-                        }
-                    },
-                    Err(e) => {
-                        tracing::warn!(error = %e, "listening for inbox pushes failed; polling until it works");
-                        None
-                    }
+                let listening = async {
+                    let mut listener = PgListener::connect_with(&pool).await?;
+                    listener.listen(INBOX_CHANNEL).await?;
+                    Ok::<_, sqlx::Error>(listener)
                 };
-                let Some(mut listener) = listener else {
+                let listener = listening.await.inspect_err(|e| {
+                    tracing::warn!(error = %e, "listening for inbox pushes failed; polling until it works");
+                });
+                let Ok(mut listener) = listener else {
                     tokio::time::sleep(LISTEN_CHECK).await;
                     if pushes.upgrade().is_none() || pool.is_closed() {
                         return;

@@ -301,7 +301,7 @@ struct Queue {
 }
 
 /// An event claimed by this process; released on drop unless handed over.
-pub(crate) struct Claim<'a> {
+struct Claim<'a> {
     owner: &'a CognitiveLoop,
     id: String,
     held: bool,
@@ -542,7 +542,7 @@ impl CognitiveLoop {
     /// The claim is released when dropped, unless handed over to the
     /// worker ([`Claim::hand_over`]): a push cut off half-way (a client
     /// gone, a timeout) never leaves an event claimed by no one.
-    pub(crate) fn claim(&self, id: &str) -> Result<Option<Claim<'_>>, Error> {
+    fn claim(&self, id: &str) -> Result<Option<Claim<'_>>, Error> {
         let mut inflight = self
             .inflight
             .lock()

@@ -247,11 +247,6 @@ impl CognitiveLoop {
                     }
                 }
             };
-            drained_at = if leased.len() < leasing.batch {
-                seen
-            } else {
-                None
-            };
             if leased.is_empty() {
                 // Whatever ends the wait, the next turn leases.
                 drained_at = None;
@@ -268,6 +263,11 @@ impl CognitiveLoop {
                 }
                 continue;
             }
+            drained_at = if leased.len() < leasing.batch {
+                seen
+            } else {
+                None
+            };
             let mut leased = leased.into_iter();
             for event in leased.by_ref() {
                 if *stop.borrow() {
@@ -302,10 +302,6 @@ impl CognitiveLoop {
         let id = leased.id.clone();
         let mut trace = inbox_trace(&leased);
         let run_id = crate::loop_run_id(&trace.role_id, &trace.event.id);
-        // Held here (a push of it cannot run it twice in this process).
-        let Ok(Some(_claim)) = self.claim(&run_id) else {
-            return;
-        };
         let worked = if leased.attempts > leasing.max_attempts {
             let why = format!(
                 "given up after {} leases: no loop process finished it",
